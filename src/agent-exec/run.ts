@@ -1,0 +1,98 @@
+/*
+ * clankie-agent-exec: the spawn shim the service calls for every piece of
+ * model-directed work. It checks its caller, builds the agent's environment
+ * from scratch, closes stray fds, raises oom_score_adj, and execs the chain of
+ * plan.ts. No Node process stays resident: the service's child becomes the
+ * agent's command, with its pid, exit status and signals.
+ */
+import { writeFileSync } from "node:fs";
+import { type Identities, readIdentities } from "../accounts.ts";
+import type { AgentExecRequest } from "../cli.ts";
+import { EXIT, TOOLS } from "../constants.ts";
+import { readSession, readStatus } from "../proc-status.ts";
+import { osFailure, Refusal } from "../report.ts";
+import { execReplace, prepareExec } from "../system-exec.ts";
+import { checkCaller } from "./caller.ts";
+import { closeStrayDescriptors } from "./descriptors.ts";
+import { agentChainArgv, agentEnvironment, type AgentChain } from "./plan.ts";
+
+export { runVerifyAgent } from "./verify-agent.ts";
+
+/**
+ * setsid(1) forks when its caller leads a process group, and then the
+ * service would not see the agent's pid: refuse that case. A session leader
+ * (spawnAgent uses detached) needs no setsid at all.
+ */
+function sessionPlan(): boolean {
+  const session = readSession();
+  if (session.session === session.pid) {
+    if (session.ttyNr !== 0) {
+      throw new Refusal(EXIT.launchRefused, "the shim leads a session that has a controlling terminal", "spawn it in a new session without a terminal (spawnAgent does)");
+    }
+    return false;
+  }
+  if (session.pgrp === session.pid) {
+    throw new Refusal(EXIT.launchRefused, "the shim leads a process group but not a session, so setsid would fork and hide the agent's pid", "spawn it detached (a new session, as spawnAgent does) or inside its parent's process group");
+  }
+  return true;
+}
+
+function raiseOomScore(value: number): void {
+  try {
+    writeFileSync("/proc/self/oom_score_adj", `${value}\n`);
+  } catch (error) {
+    throw osFailure("write", "/proc/self/oom_score_adj", error);
+  }
+}
+
+function checkedIdentities(): Identities {
+  const ids = readIdentities();
+  checkCaller(readStatus(), ids);
+  return ids;
+}
+
+function execChain(ids: Identities, chain: AgentChain, oomScoreAdj: number, envNames: readonly string[]): never {
+  for (const tool of [TOOLS.prlimit, TOOLS.setpriv, ...(chain.needSetsid ? [TOOLS.setsid] : [])]) {
+    prepareExec({ command: tool, args: [], env: {}, trustedUids: [0] });
+  }
+  prepareExec({ command: chain.self, args: [], env: {}, trustedUids: [0] });
+  const env = agentEnvironment(process.env, envNames, ids);
+  const argv = agentChainArgv(ids, chain);
+  raiseOomScore(oomScoreAdj);
+  closeStrayDescriptors(chain.keepFds);
+  execReplace({ command: argv[0]!, args: argv.slice(1), argv0: argv[0], env, trustedUids: [0] });
+}
+
+export function runAgentExec(request: Extract<AgentExecRequest, { kind: "run" }>): never {
+  const ids = checkedIdentities();
+  return execChain(
+    ids,
+    {
+      needSetsid: sessionPlan(),
+      nproc: request.nproc,
+      cwd: request.cwd,
+      keepFds: request.keepFds,
+      self: process.execPath,
+      action: { exec: request.command },
+    },
+    request.oomScoreAdj,
+    request.env,
+  );
+}
+
+export function runSignal(request: Extract<AgentExecRequest, { kind: "signal" }>): never {
+  const ids = checkedIdentities();
+  return execChain(
+    ids,
+    {
+      needSetsid: false,
+      nproc: 1 << 20,
+      cwd: "/",
+      keepFds: [],
+      self: process.execPath,
+      action: { signal: request.signal, pgid: request.pgid },
+    },
+    0,
+    [],
+  );
+}

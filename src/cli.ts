@@ -1,0 +1,195 @@
+/*
+ * Command-line parsing for both roles. Pure: argv in, a request out, or a
+ * usage refusal (exit 64) that names the problem and the fix.
+ */
+import { AGENT_DEFAULT_NPROC, AGENT_DEFAULT_OOM_SCORE_ADJ, EXIT, WORKSPACE_DIR } from "./constants.ts";
+import { Refusal } from "./report.ts";
+import { VERIFY_SERVICE_FLAG } from "./entrypoint/drop.ts";
+
+export type EntrypointRequest =
+  | { kind: "help" }
+  | { kind: "version" }
+  | { kind: "self-check"; json: boolean; probe: boolean }
+  | { kind: "verify-service"; uid: number; gid: number; groups: number[]; command: string[] }
+  | { kind: "run"; command: string[] };
+
+export type AgentExecRequest =
+  | { kind: "help" }
+  | { kind: "version" }
+  | { kind: "signal"; signal: string; pgid: number }
+  | { kind: "verify-agent"; expect: AgentExpectation; action: { exec: string[] } | { signal: string; pgid: number } }
+  | { kind: "run"; cwd: string; env: string[]; keepFds: number[]; nproc: number; oomScoreAdj: number; command: string[] };
+
+export interface AgentExpectation {
+  uid: number;
+  gid: number;
+  groups: number[];
+  cwd: string;
+  keepFds: number[];
+}
+
+function usage(program: string, what: string, fix: string): Refusal {
+  return new Refusal(EXIT.usage, what, `${fix} (see ${program} --help)`);
+}
+
+function integer(program: string, option: string, text: string | undefined, min: number, max: number): number {
+  if (text === undefined || !/^-?\d{1,10}$/.test(text) || Number(text) < min || Number(text) > max) {
+    throw usage(program, `${option} needs a whole number from ${min} to ${max}, got ${JSON.stringify(text ?? "")}`, `give ${option} a number in range`);
+  }
+  return Number(text);
+}
+
+function idList(program: string, option: string, text: string): number[] {
+  if (!/^\d{1,10}(,\d{1,10})*$/.test(text)) throw usage(program, `${option} needs comma-separated ids, got ${JSON.stringify(text)}`, "pass ids");
+  return text.split(",").map(Number);
+}
+
+function command(program: string, rest: readonly string[]): string[] {
+  if (rest.length === 0 || rest[0] === "") throw usage(program, "no command given", `put the command after --: ${program} -- COMMAND [ARG...]`);
+  return [...rest];
+}
+
+/** Splits "--name=value" or takes the value from the next argument. */
+function optionValue(argv: readonly string[], index: number): { name: string; value: string | undefined; next: number } {
+  const arg = argv[index]!;
+  const equals = arg.indexOf("=");
+  if (arg.startsWith("--") && equals > 0) return { name: arg.slice(0, equals), value: arg.slice(equals + 1), next: index + 1 };
+  return { name: arg, value: argv[index + 1], next: index + 2 };
+}
+
+export function parseEntrypointArgs(argv: readonly string[]): EntrypointRequest {
+  const program = "clankie-separate";
+  const first = argv[0];
+  if (first === undefined) throw usage(program, "no service command given", `name the service command: ${program} -- COMMAND [ARG...]`);
+  if (first === "--help" || first === "-h") return { kind: "help" };
+  if (first === "--version") return { kind: "version" };
+  if (first === "--self-check") {
+    let json = false;
+    let probe = false;
+    for (const arg of argv.slice(1)) {
+      if (arg === "--json") json = true;
+      else if (arg === "--probe") probe = true;
+      else throw usage(program, `unknown --self-check option ${JSON.stringify(arg)}`, "use --json and --probe only");
+    }
+    return { kind: "self-check", json, probe };
+  }
+  if (first === VERIFY_SERVICE_FLAG) {
+    let uid: number | undefined;
+    let gid: number | undefined;
+    let groups: number[] | undefined;
+    let i = 1;
+    while (i < argv.length && argv[i] !== "--") {
+      const { name, value, next } = optionValue(argv, i);
+      if (name === "--uid") uid = integer(program, name, value, 1, 0xfffffffe);
+      else if (name === "--gid") gid = integer(program, name, value, 1, 0xfffffffe);
+      else if (name === "--groups") groups = idList(program, name, value ?? "");
+      else throw usage(program, `unknown option ${JSON.stringify(name)} for ${VERIFY_SERVICE_FLAG}`, "this stage is started by the entrypoint itself");
+      i = next;
+    }
+    if (uid === undefined || gid === undefined || groups === undefined || argv[i] !== "--") {
+      throw usage(program, `${VERIFY_SERVICE_FLAG} needs --uid, --gid, --groups and --`, "this stage is started by the entrypoint itself");
+    }
+    return { kind: "verify-service", uid, gid, groups, command: command(program, argv.slice(i + 1)) };
+  }
+  if (first === "--") return { kind: "run", command: command(program, argv.slice(1)) };
+  if (first.startsWith("-")) {
+    throw usage(program, `unknown option ${JSON.stringify(first)}`, `put the service command after --: ${program} -- COMMAND [ARG...]`);
+  }
+  return { kind: "run", command: [...argv] };
+}
+
+export const VERIFY_AGENT_FLAG = "--verify-agent";
+
+const SIGNALS = new Set(["SIGHUP", "SIGINT", "SIGQUIT", "SIGKILL", "SIGUSR1", "SIGUSR2", "SIGTERM", "SIGCONT", "SIGSTOP", "SIGTSTP", "SIGWINCH"]);
+
+function parseSignal(program: string, value: string | undefined): string {
+  const name = value === undefined ? "" : value.startsWith("SIG") ? value : `SIG${value}`;
+  if (!SIGNALS.has(name)) {
+    throw usage(program, `--signal needs one of ${[...SIGNALS].map((s) => s.slice(3)).join(", ")}, got ${JSON.stringify(value ?? "")}`, "name the signal");
+  }
+  return name;
+}
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+export function parseAgentExecArgs(argv: readonly string[]): AgentExecRequest {
+  const program = "clankie-agent-exec";
+  const first = argv[0];
+  if (first === "--help" || first === "-h") return { kind: "help" };
+  if (first === "--version") return { kind: "version" };
+  if (first === VERIFY_AGENT_FLAG) {
+    let uid: number | undefined;
+    let gid: number | undefined;
+    let groups: number[] | undefined;
+    let cwd: string | undefined;
+    let signal: string | undefined;
+    let pgid: number | undefined;
+    const keepFds: number[] = [];
+    let i = 1;
+    while (i < argv.length && argv[i] !== "--") {
+      const { name, value, next } = optionValue(argv, i);
+      if (name === "--uid") uid = integer(program, name, value, 1, 0xfffffffe);
+      else if (name === "--gid") gid = integer(program, name, value, 1, 0xfffffffe);
+      else if (name === "--groups") groups = idList(program, name, value ?? "");
+      else if (name === "--cwd" && value !== undefined) cwd = value;
+      else if (name === "--keep-fd") keepFds.push(integer(program, name, value, 3, 1048575));
+      else if (name === "--signal") signal = parseSignal(program, value);
+      else if (name === "--pgid") pgid = integer(program, name, value, 2, 0x3fffffff);
+      else throw usage(program, `unknown option ${JSON.stringify(name)} for ${VERIFY_AGENT_FLAG}`, "this stage is started by the shim itself");
+      i = next;
+    }
+    if (uid === undefined || gid === undefined || groups === undefined || cwd === undefined || argv[i] !== "--") {
+      throw usage(program, `${VERIFY_AGENT_FLAG} needs --uid, --gid, --groups, --cwd and --`, "this stage is started by the shim itself");
+    }
+    const expect = { uid, gid, groups, cwd, keepFds };
+    if (signal !== undefined && pgid !== undefined) return { kind: "verify-agent", expect, action: { signal, pgid } };
+    return { kind: "verify-agent", expect, action: { exec: command(program, argv.slice(i + 1)) } };
+  }
+  if (first === "--signal") {
+    let signal: string | undefined;
+    let pgid: number | undefined;
+    let i = 0;
+    while (i < argv.length) {
+      const { name, value, next } = optionValue(argv, i);
+      if (name === "--signal") {
+        signal = parseSignal(program, value);
+      } else if (name === "--pgid") {
+        pgid = integer(program, name, value, 2, 0x3fffffff);
+      } else {
+        throw usage(program, `unknown option ${JSON.stringify(name)} with --signal`, "use --signal SIGNAL --pgid PGID");
+      }
+      i = next;
+    }
+    if (signal === undefined || pgid === undefined) throw usage(program, "--signal needs --pgid", "use --signal SIGNAL --pgid PGID");
+    return { kind: "signal", signal, pgid };
+  }
+  let cwd = WORKSPACE_DIR;
+  const env: string[] = [];
+  const keepFds: number[] = [];
+  let nproc = AGENT_DEFAULT_NPROC;
+  let oomScoreAdj = AGENT_DEFAULT_OOM_SCORE_ADJ;
+  let i = 0;
+  while (i < argv.length && argv[i] !== "--") {
+    const { name, value, next } = optionValue(argv, i);
+    if (name === "--cwd") {
+      if (value === undefined || !value.startsWith("/")) throw usage(program, `--cwd needs an absolute directory, got ${JSON.stringify(value ?? "")}`, "give an absolute path");
+      cwd = value;
+    } else if (name === "--env") {
+      if (value === undefined || !ENV_NAME.test(value)) throw usage(program, `--env needs a variable name, got ${JSON.stringify(value ?? "")}`, "give the NAME only: its value is taken from the shim's environment, never from argv");
+      env.push(value);
+    } else if (name === "--keep-fd") {
+      keepFds.push(integer(program, name, value, 3, 1048575));
+    } else if (name === "--nproc") {
+      nproc = integer(program, name, value, 1, 1048576);
+    } else if (name === "--oom-score-adj") {
+      oomScoreAdj = integer(program, name, value, -1000, 1000);
+    } else if (name.startsWith("-")) {
+      throw usage(program, `unknown option ${JSON.stringify(name)}`, `put the command after --: ${program} [OPTIONS] -- COMMAND [ARG...]`);
+    } else {
+      throw usage(program, `missing -- before the command ${JSON.stringify(name)}`, `put the command after --: ${program} [OPTIONS] -- COMMAND [ARG...]`);
+    }
+    i = next;
+  }
+  if (argv[i] !== "--") throw usage(program, "missing -- before the command", `put the command after --: ${program} [OPTIONS] -- COMMAND [ARG...]`);
+  return { kind: "run", cwd, env, keepFds, nproc, oomScoreAdj, command: command(program, argv.slice(i + 1)) };
+}

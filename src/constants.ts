@@ -1,0 +1,156 @@
+/*
+ * Every fixed name, path and list the program relies on. Nothing here is read
+ * from the environment: the environment of a privileged program is attacker
+ * input until proven otherwise.
+ */
+
+/** The only PATH any program started by this project ever sees. */
+export const SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+export const SYSTEM_PATH_DIRS: readonly string[] = SYSTEM_PATH.split(":");
+
+/** Absolute paths of the tools this program execs. Never resolved through PATH. */
+export const TOOLS = {
+  setpriv: "/usr/bin/setpriv",
+  setsid: "/usr/bin/setsid",
+  prlimit: "/usr/bin/prlimit",
+  tini: "/usr/bin/tini",
+} as const;
+
+/** Where the image installs this single executable, under its two names. */
+export const INSTALL_DIR = "/usr/local/sbin";
+export const ENTRYPOINT_NAME = "clankie-separate";
+export const AGENT_EXEC_NAME = "clankie-agent-exec";
+export const AGENT_EXEC_PATH = `${INSTALL_DIR}/${AGENT_EXEC_NAME}`;
+
+/** Users and groups of ADR 0272. */
+export const SERVICE_USER = "node";
+export const AGENT_USER = "clankie-agent";
+export const WORKSPACE_GROUP = "clankie-workspace";
+
+/** Files that define them. Fixed: NSS modules are code and are never consulted. */
+export const PASSWD_FILE = "/etc/passwd";
+export const GROUP_FILE = "/etc/group";
+
+/** The volumes. */
+export const STATE_DIR = "/state";
+export const WORKSPACE_DIR = "/workspace";
+/** Below STATE_DIR: the release root, readable by all, and the agent's home. */
+export const STATE_INSTALL_NAME = "install";
+export const STATE_AGENT_NAME = "agent";
+/** Below STATE_DIR: where the entrypoint records what it has done (service-only). */
+export const STATE_MARKER_NAME = ".clankie-separate";
+/** Bump when the /workspace layout contract changes: the next start walks it again. */
+export const WORKSPACE_LAYOUT_VERSION = 1;
+
+/** The six capabilities of the launcher command in ADR 0272, in `--cap-add` spelling. */
+export const ROOT_CAPABILITIES = ["CHOWN", "DAC_OVERRIDE", "FOWNER", "SETPCAP", "SETUID", "SETGID"] as const;
+/** What the service keeps: only what starting agent work needs. */
+export const SERVICE_CAPABILITIES = ["SETUID", "SETGID"] as const;
+
+/** Agent containment defaults (clankie-agent-exec --nproc / --oom-score-adj). */
+export const AGENT_DEFAULT_NPROC = 512;
+export const AGENT_DEFAULT_OOM_SCORE_ADJ = 500;
+/** The agent's file mode creation mask: group-writable, so the service can share /workspace. */
+export const AGENT_UMASK = 0o002;
+
+/**
+ * Variables that make a process load code chosen by whoever set them. The
+ * entrypoint drops these from the launcher's environment before the service
+ * starts (with a warning), and the audit reports them.
+ * Names ending in `*` are prefixes.
+ */
+export const CODE_LOADING_VARIABLES: readonly string[] = [
+  "LD_*", // ld.so(8): LD_PRELOAD, LD_LIBRARY_PATH, LD_AUDIT, ...
+  "GCONV_PATH", // glibc iconv loads modules from here
+  "GLIBC_TUNABLES", // CVE-2023-4911 ("Looney Tunables")
+  "NODE_OPTIONS", // --require / --import
+  "NODE_PATH",
+  "NODE_REPL_EXTERNAL_MODULE",
+  "NODE_COMPILE_CACHE", // a cache the loader trusts
+  "OPENSSL_CONF", // can load engines and providers
+  "OPENSSL_ENGINES",
+  "OPENSSL_MODULES",
+  "PYTHONPATH",
+  "PYTHONSTARTUP",
+  "PYTHONHOME",
+  "PERL5LIB",
+  "PERL5OPT",
+  "PERLLIB",
+  "RUBYOPT",
+  "RUBYLIB",
+  "BASH_ENV",
+  "ENV",
+  "PS4",
+  "PROMPT_COMMAND",
+  "SHELLOPTS",
+  "BASHOPTS",
+  "JAVA_TOOL_OPTIONS",
+  "_JAVA_OPTIONS",
+  "JDK_JAVA_OPTIONS",
+];
+
+export function isCodeLoadingVariable(name: string): boolean {
+  return CODE_LOADING_VARIABLES.some((pattern) =>
+    pattern.endsWith("*") ? name.startsWith(pattern.slice(0, -1)) : name === pattern,
+  );
+}
+
+/**
+ * The short list of variables that describe the terminal and locale, and
+ * nothing else. The agent starts from these plus what the service names with
+ * `--env`; the service's own execs start from these plus what they name.
+ */
+export const ENV_ALLOWLIST: readonly string[] = ["TERM", "COLORTERM", "LANG", "LANGUAGE", "LC_*", "TZ", "NO_COLOR"];
+
+export function isAllowlisted(name: string): boolean {
+  return ENV_ALLOWLIST.some((pattern) =>
+    pattern.endsWith("*") ? name.startsWith(pattern.slice(0, -1)) : name === pattern,
+  );
+}
+
+/** Variables the entrypoint sets for the service (ADR 0272, issue 3 point 8). */
+export const SERVICE_ENV = {
+  separation: "CLANKIE_SEPARATION",
+  agentUser: "CLANKIE_AGENT_USER",
+  agentUid: "CLANKIE_AGENT_UID",
+  agentExec: "CLANKIE_AGENT_EXEC",
+  /** Set by the service (never by this program) once every seam runs through the shim. */
+  boundary: "CLANKIE_BOUNDARY",
+} as const;
+
+/**
+ * Exit codes. 64-78 follow sysexits(3); 125-127 follow tini and the shells.
+ * The table in README.md and `--help` is generated from this one.
+ */
+export const EXIT = {
+  ok: 0,
+  /** --self-check: at least one check failed. */
+  checkFailed: 1,
+  usage: 64,
+  /** A file or tree we were asked to take over breaks the rules (planted link, device, ...). */
+  dataRefused: 65,
+  /** A user or group of ADR 0272 is missing or wrong in /etc/passwd or /etc/group. */
+  noUser: 67,
+  /** The launch does not provide what the mode needs (NoNewPrivs, capabilities, caller uid). */
+  launchRefused: 77,
+  /** An operating-system call failed (carries syscall, path and errno). */
+  osError: 71,
+  /** After a privilege change the kernel reports something other than what was asked. */
+  verifyFailed: 70,
+  /** The command exists but is not executable or is refused by the exec rules. */
+  notExecutable: 126,
+  notFound: 127,
+} as const;
+
+export const EXIT_DESCRIPTIONS: ReadonlyArray<readonly [number, string]> = [
+  [EXIT.ok, "success (--version, --help, a passing --self-check); otherwise the exec'd command's own status"],
+  [EXIT.checkFailed, "--self-check: at least one check failed"],
+  [EXIT.usage, "bad command line: unknown option, missing --, empty command"],
+  [EXIT.dataRefused, "a file under /state or /workspace breaks the rules and was left alone (planted link, device, foreign hard link)"],
+  [EXIT.noUser, "node, clankie-agent or clankie-workspace missing or wrong in /etc/passwd or /etc/group"],
+  [EXIT.verifyFailed, "after a privilege change the kernel reports other ids, groups, capabilities or NoNewPrivs than asked"],
+  [EXIT.osError, "an operating-system call failed; the message names the call, the path and the errno code"],
+  [EXIT.launchRefused, "the launch lacks what the mode needs: NoNewPrivs, a capability, or the caller is the wrong uid"],
+  [EXIT.notExecutable, "the command is refused by the exec rules (writable by others, foreign owner) or cannot be executed"],
+  [EXIT.notFound, "the command was not found in the fixed system PATH"],
+];

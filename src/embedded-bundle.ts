@@ -1,0 +1,80 @@
+/*
+ * The SHA-256 of the JavaScript bundle embedded in this executable, read from
+ * the executable itself: the ELF PT_NOTE segment that postject writes, named
+ * NODE_SEA_BLOB, holds the SEA blob (src/node_sea.cc: magic, flags, then the
+ * length-prefixed code path and main script). Reading it, rather than a value
+ * compiled in, is what makes the hash evidence of what actually runs.
+ */
+import { createHash } from "node:crypto";
+import { closeSync, openSync, readSync } from "node:fs";
+
+const SEA_MAGIC = 0x0143_da20;
+const PT_NOTE = 4;
+
+function readAt(fd: number, offset: number, length: number): Buffer {
+  const buffer = Buffer.alloc(length);
+  let done = 0;
+  while (done < length) {
+    const n = readSync(fd, buffer, done, length - done, offset + done);
+    if (n === 0) throw new Error("unexpected end of file");
+    done += n;
+  }
+  return buffer;
+}
+
+/** Returns the main script of the SEA blob in `path`, or undefined when there is none. */
+export function readEmbeddedBundle(path = "/proc/self/exe"): Buffer | undefined {
+  const fd = openSync(path, "r");
+  try {
+    const header = readAt(fd, 0, 64);
+    if (header.readUInt32BE(0) !== 0x7f454c46 || header[4] !== 2 || header[5] !== 1) return undefined; // ELF64 LE only
+    const phoff = Number(header.readBigUInt64LE(32));
+    const phentsize = header.readUInt16LE(54);
+    const phnum = header.readUInt16LE(56);
+    const table = readAt(fd, phoff, phentsize * phnum);
+    for (let i = 0; i < phnum; i++) {
+      const entry = table.subarray(i * phentsize);
+      if (entry.readUInt32LE(0) !== PT_NOTE) continue;
+      const offset = Number(entry.readBigUInt64LE(8));
+      const size = Number(entry.readBigUInt64LE(32));
+      if (size > 512 * 1024 * 1024) continue;
+      const notes = readAt(fd, offset, size);
+      let at = 0;
+      while (at + 12 <= notes.length) {
+        const nameSize = notes.readUInt32LE(at);
+        const descSize = notes.readUInt32LE(at + 4);
+        const name = notes.subarray(at + 12, at + 12 + nameSize).toString("latin1").replace(/\0+$/, "");
+        const descStart = at + 12 + ((nameSize + 3) & ~3);
+        if (name === "NODE_SEA_BLOB") return parseBlob(notes.subarray(descStart, descStart + descSize));
+        at = descStart + ((descSize + 3) & ~3);
+      }
+    }
+    return undefined;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function parseBlob(blob: Buffer): Buffer | undefined {
+  if (blob.length < 8 || blob.readUInt32LE(0) !== SEA_MAGIC) return undefined;
+  // magic (u32), flags (u32), then in Node >= 24 the execArgvExtension byte,
+  // then the code path and the main script, each a u64 length and the bytes.
+  for (const start of [9, 8]) {
+    if (start + 8 > blob.length) continue;
+    const pathLength = Number(blob.readBigUInt64LE(start));
+    if (pathLength > 4096) continue;
+    const codeAt = start + 8 + pathLength;
+    if (codeAt + 8 > blob.length) continue;
+    const codePath = blob.subarray(start + 8, codeAt).toString("latin1");
+    if (!/^[\x20-\x7e]*$/.test(codePath)) continue;
+    const codeLength = Number(blob.readBigUInt64LE(codeAt));
+    if (codeAt + 8 + codeLength > blob.length) continue;
+    return blob.subarray(codeAt + 8, codeAt + 8 + codeLength);
+  }
+  return undefined;
+}
+
+export function embeddedBundleSha256(path?: string): string | undefined {
+  const bundle = readEmbeddedBundle(path);
+  return bundle ? createHash("sha256").update(bundle).digest("hex") : undefined;
+}

@@ -1,0 +1,318 @@
+/*
+ * A walk over a tree an attacker may have prepared, run with root's powers.
+ *
+ * Node has no openat(2), fchownat(2) or O_PATH constants, so every lookup is
+ * made relative to an open directory through /proc/self/fd/<dirfd>/<name>
+ * (proc(5): the magic link resolves to the directory the fd holds, wherever
+ * it has moved; the last component is looked up inside it). That gives:
+ *
+ *   - no symlink is ever followed: entries are lstat'ed, directories are
+ *     opened with O_NOFOLLOW|O_DIRECTORY, everything else with
+ *     O_PATH|O_NOFOLLOW, and the change is made on that fd's inode;
+ *   - a name swapped between the lstat and the change is caught: the opened
+ *     inode must have the lstat'ed device and inode number;
+ *   - no FIFO or device is ever opened for reading (O_PATH does not open
+ *     the file, open(2)); regular files are opened with O_NONBLOCK|O_NOCTTY;
+ *   - depth is bounded by open files, not PATH_MAX: paths stay short;
+ *   - names are bytes (Buffer), never decoded: non-UTF-8 names work;
+ *   - other filesystems (st_dev differs) are never entered or changed.
+ *
+ * The walk is idempotent: every change moves an entry toward its rule, so a
+ * walk killed midway is completed by the next one.
+ */
+import {
+  closeSync,
+  constants,
+  fchmodSync,
+  fchownSync,
+  chmodSync,
+  chownSync,
+  fstatSync,
+  lstatSync,
+  openSync,
+  opendirSync,
+  type Dir,
+  type Stats,
+} from "node:fs";
+import { EXIT } from "../constants.ts";
+import { osFailure, printablePath, Refusal } from "../report.ts";
+
+/** open(2) O_PATH on x86_64 and aarch64 (asm-generic/fcntl.h); Node does not export it. */
+const O_PATH = 0o10000000;
+const O_NOATIME = 0o1000000;
+const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+const FILE_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY | O_NOATIME;
+const PATH_FLAGS = O_PATH | constants.O_NOFOLLOW;
+
+export type EntryKind = "directory" | "file" | "symlink" | "fifo" | "socket" | "device";
+
+export function kindOf(st: Stats): EntryKind {
+  if (st.isDirectory()) return "directory";
+  if (st.isFile()) return "file";
+  if (st.isSymbolicLink()) return "symlink";
+  if (st.isFIFO()) return "fifo";
+  if (st.isSocket()) return "socket";
+  return "device";
+}
+
+/** What the rules want for one entry. uid/gid -1 keep the current value; mode undefined keeps it. */
+export type Decision<C> =
+  | { action: "fix"; uid: number; gid: number; mode?: (current: number) => number; descend?: C }
+  | { action: "skip"; reason: string }
+  | { action: "prune" };
+
+export interface EntryView {
+  /** Display path (printable, never used for syscalls). */
+  readonly path: string;
+  readonly name: Buffer;
+  readonly kind: EntryKind;
+  readonly st: Stats;
+  readonly depth: number;
+}
+
+export type Rules<C> = (entry: EntryView, context: C) => Decision<C>;
+
+export interface WalkStats {
+  checked: number;
+  fixed: number;
+  skipped: number;
+  /** A few of the skipped entries, for the warning line. */
+  skippedExamples: string[];
+}
+
+export function newWalkStats(): WalkStats {
+  return { checked: 0, fixed: 0, skipped: 0, skippedExamples: [] };
+}
+
+const SKIPPED_EXAMPLES = 5;
+
+function procPath(dirFd: number, name: Buffer): Buffer {
+  return Buffer.concat([Buffer.from(`/proc/self/fd/${dirFd}/`), name]);
+}
+
+function sameInode(a: Stats, b: Stats): boolean {
+  return a.dev === b.dev && a.ino === b.ino;
+}
+
+function changedUnderUs(path: string): Refusal {
+  return new Refusal(EXIT.dataRefused, `${path} changed while it was being taken over (another process is writing this tree)`, "stop every other container that mounts this volume, then start again");
+}
+
+/** Applies the wanted owner and mode to an open fd whose inode was checked. */
+function applyByFd(fd: number, st: Stats, uid: number, gid: number, mode: number, path: string): boolean {
+  let changed = false;
+  if (st.uid !== uid || st.gid !== gid) {
+    try {
+      fchownSync(fd, uid, gid);
+    } catch (error) {
+      throw osFailure("fchown", path, error);
+    }
+    changed = true;
+  }
+  // chown(2) clears set-user-ID and set-group-ID bits of non-directories: re-check.
+  const current = changed ? fstatSync(fd).mode & 0o7777 : st.mode & 0o7777;
+  if (current !== mode) {
+    try {
+      fchmodSync(fd, mode);
+    } catch (error) {
+      throw osFailure("fchmod", path, error);
+    }
+    changed = true;
+  }
+  return changed;
+}
+
+/** Same through the O_PATH magic link (symlinks, FIFOs, sockets: fchown/fchmod refuse O_PATH fds). */
+function applyByPathFd(fd: number, st: Stats, uid: number, gid: number, mode: number | undefined, path: string): boolean {
+  const link = `/proc/self/fd/${fd}`;
+  let changed = false;
+  if (st.uid !== uid || st.gid !== gid) {
+    try {
+      chownSync(link, uid, gid); // follows the magic link only: a symlink itself is changed, not its target
+    } catch (error) {
+      throw osFailure("chown", path, error);
+    }
+    changed = true;
+  }
+  if (mode !== undefined && (st.mode & 0o7777) !== mode) {
+    try {
+      chmodSync(link, mode);
+    } catch (error) {
+      throw osFailure("chmod", path, error);
+    }
+    changed = true;
+  }
+  return changed;
+}
+
+interface Frame<C> {
+  fd: number;
+  dir: Dir;
+  path: string;
+  depth: number;
+  context: C;
+}
+
+function openDirectoryAt(parentFd: number | undefined, name: Buffer | string, path: string, expect?: Stats): { fd: number; st: Stats } {
+  const target = parentFd === undefined ? name : procPath(parentFd, name as Buffer);
+  let fd: number;
+  try {
+    fd = openSync(target, DIR_FLAGS);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ELOOP" || code === "ENOTDIR") throw changedUnderUs(path);
+    throw osFailure("open", path, error);
+  }
+  const st = fstatSync(fd);
+  if (expect && !sameInode(st, expect)) {
+    closeSync(fd);
+    throw changedUnderUs(path);
+  }
+  return { fd, st };
+}
+
+function openDir(fd: number, path: string): Dir {
+  try {
+    return opendirSync(`/proc/self/fd/${fd}`, { encoding: "buffer" as BufferEncoding, bufferSize: 128 });
+  } catch (error) {
+    throw osFailure("opendir", path, error);
+  }
+}
+
+function decide<C>(rules: Rules<C>, view: EntryView, context: C, stats: WalkStats): Decision<C> {
+  stats.checked++;
+  const decision = rules(view, context);
+  if (decision.action === "skip") {
+    stats.skipped++;
+    if (stats.skippedExamples.length < SKIPPED_EXAMPLES) stats.skippedExamples.push(`${view.path} (${decision.reason})`);
+  }
+  return decision;
+}
+
+/**
+ * Walks `root` (an absolute path whose every component is trusted: a mount
+ * point such as /state). The root itself is passed to the rules at depth 0.
+ */
+export function walkTree<C>(root: string, rules: Rules<C>, context: C, stats: WalkStats = newWalkStats()): WalkStats {
+  let rootSt: Stats;
+  try {
+    rootSt = lstatSync(root);
+  } catch (error) {
+    throw osFailure("lstat", root, error);
+  }
+  if (!rootSt.isDirectory()) {
+    throw new Refusal(EXIT.dataRefused, `${root} is a ${kindOf(rootSt)}, not a directory`, `mount a volume (a directory) at ${root}`);
+  }
+  const top = openDirectoryAt(undefined, root, root, rootSt);
+  const rootDecision = decide(rules, { path: root, name: Buffer.from(root), kind: "directory", st: top.st, depth: 0 }, context, stats);
+  if (rootDecision.action !== "fix" || rootDecision.descend === undefined) {
+    if (rootDecision.action === "fix") fixDirectory(top.fd, top.st, rootDecision, root, stats);
+    closeSync(top.fd);
+    return stats;
+  }
+  fixDirectory(top.fd, top.st, rootDecision, root, stats);
+  const rootDev = top.st.dev;
+  const stack: Frame<C>[] = [{ fd: top.fd, dir: openDir(top.fd, root), path: root, depth: 0, context: rootDecision.descend }];
+  try {
+    while (stack.length > 0) {
+      const frame = stack[stack.length - 1]!;
+      let dirent;
+      try {
+        dirent = frame.dir.readSync();
+      } catch (error) {
+        throw osFailure("readdir", frame.path, error);
+      }
+      if (dirent === null) {
+        frame.dir.closeSync();
+        closeSync(frame.fd);
+        stack.pop();
+        continue;
+      }
+      const name = dirent.name as unknown as Buffer;
+      const path = `${frame.path === "/" ? "" : frame.path}/${printablePath(name)}`;
+      const child = visitEntry(frame, name, path, rootDev, rules, stats);
+      if (child) stack.push(child);
+    }
+  } finally {
+    for (const frame of stack) {
+      try {
+        frame.dir.closeSync();
+      } catch {
+        /* already closed */
+      }
+      try {
+        closeSync(frame.fd);
+      } catch {
+        /* already closed */
+      }
+    }
+  }
+  return stats;
+}
+
+function fixDirectory<C>(fd: number, st: Stats, decision: Extract<Decision<C>, { action: "fix" }>, path: string, stats: WalkStats): void {
+  const uid = decision.uid < 0 ? st.uid : decision.uid;
+  const gid = decision.gid < 0 ? st.gid : decision.gid;
+  const mode = decision.mode ? decision.mode(st.mode & 0o7777) : st.mode & 0o7777;
+  if (applyByFd(fd, st, uid, gid, mode, path)) stats.fixed++;
+}
+
+function visitEntry<C>(frame: Frame<C>, name: Buffer, path: string, rootDev: number, rules: Rules<C>, stats: WalkStats): Frame<C> | undefined {
+  const target = procPath(frame.fd, name);
+  let st: Stats;
+  try {
+    st = lstatSync(target);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined; // removed since readdir
+    throw osFailure("lstat", path, error);
+  }
+  const kind = kindOf(st);
+  const view: EntryView = { path, name, kind, st, depth: frame.depth + 1 };
+  if (st.dev !== rootDev) {
+    decide(() => ({ action: "skip", reason: "another filesystem is mounted here; it was not entered" }), view, frame.context, stats);
+    return undefined;
+  }
+  const decision = decide(rules, view, frame.context, stats);
+  if (decision.action !== "fix") return undefined;
+  const uid = decision.uid < 0 ? st.uid : decision.uid;
+  const gid = decision.gid < 0 ? st.gid : decision.gid;
+  const mode = decision.mode ? decision.mode(st.mode & 0o7777) : undefined;
+
+  if (kind === "directory") {
+    const opened = openDirectoryAt(frame.fd, name, path, st);
+    try {
+      fixDirectory(opened.fd, opened.st, decision, path, stats);
+    } catch (error) {
+      closeSync(opened.fd);
+      throw error;
+    }
+    if (decision.descend === undefined) {
+      closeSync(opened.fd);
+      return undefined;
+    }
+    return { fd: opened.fd, dir: openDir(opened.fd, path), path, depth: frame.depth + 1, context: decision.descend };
+  }
+
+  const needsChange = st.uid !== uid || st.gid !== gid || (mode !== undefined && (st.mode & 0o7777) !== mode);
+  if (!needsChange) return undefined;
+  // Open only what needs a change, and change the inode we opened, not the name.
+  const flags = kind === "file" ? FILE_FLAGS : PATH_FLAGS;
+  let fd: number;
+  try {
+    fd = openSync(target, flags);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ELOOP") throw changedUnderUs(path);
+    throw osFailure("open", path, error);
+  }
+  try {
+    const opened = fstatSync(fd);
+    if (!sameInode(opened, st) || kindOf(opened) !== kind || opened.nlink !== st.nlink) throw changedUnderUs(path);
+    const changed =
+      kind === "file" ? applyByFd(fd, opened, uid, gid, mode ?? opened.mode & 0o7777, path) : applyByPathFd(fd, opened, uid, gid, kind === "symlink" ? undefined : mode, path);
+    if (changed) stats.fixed++;
+  } finally {
+    closeSync(fd);
+  }
+  return undefined;
+}

@@ -1,0 +1,58 @@
+/* --help and --version text. The exit-code table comes from constants.ts. */
+import { AGENT_DEFAULT_NPROC, AGENT_DEFAULT_OOM_SCORE_ADJ, EXIT_DESCRIPTIONS, SYSTEM_PATH } from "./constants.ts";
+import { embeddedBundleSha256 } from "./embedded-bundle.ts";
+
+declare const __CLANKIE_VERSION__: string;
+
+export const PROGRAM_VERSION: string = typeof __CLANKIE_VERSION__ === "string" ? __CLANKIE_VERSION__ : "0.0.0-dev";
+
+export function versionText(program: string): string {
+  return [
+    `${program} ${PROGRAM_VERSION}`,
+    `node ${process.version}`,
+    `bundle sha256 ${embeddedBundleSha256() ?? "unknown (not running as a single executable)"}`,
+  ].join("\n");
+}
+
+function exitTable(): string {
+  return EXIT_DESCRIPTIONS.map(([code, text]) => `  ${String(code).padStart(3)}  ${text}`).join("\n");
+}
+
+export function helpText(): string {
+  return `clankie-separate ${PROGRAM_VERSION}: run model-directed work as a second uid (ADR 0272)
+
+One executable, two names; the name it is started as picks the role.
+
+clankie-separate [--] SERVICE-COMMAND [ARG...]
+  The image's ENTRYPOINT. Started as any uid but 0 it execs the service
+  command unchanged. Started as root (docker run --user 0:0 --cap-drop ALL
+  --cap-add CHOWN --cap-add DAC_OVERRIDE --cap-add FOWNER --cap-add SETPCAP
+  --cap-add SETUID --cap-add SETGID --security-opt no-new-privileges) it makes
+  /state service-only, gives /workspace the clankie-workspace group, and
+  drops to node keeping only SETUID and SETGID.
+
+clankie-separate --self-check [--json] [--probe]
+  Audits the body: mode, process, users, /state, /workspace, image,
+  processes, environment and kernel settings. --probe starts a probe as the
+  agent and reports what it could and could not do.
+
+clankie-agent-exec [--cwd DIR] [--env NAME]... [--keep-fd N]...
+                   [--nproc N] [--oom-score-adj N] -- COMMAND [ARG...]
+  Run by the service only: execs COMMAND as clankie-agent with no
+  capabilities, NoNewPrivs, a new session without a controlling terminal,
+  umask 0002, HOME /state/agent and PATH ${SYSTEM_PATH}.
+    --cwd DIR            working directory (default /workspace)
+    --env NAME           pass NAME with its value from the shim's environment
+    --keep-fd N          keep fd N (17 or higher) open for the command
+    --nproc N            RLIMIT_NPROC of the agent uid (default ${AGENT_DEFAULT_NPROC})
+    --oom-score-adj N    oom_score_adj of the agent work (default ${AGENT_DEFAULT_OOM_SCORE_ADJ})
+
+clankie-agent-exec --signal SIGNAL --pgid PGID
+  Delivers SIGNAL to the agent's process group PGID, as the agent.
+
+Both: --help, --version.
+
+Exit codes:
+${exitTable()}
+`;
+}

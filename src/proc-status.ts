@@ -1,0 +1,142 @@
+/*
+ * /proc/<pid>/status is the judge of what a process holds (proc(5)). Nothing
+ * here trusts a tool's exit status: setpriv exits 0 even when an ambient raise
+ * failed, so every privilege change is checked against these fields.
+ */
+import { readFileSync } from "node:fs";
+import type { CapabilityMask } from "./capabilities.ts";
+import { osFailure } from "./report.ts";
+
+export interface ProcessCredentials {
+  /** real, effective, saved, filesystem */
+  uids: [number, number, number, number];
+  gids: [number, number, number, number];
+  groups: number[];
+  capInh: CapabilityMask;
+  capPrm: CapabilityMask;
+  capEff: CapabilityMask;
+  capBnd: CapabilityMask;
+  capAmb: CapabilityMask;
+  noNewPrivs: boolean;
+}
+
+function field(fields: Map<string, string>, name: string): string {
+  const value = fields.get(name);
+  if (value === undefined) throw new Error(`/proc status has no ${name} line`);
+  return value;
+}
+
+function ids(text: string, name: string): [number, number, number, number] {
+  const parts = text.trim().split(/\s+/).map(Number);
+  if (parts.length !== 4 || parts.some((n) => !Number.isInteger(n) || n < 0)) {
+    throw new Error(`/proc status ${name} line is malformed: ${JSON.stringify(text)}`);
+  }
+  return parts as [number, number, number, number];
+}
+
+function mask(text: string, name: string): CapabilityMask {
+  if (!/^[0-9a-f]{16}$/.test(text.trim())) throw new Error(`/proc status ${name} line is malformed: ${JSON.stringify(text)}`);
+  return BigInt(`0x${text.trim()}`);
+}
+
+export function parseStatus(text: string): ProcessCredentials {
+  const fields = new Map<string, string>();
+  for (const line of text.split("\n")) {
+    const colon = line.indexOf(":");
+    if (colon > 0) fields.set(line.slice(0, colon), line.slice(colon + 1));
+  }
+  const groupsText = field(fields, "Groups").trim();
+  const groups = groupsText === "" ? [] : groupsText.split(/\s+/).map(Number);
+  if (groups.some((n) => !Number.isInteger(n) || n < 0)) throw new Error(`/proc status Groups line is malformed`);
+  const nnp = field(fields, "NoNewPrivs").trim();
+  if (nnp !== "0" && nnp !== "1") throw new Error(`/proc status NoNewPrivs line is malformed`);
+  return {
+    uids: ids(field(fields, "Uid"), "Uid"),
+    gids: ids(field(fields, "Gid"), "Gid"),
+    groups,
+    capInh: mask(field(fields, "CapInh"), "CapInh"),
+    capPrm: mask(field(fields, "CapPrm"), "CapPrm"),
+    capEff: mask(field(fields, "CapEff"), "CapEff"),
+    capBnd: mask(field(fields, "CapBnd"), "CapBnd"),
+    capAmb: mask(field(fields, "CapAmb"), "CapAmb"),
+    noNewPrivs: nnp === "1",
+  };
+}
+
+export function readStatus(pid: number | "self" = "self"): ProcessCredentials {
+  const path = `/proc/${pid}/status`;
+  let text: string;
+  try {
+    text = readFileSync(path, "latin1");
+  } catch (error) {
+    throw osFailure("read", path, error);
+  }
+  return parseStatus(text);
+}
+
+/** What a privilege change asked for. */
+export interface ExpectedCredentials {
+  uid: number;
+  gid: number;
+  /** Compared as a set: the kernel sorts supplementary groups. */
+  groups: readonly number[];
+  capInh: CapabilityMask;
+  capPrm: CapabilityMask;
+  capEff: CapabilityMask;
+  capAmb: CapabilityMask;
+  /** undefined: not checked (an unprivileged process cannot shrink it). */
+  capBnd?: CapabilityMask;
+  noNewPrivs: boolean;
+}
+
+/** Every difference between what the kernel reports and what was asked, as short phrases. */
+export function credentialDifferences(got: ProcessCredentials, want: ExpectedCredentials): string[] {
+  const differences: string[] = [];
+  if (got.uids.some((id) => id !== want.uid)) differences.push(`uids ${got.uids.join(",")} (want ${want.uid} in all four)`);
+  if (got.gids.some((id) => id !== want.gid)) differences.push(`gids ${got.gids.join(",")} (want ${want.gid} in all four)`);
+  const gotGroups = [...new Set(got.groups)].sort((a, b) => a - b);
+  const wantGroups = [...new Set(want.groups)].sort((a, b) => a - b);
+  if (gotGroups.join(",") !== wantGroups.join(",")) {
+    differences.push(`groups ${gotGroups.join(",") || "none"} (want ${wantGroups.join(",") || "none"})`);
+  }
+  const sets = [
+    ["CapInh", got.capInh, want.capInh],
+    ["CapPrm", got.capPrm, want.capPrm],
+    ["CapEff", got.capEff, want.capEff],
+    ["CapAmb", got.capAmb, want.capAmb],
+    ["CapBnd", got.capBnd, want.capBnd],
+  ] as const;
+  for (const [name, have, need] of sets) {
+    if (need !== undefined && have !== need) {
+      differences.push(`${name} 0x${have.toString(16)} (want 0x${need.toString(16)})`);
+    }
+  }
+  if (got.noNewPrivs !== want.noNewPrivs) differences.push(`NoNewPrivs ${got.noNewPrivs ? 1 : 0} (want ${want.noNewPrivs ? 1 : 0})`);
+  return differences;
+}
+
+/** Session id and controlling terminal from /proc/<pid>/stat (fields 6 and 7, proc(5)). */
+export interface ProcessSession {
+  pid: number;
+  pgrp: number;
+  session: number;
+  ttyNr: number;
+}
+
+export function parseStat(text: string): ProcessSession {
+  // comm (field 2) may hold spaces and parentheses: split after the last ')'.
+  const close = text.lastIndexOf(")");
+  const pid = Number(text.slice(0, text.indexOf(" ")));
+  const rest = text.slice(close + 2).split(" ");
+  // rest[0] is state (field 3); ppid 4, pgrp 5, session 6, tty_nr 7
+  return { pid, pgrp: Number(rest[2]), session: Number(rest[3]), ttyNr: Number(rest[4]) };
+}
+
+export function readSession(pid: number | "self" = "self"): ProcessSession {
+  const path = `/proc/${pid}/stat`;
+  try {
+    return parseStat(readFileSync(path, "latin1"));
+  } catch (error) {
+    throw osFailure("read", path, error);
+  }
+}

@@ -1,0 +1,272 @@
+/*
+ * The one module that starts programs. Every exec of root, of the service and
+ * of the shim goes through here, so that three rules hold everywhere:
+ *
+ *   1. PATH is SYSTEM_PATH, whatever the caller's says, and every command is
+ *      resolved to an absolute path before exec.
+ *   2. A program run by root or by the service must be a file that only a
+ *      trusted owner (root, or the service uid for the service's own execs)
+ *      can change: the file and every directory above it, on the path as
+ *      given and on the path as resolved, are owned by a trusted uid and not
+ *      writable by group or other. Nothing under /workspace, and nothing the
+ *      agent uid could have written, is ever executed by root or the service.
+ *   3. The child's environment is built from an allowlist plus what the
+ *      caller names, never by extending our own, and no shell is involved.
+ *
+ * Synchronous exec-replace (`execReplace`) serves the entrypoint and the shim.
+ * The asynchronous path (`systemExec`, `spawnAgent`) serves the service; it is
+ * built on execa and is not part of the single executable.
+ */
+import { accessSync, closeSync, constants, lstatSync, openSync, readSync, realpathSync, statSync } from "node:fs";
+import { isAbsolute, resolve } from "node:path";
+import { execa, type Options as ExecaOptions, type ResultPromise } from "execa";
+import { AGENT_EXEC_PATH, EXIT, isAllowlisted, SYSTEM_PATH, SYSTEM_PATH_DIRS } from "./constants.ts";
+import { Refusal } from "./report.ts";
+
+export { SYSTEM_PATH } from "./constants.ts";
+
+export type Environment = Record<string, string>;
+
+/* ------------------------------------------------------------------ env -- */
+
+export interface EnvironmentRequest {
+  /** Source of allowlisted and named variables (default: none). */
+  from?: NodeJS.ProcessEnv;
+  /** Names whose values are copied from `from`, beyond the allowlist. */
+  pass?: readonly string[];
+  /** Variables set outright. PATH is always SYSTEM_PATH and cannot be set here. */
+  set?: Environment;
+}
+
+/** Builds a child environment from scratch: allowlist + named + set, and the fixed PATH. */
+export function buildEnvironment(request: EnvironmentRequest = {}): Environment {
+  const env: Environment = {};
+  const from = request.from ?? {};
+  for (const [name, value] of Object.entries(from)) {
+    if (value !== undefined && isAllowlisted(name)) env[name] = value;
+  }
+  for (const name of request.pass ?? []) {
+    const value = from[name];
+    if (value !== undefined) env[name] = value;
+  }
+  for (const [name, value] of Object.entries(request.set ?? {})) env[name] = value;
+  env.PATH = SYSTEM_PATH;
+  return env;
+}
+
+/* -------------------------------------------------------------- resolve -- */
+
+/** Finds a command in SYSTEM_PATH (or takes an absolute path) and returns its absolute path. */
+export function resolveCommand(command: string, cwd: string = process.cwd()): string {
+  if (command === "") throw new Refusal(EXIT.usage, "the command is empty", "name a program to run");
+  if (command.includes("\0")) throw new Refusal(EXIT.usage, "the command contains a NUL byte", "name a program to run");
+  if (command.includes("/")) return isAbsolute(command) ? command : resolve(cwd, command);
+  for (const dir of SYSTEM_PATH_DIRS) {
+    const candidate = `${dir}/${command}`;
+    try {
+      if (statSync(candidate).isFile()) {
+        accessSync(candidate, constants.X_OK);
+        return candidate;
+      }
+    } catch {
+      // not here: execvp(3) goes on to the next directory too
+    }
+  }
+  throw new Refusal(EXIT.notFound, `${command}: not found in ${SYSTEM_PATH}`, "install it in a system directory or give its absolute path");
+}
+
+function ancestors(path: string): string[] {
+  const parts: string[] = [];
+  let current = path;
+  while (current !== "/") {
+    parts.push(current);
+    current = current.slice(0, current.lastIndexOf("/")) || "/";
+  }
+  parts.push("/");
+  return parts;
+}
+
+/**
+ * Refuses unless `path` and every directory above it (as given and as
+ * resolved) is owned by one of `trustedUids` and writable by nobody else.
+ */
+export function checkTrustedExecutable(path: string, trustedUids: readonly number[]): void {
+  const fix = "install programs that root or the service run in a root-owned directory that only root can write (for example /usr/local/bin)";
+  let real: string;
+  try {
+    real = realpathSync(path);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") throw new Refusal(EXIT.notFound, `${path}: no such file`, "check the command's path");
+    throw new Refusal(EXIT.notExecutable, `${path}: cannot be resolved (${code})`, fix);
+  }
+  const seen = new Set<string>();
+  for (const place of [...ancestors(path), ...ancestors(real)]) {
+    if (seen.has(place)) continue;
+    seen.add(place);
+    let st;
+    try {
+      st = lstatSync(place);
+    } catch (error) {
+      throw new Refusal(EXIT.notExecutable, `${place}: cannot be checked (${(error as NodeJS.ErrnoException).code})`, fix);
+    }
+    if (!trustedUids.includes(st.uid)) {
+      throw new Refusal(EXIT.notExecutable, `refusing to execute ${path}: ${place} is owned by uid ${st.uid}, not ${trustedUids.join(" or ")}`, fix);
+    }
+    // A symlink's own mode is always 0777 and means nothing; its directory is what counts.
+    if (!st.isSymbolicLink() && (st.mode & 0o022) !== 0) {
+      throw new Refusal(EXIT.notExecutable, `refusing to execute ${path}: ${place} is writable by group or other (mode ${(st.mode & 0o7777).toString(8)})`, fix);
+    }
+  }
+}
+
+/** What execve(2) would refuse, found before the call: Node's process.execve aborts the process on failure. */
+function checkExecutable(path: string): void {
+  let st;
+  try {
+    st = statSync(path);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") throw new Refusal(EXIT.notFound, `${path}: no such file`, "check the command's path");
+    throw new Refusal(EXIT.notExecutable, `${path}: cannot be executed (${code})`, "check the command's path and permissions");
+  }
+  if (!st.isFile()) throw new Refusal(EXIT.notExecutable, `${path}: not a regular file`, "name an executable file");
+  try {
+    accessSync(path, constants.X_OK);
+  } catch {
+    throw new Refusal(EXIT.notExecutable, `${path}: not executable by uid ${process.geteuid?.()}`, "check the file's mode and owner");
+  }
+  let fd: number | undefined;
+  const head = Buffer.alloc(256);
+  let length = 0;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    length = readSync(fd, head, 0, head.length, 0);
+  } catch {
+    return; // execute-only files exist: the kernel will judge them
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+  if (length >= 4 && head.readUInt32BE(0) === 0x7f454c46) return; // ELF
+  if (length >= 2 && head[0] === 0x23 && head[1] === 0x21) {
+    const line = head.subarray(2, length).toString("latin1").split("\n")[0]!.trim();
+    const interpreter = line.split(/[ \t]/)[0] ?? "";
+    if (!interpreter.startsWith("/")) throw new Refusal(EXIT.notExecutable, `${path}: #! line names no absolute interpreter`, "fix the script's #! line");
+    checkExecutable(interpreter);
+    return;
+  }
+  throw new Refusal(EXIT.notExecutable, `${path}: not an ELF binary or #! script (execve would fail with ENOEXEC)`, "name an executable program");
+}
+
+/* ------------------------------------------------------------------ exec -- */
+
+export interface ExecRequest {
+  /** Command name (looked up in SYSTEM_PATH) or absolute path. */
+  command: string;
+  args: readonly string[];
+  /** The complete environment of the new program (PATH is forced to SYSTEM_PATH). */
+  env: Environment;
+  /** Owners allowed for the file and its directories; undefined skips the ownership rule (agent commands). */
+  trustedUids?: readonly number[];
+  /** argv[0]; default: the command as given. */
+  argv0?: string;
+}
+
+/** Pure: the resolved path, argv and env that `execReplace` would pass to execve(2). */
+export function prepareExec(request: ExecRequest): { path: string; argv: string[]; env: Environment } {
+  const path = resolveCommand(request.command);
+  if (request.trustedUids) checkTrustedExecutable(path, request.trustedUids);
+  checkExecutable(path);
+  for (const arg of request.args) {
+    if (arg.includes("\0")) throw new Refusal(EXIT.usage, "an argument contains a NUL byte", "pass arguments without NUL bytes");
+  }
+  return { path, argv: [request.argv0 ?? request.command, ...request.args], env: { ...request.env, PATH: SYSTEM_PATH } };
+}
+
+/**
+ * Replaces this process with the program (execve(2)); never returns.
+ * Everything execve could refuse is checked first, because Node 24 aborts
+ * (SIGABRT, exit 134, a stack trace on stderr) when the call itself fails.
+ */
+export function execReplace(request: ExecRequest): never {
+  const { path, argv, env } = prepareExec(request);
+  process.execve!(path, argv, env);
+  throw new Error("process.execve returned"); // unreachable
+}
+
+/* ---------------------------------------------------------------- async -- */
+
+export interface SystemExecOptions extends Omit<ExecaOptions, "env" | "extendEnv" | "shell" | "preferLocal" | "localDir" | "node"> {
+  /** Variables set outright for the child. */
+  env?: Environment;
+  /** Names copied from this process's environment, beyond the allowlist. */
+  pass?: readonly string[];
+  /** Owners allowed for the program file; default root and this process's uid. */
+  trustedUids?: readonly number[];
+}
+
+/**
+ * Runs a program for the service: fixed PATH, resolved and ownership-checked
+ * command, environment from the allowlist plus what is named, no shell.
+ */
+export function systemExec(command: string, args: readonly string[] = [], options: SystemExecOptions = {}): ResultPromise {
+  const { env, pass, trustedUids, ...rest } = options;
+  const path = resolveCommand(command);
+  checkTrustedExecutable(path, trustedUids ?? [...new Set([0, process.geteuid!()])]);
+  checkExecutable(path);
+  const childEnv = buildEnvironment({ from: process.env, pass, set: env });
+  return execa(path, [...args], { ...rest, env: childEnv, extendEnv: false, shell: false, preferLocal: false });
+}
+
+export interface SpawnAgentOptions extends Omit<SystemExecOptions, "cwd" | "detached" | "trustedUids" | "pass"> {
+  /** Working directory of the agent command (default /workspace). */
+  cwd?: string;
+  /** Variables for the agent, by value: they reach the shim through its environment, never argv. */
+  env?: Environment;
+  /** Extra fds (17 or higher: Node marks inherited fds 3-16 close-on-exec at start-up) to hand to the agent. */
+  keepFds?: readonly number[];
+  /** RLIMIT_NPROC for the agent uid. */
+  nproc?: number;
+  /** oom_score_adj for agent work. */
+  oomScoreAdj?: number;
+  /** Path of the shim; default CLANKIE_AGENT_EXEC's value of ADR 0272. */
+  shim?: string;
+}
+
+/** Pure: the shim's argv and environment for an agent command. */
+export function agentExecArguments(command: string, args: readonly string[], options: SpawnAgentOptions = {}): { argv: string[]; env: Environment } {
+  const argv: string[] = [];
+  if (options.cwd !== undefined) argv.push("--cwd", options.cwd);
+  const names = Object.keys(options.env ?? {}).sort();
+  for (const name of names) argv.push("--env", name);
+  for (const fd of options.keepFds ?? []) argv.push("--keep-fd", String(fd));
+  if (options.nproc !== undefined) argv.push("--nproc", String(options.nproc));
+  if (options.oomScoreAdj !== undefined) argv.push("--oom-score-adj", String(options.oomScoreAdj));
+  argv.push("--", command, ...args);
+  return { argv, env: buildEnvironment({ from: process.env, set: options.env }) };
+}
+
+/**
+ * Starts model-directed work as clankie-agent through the shim. The child is
+ * the agent's own process (the shim execs into it), in a new session and
+ * process group: stop it with `signalAgent(child.pid, "SIGTERM")`.
+ */
+export function spawnAgent(command: string, args: readonly string[] = [], options: SpawnAgentOptions = {}): ResultPromise {
+  const { cwd: _cwd, env: _env, keepFds: _keep, nproc: _nproc, oomScoreAdj: _oom, shim, ...rest } = options;
+  const shimPath = shim ?? AGENT_EXEC_PATH;
+  checkTrustedExecutable(shimPath, [0]);
+  const { argv, env } = agentExecArguments(command, args, options);
+  return execa(shimPath, argv, { ...rest, env, extendEnv: false, shell: false, preferLocal: false, detached: true });
+}
+
+/** Delivers a signal to an agent process group, as the agent (the service's uid cannot). */
+export function signalAgent(pgid: number, signal: NodeJS.Signals, options: { shim?: string } = {}): ResultPromise {
+  const shimPath = options.shim ?? AGENT_EXEC_PATH;
+  checkTrustedExecutable(shimPath, [0]);
+  return execa(shimPath, ["--signal", signal, "--pgid", String(pgid)], {
+    env: buildEnvironment({ from: process.env }),
+    extendEnv: false,
+    shell: false,
+    preferLocal: false,
+  });
+}
