@@ -31,6 +31,7 @@ import {
   lstatSync,
   openSync,
   opendirSync,
+  readFileSync,
   type Dir,
   type Stats,
 } from "node:fs";
@@ -88,6 +89,34 @@ const SKIPPED_EXAMPLES = 5;
 
 function procPath(dirFd: number, name: Buffer): Buffer {
   return Buffer.concat([Buffer.from(`/proc/self/fd/${dirFd}/`), name]);
+}
+
+/** mountinfo escapes space, tab, newline and backslash as octal (proc(5)). */
+export function unescapeMountPath(text: string): string {
+  return text.replace(/\\([0-7]{3})/g, (_, octalCode: string) => String.fromCharCode(Number.parseInt(octalCode, 8)));
+}
+
+/**
+ * Mount points strictly below `root`, as display paths. A bind mount of the
+ * same filesystem has the same st_dev, so st_dev alone cannot tell a mount
+ * point; /proc/self/mountinfo can.
+ */
+export function mountPointsBelow(root: string): Set<string> {
+  let text: string;
+  try {
+    text = readFileSync("/proc/self/mountinfo", "latin1");
+  } catch (error) {
+    throw osFailure("read", "/proc/self/mountinfo", error);
+  }
+  const prefix = root.endsWith("/") ? root : `${root}/`;
+  const points = new Set<string>();
+  for (const line of text.split("\n")) {
+    const field = line.split(" ")[4];
+    if (field === undefined) continue;
+    const point = unescapeMountPath(field);
+    if (point.startsWith(prefix)) points.add(printablePath(Buffer.from(point, "latin1")));
+  }
+  return points;
 }
 
 function sameInode(a: Stats, b: Stats): boolean {
@@ -194,6 +223,7 @@ function decide<C>(rules: Rules<C>, view: EntryView, context: C, stats: WalkStat
  * point such as /state). The root itself is passed to the rules at depth 0.
  */
 export function walkTree<C>(root: string, rules: Rules<C>, context: C, stats: WalkStats = newWalkStats()): WalkStats {
+  const mounts = mountPointsBelow(root);
   let rootSt: Stats;
   try {
     rootSt = lstatSync(root);
@@ -230,7 +260,7 @@ export function walkTree<C>(root: string, rules: Rules<C>, context: C, stats: Wa
       }
       const name = dirent.name as unknown as Buffer;
       const path = `${frame.path === "/" ? "" : frame.path}/${printablePath(name)}`;
-      const child = visitEntry(frame, name, path, rootDev, rules, stats);
+      const child = visitEntry(frame, name, path, rootDev, mounts, rules, stats);
       if (child) stack.push(child);
     }
   } finally {
@@ -257,7 +287,7 @@ function fixDirectory<C>(fd: number, st: Stats, decision: Extract<Decision<C>, {
   if (applyByFd(fd, st, uid, gid, mode, path)) stats.fixed++;
 }
 
-function visitEntry<C>(frame: Frame<C>, name: Buffer, path: string, rootDev: number, rules: Rules<C>, stats: WalkStats): Frame<C> | undefined {
+function visitEntry<C>(frame: Frame<C>, name: Buffer, path: string, rootDev: number, mounts: ReadonlySet<string>, rules: Rules<C>, stats: WalkStats): Frame<C> | undefined {
   const target = procPath(frame.fd, name);
   let st: Stats;
   try {
@@ -268,7 +298,7 @@ function visitEntry<C>(frame: Frame<C>, name: Buffer, path: string, rootDev: num
   }
   const kind = kindOf(st);
   const view: EntryView = { path, name, kind, st, depth: frame.depth + 1 };
-  if (st.dev !== rootDev) {
+  if (st.dev !== rootDev || mounts.has(path)) {
     decide(() => ({ action: "skip", reason: "another filesystem is mounted here; it was not entered" }), view, frame.context, stats);
     return undefined;
   }

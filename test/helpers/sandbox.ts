@@ -1,5 +1,5 @@
 /*
- * The launch sandbox: reproduces, with bubblewrap and setpriv, the container
+ * The launch sandbox: reproduces, with namespaces and setpriv, the container
  * launch of ADR 0272 on this machine:
  *
  *   docker run --user 0:0 --cap-drop ALL --cap-add CHOWN --cap-add DAC_OVERRIDE
@@ -9,8 +9,8 @@
  * uid 0; those six capabilities in the permitted, effective and bounding sets;
  * empty inheritable and ambient sets; NoNewPrivs; its own pid namespace with
  * the entrypoint as pid 1; private /state, /workspace, /etc/passwd and
- * /etc/group. bwrap run by root leaves the bounding set full and fills the
- * inheritable and ambient sets, so setpriv shapes them before the exec.
+ * /etc/group. setpriv shapes the capability sets of the root process before
+ * the exec, as Docker's --cap-drop/--cap-add and no-new-privileges do.
  *
  * Inside: the built executable at /usr/local/sbin (as in the image), this
  * repository read-only at /opt/clankie, a fresh tmpfs at /tmp.
@@ -53,8 +53,8 @@ export interface LaunchOptions {
   env?: Record<string, string>;
   /** Wrap the launch in script(1) so that it has a controlling terminal. */
   tty?: boolean;
-  /** Extra bwrap arguments (more binds). */
-  extra?: readonly string[];
+  /** More bind mounts: [host path, path inside, "ro" | "rw"]. */
+  binds?: readonly [string, string, "ro" | "rw"][];
   timeoutMs?: number;
   input?: string;
 }
@@ -65,6 +65,8 @@ export class Body {
   readonly workspace: string;
   readonly passwdFile: string;
   readonly groupFile: string;
+  /** An empty directory the sandbox mounts its root tmpfs on (in its own mount namespace). */
+  readonly rootDir: string;
 
   constructor(options: { passwd?: string; group?: string } = {}) {
     this.dir = mkdtempSync(join(tmpdir(), "clankie-body-"));
@@ -74,38 +76,32 @@ export class Body {
     mkdirSync(this.workspace, { mode: 0o755 });
     this.passwdFile = join(this.dir, "passwd");
     this.groupFile = join(this.dir, "group");
+    this.rootDir = join(this.dir, "root");
+    mkdirSync(this.rootDir, { mode: 0o755 });
     writeFileSync(this.passwdFile, options.passwd ?? DEFAULT_PASSWD, { mode: 0o644 });
     writeFileSync(this.groupFile, options.group ?? DEFAULT_GROUP, { mode: 0o644 });
   }
 
-  /** argv of the whole launch, starting with bwrap. */
+  /**
+   * argv of the whole launch. util-linux unshare makes the mount and pid
+   * namespaces (bubblewrap would do, but it always sets NoNewPrivs, and the
+   * refusal of a launch without it must be testable); a script run as pid 1
+   * of the new namespace builds the root on a tmpfs, chroots into it, and
+   * setpriv shapes the credentials exactly as Docker would leave them.
+   */
   argv(options: LaunchOptions): string[] {
     const as = options.as ?? "root";
-    const nnp = options.noNewPrivs ?? as === "root";
-    const bwrap = [
-      "bwrap",
-      "--ro-bind", "/usr", "/usr",
-      "--symlink", "usr/bin", "/bin",
-      "--symlink", "usr/lib", "/lib",
-      "--symlink", "usr/lib64", "/lib64",
-      "--symlink", "usr/sbin", "/sbin",
-      "--ro-bind", "/etc", "/etc",
-      "--ro-bind", this.passwdFile, "/etc/passwd",
-      "--ro-bind", this.groupFile, "/etc/group",
-      "--bind", this.state, "/state",
-      "--bind", this.workspace, "/workspace",
-      "--ro-bind", DIST, "/usr/local/sbin",
-      "--perms", "0755", "--dir", "/opt",
-      "--ro-bind", REPO, SANDBOX_REPO,
-      "--proc", "/proc",
-      "--dev", "/dev",
-      "--perms", "1777", "--tmpfs", "/tmp",
-      "--unshare-pid",
-      "--unshare-ipc",
-      "--as-pid-1",
-      "--die-with-parent",
-      ...(options.extra ?? []),
-      "--",
+    const nnp = options.noNewPrivs ?? false;
+    const binds: [string, string, "ro" | "rw"][] = [
+      ["/usr", "/usr", "ro"],
+      ["/etc", "/etc", "ro"],
+      [this.passwdFile, "/etc/passwd", "ro"],
+      [this.groupFile, "/etc/group", "ro"],
+      [this.state, "/state", "rw"],
+      [this.workspace, "/workspace", "rw"],
+      [DIST, "/usr/local/sbin", "ro"],
+      [REPO, SANDBOX_REPO, "ro"],
+      ...(options.binds ?? []),
     ];
     const shape =
       as === "root"
@@ -114,7 +110,7 @@ export class Body {
             "--inh-caps=-all",
             "--ambient-caps=-all",
             `--bounding-set=-all${(options.caps ?? ROOT_CAPS).map((c) => `,+${c}`).join("")}`,
-            ...(nnp ? ["--no-new-privs"] : []),
+            ...((options.noNewPrivs ?? true) ? ["--no-new-privs"] : []),
             "--",
           ]
         : [
@@ -129,7 +125,43 @@ export class Body {
             "--",
           ];
     const program = options.direct ? [...options.command] : ["/usr/local/sbin/clankie-separate", ...options.command];
-    const inner = [...bwrap, ...shape, ...program];
+    const script = [
+      "set -e",
+      'R="$1"; shift',
+      'mount -t tmpfs -o mode=0755 root "$R"',
+      'cd "$R"',
+      "mkdir -p proc dev tmp opt",
+      "ln -s usr/bin bin; ln -s usr/lib lib; ln -s usr/lib64 lib64; ln -s usr/sbin sbin",
+      ...binds.map(([from, to, mode]) =>
+        [
+          `if [ -d ${shellQuote(from)} ]; then mkdir -p ".${to}"; else mkdir -p "$(dirname ".${to}")"; [ -e ".${to}" ] || : > ".${to}"; fi`,
+          `mount --bind ${shellQuote(from)} ".${to}"`,
+          ...(mode === "ro" ? [`mount -o remount,bind,ro ".${to}"`] : []),
+        ].join("; "),
+      ),
+      "mount -t proc proc proc",
+      "mount --rbind /dev dev",
+      "mount -t tmpfs -o mode=1777 tmp tmp",
+      'exec /usr/sbin/chroot "$R" "$@"',
+    ].join("\n");
+    const inner = [
+      "unshare",
+      "--mount",
+      "--pid",
+      "--ipc",
+      "--uts",
+      "--fork",
+      "--kill-child",
+      "--propagation=private",
+      "--",
+      "/bin/sh",
+      "-c",
+      script,
+      "sandbox",
+      this.rootDir,
+      ...shape,
+      ...program,
+    ];
     if (!options.tty) return inner;
     return ["script", "-qefc", inner.map(shellQuote).join(" "), "/dev/null"];
   }
@@ -197,6 +229,3 @@ export function statusFields(text: string): StatusFields {
   };
 }
 
-export function haveBubblewrap(): boolean {
-  return spawnSync("bwrap", ["--version"]).status === 0;
-}

@@ -1,0 +1,399 @@
+/*
+ * The root entrypoint in the launch sandbox (issue 3). Judged by what the
+ * kernel reports: /proc/<pid>/status read inside the body, and lstat of the
+ * volumes from the host. Never by the program's own summary.
+ */
+import { chownSync, chmodSync, linkSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { join } from "node:path";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { rootTest } from "../helpers/privilege.ts";
+import { Body, IDS, SANDBOX_FIXTURES, SANDBOX_NODE, statusFields, DEFAULT_GROUP, DEFAULT_PASSWD } from "../helpers/sandbox.ts";
+import { listTree, octal, treeDigest } from "../helpers/tree.ts";
+
+const test = suite("entrypoint");
+const SERVICE = [SANDBOX_NODE, `${SANDBOX_FIXTURES}/stand-in-service.mjs`];
+const SUMMARY = /^clankie-separate: separated: service node \(1000\), agent clankie-agent \(1001\); \/state \d+ checked, \d+ fixed; \/workspace (migrated|top only \(layout marker current\)), \d+ checked, \d+ fixed; \d+ ms$/;
+
+/** A body as today's single-uid image leaves it: everything node's, seeded by the service itself. */
+function legacyBody(options?: { passwd?: string; group?: string }): Body {
+  const body = new Body(options);
+  chownSync(body.state, IDS.service, IDS.service);
+  chownSync(body.workspace, IDS.service, IDS.service);
+  const seeded = body.run({ as: "node", command: [...SERVICE, "seed"] });
+  assert.is(seeded.status, 0, seeded.stderr);
+  return body;
+}
+
+function lines(text: string): string[] {
+  return text.split("\n").filter((line) => line !== "");
+}
+
+function status(body: Body, options: Parameters<Body["run"]>[0]): { run: ReturnType<Body["run"]>; report: { pid: number; status: string; env: Record<string, string>; processes: { pid: number; uid: number; name: string }[] } } {
+  const run = body.run(options);
+  assert.is(run.status, 0, `exit ${run.status}: ${run.stderr}`);
+  return { run, report: JSON.parse(run.stdout) };
+}
+
+rootTest(test, "today's launch (node, no capabilities): execs the service unchanged, touches nothing", () => {
+  const body = legacyBody();
+  try {
+    const before = treeDigest(body.dir);
+    const { run, report } = status(body, { as: "node", command: [...SERVICE, "status"], env: { KEEP_ME: "1", NODE_OPTIONS: "--no-warnings" } });
+    const st = statusFields(report.status);
+    assert.equal(st.uids, [1000, 1000, 1000, 1000]);
+    assert.is(st.capEff, "0000000000000000");
+    assert.is(st.capAmb, "0000000000000000");
+    assert.equal(Object.keys(report.env).filter((k) => k.startsWith("CLANKIE_")), []);
+    assert.is(report.env.KEEP_ME, "1");
+    assert.is(report.env.NODE_OPTIONS, "--no-warnings", "environment untouched in legacy mode");
+    assert.is(run.stderr, "");
+    assert.is(treeDigest(body.dir), before, "nothing on disk changed");
+  } finally {
+    body.cleanup();
+  }
+});
+
+rootTest(test, "root without NoNewPrivs: one line, exit 77, /state untouched", () => {
+  const body = legacyBody();
+  try {
+    const before = treeDigest(body.dir);
+    const run = body.run({ as: "root", noNewPrivs: false, command: [...SERVICE, "status"] });
+    assert.is(run.status, 77);
+    assert.is(run.stdout, "");
+    assert.is(run.stderr, "clankie-separate: started as root without NoNewPrivs; add --security-opt no-new-privileges to docker run (Kubernetes: allowPrivilegeEscalation: false)\n");
+    assert.is(treeDigest(body.dir), before);
+  } finally {
+    body.cleanup();
+  }
+});
+
+rootTest(test, "root without FOWNER and SETPCAP: names each missing --cap-add, exit 77, untouched", () => {
+  const body = legacyBody();
+  try {
+    const before = treeDigest(body.dir);
+    const run = body.run({ as: "root", caps: ["chown", "dac_override", "setuid", "setgid"], command: [...SERVICE, "status"] });
+    assert.is(run.status, 77);
+    assert.is(run.stderr, "clankie-separate: started as root without capabilities FOWNER, SETPCAP; add --cap-add FOWNER --cap-add SETPCAP to docker run\n");
+    assert.is(treeDigest(body.dir), before);
+  } finally {
+    body.cleanup();
+  }
+});
+
+const identityCases: [string, string, string, string][] = [
+  ["no clankie-agent", DEFAULT_PASSWD.replace(/^clankie-agent.*\n/m, ""), DEFAULT_GROUP, "clankie-separate: user clankie-agent is missing from /etc/passwd; rebuild the image from this project's Dockerfile, which creates it"],
+  ["agent uid equals node's", DEFAULT_PASSWD.replace("clankie-agent:x:1001:1001", "clankie-agent:x:1000:1001"), DEFAULT_GROUP, "clankie-separate: user clankie-agent has the same uid as node (1000); give clankie-agent a uid of its own (the image uses 1001)"],
+  ["agent uid 0", DEFAULT_PASSWD.replace("clankie-agent:x:1001:1001", "clankie-agent:x:0:1001"), DEFAULT_GROUP, "clankie-separate: user clankie-agent has uid 0 gid 1001; give clankie-agent a non-zero uid and gid of its own"],
+  ["node not in clankie-workspace", DEFAULT_PASSWD, DEFAULT_GROUP.replace("node,clankie-agent", "clankie-agent"), "clankie-separate: user node is not a member of clankie-workspace; run: usermod -aG clankie-workspace node in the image"],
+  ["no clankie-workspace", DEFAULT_PASSWD, DEFAULT_GROUP.replace(/^clankie-workspace.*\n/m, ""), "clankie-separate: group clankie-workspace is missing from /etc/group; rebuild the image from this project's Dockerfile, which creates it"],
+];
+for (const [name, passwd, group, message] of identityCases) {
+  rootTest(test, `identities: ${name} is refused with exit 67 before any change`, () => {
+    const body = legacyBody({ passwd, group });
+    try {
+      const before = treeDigest(body.dir);
+      const run = body.run({ as: "root", command: [...SERVICE, "status"] });
+      assert.is(run.status, 67);
+      assert.is(run.stderr, `${message}\n`);
+      assert.is(treeDigest(body.dir), before);
+    } finally {
+      body.cleanup();
+    }
+  });
+}
+
+rootTest(test, "the ADR launch: service is node with SETUID+SETGID everywhere, NoNewPrivs, no uid 0 left, under tini", () => {
+  const body = legacyBody();
+  try {
+    const { run, report } = status(body, { as: "root", command: [...SERVICE, "status"] });
+    const st = statusFields(report.status);
+    assert.equal(st.uids, [1000, 1000, 1000, 1000]);
+    assert.equal(st.gids, [1000, 1000, 1000, 1000]);
+    assert.equal(st.groups, [1000, 1002]);
+    for (const set of [st.capInh, st.capPrm, st.capEff, st.capAmb, st.capBnd]) assert.is(set, "00000000000000c0");
+    assert.is(st.noNewPrivs, "1");
+    assert.equal(report.processes.filter((p) => p.uid === 0), [], "no process of uid 0 remains");
+    const pid1 = report.processes.find((p) => p.pid === 1);
+    assert.equal(pid1, { pid: 1, uid: 1000, name: "tini" }, "tini is pid 1, as node");
+    assert.equal(lines(run.stderr).length, 1);
+    assert.match(lines(run.stderr)[0]!, SUMMARY);
+  } finally {
+    body.cleanup();
+  }
+});
+
+rootTest(test, "the service environment: fixed PATH, node's HOME/USER/LOGNAME, CLANKIE_*, code loaders dropped with one warning", () => {
+  const body = legacyBody();
+  try {
+    const { run, report } = status(body, {
+      as: "root",
+      command: [...SERVICE, "status"],
+      env: { KEEP_ME: "1", NODE_OPTIONS: "--no-warnings", GCONV_PATH: "/tmp", PATH: "/workspace/bin:/usr/bin", CLANKIE_AGENT_UID: "0" },
+    });
+    assert.equal(report.env, {
+      KEEP_ME: "1",
+      PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+      HOME: "/home/node",
+      USER: "node",
+      LOGNAME: "node",
+      CLANKIE_SEPARATION: "1",
+      CLANKIE_AGENT_USER: "clankie-agent",
+      CLANKIE_AGENT_UID: "1001",
+      CLANKIE_AGENT_EXEC: "/usr/local/sbin/clankie-agent-exec",
+    });
+    const errors = lines(run.stderr);
+    assert.is(errors[0], "clankie-separate: warning: variables that load code or are ours to set were removed from the service's environment: CLANKIE_AGENT_UID, GCONV_PATH, NODE_OPTIONS");
+    assert.match(errors[1]!, SUMMARY);
+  } finally {
+    body.cleanup();
+  }
+});
+
+rootTest(test, "extra capabilities are dropped with one warning line", () => {
+  const body = legacyBody();
+  try {
+    const { run, report } = status(body, { as: "root", caps: ["chown", "dac_override", "fowner", "setpcap", "setuid", "setgid", "kill", "net_raw"], command: [...SERVICE, "status"] });
+    assert.is(lines(run.stderr)[0], "clankie-separate: warning: capabilities beyond the six of ADR 0272 are dropped: KILL, NET_RAW");
+    assert.is(statusFields(report.status).capBnd, "00000000000000c0");
+  } finally {
+    body.cleanup();
+  }
+});
+
+rootTest(test, "/state becomes service-only: 0711 top, node-owned, no group/other bits, release readable, agent home 0700", () => {
+  const body = legacyBody();
+  try {
+    writeFileSync(join(body.state, "loose.json"), "{}", { mode: 0o666 });
+    chmodSync(join(body.state, "loose.json"), 0o6777);
+    mkdirSync(join(body.state, "sub"), { mode: 0o777 });
+    chmodSync(join(body.state, "sub"), 0o1777);
+    chownSync(join(body.state, "sub"), 1001, 1001);
+    const run = body.run({ as: "root", command: ["/bin/true"] });
+    assert.is(run.status, 0, run.stderr);
+    const agentHome = join(body.state, "agent");
+    for (const entry of listTree(body.state, { skip: (p) => p.startsWith(`${agentHome}/`) })) {
+      const where = `${entry.path} ${entry.uid}:${entry.gid} ${octal(entry.mode)}`;
+      if (entry.path === body.state) {
+        assert.is(`${entry.uid}:${entry.gid} ${octal(entry.mode)}`, "1000:1000 0711", where);
+      } else if (entry.path === agentHome) {
+        assert.is(`${entry.uid}:${entry.gid} ${octal(entry.mode)}`, "1001:1001 0700", where);
+      } else if (entry.path.startsWith(join(body.state, "install"))) {
+        assert.is(entry.uid, 1000, where);
+        assert.is(entry.mode & 0o7022, 0, `release writable by others or set-id: ${where}`);
+        assert.is(entry.mode & 0o044, 0o044, `release not readable by all: ${where}`);
+        if (entry.kind === "dir") assert.is(entry.mode, 0o755, where);
+      } else {
+        assert.is(entry.uid, 1000, where);
+        assert.is(entry.gid, 1000, where);
+        assert.is(entry.mode & 0o7077, 0, `group/other or set-id bits left: ${where}`);
+      }
+    }
+    assert.is(octal(listTree(join(body.state, "install/current/bin/tool"))[0]!.mode), "0755");
+  } finally {
+    body.cleanup();
+  }
+});
+
+rootTest(test, "/workspace gets the shared group: setgid dirs g+rwx, files g+rw, owners kept; later starts do not walk", () => {
+  const body = legacyBody();
+  try {
+    writeFileSync(join(body.workspace, "agents-file"), "x", { mode: 0o600 });
+    chownSync(join(body.workspace, "agents-file"), 1001, 1001);
+    writeFileSync(join(body.workspace, "setuid-tool"), "#!/bin/sh\n", { mode: 0o755 });
+    chmodSync(join(body.workspace, "setuid-tool"), 0o4755);
+    const first = body.run({ as: "root", command: ["/bin/true"] });
+    assert.is(first.status, 0, first.stderr);
+    assert.match(first.stderr, /\/workspace migrated/);
+    for (const entry of listTree(body.workspace)) {
+      const where = `${entry.path} ${entry.uid}:${entry.gid} ${octal(entry.mode)}`;
+      assert.is(entry.gid, 1002, where);
+      if (entry.kind === "dir") assert.is(entry.mode & 0o2070, 0o2070, where);
+      if (entry.kind === "file") {
+        assert.is(entry.mode & 0o060, 0o060, where);
+        assert.is(entry.mode & 0o6000, 0, where);
+      }
+    }
+    assert.is(listTree(body.workspace)[0]!.uid, 1000, "top owned by node");
+    assert.is(listTree(join(body.workspace, "agents-file"))[0]!.uid, 1001, "the agent's file stays the agent's");
+    // A later start reads the marker and checks the top only: a planted wrong group stays.
+    writeFileSync(join(body.workspace, "later"), "x", { mode: 0o600 });
+    chownSync(join(body.workspace, "later"), 0, 0); // the setgid top would have given it the group
+    const second = body.run({ as: "root", command: ["/bin/true"] });
+    assert.is(second.status, 0, second.stderr);
+    assert.match(second.stderr, /\/workspace top only \(layout marker current\), 1 checked, 0 fixed/);
+    assert.is(listTree(join(body.workspace, "later"))[0]!.gid, 0, "not walked again");
+    // Without the marker it walks again.
+    rmSync(join(body.state, ".clankie-separate/workspace-layout"));
+    const third = body.run({ as: "root", command: ["/bin/true"] });
+    assert.match(third.stderr, /\/workspace migrated/);
+    assert.is(listTree(join(body.workspace, "later"))[0]!.gid, 1002);
+  } finally {
+    body.cleanup();
+  }
+});
+
+rootTest(test, "a symlink planted in /state is not followed: its target keeps owner and mode", () => {
+  const body = legacyBody();
+  try {
+    const victimDir = join(body.dir, "victim");
+    mkdirSync(victimDir);
+    writeFileSync(join(victimDir, "file"), "root's", { mode: 0o644 });
+    symlinkSync("/victim/file", join(body.state, "evil-link"));
+    symlinkSync("/victim", join(body.state, "evil-dir-link"));
+    symlinkSync("/victim/file", join(body.workspace, "ws-link"));
+    const run = body.run({ as: "root", command: ["/bin/true"], binds: [[victimDir, "/victim", "rw"]] });
+    assert.is(run.status, 0, run.stderr);
+    const victim = listTree(join(victimDir, "file"))[0]!;
+    assert.is(`${victim.uid}:${victim.gid} ${octal(victim.mode)}`, "0:0 0644");
+    assert.is(listTree(victimDir)[0]!.uid, 0);
+    assert.is(listTree(join(body.state, "evil-link"))[0]!.uid, 1000, "the link itself is node's");
+  } finally {
+    body.cleanup();
+  }
+});
+
+rootTest(test, "a hard link in /state to a file another uid owns is refused (exit 65), the file untouched", () => {
+  const body = legacyBody();
+  try {
+    const victim = join(body.dir, "victim-file");
+    writeFileSync(victim, "root's", { mode: 0o644 });
+    linkSync(victim, join(body.state, "hardlink"));
+    const run = body.run({ as: "root", command: ["/bin/true"] });
+    assert.is(run.status, 65);
+    assert.is(run.stderr, `clankie-separate: /state/hardlink is a hard link (2 names) to a file owned by uid 0; taking it over would change that file everywhere; remove it (rm "/state/hardlink") and start again\n`);
+    const st = listTree(victim)[0]!;
+    assert.is(`${st.uid}:${st.gid} ${octal(st.mode)}`, "0:0 0644");
+  } finally {
+    body.cleanup();
+  }
+});
+
+rootTest(test, "a hard link in /workspace to a foreign file is left alone with a warning", () => {
+  const body = legacyBody();
+  try {
+    const victim = join(body.dir, "victim-file");
+    writeFileSync(victim, "root's", { mode: 0o600 });
+    linkSync(victim, join(body.workspace, "hardlink"));
+    const run = body.run({ as: "root", command: ["/bin/true"] });
+    assert.is(run.status, 0, run.stderr);
+    assert.match(run.stderr, /clankie-separate: warning: 1 entry left alone, for example: \/workspace\/hardlink \(hard link \(2 names\) that may lead outside \/workspace: left alone\)/);
+    const st = listTree(victim)[0]!;
+    assert.is(`${st.uid}:${st.gid} ${octal(st.mode)}`, "0:0 0600");
+  } finally {
+    body.cleanup();
+  }
+});
+
+rootTest(test, "FIFOs do not block the walk and are taken over; device nodes in /state are refused", () => {
+  const body = legacyBody();
+  try {
+    assert.is(spawnSync("mkfifo", ["-m", "666", join(body.state, "fifo")]).status, 0);
+    assert.is(spawnSync("mkfifo", ["-m", "600", join(body.workspace, "fifo")]).status, 0);
+    const run = body.run({ as: "root", command: ["/bin/true"], timeoutMs: 20_000 });
+    assert.is(run.status, 0, run.stderr);
+    const fifo = listTree(join(body.state, "fifo"))[0]!;
+    assert.is(`${fifo.uid} ${octal(fifo.mode)}`, "1000 0600");
+    assert.is(listTree(join(body.workspace, "fifo"))[0]!.gid, 1002);
+    assert.is(spawnSync("mknod", [join(body.state, "null"), "c", "1", "3"]).status, 0);
+    const refused = body.run({ as: "root", command: ["/bin/true"] });
+    assert.is(refused.status, 65);
+    assert.is(refused.stderr, `clankie-separate: /state/null is a device node; remove it (rm "/state/null") and start again\n`);
+  } finally {
+    body.cleanup();
+  }
+});
+
+rootTest(test, "names that are not UTF-8 and a tree deeper than PATH_MAX are taken over", () => {
+  const body = legacyBody();
+  try {
+    const odd = Buffer.concat([Buffer.from(`${body.state}/`), Buffer.from([0x66, 0xff, 0xfe, 0x0a, 0x01])]);
+    writeFileSync(odd, "x", { mode: 0o666 });
+    // 1,200 levels of 5-byte names: 7,200 bytes of path, beyond PATH_MAX (4096).
+    const made = spawnSync("perl", ["-e", 'chdir $ARGV[0] or die; for (1..1200) { mkdir "deep_" or die; chmod 0777, "deep_"; chdir "deep_" or die } open(my $f, ">", "leaf") or die; print $f "x"; close $f; chmod 0666, "leaf"', body.state]);
+    assert.is(made.status, 0, String(made.stderr));
+    const run = body.run({ as: "root", command: ["/bin/true"] });
+    assert.is(run.status, 0, run.stderr);
+    const oddSt = spawnSync("find", [body.state, "-maxdepth", "1", "-type", "f", "-name", "f*", "-printf", "%U %m\\n"], { encoding: "utf8" });
+    assert.is(oddSt.stdout.trim(), "1000 600");
+    const deep = spawnSync("find", [join(body.state, "deep_"), "-printf", "%U:%G %m\\n"], { encoding: "utf8", maxBuffer: 1 << 24 });
+    const counts = new Map<string, number>();
+    for (const line of lines(deep.stdout)) counts.set(line, (counts.get(line) ?? 0) + 1);
+    assert.equal([...counts.entries()].sort(), [["1000:1000 600", 1], ["1000:1000 700", 1200]]);
+  } finally {
+    body.cleanup();
+  }
+});
+
+rootTest(test, "another filesystem mounted inside /state is not entered", () => {
+  const body = legacyBody();
+  try {
+    const other = join(body.dir, "other");
+    mkdirSync(other);
+    writeFileSync(join(other, "secret"), "x", { mode: 0o644 });
+    mkdirSync(join(body.state, "mnt"));
+    const run = body.run({ as: "root", command: ["/bin/true"], binds: [[other, "/state/mnt", "rw"]] });
+    assert.is(run.status, 0, run.stderr);
+    assert.match(run.stderr, /left alone, for example: \/state\/mnt \(another filesystem is mounted here; it was not entered\)/);
+    assert.is(listTree(join(other, "secret"))[0]!.uid, 0);
+  } finally {
+    body.cleanup();
+  }
+});
+
+rootTest(test, "a service command the agent could have written is refused before anything changes (exit 126)", () => {
+  const body = legacyBody();
+  try {
+    writeFileSync(join(body.workspace, "service.sh"), "#!/bin/sh\necho pwned\n", { mode: 0o755 });
+    chmodSync(body.workspace, 0o777);
+    const before = treeDigest(body.dir);
+    const run = body.run({ as: "root", command: ["/workspace/service.sh"] });
+    assert.is(run.status, 126);
+    assert.is(run.stderr, "clankie-separate: refusing to execute /workspace/service.sh: /workspace is writable by group or other (mode 777); install programs that root or the service run in a root-owned directory that only root can write (for example /usr/local/bin)\n");
+    assert.is(treeDigest(body.dir), before);
+  } finally {
+    body.cleanup();
+  }
+});
+
+rootTest(test, "the verification stage refuses a process that is not what the drop asked for (exit 70)", () => {
+  const body = legacyBody();
+  try {
+    const run = body.run({ as: "node", command: ["/usr/local/sbin/clankie-separate", "--verify-service", "--uid=1000", "--gid=1000", "--groups=1000,1002", "--", "/bin/true"], direct: true });
+    assert.is(run.status, 70);
+    assert.is(run.stderr, "clankie-separate: after the drop to the service the kernel reports groups none (want 1000,1002); CapInh 0x0 (want 0xc0); CapPrm 0x0 (want 0xc0); CapEff 0x0 (want 0xc0); CapAmb 0x0 (want 0xc0); CapBnd 0x0 (want 0xc0); NoNewPrivs 0 (want 1); check that the launch has --cap-add SETPCAP, SETUID and SETGID and that the kernel supports ambient capabilities (Linux 4.3+)\n");
+  } finally {
+    body.cleanup();
+  }
+});
+
+rootTest(test, "a root phase killed mid-walk is completed by the next start", async () => {
+  const body = legacyBody();
+  try {
+    const made = spawnSync("/bin/sh", ["-c", 'cd "$1" && for d in $(seq 1 200); do mkdir -p big/d$d && (cd big/d$d && touch $(seq 1 250)); done; chmod -R 0777 big', "sh", body.state]);
+    assert.is(made.status, 0, String(made.stderr));
+    const child = body.start({ as: "root", command: ["/bin/true"] });
+    // Kill as soon as the walk has visibly started, long before it can end.
+    const probe = join(body.state, "big/d1/1");
+    const deadline = Date.now() + 30_000;
+    while (Date.now() < deadline) {
+      if (listTree(probe)[0]!.uid === 1000) break;
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    child.kill("SIGKILL");
+    await new Promise((r) => child.once("exit", r));
+    const partial = listTree(join(body.state, "big"));
+    const fixed = partial.filter((e) => e.uid === 1000 && (e.mode & 0o077) === 0).length;
+    assert.ok(fixed < partial.length, `the kill came after the walk ended (${fixed}/${partial.length}): grow the tree`);
+    assert.not.ok(readFileSync(join(body.state, "events.log"), "utf8").length === 0);
+    const again = body.run({ as: "root", command: ["/bin/true"] });
+    assert.is(again.status, 0, again.stderr);
+    const after = listTree(join(body.state, "big"));
+    assert.equal(after.filter((e) => e.uid !== 1000 || (e.mode & 0o077) !== 0).map((e) => e.path), []);
+  } finally {
+    body.cleanup();
+  }
+});
+
+test.run();
