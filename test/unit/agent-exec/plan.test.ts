@@ -1,0 +1,177 @@
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+import { parseAgentExecArgs } from "../../../src/cli.ts";
+import { SYSTEM_PATH } from "../../../src/constants.ts";
+import { AGENT_HOME, AGENT_UMASK, AGENT_UMASK_OCTAL, agentChainArgv, agentEnvironment, agentGroups, type AgentChain } from "../../../src/agent-exec/plan.ts";
+import { imageIdentities } from "../helpers/identities.ts";
+
+const ids = imageIdentities();
+const SELF = "/usr/local/sbin/clankie-agent-exec";
+
+const PREFIX = [
+  "/usr/bin/prlimit",
+  "--nproc=512:512",
+  "--",
+  "/usr/bin/setpriv",
+  "--reuid=1001",
+  "--regid=1001",
+  "--groups=1001,1002",
+  "--inh-caps=-all",
+  "--ambient-caps=-all",
+  "--",
+];
+
+const RUN: AgentChain = { needSetsid: true, nproc: 512, cwd: "/workspace/project", keepFds: [], self: SELF, action: { exec: ["git", "status"] } };
+
+test("agentGroups: the agent's own group and clankie-workspace, nothing else", () => {
+  assert.equal(agentGroups(ids), [1001, 1002]);
+  const sameGid = { ...ids, workspaceGroup: { ...ids.workspaceGroup, gid: 1001 } };
+  assert.equal(agentGroups(sameGid), [1001]);
+  const lower = { ...ids, workspaceGroup: { ...ids.workspaceGroup, gid: 900 } };
+  assert.equal(agentGroups(lower), [900, 1001]);
+});
+
+test("the chain with setsid: prlimit, setpriv, setsid, the verification stage, the command", () => {
+  assert.equal(agentChainArgv(ids, RUN), [
+    ...PREFIX,
+    "/usr/bin/setsid",
+    "--",
+    SELF,
+    "--verify-agent",
+    "--uid=1001",
+    "--gid=1001",
+    "--groups=1001,1002",
+    "--cwd=/workspace/project",
+    "--",
+    "git",
+    "status",
+  ]);
+});
+
+test("the chain without setsid (the shim already leads its own session)", () => {
+  assert.equal(agentChainArgv(ids, { ...RUN, needSetsid: false, nproc: 64, keepFds: [17, 20] }), [
+    "/usr/bin/prlimit",
+    "--nproc=64:64",
+    ...PREFIX.slice(2),
+    SELF,
+    "--verify-agent",
+    "--uid=1001",
+    "--gid=1001",
+    "--groups=1001,1002",
+    "--cwd=/workspace/project",
+    "--keep-fd=17",
+    "--keep-fd=20",
+    "--",
+    "git",
+    "status",
+  ]);
+});
+
+test("the signal action: the verification stage signals the group, no command follows", () => {
+  const argv = agentChainArgv(ids, { needSetsid: false, nproc: 1 << 20, cwd: "/", keepFds: [], self: SELF, action: { signal: "SIGTERM", pgid: 4242 } });
+  assert.equal(argv, [
+    "/usr/bin/prlimit",
+    "--nproc=1048576:1048576",
+    ...PREFIX.slice(2),
+    SELF,
+    "--verify-agent",
+    "--uid=1001",
+    "--gid=1001",
+    "--groups=1001,1002",
+    "--cwd=/",
+    "--signal=SIGTERM",
+    "--pgid=4242",
+    "--",
+  ]);
+});
+
+test("no capability is kept: setpriv clears the inheritable and ambient sets and sets no bounding set", () => {
+  const argv = agentChainArgv(ids, RUN);
+  const setpriv = argv.slice(argv.indexOf("/usr/bin/setpriv"), argv.indexOf("--", argv.indexOf("/usr/bin/setpriv")));
+  assert.equal(setpriv.filter((a) => a.includes("caps") || a.includes("bounding")), ["--inh-caps=-all", "--ambient-caps=-all"]);
+  assert.not.ok(argv.some((a) => a.includes("+")), "no capability is raised anywhere");
+});
+
+test("the verification stage's argv parses back to what the chain asked", () => {
+  const cases: ReadonlyArray<readonly [AgentChain, ReturnType<typeof parseAgentExecArgs>]> = [
+    [
+      { ...RUN, keepFds: [17], action: { exec: ["sh", "-c", "echo --uid=0", "--", "--verify-agent"] } },
+      {
+        kind: "verify-agent",
+        expect: { uid: 1001, gid: 1001, groups: [1001, 1002], cwd: "/workspace/project", keepFds: [17] },
+        action: { exec: ["sh", "-c", "echo --uid=0", "--", "--verify-agent"] },
+      },
+    ],
+    [
+      { ...RUN, cwd: "/", action: { signal: "SIGKILL", pgid: 77 } },
+      { kind: "verify-agent", expect: { uid: 1001, gid: 1001, groups: [1001, 1002], cwd: "/", keepFds: [] }, action: { signal: "SIGKILL", pgid: 77 } },
+    ],
+  ];
+  for (const [chain, request] of cases) {
+    const argv = agentChainArgv(ids, chain);
+    assert.equal(parseAgentExecArgs(argv.slice(argv.indexOf(SELF) + 1)), request);
+  }
+});
+
+test("agentEnvironment: the allowlist and the named variables, then the agent's HOME, USER, LOGNAME and the fixed PATH", () => {
+  const shimEnv = {
+    TERM: "xterm-256color",
+    COLORTERM: "truecolor",
+    LANG: "C.UTF-8",
+    LANGUAGE: "en",
+    LC_ALL: "C.UTF-8",
+    LC_CTYPE: "C.UTF-8",
+    TZ: "UTC",
+    NO_COLOR: "1",
+    PATH: "/workspace/bin:/usr/bin",
+    HOME: "/home/node",
+    USER: "node",
+    LOGNAME: "node",
+    CLANKIE_AGENT_UID: "1001",
+    CLANKIE_SEPARATION: "1",
+    DISCORD_TOKEN: "service-secret",
+    LD_PRELOAD: "/workspace/x.so",
+    NODE_OPTIONS: "--require /workspace/x.js",
+    GITHUB_TOKEN: "for-the-agent",
+    EMPTY: "",
+  };
+  assert.equal(agentEnvironment(shimEnv, ["GITHUB_TOKEN", "EMPTY", "NOT_SET"], ids), {
+    TERM: "xterm-256color",
+    COLORTERM: "truecolor",
+    LANG: "C.UTF-8",
+    LANGUAGE: "en",
+    LC_ALL: "C.UTF-8",
+    LC_CTYPE: "C.UTF-8",
+    TZ: "UTC",
+    NO_COLOR: "1",
+    GITHUB_TOKEN: "for-the-agent",
+    EMPTY: "",
+    HOME: "/state/agent",
+    USER: "clankie-agent",
+    LOGNAME: "clankie-agent",
+    PATH: SYSTEM_PATH,
+  });
+});
+
+test("agentEnvironment: a named HOME, USER, LOGNAME or PATH cannot override ours", () => {
+  const shimEnv = { HOME: "/home/node", USER: "node", LOGNAME: "node", PATH: "/tmp" };
+  assert.equal(agentEnvironment(shimEnv, ["HOME", "USER", "LOGNAME", "PATH"], ids), {
+    HOME: AGENT_HOME,
+    USER: "clankie-agent",
+    LOGNAME: "clankie-agent",
+    PATH: SYSTEM_PATH,
+  });
+});
+
+test("agentEnvironment: nothing of the service's own environment reaches the agent unnamed", () => {
+  const env = agentEnvironment({ DISCORD_TOKEN: "x", CLANKIE_AGENT_UID: "1001", SSH_AUTH_SOCK: "/tmp/s", HOSTNAME: "body" }, [], ids);
+  assert.equal(Object.keys(env).sort(), ["HOME", "LOGNAME", "PATH", "USER"]);
+});
+
+test("the agent's home and umask", () => {
+  assert.is(AGENT_HOME, "/state/agent");
+  assert.is(AGENT_UMASK, 0o002);
+  assert.is(AGENT_UMASK_OCTAL, "0002");
+});
+
+test.run();

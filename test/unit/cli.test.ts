@@ -1,0 +1,237 @@
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { type AgentExecRequest, type EntrypointRequest, parseAgentExecArgs, parseEntrypointArgs } from "../../src/cli.ts";
+import { EXIT } from "../../src/constants.ts";
+import { assertRefusal } from "./helpers/refusal.ts";
+
+interface Accepts<R> {
+  argv: string[];
+  want: R;
+}
+interface Refuses {
+  argv: string[];
+  what: string;
+  fix: string;
+}
+
+/* ------------------------------------------------------ clankie-separate -- */
+
+const entrypoint = suite("parseEntrypointArgs");
+const SEP = (fix: string): string => `${fix} (see clankie-separate --help)`;
+
+const ENTRYPOINT_ACCEPTS: Accepts<EntrypointRequest>[] = [
+  { argv: ["--help"], want: { kind: "help" } },
+  { argv: ["-h"], want: { kind: "help" } },
+  { argv: ["--help", "--bogus"], want: { kind: "help" } },
+  { argv: ["--version"], want: { kind: "version" } },
+  { argv: ["--self-check"], want: { kind: "self-check", json: false, probe: false } },
+  { argv: ["--self-check", "--json"], want: { kind: "self-check", json: true, probe: false } },
+  { argv: ["--self-check", "--probe"], want: { kind: "self-check", json: false, probe: true } },
+  { argv: ["--self-check", "--probe", "--json", "--json"], want: { kind: "self-check", json: true, probe: true } },
+  {
+    argv: ["--verify-service", "--uid=1000", "--gid=1000", "--groups=1000,1002", "--", "node", "server.js"],
+    want: { kind: "verify-service", uid: 1000, gid: 1000, groups: [1000, 1002], command: ["node", "server.js"] },
+  },
+  {
+    argv: ["--verify-service", "--groups", "7", "--gid", "6", "--uid", "4294967294", "--", "x", "--uid=0"],
+    want: { kind: "verify-service", uid: 4294967294, gid: 6, groups: [7], command: ["x", "--uid=0"] },
+  },
+  { argv: ["--", "node", "--help"], want: { kind: "run", command: ["node", "--help"] } },
+  { argv: ["--", "--version"], want: { kind: "run", command: ["--version"] } },
+  { argv: ["node", "server.js"], want: { kind: "run", command: ["node", "server.js"] } },
+  { argv: ["node", "--", "--help"], want: { kind: "run", command: ["node", "--", "--help"] } },
+];
+
+for (const { argv, want } of ENTRYPOINT_ACCEPTS) {
+  entrypoint(`accepts ${JSON.stringify(argv)}`, () => {
+    assert.equal(parseEntrypointArgs(argv), want);
+  });
+}
+
+const VS = "--verify-service";
+const VS_FIX = SEP("this stage is started by the entrypoint itself");
+const RANGE = (option: string, min: number, max: number, got: string): string => `${option} needs a whole number from ${min} to ${max}, got ${JSON.stringify(got)}`;
+
+const ENTRYPOINT_REFUSES: Refuses[] = [
+  { argv: [], what: "no service command given", fix: SEP("name the service command: clankie-separate -- COMMAND [ARG...]") },
+  { argv: ["--"], what: "no command given", fix: SEP("put the command after --: clankie-separate -- COMMAND [ARG...]") },
+  { argv: ["--", ""], what: "no command given", fix: SEP("put the command after --: clankie-separate -- COMMAND [ARG...]") },
+  { argv: ["-x"], what: 'unknown option "-x"', fix: SEP("put the service command after --: clankie-separate -- COMMAND [ARG...]") },
+  { argv: ["-"], what: 'unknown option "-"', fix: SEP("put the service command after --: clankie-separate -- COMMAND [ARG...]") },
+  { argv: ["--json", "node"], what: 'unknown option "--json"', fix: SEP("put the service command after --: clankie-separate -- COMMAND [ARG...]") },
+  { argv: ["--self-check", "--jsonx"], what: 'unknown --self-check option "--jsonx"', fix: SEP("use --json and --probe only") },
+  { argv: ["--self-check", "--json=1"], what: 'unknown --self-check option "--json=1"', fix: SEP("use --json and --probe only") },
+  { argv: ["--self-check", "--", "node"], what: 'unknown --self-check option "--"', fix: SEP("use --json and --probe only") },
+  { argv: [VS, "--uid=0", "--gid=1", "--groups=1", "--", "x"], what: RANGE("--uid", 1, 4294967294, "0"), fix: SEP("give --uid a number in range") },
+  { argv: [VS, "--uid=4294967295", "--gid=1", "--groups=1", "--", "x"], what: RANGE("--uid", 1, 4294967294, "4294967295"), fix: SEP("give --uid a number in range") },
+  { argv: [VS, "--uid=-1", "--gid=1", "--groups=1", "--", "x"], what: RANGE("--uid", 1, 4294967294, "-1"), fix: SEP("give --uid a number in range") },
+  { argv: [VS, "--uid=1e3", "--gid=1", "--groups=1", "--", "x"], what: RANGE("--uid", 1, 4294967294, "1e3"), fix: SEP("give --uid a number in range") },
+  { argv: [VS, "--uid=", "--gid=1", "--groups=1", "--", "x"], what: RANGE("--uid", 1, 4294967294, ""), fix: SEP("give --uid a number in range") },
+  { argv: [VS, "--uid"], what: RANGE("--uid", 1, 4294967294, ""), fix: SEP("give --uid a number in range") },
+  { argv: [VS, "--uid", "--", "x"], what: RANGE("--uid", 1, 4294967294, "--"), fix: SEP("give --uid a number in range") },
+  { argv: [VS, "--uid=1", "--gid=0", "--groups=1", "--", "x"], what: RANGE("--gid", 1, 4294967294, "0"), fix: SEP("give --gid a number in range") },
+  { argv: [VS, "--uid=1", "--gid", " 5", "--groups=1", "--", "x"], what: RANGE("--gid", 1, 4294967294, " 5"), fix: SEP("give --gid a number in range") },
+  { argv: [VS, "--uid=1", "--gid=1", "--groups=", "--", "x"], what: '--groups needs comma-separated ids, got ""', fix: SEP("pass ids") },
+  { argv: [VS, "--uid=1", "--gid=1", "--groups"], what: '--groups needs comma-separated ids, got ""', fix: SEP("pass ids") },
+  { argv: [VS, "--uid=1", "--gid=1", "--groups=1,", "--", "x"], what: '--groups needs comma-separated ids, got "1,"', fix: SEP("pass ids") },
+  { argv: [VS, "--uid=1", "--gid=1", "--groups=1 2", "--", "x"], what: '--groups needs comma-separated ids, got "1 2"', fix: SEP("pass ids") },
+  { argv: [VS, "--uid=1", "--gid=1", "--groups=-1", "--", "x"], what: '--groups needs comma-separated ids, got "-1"', fix: SEP("pass ids") },
+  { argv: [VS, "--cwd=/", "--"], what: 'unknown option "--cwd" for --verify-service', fix: VS_FIX },
+  { argv: [VS, "node"], what: 'unknown option "node" for --verify-service', fix: VS_FIX },
+  { argv: [VS], what: "--verify-service needs --uid, --gid, --groups and --", fix: VS_FIX },
+  { argv: [VS, "--uid=1", "--gid=1", "--", "x"], what: "--verify-service needs --uid, --gid, --groups and --", fix: VS_FIX },
+  { argv: [VS, "--uid=1", "--groups=1", "--", "x"], what: "--verify-service needs --uid, --gid, --groups and --", fix: VS_FIX },
+  { argv: [VS, "--gid=1", "--groups=1", "--", "x"], what: "--verify-service needs --uid, --gid, --groups and --", fix: VS_FIX },
+  { argv: [VS, "--uid=1", "--gid=1", "--groups=1"], what: "--verify-service needs --uid, --gid, --groups and --", fix: VS_FIX },
+  { argv: [VS, "--uid=1", "--gid=1", "--groups=1", "--"], what: "no command given", fix: SEP("put the command after --: clankie-separate -- COMMAND [ARG...]") },
+];
+
+for (const { argv, what, fix } of ENTRYPOINT_REFUSES) {
+  entrypoint(`refuses ${JSON.stringify(argv)}`, () => {
+    assertRefusal(() => parseEntrypointArgs(argv), { exitCode: 64, what, fix });
+  });
+}
+
+entrypoint("the usage exit code is 64 (sysexits EX_USAGE)", () => {
+  assert.is(EXIT.usage, 64);
+});
+
+entrypoint("does not change the caller's argv", () => {
+  const argv = ["--", "node", "server.js"];
+  const request = parseEntrypointArgs(argv);
+  assert.ok(request.kind === "run");
+  request.command.push("more");
+  assert.equal(argv, ["--", "node", "server.js"]);
+});
+
+entrypoint.run();
+
+/* ---------------------------------------------------- clankie-agent-exec -- */
+
+const agent = suite("parseAgentExecArgs");
+const AEX = (fix: string): string => `${fix} (see clankie-agent-exec --help)`;
+const RUN_DEFAULTS = { kind: "run", cwd: "/workspace", env: [], keepFds: [], nproc: 512, oomScoreAdj: 500 } as const;
+const SIGNAL_NAMES = ["HUP", "INT", "QUIT", "KILL", "USR1", "USR2", "TERM", "CONT", "STOP", "TSTP", "WINCH"];
+
+const AGENT_ACCEPTS: Accepts<AgentExecRequest>[] = [
+  { argv: ["--help"], want: { kind: "help" } },
+  { argv: ["-h"], want: { kind: "help" } },
+  { argv: ["--version"], want: { kind: "version" } },
+  { argv: ["--", "ls", "-la"], want: { ...RUN_DEFAULTS, env: [], keepFds: [], command: ["ls", "-la"] } },
+  { argv: ["--", "--help"], want: { ...RUN_DEFAULTS, env: [], keepFds: [], command: ["--help"] } },
+  {
+    argv: ["--cwd", "/workspace/p", "--env", "TOKEN", "--keep-fd", "17", "--nproc", "64", "--oom-score-adj", "-5", "--", "cmd", "--cwd=/"],
+    want: { kind: "run", cwd: "/workspace/p", env: ["TOKEN"], keepFds: [17], nproc: 64, oomScoreAdj: -5, command: ["cmd", "--cwd=/"] },
+  },
+  {
+    argv: ["--cwd=/a=b", "--env=_x1", "--env=TOKEN", "--keep-fd=17", "--keep-fd=20", "--nproc=1", "--oom-score-adj=-1000", "--", "cmd"],
+    want: { kind: "run", cwd: "/a=b", env: ["_x1", "TOKEN"], keepFds: [17, 20], nproc: 1, oomScoreAdj: -1000, command: ["cmd"] },
+  },
+  {
+    argv: ["--keep-fd", "3", "--keep-fd", "1048575", "--nproc", "1048576", "--oom-score-adj", "1000", "--", "cmd"],
+    want: { ...RUN_DEFAULTS, env: [], keepFds: [3, 1048575], nproc: 1048576, oomScoreAdj: 1000, command: ["cmd"] },
+  },
+  { argv: ["--nproc=8", "--nproc=9", "--", "cmd"], want: { ...RUN_DEFAULTS, env: [], keepFds: [], nproc: 9, command: ["cmd"] } },
+  { argv: ["--signal", "TERM", "--pgid", "4242"], want: { kind: "signal", signal: "SIGTERM", pgid: 4242 } },
+  { argv: ["--signal", "SIGKILL", "--pgid=2"], want: { kind: "signal", signal: "SIGKILL", pgid: 2 } },
+  // after the first argument both spellings are taken, and the last one wins
+  { argv: ["--signal", "HUP", "--signal=INT", "--pgid=1073741823"], want: { kind: "signal", signal: "SIGINT", pgid: 1073741823 } },
+  ...SIGNAL_NAMES.flatMap((name) => [
+    { argv: ["--signal", name, "--pgid", "9"], want: { kind: "signal", signal: `SIG${name}`, pgid: 9 } } as Accepts<AgentExecRequest>,
+    { argv: ["--signal", `SIG${name}`, "--pgid=9"], want: { kind: "signal", signal: `SIG${name}`, pgid: 9 } } as Accepts<AgentExecRequest>,
+  ]),
+  {
+    argv: ["--verify-agent", "--uid=1001", "--gid=1001", "--groups=1001,1002", "--cwd=/workspace", "--", "ls", "-la"],
+    want: { kind: "verify-agent", expect: { uid: 1001, gid: 1001, groups: [1001, 1002], cwd: "/workspace", keepFds: [] }, action: { exec: ["ls", "-la"] } },
+  },
+  {
+    argv: ["--verify-agent", "--cwd", "/w", "--keep-fd", "17", "--keep-fd=18", "--groups", "2", "--gid", "2", "--uid", "3", "--", "x"],
+    want: { kind: "verify-agent", expect: { uid: 3, gid: 2, groups: [2], cwd: "/w", keepFds: [17, 18] }, action: { exec: ["x"] } },
+  },
+  {
+    argv: ["--verify-agent", "--uid=1001", "--gid=1001", "--groups=1001,1002", "--cwd=/", "--signal=SIGTERM", "--pgid=4242", "--"],
+    want: { kind: "verify-agent", expect: { uid: 1001, gid: 1001, groups: [1001, 1002], cwd: "/", keepFds: [] }, action: { signal: "SIGTERM", pgid: 4242 } },
+  },
+];
+
+for (const { argv, want } of AGENT_ACCEPTS) {
+  agent(`accepts ${JSON.stringify(argv)}`, () => {
+    assert.equal(parseAgentExecArgs(argv), want);
+  });
+}
+
+const USAGE_AFTER = AEX("put the command after --: clankie-agent-exec [OPTIONS] -- COMMAND [ARG...]");
+const NO_COMMAND = AEX("put the command after --: clankie-agent-exec -- COMMAND [ARG...]");
+const ENV_FIX = AEX("give the NAME only: its value is taken from the shim's environment, never from argv");
+const SIGNAL_WHAT = (got: string): string => `--signal needs one of ${SIGNAL_NAMES.join(", ")}, got ${JSON.stringify(got)}`;
+const SIGNAL_USE = AEX("use --signal SIGNAL --pgid PGID");
+const VA = "--verify-agent";
+const VA_IDS = ["--uid=1001", "--gid=1001", "--groups=1001,1002", "--cwd=/workspace"];
+const VA_NEEDS = "--verify-agent needs --uid, --gid, --groups, --cwd and --";
+const VA_FIX = AEX("this stage is started by the shim itself");
+
+const AGENT_REFUSES: Refuses[] = [
+  { argv: [], what: "missing -- before the command", fix: USAGE_AFTER },
+  { argv: ["--nproc", "5"], what: "missing -- before the command", fix: USAGE_AFTER },
+  { argv: ["ls", "-la"], what: 'missing -- before the command "ls"', fix: USAGE_AFTER },
+  { argv: ["--cwd=/w", "ls", "--", "x"], what: 'missing -- before the command "ls"', fix: USAGE_AFTER },
+  { argv: ["--verbose", "--", "x"], what: 'unknown option "--verbose"', fix: USAGE_AFTER },
+  { argv: ["--bogus=1", "--", "x"], what: 'unknown option "--bogus"', fix: USAGE_AFTER },
+  { argv: ["-v", "--", "x"], what: 'unknown option "-v"', fix: USAGE_AFTER },
+  { argv: ["-e=X", "--", "x"], what: 'unknown option "-e=X"', fix: USAGE_AFTER },
+  { argv: ["--"], what: "no command given", fix: NO_COMMAND },
+  { argv: ["--", ""], what: "no command given", fix: NO_COMMAND },
+  { argv: ["--cwd", "work", "--", "x"], what: '--cwd needs an absolute directory, got "work"', fix: AEX("give an absolute path") },
+  { argv: ["--cwd=", "--", "x"], what: '--cwd needs an absolute directory, got ""', fix: AEX("give an absolute path") },
+  { argv: ["--cwd"], what: '--cwd needs an absolute directory, got ""', fix: AEX("give an absolute path") },
+  { argv: ["--cwd", "--", "x"], what: '--cwd needs an absolute directory, got "--"', fix: AEX("give an absolute path") },
+  { argv: ["--env", "1A", "--", "x"], what: '--env needs a variable name, got "1A"', fix: ENV_FIX },
+  { argv: ["--env", "A-B", "--", "x"], what: '--env needs a variable name, got "A-B"', fix: ENV_FIX },
+  { argv: ["--env=TOKEN=secret", "--", "x"], what: '--env needs a variable name, got "TOKEN=secret"', fix: ENV_FIX },
+  { argv: ["--env=", "--", "x"], what: '--env needs a variable name, got ""', fix: ENV_FIX },
+  { argv: ["--env"], what: '--env needs a variable name, got ""', fix: ENV_FIX },
+  { argv: ["--keep-fd", "2", "--", "x"], what: RANGE("--keep-fd", 3, 1048575, "2"), fix: AEX("give --keep-fd a number in range") },
+  { argv: ["--keep-fd=1048576", "--", "x"], what: RANGE("--keep-fd", 3, 1048575, "1048576"), fix: AEX("give --keep-fd a number in range") },
+  { argv: ["--keep-fd=x", "--", "x"], what: RANGE("--keep-fd", 3, 1048575, "x"), fix: AEX("give --keep-fd a number in range") },
+  { argv: ["--nproc", "0", "--", "x"], what: RANGE("--nproc", 1, 1048576, "0"), fix: AEX("give --nproc a number in range") },
+  { argv: ["--nproc=1048577", "--", "x"], what: RANGE("--nproc", 1, 1048576, "1048577"), fix: AEX("give --nproc a number in range") },
+  { argv: ["--nproc=12345678901", "--", "x"], what: RANGE("--nproc", 1, 1048576, "12345678901"), fix: AEX("give --nproc a number in range") },
+  { argv: ["--oom-score-adj", "-1001", "--", "x"], what: RANGE("--oom-score-adj", -1000, 1000, "-1001"), fix: AEX("give --oom-score-adj a number in range") },
+  { argv: ["--oom-score-adj=1001", "--", "x"], what: RANGE("--oom-score-adj", -1000, 1000, "1001"), fix: AEX("give --oom-score-adj a number in range") },
+  { argv: ["--oom-score-adj=+5", "--", "x"], what: RANGE("--oom-score-adj", -1000, 1000, "+5"), fix: AEX("give --oom-score-adj a number in range") },
+  { argv: ["--signal", "TERMX", "--pgid", "5"], what: SIGNAL_WHAT("TERMX"), fix: AEX("name the signal") },
+  { argv: ["--signal", "term", "--pgid", "5"], what: SIGNAL_WHAT("term"), fix: AEX("name the signal") },
+  { argv: ["--signal", "SIGSEGV", "--pgid", "5"], what: SIGNAL_WHAT("SIGSEGV"), fix: AEX("name the signal") },
+  { argv: ["--signal", "9", "--pgid", "5"], what: SIGNAL_WHAT("9"), fix: AEX("name the signal") },
+  { argv: ["--signal", "SIG", "--pgid", "5"], what: SIGNAL_WHAT("SIG"), fix: AEX("name the signal") },
+  { argv: ["--signal", "TERM", "--signal=", "--pgid=5"], what: SIGNAL_WHAT(""), fix: AEX("name the signal") },
+  { argv: ["--signal"], what: SIGNAL_WHAT(""), fix: AEX("name the signal") },
+  { argv: ["--signal", "TERM", "--pgid", "1"], what: RANGE("--pgid", 2, 1073741823, "1"), fix: AEX("give --pgid a number in range") },
+  { argv: ["--signal", "TERM", "--pgid", "-5"], what: RANGE("--pgid", 2, 1073741823, "-5"), fix: AEX("give --pgid a number in range") },
+  { argv: ["--signal", "TERM", "--pgid=1073741824"], what: RANGE("--pgid", 2, 1073741823, "1073741824"), fix: AEX("give --pgid a number in range") },
+  { argv: ["--signal", "TERM"], what: "--signal needs --pgid", fix: SIGNAL_USE },
+  { argv: ["--signal", "TERM", "--pgid", "5", "--cwd", "/"], what: 'unknown option "--cwd" with --signal', fix: SIGNAL_USE },
+  { argv: ["--signal", "TERM", "--pgid", "5", "--", "x"], what: 'unknown option "--" with --signal', fix: SIGNAL_USE },
+  { argv: [VA], what: VA_NEEDS, fix: VA_FIX },
+  { argv: [VA, ...VA_IDS], what: VA_NEEDS, fix: VA_FIX },
+  ...[0, 1, 2, 3].map((skip) => ({ argv: [VA, ...VA_IDS.filter((_, i) => i !== skip), "--", "x"], what: VA_NEEDS, fix: VA_FIX })),
+  { argv: [VA, ...VA_IDS, "--nproc=5", "--", "x"], what: 'unknown option "--nproc" for --verify-agent', fix: VA_FIX },
+  { argv: [VA, ...VA_IDS, "x"], what: 'unknown option "x" for --verify-agent', fix: VA_FIX },
+  { argv: [VA, "--uid=0", ...VA_IDS.slice(1), "--", "x"], what: RANGE("--uid", 1, 4294967294, "0"), fix: AEX("give --uid a number in range") },
+  { argv: [VA, ...VA_IDS, "--gid=4294967295", "--", "x"], what: RANGE("--gid", 1, 4294967294, "4294967295"), fix: AEX("give --gid a number in range") },
+  { argv: [VA, ...VA_IDS, "--groups=1001;1002", "--", "x"], what: '--groups needs comma-separated ids, got "1001;1002"', fix: AEX("pass ids") },
+  { argv: [VA, ...VA_IDS, "--keep-fd=2", "--", "x"], what: RANGE("--keep-fd", 3, 1048575, "2"), fix: AEX("give --keep-fd a number in range") },
+  { argv: [VA, ...VA_IDS, "--signal=BOGUS", "--pgid=5", "--"], what: SIGNAL_WHAT("BOGUS"), fix: AEX("name the signal") },
+  { argv: [VA, ...VA_IDS, "--signal=TERM", "--pgid=1", "--"], what: RANGE("--pgid", 2, 1073741823, "1"), fix: AEX("give --pgid a number in range") },
+  // a signal without a process group is not a signal action: it needs a command
+  { argv: [VA, ...VA_IDS, "--signal=TERM", "--"], what: "no command given", fix: NO_COMMAND },
+  { argv: [VA, ...VA_IDS, "--"], what: "no command given", fix: NO_COMMAND },
+];
+
+for (const { argv, what, fix } of AGENT_REFUSES) {
+  agent(`refuses ${JSON.stringify(argv)}`, () => {
+    assertRefusal(() => parseAgentExecArgs(argv), { exitCode: 64, what, fix });
+  });
+}
+
+agent.run();

@@ -1,0 +1,254 @@
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+import {
+  credentialDifferences,
+  type ExpectedCredentials,
+  parseStat,
+  parseStatus,
+  type ProcessCredentials,
+  readSession,
+  readStatus,
+} from "../../src/proc-status.ts";
+
+/** A /proc/<pid>/status as Linux 6.x prints it for the service (uid 1000, SETUID+SETGID). */
+const SERVICE_STATUS = [
+  "Name:\tnode",
+  "Umask:\t0022",
+  "State:\tS (sleeping)",
+  "Tgid:\t41",
+  "Pid:\t41",
+  "PPid:\t1",
+  "TracerPid:\t0",
+  "Uid:\t1000\t1000\t1000\t1000",
+  "Gid:\t1000\t1000\t1000\t1000",
+  "FDSize:\t64",
+  "Groups:\t1000 1002 ",
+  "NStgid:\t41",
+  "VmPeak:\t    3060 kB",
+  "SigQ:\t0/96362",
+  "SigBlk:\t0000000000000000",
+  "CapInh:\t00000000000000c0",
+  "CapPrm:\t00000000000000c0",
+  "CapEff:\t00000000000000c0",
+  "CapBnd:\t00000000000000c0",
+  "CapAmb:\t00000000000000c0",
+  "NoNewPrivs:\t1",
+  "Seccomp:\t2",
+  "Speculation_Store_Bypass:\tthread vulnerable",
+  "Cpus_allowed_list:\t0-1",
+  "",
+].join("\n");
+
+function withLine(name: string, value: string | undefined): string {
+  const lines = SERVICE_STATUS.split("\n").filter((line) => !line.startsWith(`${name}:`));
+  if (value !== undefined) lines.splice(5, 0, `${name}:${value}`);
+  return lines.join("\n");
+}
+
+const SERVICE: ProcessCredentials = {
+  uids: [1000, 1000, 1000, 1000],
+  gids: [1000, 1000, 1000, 1000],
+  groups: [1000, 1002],
+  capInh: 0xc0n,
+  capPrm: 0xc0n,
+  capEff: 0xc0n,
+  capBnd: 0xc0n,
+  capAmb: 0xc0n,
+  noNewPrivs: true,
+};
+
+test("parseStatus: the service's status", () => {
+  assert.equal(parseStatus(SERVICE_STATUS), SERVICE);
+});
+
+test("parseStatus: root with a full set, empty Groups as the kernel prints it (tab, space)", () => {
+  const text = [
+    "Name:\tcat",
+    "Uid:\t0\t0\t0\t0",
+    "Gid:\t0\t0\t0\t0",
+    "Groups:\t ",
+    "CapInh:\t0000000000000000",
+    "CapPrm:\t000001ffffffffff",
+    "CapEff:\t000001ffffffffff",
+    "CapBnd:\t000001ffffffffff",
+    "CapAmb:\t0000000000000000",
+    "NoNewPrivs:\t0",
+  ].join("\n");
+  assert.equal(parseStatus(text), {
+    uids: [0, 0, 0, 0],
+    gids: [0, 0, 0, 0],
+    groups: [],
+    capInh: 0n,
+    capPrm: 0x1ffffffffffn,
+    capEff: 0x1ffffffffffn,
+    capBnd: 0x1ffffffffffn,
+    capAmb: 0n,
+    noNewPrivs: false,
+  });
+});
+
+test("parseStatus: distinct real, effective, saved and filesystem ids keep their order", () => {
+  const status = parseStatus(withLine("Uid", "\t1000\t0\t1001\t4294967294").replace("Gid:\t1000\t1000\t1000\t1000", "Gid:\t5\t6\t7\t8"));
+  assert.equal(status.uids, [1000, 0, 1001, 4294967294]);
+  assert.equal(status.gids, [5, 6, 7, 8]);
+});
+
+test("parseStatus: a comm containing a colon does not confuse the fields", () => {
+  assert.equal(parseStatus(withLine("Name", "\tUid: 0 0 0 0")), SERVICE);
+});
+
+test("parseStatus: every field it needs must be present", () => {
+  for (const name of ["Uid", "Gid", "Groups", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs"]) {
+    assert.throws(() => parseStatus(withLine(name, undefined)), (error: Error) => error.message === `/proc status has no ${name} line`, name);
+  }
+  assert.throws(() => parseStatus(""), /^\/proc status has no /);
+});
+
+test("parseStatus: malformed uid and gid lines are refused with the line quoted", () => {
+  const cases: ReadonlyArray<readonly [string, string]> = [
+    ["Uid", "\t1000\t1000\t1000"],
+    ["Uid", "\t1000\t1000\t1000\t1000\t1000"],
+    ["Uid", "\t-1\t1000\t1000\t1000"],
+    ["Uid", "\t1000\tx\t1000\t1000"],
+    ["Uid", "\t1000\t1000.5\t1000\t1000"],
+    ["Uid", ""],
+    ["Gid", "\t1000 1000 1000"],
+    ["Gid", "\tnode\tnode\tnode\tnode"],
+  ];
+  for (const [name, value] of cases) {
+    assert.throws(
+      () => parseStatus(withLine(name, value)),
+      (error: Error) => error.message === `/proc status ${name} line is malformed: ${JSON.stringify(value)}`,
+      `${name}:${JSON.stringify(value)}`,
+    );
+  }
+});
+
+test("parseStatus: malformed capability masks are refused", () => {
+  const bad = ["", "\tc0", "\t0000000000000c0", "\t000000000000000c0", "\t00000000000000C0", "\t0x000000000000c0", "\t00000000000000g0", "\t0000000000000 c0"];
+  for (const name of ["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"]) {
+    for (const value of bad) {
+      assert.throws(
+        () => parseStatus(withLine(name, value)),
+        (error: Error) => error.message === `/proc status ${name} line is malformed: ${JSON.stringify(value)}`,
+        `${name}:${JSON.stringify(value)}`,
+      );
+    }
+  }
+});
+
+test("parseStatus: malformed Groups and NoNewPrivs are refused", () => {
+  for (const value of ["\t1000 x", "\t1000 -1", "\t1000,1002", "\t1.5"]) {
+    assert.throws(() => parseStatus(withLine("Groups", value)), (error: Error) => error.message === "/proc status Groups line is malformed", value);
+  }
+  for (const value of ["", "\t2", "\tyes", "\t01", "\t-1"]) {
+    assert.throws(() => parseStatus(withLine("NoNewPrivs", value)), (error: Error) => error.message === "/proc status NoNewPrivs line is malformed", value);
+  }
+});
+
+test("readStatus: agrees with what Node knows of this process", () => {
+  const status = readStatus();
+  const uid = process.getuid!();
+  const gid = process.getgid!();
+  assert.is(status.uids[0], uid);
+  assert.is(status.uids[1], process.geteuid!());
+  assert.is(status.gids[0], gid);
+  // Node adds the effective gid to getgroups(); the kernel's Groups line does not.
+  const nodeGroups = new Set(process.getgroups!());
+  nodeGroups.delete(process.getegid!());
+  for (const group of nodeGroups) assert.ok(status.groups.includes(group), `group ${group}`);
+  for (const group of status.groups) assert.ok(process.getgroups!().includes(group), `group ${group}`);
+});
+
+/* -------------------------------------------------- credentialDifferences -- */
+
+const WANT_SERVICE: ExpectedCredentials = {
+  uid: 1000,
+  gid: 1000,
+  groups: [1002, 1000],
+  capInh: 0xc0n,
+  capPrm: 0xc0n,
+  capEff: 0xc0n,
+  capAmb: 0xc0n,
+  capBnd: 0xc0n,
+  noNewPrivs: true,
+};
+
+test("credentialDifferences: none when the kernel reports what was asked", () => {
+  assert.equal(credentialDifferences(SERVICE, WANT_SERVICE), []);
+  // groups are a set: order and repeats do not matter
+  assert.equal(credentialDifferences({ ...SERVICE, groups: [1002, 1000, 1002] }, WANT_SERVICE), []);
+});
+
+test("credentialDifferences: each difference as one phrase", () => {
+  const cases: ReadonlyArray<readonly [Partial<ProcessCredentials>, string]> = [
+    [{ uids: [1000, 1000, 0, 1000] }, "uids 1000,1000,0,1000 (want 1000 in all four)"],
+    [{ uids: [0, 0, 0, 0] }, "uids 0,0,0,0 (want 1000 in all four)"],
+    [{ gids: [1000, 1000, 1000, 1001] }, "gids 1000,1000,1000,1001 (want 1000 in all four)"],
+    [{ groups: [1000] }, "groups 1000 (want 1000,1002)"],
+    [{ groups: [] }, "groups none (want 1000,1002)"],
+    [{ groups: [0, 1000, 1002] }, "groups 0,1000,1002 (want 1000,1002)"],
+    [{ capInh: 0n }, "CapInh 0x0 (want 0xc0)"],
+    [{ capPrm: 0x1cbn }, "CapPrm 0x1cb (want 0xc0)"],
+    [{ capEff: 0x80n }, "CapEff 0x80 (want 0xc0)"],
+    [{ capAmb: 0n }, "CapAmb 0x0 (want 0xc0)"],
+    [{ capBnd: 0x1ffffffffffn }, "CapBnd 0x1ffffffffff (want 0xc0)"],
+    [{ noNewPrivs: false }, "NoNewPrivs 0 (want 1)"],
+  ];
+  for (const [change, phrase] of cases) {
+    assert.equal(credentialDifferences({ ...SERVICE, ...change }, WANT_SERVICE), [phrase], phrase);
+  }
+});
+
+test("credentialDifferences: every difference is reported, in a fixed order", () => {
+  const agentWanted: ExpectedCredentials = { uid: 1001, gid: 1001, groups: [], capInh: 0n, capPrm: 0n, capEff: 0n, capAmb: 0n, noNewPrivs: false };
+  assert.equal(credentialDifferences(SERVICE, agentWanted), [
+    "uids 1000,1000,1000,1000 (want 1001 in all four)",
+    "gids 1000,1000,1000,1000 (want 1001 in all four)",
+    "groups 1000,1002 (want none)",
+    "CapInh 0xc0 (want 0x0)",
+    "CapPrm 0xc0 (want 0x0)",
+    "CapEff 0xc0 (want 0x0)",
+    "CapAmb 0xc0 (want 0x0)",
+    "NoNewPrivs 1 (want 0)",
+  ]);
+});
+
+test("credentialDifferences: the bounding set is checked only when asked", () => {
+  const { capBnd: _ignored, ...withoutBounding } = WANT_SERVICE;
+  assert.equal(credentialDifferences({ ...SERVICE, capBnd: 0x1ffffffffffn }, withoutBounding), []);
+  assert.equal(credentialDifferences({ ...SERVICE, capBnd: 0n }, { ...withoutBounding, capBnd: 0n }), []);
+  assert.equal(credentialDifferences(SERVICE, { ...withoutBounding, capBnd: 0n }), ["CapBnd 0xc0 (want 0x0)"]);
+});
+
+/* --------------------------------------------------------------- parseStat -- */
+
+test("parseStat: pid, process group, session and controlling terminal", () => {
+  const text = "18300 (cat) R 18295 18295 6763 34816 -1 4194304 100 0 0 0 0 0 0 0 20 0 1 0 129726 3133440 383 18446744073709551615 0\n";
+  assert.equal(parseStat(text), { pid: 18300, pgrp: 18295, session: 6763, ttyNr: 34816 });
+});
+
+test("parseStat: a comm with spaces and parentheses cannot shift the fields", () => {
+  const cases: ReadonlyArray<readonly [string, string]> = [
+    ["a b", "a b"],
+    [") S 9 9 9 9", "fake fields"],
+    ["x) R 1 2 3 4 (", "close then open"],
+    ["((", "open only"],
+    [")", "a single close"],
+    [" ", "a space"],
+  ];
+  for (const [comm, label] of cases) {
+    const text = `77 (${comm}) S 1 77 77 0 -1 4194560 0 0 0 0\n`;
+    assert.equal(parseStat(text), { pid: 77, pgrp: 77, session: 77, ttyNr: 0 }, label);
+  }
+});
+
+test("readSession: agrees with the kernel for this process", () => {
+  const session = readSession();
+  assert.is(session.pid, process.pid);
+  assert.ok(Number.isInteger(session.pgrp) && session.pgrp > 0);
+  assert.ok(Number.isInteger(session.session) && session.session >= 0);
+  assert.ok(Number.isInteger(session.ttyNr));
+});
+
+test.run();

@@ -1,0 +1,476 @@
+import { accessSync, chmodSync, chownSync, constants, existsSync, lstatSync, mkdirSync, mkdtempSync, rmdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { parseAgentExecArgs } from "../../src/cli.ts";
+import { EXIT, isAllowlisted, SYSTEM_PATH } from "../../src/constants.ts";
+import { agentExecArguments, buildEnvironment, checkTrustedExecutable, resolveCommand } from "../../src/system-exec.ts";
+import { REPO } from "../helpers/paths.ts";
+import { rootTest } from "../helpers/privilege.ts";
+import { assertRefusal } from "./helpers/refusal.ts";
+
+const FIX = "install programs that root or the service run in a root-owned directory that only root can write (for example /usr/local/bin)";
+const EUID = process.geteuid!();
+const TRUSTED = [...new Set([0, EUID])];
+const octal = (path: string): string => (lstatSync(path).mode & 0o7777).toString(8);
+
+/** Runs fn with these process.env values (undefined deletes), then restores them. */
+function withProcessEnv(values: Record<string, string | undefined>, fn: () => void): void {
+  const saved = Object.fromEntries(Object.keys(values).map((name) => [name, process.env[name]]));
+  const apply = (v: Record<string, string | undefined>): void => {
+    for (const [name, value] of Object.entries(v)) {
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
+    }
+  };
+  apply(values);
+  try {
+    fn();
+  } finally {
+    apply(saved);
+  }
+}
+
+function writeProgram(path: string, mode = 0o755): string {
+  writeFileSync(path, "#!/bin/sh\nexit 0\n");
+  chmodSync(path, mode);
+  return path;
+}
+
+/* ------------------------------------------------------- buildEnvironment -- */
+
+const env = suite("buildEnvironment");
+
+env("nothing asked: only the fixed PATH", () => {
+  assert.equal(buildEnvironment(), { PATH: SYSTEM_PATH });
+  assert.equal(buildEnvironment({}), { PATH: SYSTEM_PATH });
+});
+
+env("from: the allowlist only (exact names, and the LC_ prefix)", () => {
+  const from = {
+    TERM: "xterm",
+    COLORTERM: "truecolor",
+    LANG: "C.UTF-8",
+    LANGUAGE: "en",
+    LC_ALL: "C",
+    LC_: "x",
+    TZ: "UTC",
+    NO_COLOR: "1",
+    TERMINAL: "no",
+    LCX: "no",
+    lang: "no",
+    HOME: "/root",
+    LD_PRELOAD: "/x.so",
+    SECRET: "s",
+    GONE: undefined,
+  };
+  assert.equal(buildEnvironment({ from }), {
+    TERM: "xterm",
+    COLORTERM: "truecolor",
+    LANG: "C.UTF-8",
+    LANGUAGE: "en",
+    LC_ALL: "C",
+    LC_: "x",
+    TZ: "UTC",
+    NO_COLOR: "1",
+    PATH: SYSTEM_PATH,
+  });
+});
+
+env("pass copies named variables; set overrides both; PATH is always the fixed one", () => {
+  const from = { TERM: "xterm", TOKEN: "from-env", OTHER: "o", PATH: "/tmp", EMPTY: "" };
+  assert.equal(buildEnvironment({ from, pass: ["TOKEN", "EMPTY", "MISSING", "PATH"], set: { TERM: "dumb", NEW: "n", PATH: "/workspace/bin" } }), {
+    TERM: "dumb",
+    TOKEN: "from-env",
+    EMPTY: "",
+    NEW: "n",
+    PATH: SYSTEM_PATH,
+  });
+});
+
+env("the caller's objects are not changed", () => {
+  const from = { TERM: "xterm" };
+  const set = { A: "1" };
+  const result = buildEnvironment({ from, set });
+  result.B = "2";
+  assert.equal(from, { TERM: "xterm" });
+  assert.equal(set, { A: "1" });
+});
+
+env.run();
+
+/* ----------------------------------------------------- agentExecArguments -- */
+
+const shim = suite("agentExecArguments");
+
+shim("no options: only the command after --", () => {
+  withProcessEnv({ TERM: undefined, SECRET_FOR_TEST: "s" }, () => {
+    const { argv, env } = agentExecArguments("ls", ["-la", "--", "x"]);
+    assert.equal(argv, ["--", "ls", "-la", "--", "x"]);
+    assert.equal(env, buildEnvironment({ from: process.env }));
+    assert.is(env.SECRET_FOR_TEST, undefined);
+  });
+});
+
+shim("every option, in a fixed order; variables by name in argv, by value in the environment", () => {
+  const allowlisted = Object.fromEntries(Object.keys(process.env).filter(isAllowlisted).map((name) => [name, undefined]));
+  withProcessEnv({ ...allowlisted, TERM: "xterm-test", LC_ALL: "C", SECRET_FOR_TEST: "service-only", TOKEN: undefined }, () => {
+    const { argv, env } = agentExecArguments("git", ["push"], {
+      cwd: "/workspace/repo",
+      env: { ZED: "z", TOKEN: "agent-token" },
+      keepFds: [17, 18],
+      nproc: 64,
+      oomScoreAdj: 900,
+    });
+    assert.equal(argv, ["--cwd", "/workspace/repo", "--env", "TOKEN", "--env", "ZED", "--keep-fd", "17", "--keep-fd", "18", "--nproc", "64", "--oom-score-adj", "900", "--", "git", "push"]);
+    assert.equal(env, { TERM: "xterm-test", LC_ALL: "C", TOKEN: "agent-token", ZED: "z", PATH: SYSTEM_PATH });
+    assert.not.ok(argv.some((arg) => arg.includes("agent-token")), "a value never appears in argv");
+  });
+});
+
+shim("what the service sends is what the shim parses", () => {
+  const { argv } = agentExecArguments("node", ["--cwd=/", "--"], { cwd: "/workspace/p", env: { B: "1", A: "2" }, keepFds: [17], nproc: 5, oomScoreAdj: -1000 });
+  assert.equal(parseAgentExecArgs(argv), { kind: "run", cwd: "/workspace/p", env: ["A", "B"], keepFds: [17], nproc: 5, oomScoreAdj: -1000, command: ["node", "--cwd=/", "--"] });
+  assert.equal(parseAgentExecArgs(agentExecArguments("true", []).argv), { kind: "run", cwd: "/workspace", env: [], keepFds: [], nproc: 512, oomScoreAdj: 500, command: ["true"] });
+});
+
+shim("a PATH for the agent is named but never given: the fixed PATH wins", () => {
+  const { argv, env } = agentExecArguments("x", [], { env: { PATH: "/workspace/bin" } });
+  assert.equal(argv, ["--env", "PATH", "--", "x"]);
+  assert.is(env.PATH, SYSTEM_PATH);
+});
+
+shim.run();
+
+/* --------------------------------------------------------- resolveCommand -- */
+
+const resolve = suite("resolveCommand");
+
+resolve("refuses an empty command and a NUL byte (exit 64)", () => {
+  assertRefusal(() => resolveCommand(""), { exitCode: EXIT.usage, what: "the command is empty", fix: "name a program to run" });
+  assertRefusal(() => resolveCommand("env\0x"), { exitCode: EXIT.usage, what: "the command contains a NUL byte", fix: "name a program to run" });
+  assertRefusal(() => resolveCommand("/usr/bin/env\0"), { exitCode: EXIT.usage, what: "the command contains a NUL byte", fix: "name a program to run" });
+});
+
+resolve("a path is taken as given, made absolute against cwd, without looking at the disk", () => {
+  const cases: ReadonlyArray<readonly [string, string, string]> = [
+    ["/no/such/program", "/opt", "/no/such/program"],
+    ["./run.sh", "/opt/app", "/opt/app/run.sh"],
+    ["bin/tool", "/opt/app", "/opt/app/bin/tool"],
+    ["../tool", "/opt/app", "/opt/tool"],
+    ["a/./b/../c", "/w", "/w/a/c"],
+  ];
+  for (const [command, cwd, want] of cases) assert.is(resolveCommand(command, cwd), want, command);
+});
+
+resolve("a bare name is found in the fixed system PATH", () => {
+  assert.is(resolveCommand("env"), "/usr/bin/env");
+  assert.is(resolveCommand("setpriv"), "/usr/bin/setpriv");
+});
+
+resolve("the caller's PATH is ignored", () => {
+  const dir = mkdtempSync("/tmp/clankie-unit-path-");
+  try {
+    writeProgram(join(dir, "clankie-unit-planted"));
+    withProcessEnv({ PATH: `${dir}:${process.env.PATH ?? ""}` }, () => {
+      assertRefusal(() => resolveCommand("clankie-unit-planted"), {
+        exitCode: EXIT.notFound,
+        what: `clankie-unit-planted: not found in ${SYSTEM_PATH}`,
+        fix: "install it in a system directory or give its absolute path",
+      });
+    });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+resolve("not found: exit 127", () => {
+  assert.is(EXIT.notFound, 127);
+  assertRefusal(() => resolveCommand("clankie-no-such-command"), {
+    exitCode: 127,
+    what: `clankie-no-such-command: not found in ${SYSTEM_PATH}`,
+    fix: "install it in a system directory or give its absolute path",
+  });
+});
+
+resolve.run();
+
+/* ------------------------------------------------- checkTrustedExecutable -- */
+
+const trust = suite("checkTrustedExecutable");
+
+trust("a system program owned by root passes", () => {
+  checkTrustedExecutable("/usr/bin/env", [0]);
+  checkTrustedExecutable("/usr/bin/setpriv", [0, 1000]);
+});
+
+trust("a symlinked directory on the way counts by where it is, not by its own 0777 mode", () => {
+  if (!lstatSync("/bin").isSymbolicLink()) return; // not a merged-/usr system
+  checkTrustedExecutable("/bin/env", [0]);
+});
+
+trust("a missing file is not found (127)", () => {
+  assertRefusal(() => checkTrustedExecutable("/usr/bin/clankie-no-such-program", [0]), {
+    exitCode: EXIT.notFound,
+    what: "/usr/bin/clankie-no-such-program: no such file",
+    fix: "check the command's path",
+  });
+});
+
+trust("an owner outside the trusted set is refused (126), naming the uid", () => {
+  assert.is(EXIT.notExecutable, 126);
+  assertRefusal(() => checkTrustedExecutable("/usr/bin/env", [1000]), {
+    exitCode: 126,
+    what: "refusing to execute /usr/bin/env: /usr/bin/env is owned by uid 0, not 1000",
+    fix: FIX,
+  });
+  assertRefusal(() => checkTrustedExecutable("/usr/bin/env", [1000, 1001]), {
+    exitCode: 126,
+    what: "refusing to execute /usr/bin/env: /usr/bin/env is owned by uid 0, not 1000 or 1001",
+    fix: FIX,
+  });
+  assertRefusal(() => checkTrustedExecutable("/usr/bin/env", []), { exitCode: 126, what: "refusing to execute /usr/bin/env: /usr/bin/env is owned by uid 0, not ", fix: FIX });
+});
+
+/** A scratch directory under /tmp (itself world-writable: nothing below it can pass). */
+function scratch(): string {
+  const dir = mkdtempSync("/tmp/clankie-unit-trust-");
+  chmodSync(dir, 0o700);
+  return dir;
+}
+
+trust("a file in a 0777 directory is refused, naming that directory", () => {
+  const dir = scratch();
+  try {
+    const open = join(dir, "open");
+    mkdirSync(open);
+    chmodSync(open, 0o777);
+    const program = writeProgram(join(open, "prog"));
+    assertRefusal(() => checkTrustedExecutable(program, TRUSTED), {
+      exitCode: 126,
+      what: `refusing to execute ${program}: ${open} is writable by group or other (mode 777)`,
+      fix: FIX,
+    });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+trust("group- or other-writable files and directories are refused, whatever else is set", () => {
+  const dir = scratch();
+  try {
+    const cases: ReadonlyArray<readonly [number, string]> = [
+      [0o775, "775"],
+      [0o757, "757"],
+      [0o4777, "4777"],
+      [0o2775, "2775"],
+    ];
+    for (const [mode, shown] of cases) {
+      const program = writeProgram(join(dir, `prog-${shown}`), mode);
+      assertRefusal(() => checkTrustedExecutable(program, TRUSTED), {
+        exitCode: 126,
+        what: `refusing to execute ${program}: ${program} is writable by group or other (mode ${shown})`,
+        fix: FIX,
+      });
+    }
+    const sticky = join(dir, "sticky");
+    mkdirSync(sticky);
+    chmodSync(sticky, 0o1777);
+    const program = writeProgram(join(sticky, "prog"));
+    assertRefusal(() => checkTrustedExecutable(program, TRUSTED), {
+      exitCode: 126,
+      what: `refusing to execute ${program}: ${sticky} is writable by group or other (mode 1777)`,
+      fix: FIX,
+    });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+trust("every directory up to / is checked: /tmp itself refuses what is below it", () => {
+  const dir = scratch();
+  try {
+    const program = writeProgram(join(dir, "prog"));
+    const top = dirname(dir);
+    assert.ok((lstatSync(top).mode & 0o022) !== 0, `${top} is expected to be world-writable`);
+    assertRefusal(() => checkTrustedExecutable(program, TRUSTED), {
+      exitCode: 126,
+      what: `refusing to execute ${program}: ${top} is writable by group or other (mode ${octal(top)})`,
+      fix: FIX,
+    });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+trust("a symlink in a 0777 directory is refused even when its target is trusted (the path as given counts)", () => {
+  const dir = scratch();
+  try {
+    const open = join(dir, "open");
+    mkdirSync(open);
+    chmodSync(open, 0o777);
+    const link = join(open, "env");
+    symlinkSync("/usr/bin/env", link);
+    assertRefusal(() => checkTrustedExecutable(link, [0, EUID]), {
+      exitCode: 126,
+      what: `refusing to execute ${link}: ${open} is writable by group or other (mode 777)`,
+      fix: FIX,
+    });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+rootTest(trust, "a file owned by another uid is refused (chown)", () => {
+  const dir = scratch();
+  try {
+    const program = writeProgram(join(dir, "prog"));
+    chownSync(program, 4242, 4242);
+    assertRefusal(() => checkTrustedExecutable(program, [0]), {
+      exitCode: 126,
+      what: `refusing to execute ${program}: ${program} is owned by uid 4242, not 0`,
+      fix: FIX,
+    });
+    // trusting that uid moves the refusal up to the first untrusted directory
+    assertRefusal(() => checkTrustedExecutable(program, [4242]), {
+      exitCode: 126,
+      what: `refusing to execute ${program}: ${dir} is owned by uid 0, not 4242`,
+      fix: FIX,
+    });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+rootTest(trust, "a root-owned file in a directory owned by another uid is refused (chown)", () => {
+  const dir = scratch();
+  try {
+    const sub = join(dir, "theirs");
+    mkdirSync(sub, 0o755);
+    chmodSync(sub, 0o755);
+    chownSync(sub, 4242, 4242);
+    const program = writeProgram(join(sub, "prog"));
+    assertRefusal(() => checkTrustedExecutable(program, [0]), {
+      exitCode: 126,
+      what: `refusing to execute ${program}: ${sub} is owned by uid 4242, not 0`,
+      fix: FIX,
+    });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+/*
+ * Cases that must pass need a directory chain nobody else can write. /tmp is
+ * not one: use the repository's ignored tmp/ when the checkout's own chain is
+ * clean (checked here independently of src/), otherwise skip loudly.
+ */
+function cleanChain(path: string): boolean {
+  for (let p = path; ; p = dirname(p)) {
+    const st = lstatSync(p);
+    if (!TRUSTED.includes(st.uid) || (!st.isSymbolicLink() && (st.mode & 0o022) !== 0)) return false;
+    if (p === "/") return true;
+  }
+}
+
+/** Where scratch directories that pass the rules can be made, decided once: the repository's ignored tmp/. */
+const SCRATCH_BASE = ((): string | undefined => {
+  try {
+    accessSync(REPO, constants.W_OK);
+    return cleanChain(REPO) ? join(REPO, "tmp") : undefined;
+  } catch {
+    return undefined;
+  }
+})();
+
+function withTrustedScratch(name: string, fn: (dir: string) => void, needsRoot = false): void {
+  if (SCRATCH_BASE === undefined) {
+    process.stderr.write(`SKIPPED (no scratch directory under ${REPO} that only a trusted uid can write): ${name}\n`);
+    trust.skip(name);
+    return;
+  }
+  const base = SCRATCH_BASE;
+  const body = (): void => {
+    if (!existsSync(base)) mkdirSync(base);
+    chmodSync(base, 0o755);
+    const dir = mkdtempSync(join(base, "unit-trust-"));
+    chmodSync(dir, 0o755);
+    try {
+      fn(dir);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+      try {
+        rmdirSync(base); // when no other run uses it
+      } catch {
+        // not empty: another run's scratch is there
+      }
+    }
+  };
+  if (needsRoot) rootTest(trust, name, body);
+  else trust(name, body);
+}
+
+withTrustedScratch("a file in a clean chain passes; making one directory group-writable refuses it", (dir) => {
+  const program = writeProgram(join(dir, "prog"));
+  checkTrustedExecutable(program, TRUSTED);
+  chmodSync(dir, 0o775);
+  assertRefusal(() => checkTrustedExecutable(program, TRUSTED), {
+    exitCode: 126,
+    what: `refusing to execute ${program}: ${dir} is writable by group or other (mode 775)`,
+    fix: FIX,
+  });
+});
+
+withTrustedScratch("a symlink in a clean directory to a file in a 0777 directory is refused (the path as resolved counts)", (dir) => {
+  const open = join(dir, "open");
+  mkdirSync(open);
+  chmodSync(open, 0o777);
+  const target = writeProgram(join(open, "prog"));
+  const link = join(dir, "link");
+  symlinkSync(target, link);
+  assertRefusal(() => checkTrustedExecutable(link, TRUSTED), {
+    exitCode: 126,
+    what: `refusing to execute ${link}: ${open} is writable by group or other (mode 777)`,
+    fix: FIX,
+  });
+});
+
+withTrustedScratch("a symlinked directory into a 0777 directory is refused", (dir) => {
+  const open = join(dir, "open");
+  mkdirSync(open);
+  chmodSync(open, 0o777);
+  writeProgram(join(open, "prog"));
+  symlinkSync(open, join(dir, "bin"));
+  const program = join(dir, "bin", "prog");
+  assertRefusal(() => checkTrustedExecutable(program, TRUSTED), {
+    exitCode: 126,
+    what: `refusing to execute ${program}: ${open} is writable by group or other (mode 777)`,
+    fix: FIX,
+  });
+});
+
+withTrustedScratch("a clean symlink to a clean file passes", (dir) => {
+  const target = writeProgram(join(dir, "prog"));
+  const link = join(dir, "link");
+  symlinkSync("prog", link);
+  checkTrustedExecutable(link, TRUSTED);
+  checkTrustedExecutable(target, TRUSTED);
+});
+
+withTrustedScratch(
+  "a symlink in a clean directory to a file owned by another uid is refused (chown)",
+  (dir) => {
+    const target = writeProgram(join(dir, "prog"));
+    chownSync(target, 4242, 4242);
+    const link = join(dir, "link");
+    symlinkSync(target, link);
+    assertRefusal(() => checkTrustedExecutable(link, [0]), {
+      exitCode: 126,
+      what: `refusing to execute ${link}: ${target} is owned by uid 4242, not 0`,
+      fix: FIX,
+    });
+  },
+  true,
+);
+
+trust.run();
