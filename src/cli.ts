@@ -2,7 +2,7 @@
  * Command-line parsing for both roles. Pure: argv in, a request out, or a
  * usage refusal (exit 64) that names the problem and the fix.
  */
-import { AGENT_DEFAULT_NPROC, AGENT_DEFAULT_OOM_SCORE_ADJ, EXIT, WORKSPACE_DIR } from "./constants.ts";
+import { AGENT_DEFAULT_NPROC, AGENT_DEFAULT_OOM_SCORE_ADJ, EXIT, isCodeLoadingVariable, WORKSPACE_DIR } from "./constants.ts";
 import { Refusal } from "./report.ts";
 import { VERIFY_SERVICE_FLAG } from "./entrypoint/drop.ts";
 
@@ -45,7 +45,7 @@ function idList(program: string, option: string, text: string): number[] {
 }
 
 function command(program: string, rest: readonly string[]): string[] {
-  if (rest.length === 0 || rest[0] === "") throw usage(program, "no command given", `put the command after --: ${program} -- COMMAND [ARG...]`);
+  if (rest.length === 0 || rest[0] === "" || rest[0] === undefined) throw usage(program, "no command given", `put the command after --: ${program} -- COMMAND [ARG...]`);
   return [...rest];
 }
 
@@ -95,7 +95,7 @@ export function parseEntrypointArgs(argv: readonly string[]): EntrypointRequest 
   if (first.startsWith("-")) {
     throw usage(program, `unknown option ${JSON.stringify(first)}`, `put the service command after --: ${program} -- COMMAND [ARG...]`);
   }
-  return { kind: "run", command: [...argv] };
+  return { kind: "run", command: command(program, argv) };
 }
 
 export const VERIFY_AGENT_FLAG = "--verify-agent";
@@ -131,8 +131,10 @@ export function parseAgentExecArgs(argv: readonly string[]): AgentExecRequest {
       if (name === "--uid") uid = integer(program, name, value, 1, 0xfffffffe);
       else if (name === "--gid") gid = integer(program, name, value, 1, 0xfffffffe);
       else if (name === "--groups") groups = idList(program, name, value ?? "");
-      else if (name === "--cwd" && value !== undefined) cwd = value;
-      else if (name === "--keep-fd") keepFds.push(integer(program, name, value, 3, 1048575));
+      else if (name === "--cwd") {
+        if (value === undefined || !value.startsWith("/")) throw usage(program, `--cwd needs an absolute directory, got ${JSON.stringify(value ?? "")}`, "this stage is started by the shim itself");
+        cwd = value;
+      } else if (name === "--keep-fd") keepFds.push(integer(program, name, value, 3, 1048575));
       else if (name === "--signal") signal = parseSignal(program, value);
       else if (name === "--pgid") pgid = integer(program, name, value, 2, 0x3fffffff);
       else throw usage(program, `unknown option ${JSON.stringify(name)} for ${VERIFY_AGENT_FLAG}`, "this stage is started by the shim itself");
@@ -145,7 +147,7 @@ export function parseAgentExecArgs(argv: readonly string[]): AgentExecRequest {
     if (signal !== undefined && pgid !== undefined) return { kind: "verify-agent", expect, action: { signal, pgid } };
     return { kind: "verify-agent", expect, action: { exec: command(program, argv.slice(i + 1)) } };
   }
-  if (first === "--signal") {
+  if (first === "--signal" || first?.startsWith("--signal=")) {
     let signal: string | undefined;
     let pgid: number | undefined;
     let i = 0;
@@ -176,6 +178,9 @@ export function parseAgentExecArgs(argv: readonly string[]): AgentExecRequest {
       cwd = value;
     } else if (name === "--env") {
       if (value === undefined || !ENV_NAME.test(value)) throw usage(program, `--env needs a variable name, got ${JSON.stringify(value ?? "")}`, "give the NAME only: its value is taken from the shim's environment, never from argv");
+      // The shim, prlimit and setpriv run as the service with SETUID and SETGID
+      // before the switch: a variable that loads code must never reach them.
+      if (isCodeLoadingVariable(value)) throw usage(program, `--env ${value}: variables that load code are never passed`, "do not pass it; set what the agent needs inside its own command");
       env.push(value);
     } else if (name === "--keep-fd") {
       keepFds.push(integer(program, name, value, 3, 1048575));

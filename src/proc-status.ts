@@ -129,7 +129,9 @@ export function parseStat(text: string): ProcessSession {
   const pid = Number(text.slice(0, text.indexOf(" ")));
   const rest = text.slice(close + 2).split(" ");
   // rest[0] is state (field 3); ppid 4, pgrp 5, session 6, tty_nr 7
-  return { pid, pgrp: Number(rest[2]), session: Number(rest[3]), ttyNr: Number(rest[4]) };
+  const session = { pid, pgrp: Number(rest[2]), session: Number(rest[3]), ttyNr: Number(rest[4]) };
+  if (close < 0 || Object.values(session).some((n) => !Number.isInteger(n))) throw new Error(`/proc stat is malformed: ${JSON.stringify(text.slice(0, 80))}`);
+  return session;
 }
 
 export function readSession(pid: number | "self" = "self"): ProcessSession {

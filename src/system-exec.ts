@@ -20,7 +20,7 @@
 import { accessSync, closeSync, constants, lstatSync, openSync, readSync, realpathSync, statSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
 import { execa, type Options as ExecaOptions, type ResultPromise } from "execa";
-import { AGENT_EXEC_PATH, EXIT, isAllowlisted, SYSTEM_PATH, SYSTEM_PATH_DIRS } from "./constants.ts";
+import { AGENT_EXEC_PATH, EXIT, isAllowlisted, isCodeLoadingVariable, SYSTEM_PATH, SYSTEM_PATH_DIRS } from "./constants.ts";
 import { Refusal } from "./report.ts";
 
 export { SYSTEM_PATH } from "./constants.ts";
@@ -43,11 +43,14 @@ export function buildEnvironment(request: EnvironmentRequest = {}): Environment 
   const env: Environment = {};
   const from = request.from ?? {};
   for (const [name, value] of Object.entries(from)) {
-    if (value !== undefined && isAllowlisted(name)) env[name] = value;
+    if (typeof value === "string" && isAllowlisted(name)) env[name] = value;
   }
   for (const name of request.pass ?? []) {
-    const value = from[name];
-    if (value !== undefined) env[name] = value;
+    if (isCodeLoadingVariable(name)) {
+      throw new Refusal(EXIT.usage, `${name}: variables that load code are never passed to a child`, "do not pass it");
+    }
+    const value = Object.hasOwn(from, name) ? from[name] : undefined;
+    if (typeof value === "string") env[name] = value;
   }
   for (const [name, value] of Object.entries(request.set ?? {})) env[name] = value;
   env.PATH = SYSTEM_PATH;
@@ -238,7 +241,10 @@ export function agentExecArguments(command: string, args: readonly string[], opt
   const argv: string[] = [];
   if (options.cwd !== undefined) argv.push("--cwd", options.cwd);
   const names = Object.keys(options.env ?? {}).sort();
-  for (const name of names) argv.push("--env", name);
+  for (const name of names) {
+    if (isCodeLoadingVariable(name)) throw new Refusal(EXIT.usage, `${name}: variables that load code are never passed to agent work`, "do not pass it");
+    argv.push("--env", name);
+  }
   for (const fd of options.keepFds ?? []) argv.push("--keep-fd", String(fd));
   if (options.nproc !== undefined) argv.push("--nproc", String(options.nproc));
   if (options.oomScoreAdj !== undefined) argv.push("--oom-score-adj", String(options.oomScoreAdj));

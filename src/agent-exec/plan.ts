@@ -44,7 +44,8 @@ export function agentEnvironment(shimEnv: NodeJS.ProcessEnv, names: readonly str
 
 export interface AgentChain {
   needSetsid: boolean;
-  nproc: number;
+  /** RLIMIT_NPROC to set; undefined keeps the inherited limit (prlimit cannot raise a hard limit). */
+  nproc: number | undefined;
   cwd: string;
   keepFds: readonly number[];
   self: string;
@@ -68,9 +69,7 @@ export function agentChainArgv(ids: Identities, chain: AgentChain): string[] {
     ...("exec" in chain.action ? chain.action.exec : []),
   ];
   return [
-    TOOLS.prlimit,
-    `--nproc=${chain.nproc}:${chain.nproc}`,
-    "--",
+    ...(chain.nproc === undefined ? [] : [TOOLS.prlimit, `--nproc=${chain.nproc}:${chain.nproc}`, "--"]),
     TOOLS.setpriv,
     `--reuid=${ids.agent.uid}`,
     `--regid=${ids.agent.gid}`,

@@ -52,7 +52,7 @@ function checkedIdentities(): Identities {
 }
 
 function execChain(ids: Identities, chain: AgentChain, oomScoreAdj: number, envNames: readonly string[]): never {
-  for (const tool of [TOOLS.prlimit, TOOLS.setpriv, ...(chain.needSetsid ? [TOOLS.setsid] : [])]) {
+  for (const tool of [...(chain.nproc === undefined ? [] : [TOOLS.prlimit]), TOOLS.setpriv, ...(chain.needSetsid ? [TOOLS.setsid] : [])]) {
     prepareExec({ command: tool, args: [], env: {}, trustedUids: [0] });
   }
   prepareExec({ command: chain.self, args: [], env: {}, trustedUids: [0] });
@@ -86,7 +86,7 @@ export function runSignal(request: Extract<AgentExecRequest, { kind: "signal" }>
     ids,
     {
       needSetsid: false,
-      nproc: 1 << 20,
+      nproc: undefined,
       cwd: "/",
       keepFds: [],
       self: process.execPath,

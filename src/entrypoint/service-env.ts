@@ -22,8 +22,9 @@ export function serviceEnvironment(launcher: NodeJS.ProcessEnv, ids: Identities)
       dropped.push(name);
       continue;
     }
-    // Ours to set: a launcher cannot pre-declare the boundary for the service.
-    if (name.startsWith("CLANKIE_AGENT_") || name === SERVICE_ENV.separation) {
+    // CLANKIE_* are ours (and the service's) to set: a launcher cannot
+    // pre-declare an agent uid or the boundary for the service.
+    if (name.startsWith("CLANKIE_")) {
       dropped.push(name);
       continue;
     }

@@ -1,0 +1,236 @@
+/*
+ * The spawn shim in the launch sandbox (issue 4), run by the stand-in service
+ * after a real ADR launch. Every "It cannot" of ADR 0272 is attempted from the
+ * agent side and must be denied; every "It can still" must work; and each
+ * attempt is shown to succeed when the service itself makes it, so a denial
+ * means the boundary, not a broken attempt.
+ */
+import { chownSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { rootTest } from "../helpers/privilege.ts";
+import { Body, IDS, SANDBOX_FIXTURES, SANDBOX_NODE, statusFields, type LaunchOptions } from "../helpers/sandbox.ts";
+
+const test = suite("agent-exec");
+const SERVICE = [SANDBOX_NODE, `${SANDBOX_FIXTURES}/stand-in-service.mjs`];
+/** Reads through fd 20 itself: re-opening /proc/self/fd/20 would check the file's permissions instead. */
+const READ_FD_20 = ["perl", "-e", 'open(my $f, "<&=", 20) or die "fd 20: $!\\n"; print <$f>'];
+const ENV = { TERM: "xterm", LANG: "C.UTF-8", SERVICE_SECRET: "bearer-in-the-service-env" };
+
+function seededBody(): Body {
+  const body = new Body();
+  chownSync(body.state, IDS.service, IDS.service);
+  chownSync(body.workspace, IDS.service, IDS.service);
+  const seeded = body.run({ as: "node", command: [...SERVICE, "seed"] });
+  assert.is(seeded.status, 0, seeded.stderr);
+  return body;
+}
+
+/** Runs the stand-in service as the ADR launch and parses the JSON line it prints. */
+function serviceJson<T>(body: Body, args: string[], options: Partial<LaunchOptions> = {}): { json: T; stderr: string; status: number | null } {
+  const run = body.run({ as: "root", command: [...SERVICE, ...args], env: ENV, ...options });
+  // On a terminal, characters the control injected with TIOCSTI are echoed before the JSON.
+  const line = run.stdout.split(/\r?\n/).find((l) => l.includes("{\""));
+  if (!line) throw new Error(`no JSON from the service (exit ${run.status}): ${run.stdout}\n${run.stderr}`);
+  return { json: JSON.parse(line.slice(line.indexOf("{"))) as T, stderr: run.stderr, status: run.status };
+}
+
+interface AgentResult {
+  pid: number;
+  exitCode: number | null;
+  signal: string | null;
+  stdout: string;
+  stderr: string;
+}
+
+function agent(body: Body, options: object, command: string[], launch: Partial<LaunchOptions> = {}): AgentResult {
+  return serviceJson<AgentResult>(body, ["agent", JSON.stringify(options), ...command], launch).json;
+}
+
+interface ModelRow {
+  id: string;
+  expect: string;
+  row: string;
+  outcome: string;
+  ok: boolean;
+  stderr?: string;
+}
+
+rootTest(test, "the scripted model: every 'cannot' is denied and every 'can' works", () => {
+  const body = seededBody();
+  try {
+    const { json, stderr, status } = serviceJson<{ results: ModelRow[] }>(body, ["model"]);
+    process.stdout.write(`${stderr.split("\n").slice(1).join("\n")}\n`);
+    assert.equal(json.results.filter((r) => !r.ok), []);
+    assert.is(status, 0);
+    assert.ok(json.results.length >= 30);
+  } finally {
+    body.cleanup();
+  }
+});
+
+rootTest(test, "controls: each attempt succeeds when the service makes it, so the denials are the boundary's", () => {
+  const body = seededBody();
+  try {
+    const { json } = serviceJson<{ results: { id: string; exitCode: number; stderr: string }[] }>(body, ["control"]);
+    assert.ok(json.results.length >= 18, `only ${json.results.length} controls ran`);
+    const notPossible = json.results.filter((r) => r.exitCode !== 0 && r.id !== "tiocsti");
+    assert.equal(notPossible, [], "these attempts fail even as the service: they prove nothing");
+  } finally {
+    body.cleanup();
+  }
+});
+
+rootTest(test, "TIOCSTI: with a real controlling terminal, the service can inject into it and the agent cannot", () => {
+  const legacy = readFileSync("/proc/sys/dev/tty/legacy_tiocsti", "utf8").trim();
+  const body = seededBody();
+  try {
+    const model = serviceJson<{ results: ModelRow[] }>(body, ["model"], { tty: true });
+    const row = model.json.results.find((r) => r.id === "tiocsti")!;
+    assert.is(row.outcome, "denied", JSON.stringify(row));
+    if (legacy === "1") {
+      const control = serviceJson<{ results: { id: string; exitCode: number }[] }>(body, ["control"], { tty: true });
+      assert.is(control.json.results.find((r) => r.id === "tiocsti")!.exitCode, 0, "the service could not inject into its own terminal: the attempt proves nothing");
+    } else {
+      process.stderr.write("note: dev.tty.legacy_tiocsti=0 here: TIOCSTI is refused to everyone, the control cannot run\n");
+    }
+  } finally {
+    body.cleanup();
+  }
+});
+
+rootTest(test, "what the agent gets: ids, groups, no capabilities, NoNewPrivs, own session without tty, umask, cwd, HOME, limits", () => {
+  const body = seededBody();
+  try {
+    const script = [
+      "grep -E '^(Uid|Gid|Groups|CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs):' /proc/self/status",
+      "echo umask=$(umask) cwd=$(pwd) pid=$$",
+      "echo stat=$(cut -d' ' -f6,7 /proc/$$/stat) ppid=$(grep PPid /proc/$$/status | cut -f2)",
+      "echo oom=$(cat /proc/$$/oom_score_adj) exe=$(readlink /proc/$$/exe)",
+      "grep 'Max processes' /proc/$$/limits",
+      "env | sort | grep -v '^PWD=' | sed 's/^/env:/'",
+    ].join("; ");
+    const result = agent(body, { env: { NAMED: "given by name" } }, ["/bin/sh", "-c", script]);
+    assert.is(result.exitCode, 0, result.stderr);
+    const st = statusFields(result.stdout);
+    assert.equal(st.uids, [1001, 1001, 1001, 1001]);
+    assert.equal(st.gids, [1001, 1001, 1001, 1001]);
+    assert.equal(st.groups, [1001, 1002]);
+    for (const set of [st.capInh, st.capPrm, st.capEff, st.capAmb]) assert.is(set, "0000000000000000");
+    assert.is(st.noNewPrivs, "1");
+    assert.match(result.stdout, new RegExp(`umask=0002 cwd=/workspace pid=${result.pid}\\n`));
+    assert.match(result.stdout, new RegExp(`stat=${result.pid} 0 `), "a session of its own, no controlling terminal");
+    assert.match(result.stdout, /oom=500 exe=\/usr\/bin\/dash/, "no Node stays resident: the spawned pid is the command itself");
+    assert.match(result.stdout, /Max processes\s+512\s+512\s+processes/);
+    const env = result.stdout.split("\n").filter((l) => l.startsWith("env:")).map((l) => l.slice(4));
+    assert.equal(env, [
+      "HOME=/state/agent",
+      "LANG=C.UTF-8",
+      "LOGNAME=clankie-agent",
+      "NAMED=given by name",
+      "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+      "TERM=xterm",
+      "USER=clankie-agent",
+    ]);
+  } finally {
+    body.cleanup();
+  }
+});
+
+rootTest(test, "the service sees the real pid, the exit status and the signal of the command", () => {
+  const body = seededBody();
+  try {
+    const exited = agent(body, {}, ["/bin/sh", "-c", "exit 42"]);
+    assert.is(exited.exitCode, 42);
+    const killed = agent(body, {}, ["/bin/sh", "-c", "kill -TERM $$"]);
+    assert.is(killed.signal, "SIGTERM");
+    const pid = agent(body, {}, ["/bin/sh", "-c", "echo $$"]);
+    assert.is(pid.stdout.trim(), String(pid.pid));
+  } finally {
+    body.cleanup();
+  }
+});
+
+rootTest(test, "--oom-score-adj and --nproc are adjustable", () => {
+  const body = seededBody();
+  try {
+    const result = agent(body, { oomScoreAdj: 900, nproc: 64 }, ["/bin/sh", "-c", "cat /proc/$$/oom_score_adj; grep 'Max processes' /proc/$$/limits"]);
+    assert.match(result.stdout, /^900\nMax processes\s+64\s+64\s+processes/);
+  } finally {
+    body.cleanup();
+  }
+});
+
+rootTest(test, "fds: one named with --keep-fd reaches the agent, the same fd unnamed does not", () => {
+  const body = seededBody();
+  try {
+    const kept = agent(body, { passFile: "/state/settings.json", keepFds: [20] }, READ_FD_20);
+    assert.is(kept.exitCode, 0, kept.stderr);
+    assert.is(kept.stdout, '{"theme":"dark"}\n');
+    const dropped = agent(body, { passFile: "/state/settings.json" }, READ_FD_20);
+    assert.is.not(dropped.exitCode, 0);
+    assert.is(dropped.stdout, "");
+  } finally {
+    body.cleanup();
+  }
+});
+
+rootTest(test, "--signal stops an agent process group the service cannot signal itself", () => {
+  const body = seededBody();
+  try {
+    const { json } = serviceJson<{ during: { pid: number; name: string }[]; direct: string; shimExit: number; signal: string; after: unknown[] }>(body, ["stop"]);
+    assert.ok(json.during.length >= 2, `agent processes while running: ${JSON.stringify(json.during)}`);
+    assert.is(json.direct, "EPERM");
+    assert.is(json.shimExit, 0);
+    assert.is(json.signal, "SIGTERM");
+    assert.equal(json.after, [], "the whole process group is gone");
+  } finally {
+    body.cleanup();
+  }
+});
+
+rootTest(test, "a fork bomb under --nproc leaves the service able to start processes", () => {
+  const body = seededBody();
+  try {
+    const { json } = serviceJson<{ agentCount: number; serviceExit: number; bombStderr: string }>(body, ["forkbomb"]);
+    assert.ok(json.agentCount <= 40 && json.agentCount >= 30, `agent processes: ${json.agentCount}`);
+    assert.is(json.serviceExit, 0);
+    assert.match(json.bombStderr, /fork/i);
+  } finally {
+    body.cleanup();
+  }
+});
+
+const refusals: [string, Partial<LaunchOptions>, string][] = [
+  ["root", { as: "root", direct: true, command: ["/usr/local/sbin/clankie-agent-exec", "--", "/bin/true"] }, "clankie-agent-exec: started by root; clankie-agent-exec is for the service; as an operator use: docker exec --user node CONTAINER clankie-agent-exec ..."],
+  ["a single-uid body", { as: "node", direct: true, command: ["/usr/local/sbin/clankie-agent-exec", "--", "/bin/true"] }, "clankie-agent-exec: the service holds no SETGID, SETUID: this body runs single-uid and no agent uid (clankie-agent) is configured; start the container as root with the flags of ADR 0272 (docs/launch.md) so that clankie-separate hands the service SETUID and SETGID"],
+];
+for (const [who, launch, message] of refusals) {
+  rootTest(test, `refused when called by ${who} (exit 77, one line)`, () => {
+    const body = seededBody();
+    try {
+      const run = body.run(launch as LaunchOptions);
+      assert.is(run.status, 77);
+      assert.is(run.stderr, `${message}\n`);
+    } finally {
+      body.cleanup();
+    }
+  });
+}
+
+rootTest(test, "refused when the agent calls it, and when the agent cannot enter --cwd", () => {
+  const body = seededBody();
+  try {
+    const nested = agent(body, {}, ["/usr/local/sbin/clankie-agent-exec", "--", "/bin/true"]);
+    assert.is(nested.exitCode, 77);
+    assert.is(nested.stderr, "clankie-agent-exec: started by the agent uid 1001; agent work cannot start agent work through the shim; run the program directly");
+    const cwd = agent(body, { cwd: "/state/.clankie-separate" }, ["/bin/true"]);
+    assert.is(cwd.exitCode, 77);
+    assert.is(cwd.stderr, "clankie-agent-exec: the agent cannot enter /state/.clankie-separate (EACCES); pass a --cwd under /workspace that group clankie-workspace can search");
+  } finally {
+    body.cleanup();
+  }
+});
+
+test.run();

@@ -1,0 +1,59 @@
+/*
+ * Regressions found by review of the pure modules: each case failed before
+ * its fix (see the commit that added this file).
+ */
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { parseAgentExecArgs, parseEntrypointArgs } from "../../src/cli.ts";
+import { EXIT } from "../../src/constants.ts";
+import { serviceEnvironment } from "../../src/entrypoint/service-env.ts";
+import { parseStat } from "../../src/proc-status.ts";
+import { agentExecArguments, buildEnvironment } from "../../src/system-exec.ts";
+import { imageIdentities } from "./helpers/identities.ts";
+import { catchRefusal } from "./helpers/refusal.ts";
+
+const test = suite("regressions");
+
+test("--signal=NAME is accepted as the first argument", () => {
+  assert.equal(parseAgentExecArgs(["--signal=TERM", "--pgid=5"]), { kind: "signal", signal: "SIGTERM", pgid: 5 });
+});
+
+test("every CLANKIE_* of the launcher is dropped, CLANKIE_BOUNDARY included", () => {
+  const { env, dropped } = serviceEnvironment({ CLANKIE_BOUNDARY: "complete", CLANKIE_OTHER: "x", KEEP: "1" }, imageIdentities());
+  assert.is(env.CLANKIE_BOUNDARY, undefined);
+  assert.is(env.CLANKIE_OTHER, undefined);
+  assert.equal(dropped, ["CLANKIE_BOUNDARY", "CLANKIE_OTHER"]);
+  assert.is(env.KEEP, "1");
+});
+
+test("a code-loading variable cannot be named with --env (it would reach prlimit and setpriv, which hold SETUID)", () => {
+  for (const name of ["LD_PRELOAD", "LD_AUDIT", "NODE_OPTIONS", "GCONV_PATH", "BASH_ENV"]) {
+    const refusal = catchRefusal(() => parseAgentExecArgs(["--env", name, "--", "true"]));
+    assert.is(refusal.exitCode, EXIT.usage, name);
+    assert.is(refusal.message, `--env ${name}: variables that load code are never passed`);
+  }
+  assert.is(catchRefusal(() => agentExecArguments("true", [], { env: { LD_PRELOAD: "/x.so" } })).exitCode, EXIT.usage);
+  assert.is(catchRefusal(() => buildEnvironment({ from: { LD_PRELOAD: "/x.so" }, pass: ["LD_PRELOAD"] })).exitCode, EXIT.usage);
+});
+
+test("inherited properties are not variables: --env constructor passes nothing", () => {
+  const env = buildEnvironment({ from: {}, pass: ["constructor", "toString", "__proto__"] });
+  assert.equal(env, { PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" });
+});
+
+test("an empty service command is refused at parsing, with or without --", () => {
+  assert.is(catchRefusal(() => parseEntrypointArgs([""])).exitCode, EXIT.usage);
+  assert.is(catchRefusal(() => parseEntrypointArgs(["--", ""])).exitCode, EXIT.usage);
+});
+
+test("--verify-agent --cwd without a value says what is missing", () => {
+  const refusal = catchRefusal(() => parseAgentExecArgs(["--verify-agent", "--uid=1001", "--gid=1001", "--groups=1001", "--cwd"]));
+  assert.is(refusal.message, '--cwd needs an absolute directory, got ""');
+});
+
+test("parseStat refuses text it cannot parse instead of returning NaN", () => {
+  assert.throws(() => parseStat("garbage"), /malformed/);
+  assert.equal(parseStat("42 (a b) c) S 1 42 42 0 -1"), { pid: 42, pgrp: 42, session: 42, ttyNr: 0 });
+});
+
+test.run();
