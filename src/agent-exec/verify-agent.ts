@@ -27,9 +27,12 @@ export function agentDifferences(request: Extract<AgentExecRequest, { kind: "ver
     capAmb: 0n,
     noNewPrivs: true,
   });
-  const session = readSession();
-  if (session.session !== session.pid) differences.push(`session ${session.session} (want its own, ${session.pid})`);
-  if (session.ttyNr !== 0) differences.push(`controlling terminal ${session.ttyNr} (want none)`);
+  if ("exec" in request.action) {
+    // Agent code gets a session of its own; the --signal stage runs no agent code.
+    const session = readSession();
+    if (session.session !== session.pid) differences.push(`session ${session.session} (want its own, ${session.pid})`);
+    if (session.ttyNr !== 0) differences.push(`controlling terminal ${session.ttyNr} (want none)`);
+  }
   const stray = strayDescriptors(listDescriptors(), expect.keepFds);
   if (stray.length > 0) differences.push(`inherited fds ${stray.join(",")} (want only 0-2${expect.keepFds.length ? ` and ${expect.keepFds.join(",")}` : ""})`);
   return differences;

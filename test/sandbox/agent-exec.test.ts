@@ -167,7 +167,7 @@ rootTest(test, "fds: one named with --keep-fd reaches the agent, the same fd unn
   try {
     const kept = agent(body, { passFile: "/state/settings.json", keepFds: [20] }, READ_FD_20);
     assert.is(kept.exitCode, 0, kept.stderr);
-    assert.is(kept.stdout, '{"theme":"dark"}\n');
+    assert.is(kept.stdout, '{"theme":"dark"}'); // execa strips the final newline
     const dropped = agent(body, { passFile: "/state/settings.json" }, READ_FD_20);
     assert.is.not(dropped.exitCode, 0);
     assert.is(dropped.stdout, "");
