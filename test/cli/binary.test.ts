@@ -1,0 +1,97 @@
+/*
+ * Black-box tests of the built single executable: it is run as a program and
+ * its stdout, stderr and exit code are compared exactly. No privileges needed.
+ */
+import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { AGENT_EXEC, ENTRYPOINT, NODE24, REPO } from "../helpers/paths.ts";
+
+const test = suite("binary");
+const pkg = JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")) as { version: string };
+
+function run(file: string, args: string[], env: Record<string, string> = { PATH: "/usr/bin:/bin" }) {
+  return spawnSync(file, args, { encoding: "utf8", env });
+}
+
+test("--version names the program version, Node 24.20.0 and the embedded bundle's sha256", () => {
+  const bundle = createHash("sha256").update(readFileSync(join(REPO, ".build/bundle.cjs"))).digest("hex");
+  for (const [file, name] of [[ENTRYPOINT, "clankie-separate"], [AGENT_EXEC, "clankie-agent-exec"]] as const) {
+    const result = run(file, ["--version"]);
+    assert.is(result.status, 0);
+    assert.is(result.stderr, "");
+    assert.is(result.stdout, `${name} ${pkg.version}\nnode v24.20.0\nbundle sha256 ${bundle}\n`);
+  }
+});
+
+test("the two names are one file (a hard link)", () => {
+  const a = spawnSync("stat", ["-c", "%i %h", ENTRYPOINT], { encoding: "utf8" }).stdout;
+  const b = spawnSync("stat", ["-c", "%i %h", AGENT_EXEC], { encoding: "utf8" }).stdout;
+  assert.is(a, b);
+  assert.match(a, / 2\n$/);
+});
+
+test("--help lists both roles, their options and every exit code", () => {
+  const result = run(ENTRYPOINT, ["--help"]);
+  assert.is(result.status, 0);
+  for (const text of ["clankie-separate [--] SERVICE-COMMAND", "--self-check [--json] [--probe]", "clankie-agent-exec [--cwd DIR]", "--signal SIGNAL --pgid PGID", "--keep-fd N", "--nproc N", "--oom-score-adj N"]) {
+    assert.ok(result.stdout.includes(text), `missing ${text}`);
+  }
+  for (const code of [0, 1, 64, 65, 67, 70, 71, 77, 126, 127]) assert.match(result.stdout, new RegExp(`^ +${code}  `, "m"));
+});
+
+const usage: [string, string, string[], string][] = [
+  ["no service command", ENTRYPOINT, [], 'clankie-separate: no service command given; name the service command: clankie-separate -- COMMAND [ARG...] (see clankie-separate --help)'],
+  ["an unknown option", ENTRYPOINT, ["--frobnicate"], 'clankie-separate: unknown option "--frobnicate"; put the service command after --: clankie-separate -- COMMAND [ARG...] (see clankie-separate --help)'],
+  ["an empty command after --", ENTRYPOINT, ["--"], "clankie-separate: no command given; put the command after --: clankie-separate -- COMMAND [ARG...] (see clankie-separate --help)"],
+  ["a missing -- for the shim", AGENT_EXEC, ["ls"], 'clankie-agent-exec: missing -- before the command "ls"; put the command after --: clankie-agent-exec [OPTIONS] -- COMMAND [ARG...] (see clankie-agent-exec --help)'],
+  ["an unknown shim option", AGENT_EXEC, ["--user", "root", "--", "ls"], 'clankie-agent-exec: unknown option "--user"; put the command after --: clankie-agent-exec [OPTIONS] -- COMMAND [ARG...] (see clankie-agent-exec --help)'],
+  ["an empty shim command", AGENT_EXEC, ["--cwd", "/workspace", "--"], "clankie-agent-exec: no command given; put the command after --: clankie-agent-exec -- COMMAND [ARG...] (see clankie-agent-exec --help)"],
+  ["a value in --env", AGENT_EXEC, ["--env", "TOKEN=abc", "--", "ls"], 'clankie-agent-exec: --env needs a variable name, got "TOKEN=abc"; give the NAME only: its value is taken from the shim\'s environment, never from argv (see clankie-agent-exec --help)'],
+  ["--keep-fd 2", AGENT_EXEC, ["--keep-fd", "2", "--", "ls"], 'clankie-agent-exec: --keep-fd needs a whole number from 3 to 1048575, got "2"; give --keep-fd a number in range (see clankie-agent-exec --help)'],
+];
+for (const [name, file, args, line] of usage) {
+  test(`usage: ${name} is one line on stderr, exit 64, nothing executed`, () => {
+    const result = run(file, args);
+    assert.is(result.status, 64);
+    assert.is(result.stdout, "");
+    assert.is(result.stderr, `${line}\n`);
+  });
+}
+
+test("it runs nothing but its embedded code: NODE_OPTIONS --require and --import are ignored", () => {
+  const dir = mkdtempSync(join(tmpdir(), "clankie-node-options-"));
+  try {
+    const marker = join(dir, "ran");
+    const hook = join(dir, "hook.cjs");
+    writeFileSync(hook, `require("node:fs").writeFileSync(${JSON.stringify(marker)}, "x");`);
+    const env = { PATH: "/usr/bin:/bin", NODE_OPTIONS: `--require ${hook} --import ${hook}` };
+    // Control: the same variable makes plain Node 24 run the file.
+    assert.is(spawnSync(NODE24, ["-e", "0"], { env }).status, 0);
+    assert.ok(existsSync(marker), "control failed: NODE_OPTIONS did not run the hook under plain node");
+    rmSync(marker);
+    const result = run(ENTRYPOINT, ["--version"], env);
+    assert.is(result.status, 0, result.stderr);
+    assert.not.ok(existsSync(marker), "the single executable ran code from NODE_OPTIONS");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("the role follows the name it is started as (argv[0]), even through a symlink", () => {
+  const dir = mkdtempSync(join(tmpdir(), "clankie-name-"));
+  try {
+    symlinkSync(ENTRYPOINT, join(dir, "clankie-agent-exec"));
+    const result = run(join(dir, "clankie-agent-exec"), ["ls"]);
+    assert.is(result.status, 64);
+    assert.match(result.stderr, /^clankie-agent-exec: missing -- before the command/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test.run();
