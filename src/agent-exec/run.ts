@@ -14,6 +14,7 @@ import { osFailure, Refusal } from "../report.ts";
 import { execReplace, prepareExec } from "../system-exec.ts";
 import { checkCaller } from "./caller.ts";
 import { closeStrayDescriptors } from "./descriptors.ts";
+import { countTasks, VERIFY_STAGE_TASKS } from "./process-count.ts";
 import { agentChainArgv, agentEnvironment, type AgentChain } from "./plan.ts";
 
 export { runVerifyAgent } from "./verify-agent.ts";
@@ -56,6 +57,16 @@ function execChain(ids: Identities, chain: AgentChain, oomScoreAdj: number, envN
     prepareExec({ command: tool, args: [], env: {}, trustedUids: [0] });
   }
   prepareExec({ command: chain.self, args: [], env: {}, trustedUids: [0] });
+  if (chain.nproc !== undefined) {
+    const tasks = countTasks(ids.agent.uid);
+    if (tasks + VERIFY_STAGE_TASKS > chain.nproc) {
+      throw new Refusal(
+        EXIT.busy,
+        `the agent uid already runs ${tasks} tasks and the limit is ${chain.nproc} (--nproc)`,
+        "stop agent work (clankie-agent-exec --signal TERM --pgid PGID) or raise --nproc, then try again",
+      );
+    }
+  }
   const env = agentEnvironment(process.env, envNames, ids);
   const argv = agentChainArgv(ids, chain);
   raiseOomScore(oomScoreAdj);

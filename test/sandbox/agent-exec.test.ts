@@ -190,13 +190,15 @@ rootTest(test, "--signal stops an agent process group the service cannot signal 
   }
 });
 
-rootTest(test, "a fork bomb under --nproc leaves the service able to start processes", () => {
+rootTest(test, "a fork bomb under --nproc leaves the service able to start processes; more agent work is refused (75)", () => {
   const body = seededBody();
   try {
-    const { json } = serviceJson<{ agentCount: number; serviceExit: number; bombStderr: string }>(body, ["forkbomb"]);
+    const { json } = serviceJson<{ agentCount: number; serviceExit: number; bombStderr: string; moreExit: number; moreStderr: string }>(body, ["forkbomb"]);
     assert.ok(json.agentCount <= 40 && json.agentCount >= 30, `agent processes: ${json.agentCount}`);
     assert.is(json.serviceExit, 0);
     assert.match(json.bombStderr, /fork/i);
+    assert.is(json.moreExit, 75);
+    assert.match(json.moreStderr, /^clankie-agent-exec: the agent uid already runs \d+ tasks and the limit is 40 \(--nproc\); stop agent work \(clankie-agent-exec --signal TERM --pgid PGID\) or raise --nproc, then try again$/);
   } finally {
     body.cleanup();
   }
