@@ -19,6 +19,12 @@ function role(): string {
   throw new Refusal(EXIT.usage, `started under an unknown name ${JSON.stringify(basename(process.argv0))}`, `start it as ${ENTRYPOINT_NAME} or ${AGENT_EXEC_NAME}`);
 }
 
+/** --help and --version, the same for both roles. */
+function inform(kind: "help" | "version", name: string): number {
+  writeLine(1, kind === "help" ? helpText() : versionText(name));
+  return EXIT.ok;
+}
+
 function main(argv: readonly string[]): number {
   const name = role();
   setProgramName(name);
@@ -26,11 +32,8 @@ function main(argv: readonly string[]): number {
     const request = parseAgentExecArgs(argv);
     switch (request.kind) {
       case "help":
-        writeLine(1, helpText());
-        return EXIT.ok;
       case "version":
-        writeLine(1, versionText(name));
-        return EXIT.ok;
+        return inform(request.kind, name);
       case "signal":
         return runSignal(request);
       case "verify-agent":
@@ -42,11 +45,8 @@ function main(argv: readonly string[]): number {
   const request = parseEntrypointArgs(argv);
   switch (request.kind) {
     case "help":
-      writeLine(1, helpText());
-      return EXIT.ok;
     case "version":
-      writeLine(1, versionText(name));
-      return EXIT.ok;
+      return inform(request.kind, name);
     case "self-check":
       return runSelfCheck(request);
     case "verify-service":

@@ -17,11 +17,16 @@ import type { ExpectedCredentials } from "../proc-status.ts";
 export const VERIFY_SERVICE_FLAG = "--verify-service";
 
 export function serviceExpectation(ids: Identities): ExpectedCredentials {
+  return serviceCredentials(ids.service.uid, ids.service.gid, ids.serviceGroups);
+}
+
+/** What the service must hold after the drop: its ids, SETUID+SETGID in every set, NoNewPrivs. */
+export function serviceCredentials(uid: number, gid: number, groups: readonly number[]): ExpectedCredentials {
   const caps = maskOf(SERVICE_CAPABILITIES);
   return {
-    uid: ids.service.uid,
-    gid: ids.service.gid,
-    groups: ids.serviceGroups,
+    uid,
+    gid,
+    groups,
     capInh: caps,
     capPrm: caps,
     capEff: caps,

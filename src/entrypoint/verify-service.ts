@@ -9,8 +9,7 @@ import { EXIT, TOOLS } from "../constants.ts";
 import { credentialDifferences, readStatus } from "../proc-status.ts";
 import { Refusal } from "../report.ts";
 import { execReplace } from "../system-exec.ts";
-import { maskOf } from "../capabilities.ts";
-import { SERVICE_CAPABILITIES } from "../constants.ts";
+import { serviceCredentials } from "./drop.ts";
 
 export interface VerifyServiceRequest {
   uid: number;
@@ -26,18 +25,7 @@ export function serviceCommandLine(command: readonly string[], pid: number, tini
 }
 
 export function runVerifyService(request: VerifyServiceRequest): never {
-  const caps = maskOf(SERVICE_CAPABILITIES);
-  const differences = credentialDifferences(readStatus(), {
-    uid: request.uid,
-    gid: request.gid,
-    groups: request.groups,
-    capInh: caps,
-    capPrm: caps,
-    capEff: caps,
-    capAmb: caps,
-    capBnd: caps,
-    noNewPrivs: true,
-  });
+  const differences = credentialDifferences(readStatus(), serviceCredentials(request.uid, request.gid, request.groups));
   if (differences.length > 0) {
     throw new Refusal(EXIT.verifyFailed, `after the drop to the service the kernel reports ${differences.join("; ")}`, "check that the launch has --cap-add SETPCAP, SETUID and SETGID and that the kernel supports ambient capabilities (Linux 4.3+)");
   }
