@@ -46,13 +46,16 @@ const result = await esbuild.build({
   define: { __CLANKIE_VERSION__: JSON.stringify(pkg.version) },
   logLevel: "warning",
 });
-const builtins = new Set(builtinModules.flatMap((name) => [name, `node:${name}`]));
+const builtins = new Set([...builtinModules.flatMap((name) => [name, `node:${name}`]), "node:sea"]);
 for (const output of Object.values(result.metafile.outputs)) {
   for (const imported of output.imports) {
     if (!builtins.has(imported.path)) throw new Error(`bundle imports ${imported.path}: only node: built-ins are allowed`);
   }
 }
 const bundleHash = createHash("sha256").update(readFileSync(join(build, "bundle.cjs"))).digest("hex");
+// The hash as built, carried in the blob as an asset: --self-check compares it
+// with the hash of the bundle the executable actually embeds.
+writeFileSync(join(build, "bundle.sha256"), `${bundleHash}\n`);
 
 // 2. The SEA blob, made by the same Node that will run it.
 run(nodeBinary, ["--experimental-sea-config", join(root, "sea-config.json")]);
