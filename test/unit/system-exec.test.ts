@@ -373,14 +373,20 @@ function cleanChain(path: string): boolean {
   }
 }
 
-/** Where scratch directories that pass the rules can be made, decided once: the repository's ignored tmp/. */
+/**
+ * Where scratch directories that pass the rules can be made, decided once:
+ * the repository's ignored tmp/, or, for root in a checkout under /tmp (as a
+ * CI clone may be), a directory under /run.
+ */
 const SCRATCH_BASE = ((): string | undefined => {
   try {
     accessSync(REPO, constants.W_OK);
-    return cleanChain(REPO) ? join(REPO, "tmp") : undefined;
+    if (cleanChain(REPO)) return join(REPO, "tmp");
   } catch {
-    return undefined;
+    // not writable: try /run
   }
+  if (process.geteuid?.() === 0 && cleanChain("/run")) return `/run/clankie-unit-scratch-${process.pid}`;
+  return undefined;
 })();
 
 function withTrustedScratch(name: string, fn: (dir: string) => void, needsRoot = false): void {
@@ -473,4 +479,7 @@ withTrustedScratch(
   true,
 );
 
+trust.after(() => {
+  if (SCRATCH_BASE?.startsWith("/run/")) rmSync(SCRATCH_BASE, { recursive: true, force: true });
+});
 trust.run();
