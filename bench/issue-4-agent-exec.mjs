@@ -109,11 +109,12 @@ async function probeResidentMemory({ body, scripts, results, env }) {
   sleepMs(200);
   procs = processesIn(ns);
   const status = await exited;
+  if (status !== 0) throw new Error(`bench: the probe launch exited ${status}`);
   const role = (pid) => (pid === Number(shim) ? "spawned by the shim" : pid === Number(direct) ? "spawned by setpriv (reference)" : pid === Number(node) ? "node (reference)" : "");
   const shimProc = procs.find((p) => p.pid === Number(shim));
   const seaLeft = procs.filter((p) => /clankie-(agent-exec|separate)/.test(p.exe));
   const met = Boolean(shimProc && shimProc.exe.endsWith("/sleep") && shimProc.uid === IDS.agent && shimProc.rssKb < SMALL_RSS_KB && seaLeft.length === 0);
-  return { probe, status, procs, role, shimProc, seaLeft, met };
+  return { probe, procs, role, shimProc, seaLeft, met };
 }
 
 export async function benchAgentExec({ repo, work, plan, env }) {
