@@ -10,6 +10,7 @@ if [ "$(id -u)" != 0 ]; then
 fi
 
 packages=(
+  bubblewrap    # npm run bench: its launch sandbox
   util-linux    # setpriv, prlimit, setsid, unshare: the privilege tools and the launch sandbox
   tini          # the service's init in the image and the sandbox
   perl-base     # the scripted model's ptrace, TIOCSTI and fd attempts
