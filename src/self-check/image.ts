@@ -12,7 +12,7 @@ import { Refusal } from "../report.ts";
 import { checkTrustedExecutable } from "../system-exec.ts";
 import { bounded, type Check, fail, octal, pass, reasonOf, warn } from "./check.ts";
 import type { CapabilityScan } from "./file-caps.ts";
-import type { ImageWalk } from "./image-walk.ts";
+import type { ImageWalk, PrivilegedFile } from "./image-walk.ts";
 import { hasOption, type Mount, mountOf } from "./mounts.ts";
 import { SHOWN_ENTRIES } from "./state.ts";
 
@@ -133,19 +133,39 @@ function unreadableList(walk: ImageWalk): string[] {
   return walk.problems.map((p) => `${p.syscall} ${p.path}: ${p.code}`);
 }
 
-export function checkPrivilegedFiles(walk: ImageWalk): Check {
+/**
+ * A set-ID file that only hands out ids the agent already has (set-user-ID
+ * to the agent, set-group-ID to one of its groups) grants nothing: agent
+ * work can make such files wherever it can write (/tmp), so they warn, and
+ * do not fail the audit.
+ */
+export function grantsOnlyAgent(file: PrivilegedFile, agent: { uid: number; groups: readonly number[] } | undefined): boolean {
+  if (!agent) return false;
+  return (!file.bits.includes("setuid") || file.uid === agent.uid) && (!file.bits.includes("setgid") || agent.groups.includes(file.gid));
+}
+
+function listFiles(files: readonly PrivilegedFile[]): string {
+  const list = files.slice(0, 5).map((f) => `${f.path} (${f.mode} ${f.uid}:${f.gid}${f.nosuid ? ", on a nosuid mount" : ""})`).join(", ");
+  return files.length > 5 ? `${list} and ${files.length - 5} more` : list;
+}
+
+export function checkPrivilegedFiles(walk: ImageWalk, agent?: { uid: number; groups: readonly number[] }): Check {
   const id = "image.setuid";
   const unreadable = unreadableList(walk);
-  const found = { visited: walk.visited, files: bounded(walk.privileged, SHOWN_ENTRIES), notEntered: walk.excluded, unreadable: bounded(unreadable, SHOWN_ENTRIES) };
-  if (walk.privileged.length > 0) {
-    const list = walk.privileged.slice(0, 5).map((f) => `${f.path} (${f.mode} ${f.uid}:${f.gid}${f.nosuid ? ", on a nosuid mount" : ""})`).join(", ");
-    const more = walk.privileged.length > 5 ? ` and ${walk.privileged.length - 5} more` : "";
+  const agentOnly = walk.privileged.filter((f) => grantsOnlyAgent(f, agent));
+  const privileged = walk.privileged.filter((f) => !grantsOnlyAgent(f, agent));
+  const found = { visited: walk.visited, files: bounded(privileged, SHOWN_ENTRIES), agentOnly: bounded(agentOnly, SHOWN_ENTRIES), notEntered: walk.excluded, unreadable: bounded(unreadable, SHOWN_ENTRIES) };
+  const plural = (n: number): string => `${n} set-user-ID or set-group-ID file${n === 1 ? "" : "s"}`;
+  if (privileged.length > 0) {
     return fail(
       id,
-      `${walk.privileged.length} set-user-ID or set-group-ID file${walk.privileged.length === 1 ? "" : "s"}: ${list}${more}`,
+      `${plural(privileged.length)}: ${listFiles(privileged)}`,
       found,
       "strip them in the image (find / -xdev -type f -perm /6000 -exec chmod ug-s {} +) and mount added volumes nosuid; NoNewPrivs blocks what remains",
     );
+  }
+  if (agentOnly.length > 0) {
+    return warn(id, `${plural(agentOnly.length)} that grant only the agent's own ids (made by agent work): ${listFiles(agentOnly)}`, found, "remove them (chmod ug-s FILE); they grant nothing, and NoNewPrivs makes them inert");
   }
   if (unreadable.length > 0) {
     return warn(id, `no set-user-ID or set-group-ID file among ${walk.visited} entries, but ${unreadable.length} could not be read: ${unreadable.slice(0, 3).join("; ")}`, found, "run the audit as root (docker exec CONTAINER clankie-separate --self-check) to read every directory");

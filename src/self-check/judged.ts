@@ -33,11 +33,15 @@ export function chooseJudged(table: readonly ProcessEntry[], self: ProcessEntry,
     const children = childrenOf(table);
     const init = table.find((entry) => entry.pid === 1);
     const order: ProcessEntry[] = [];
+    const seen = new Set<number>();
     const queue = init ? [init] : [];
     while (queue.length > 0) {
       const entry = queue.shift()!;
+      // A table read over time can hold a reused pid that closes a loop.
+      if (seen.has(entry.pid)) continue;
+      seen.add(entry.pid);
       order.push(entry);
-      queue.push(...(children.get(entry.pid) ?? []).filter((child) => child.pid !== entry.pid));
+      queue.push(...(children.get(entry.pid) ?? []));
     }
     const ofService = order.filter((entry) => entry.creds.uids.every((id) => id === serviceUid));
     const chosen = ofService.find((entry) => entry.name !== "tini") ?? ofService[0];

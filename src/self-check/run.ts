@@ -12,6 +12,7 @@
  */
 import { lstatSync, readFileSync } from "node:fs";
 import { type Identities, parsePasswd } from "../accounts.ts";
+import { agentGroups } from "../agent-exec/plan.ts";
 import { namesOf } from "../capabilities.ts";
 import { EXIT, GROUP_FILE, PASSWD_FILE, SERVICE_USER, STATE_DIR } from "../constants.ts";
 import { PROGRAM_VERSION } from "../help.ts";
@@ -108,7 +109,7 @@ function workspaceFacts(ids: Identities | undefined, mode: ModeVerdict["mode"]):
   return guarded(["workspace.top", "workspace.marker"], "/workspace", "run the audit as root", () => workspaceChecks(ids, stateDev, mode));
 }
 
-function imageFacts(): Check[] {
+function imageFacts(ids: Identities | undefined): Check[] {
   const checks: Check[] = [
     ...guarded("image.executable", "this executable", "run the installed executable", checkExecutable),
     ...guarded("image.bundle", "the embedded bundle", "run the installed executable", checkBundle),
@@ -130,7 +131,7 @@ function imageFacts(): Check[] {
   }
   return [
     ...checks,
-    ...guarded("image.setuid", "set-user-ID files", "run the audit as root", () => checkPrivilegedFiles(walk)),
+    ...guarded("image.setuid", "set-user-ID files", "run the audit as root", () => checkPrivilegedFiles(walk, ids ? { uid: ids.agent.uid, groups: agentGroups(ids) } : undefined)),
     ...guarded("image.file-capabilities", "file capabilities", "run the audit as root", () => checkFileCapabilities(walk, scan)),
     ...guarded("image.mounts", "the mounts", "mount /proc in the container", () => checkMounts(mounts)),
   ];
@@ -172,7 +173,7 @@ export function runSelfCheck(request: { json: boolean; probe: boolean }): number
     ...accounts.checks,
     ...stateFacts(ids, mode),
     ...workspaceFacts(ids, mode),
-    ...imageFacts(),
+    ...imageFacts(ids),
     ...guarded("processes.root", "processes", "mount /proc in the container", () => checkRootProcesses(table, lineage(table, self.pid), mode)),
     ...guarded("processes.workspace-exe", "processes", "mount /proc in the container", () => checkWorkspaceExecutables(table, serviceUid, self.pid, readExe, mode)),
     checkEnvironment(process.env, { pid: judged.pid, self: isSelf, environ }),

@@ -203,6 +203,20 @@ Image("set-ID files: none passes; any fails, even on a nosuid mount; unreadable 
   assert.is(checkPrivilegedFiles(imageWalk({ problems: [{ path: "/root", syscall: "readdir", code: "EACCES" }] })).status, "warn");
 });
 
+Image("set-ID files that grant only the agent's own ids warn, never hide a root one", () => {
+  const agent = { uid: 1001, groups: [1001, 1002] };
+  const mine = { path: "/tmp/x", mode: "6755", uid: 1001, gid: 1002, bits: ["setuid" as const, "setgid" as const], mount: "/tmp", nosuid: true };
+  const root = { ...mine, path: "/tmp/y", uid: 0, bits: ["setuid" as const] };
+  const warned = checkPrivilegedFiles(imageWalk({ privileged: [mine] }), agent);
+  assert.is(warned.status, "warn");
+  assert.match(warned.summary, /grant only the agent's own ids/);
+  assert.is(checkPrivilegedFiles(imageWalk({ privileged: [mine] })).status, "fail", "without the accounts nothing is presumed harmless");
+  const failed = checkPrivilegedFiles(imageWalk({ privileged: [mine, root] }), agent);
+  assert.is(failed.status, "fail");
+  assert.equal((failed.found.files as any).shown.map((f: any) => f.path), ["/tmp/y"]);
+  assert.is(checkPrivilegedFiles(imageWalk({ privileged: [{ ...mine, gid: 0 }] }), agent).status, "fail");
+});
+
 Image("file capabilities: decoded from vfs_cap_data; none passes; any fails; a scan that could not run warns", () => {
   const cap = decodeCapabilityXattr("/usr/bin/ping", "0100000200200000000000000000000000000000");
   assert.equal(cap, { path: "/usr/bin/ping", permitted: ["NET_RAW"], inheritable: [], effective: true, version: 2, raw: "0100000200200000000000000000000000000000" });
