@@ -15,6 +15,7 @@ import type { Identities } from "../accounts.ts";
 import { maskOf } from "../capabilities.ts";
 import { AGENT_EXEC_PATH, SERVICE_CAPABILITIES, SERVICE_ENV } from "../constants.ts";
 import type { ProcessCredentials } from "../proc-status.ts";
+import { type Check, fail, pass, warn } from "./check.ts";
 import type { Readable } from "./proc-table.ts";
 
 export type Mode = "separated" | "single-uid" | "misconfigured";
@@ -28,6 +29,8 @@ export interface ModeVerdict {
 }
 
 const SERVICE_MASK = maskOf(SERVICE_CAPABILITIES);
+const LAUNCH_FIX = "start the container as root with the flags of ADR 0272 (docker run --user 0:0 --cap-drop ALL --cap-add CHOWN --cap-add DAC_OVERRIDE --cap-add FOWNER --cap-add SETPCAP --cap-add SETUID --cap-add SETGID --security-opt no-new-privileges) and clankie-separate as the entrypoint";
+const BOUNDARY_FIX = "route Herdr and every worker through clankie-agent-exec (ADR 0272 increment 2); then the service declares it by starting with CLANKIE_BOUNDARY=complete in its environment (docs/self-check.md)";
 
 export function classifyMode(creds: ProcessCredentials, environ: Readable<Record<string, string>>, ids: Identities | undefined): ModeVerdict {
   const marker = environ.ok ? (environ.value[SERVICE_ENV.separation] ?? null) : undefined;
@@ -104,4 +107,19 @@ export function boundaryOf(
     return { label: NOT_YET, declared: false, source: `no ${name}=${BOUNDARY_VALUE} in the environment of pid ${judged.pid}${auditor.handedDownByService ? " or of this audit" : ""}` };
   }
   return { label: NOT_YET, declared: null, source: `the service's declaration could not be read (${judged.environ.error})` };
+}
+
+export function modeCheck(verdict: ModeVerdict, judgedPid: number): Check {
+  const found = { mode: verdict.mode, pid: judgedPid, marker: verdict.marker === undefined ? "unreadable" : verdict.marker, reasons: verdict.reasons };
+  if (verdict.mode === "separated") {
+    return pass("mode", `separated: the service (pid ${judgedPid}) runs as node with SETUID and SETGID only, and an agent uid is configured${verdict.reasons.length ? ` (${verdict.reasons.join("; ")})` : ""}`, found);
+  }
+  if (verdict.mode === "single-uid") return warn("mode", "single-uid: no agent uid is configured; model-directed work runs as node, as today", found, `to separate: ${LAUNCH_FIX}`);
+  return fail("mode", `misconfigured: ${verdict.reasons.join("; ")}`, found, LAUNCH_FIX);
+}
+
+export function boundaryCheck(boundary: Boundary, separated: boolean): Check {
+  const found = { label: boundary.label, declared: boundary.declared, source: boundary.source };
+  if (boundary.declared === true) return pass("boundary", boundary.label, found);
+  return warn("boundary", `${boundary.label}${boundary.source ? ` (${boundary.source})` : ""}`, found, separated ? BOUNDARY_FIX : null);
 }

@@ -18,14 +18,14 @@ import { EXIT, GROUP_FILE, PASSWD_FILE, SERVICE_USER, STATE_DIR } from "../const
 import { PROGRAM_VERSION } from "../help.ts";
 import { writeLine } from "../report.ts";
 import { checkAccounts } from "./accounts.ts";
-import { cannotRun, type Check, fail, guarded, pass, reasonOf, warn } from "./check.ts";
+import { cannotRun, type Check, guarded, reasonOf } from "./check.ts";
 import { checkEnvironment } from "./environment.ts";
 import { type CapabilityScan, scanFileCapabilities } from "./file-caps.ts";
 import { checkBundle, checkExecutable, checkFileCapabilities, checkMounts, checkPrivilegedFiles, checkTools } from "./image.ts";
 import { walkImage } from "./image-walk.ts";
 import { chooseJudged, handedDownByService, relationTo } from "./judged.ts";
 import { kernelChecks } from "./kernel.ts";
-import { type Boundary, boundaryOf, classifyMode, type ModeVerdict } from "./mode.ts";
+import { boundaryCheck, boundaryOf, classifyMode, modeCheck, type ModeVerdict } from "./mode.ts";
 import { type Mount, parseMountinfo } from "./mounts.ts";
 import { runProbe } from "./probe.ts";
 import { checkRootProcesses, checkWorkspaceExecutables } from "./processes.ts";
@@ -34,24 +34,6 @@ import { buildDocument, renderJson, renderText } from "./render.ts";
 import { checkCapabilities, checkNoNewPrivs, checkProcessIds } from "./service-process.ts";
 import { auditState, checkAgentHome, stateChecks } from "./state.ts";
 import { workspaceChecks } from "./workspace.ts";
-
-const LAUNCH_FIX = "start the container as root with the flags of ADR 0272 (docker run --user 0:0 --cap-drop ALL --cap-add CHOWN --cap-add DAC_OVERRIDE --cap-add FOWNER --cap-add SETPCAP --cap-add SETUID --cap-add SETGID --security-opt no-new-privileges) and clankie-separate as the entrypoint";
-const BOUNDARY_FIX = "route Herdr and every worker through clankie-agent-exec (ADR 0272 increment 2); then the service declares it by starting with CLANKIE_BOUNDARY=complete in its environment (docs/self-check.md)";
-
-function modeCheck(verdict: ModeVerdict, judgedPid: number): Check {
-  const found = { mode: verdict.mode, pid: judgedPid, marker: verdict.marker === undefined ? "unreadable" : verdict.marker, reasons: verdict.reasons };
-  if (verdict.mode === "separated") {
-    return pass("mode", `separated: the service (pid ${judgedPid}) runs as node with SETUID and SETGID only, and an agent uid is configured${verdict.reasons.length ? ` (${verdict.reasons.join("; ")})` : ""}`, found);
-  }
-  if (verdict.mode === "single-uid") return warn("mode", "single-uid: no agent uid is configured; model-directed work runs as node, as today", found, `to separate: ${LAUNCH_FIX}`);
-  return fail("mode", `misconfigured: ${verdict.reasons.join("; ")}`, found, LAUNCH_FIX);
-}
-
-function boundaryCheck(boundary: Boundary, separated: boolean): Check {
-  const found = { label: boundary.label, declared: boundary.declared, source: boundary.source };
-  if (boundary.declared === true) return pass("boundary", boundary.label, found);
-  return warn("boundary", `${boundary.label}${boundary.source ? ` (${boundary.source})` : ""}`, found, separated ? BOUNDARY_FIX : null);
-}
 
 function readText(path: string): string {
   return readFileSync(path, "utf8");
