@@ -9,6 +9,7 @@ import { runEntrypoint } from "./entrypoint/run.ts";
 import { runVerifyService } from "./entrypoint/verify-service.ts";
 import { runAgentExec, runSignal, runVerifyAgent } from "./agent-exec/run.ts";
 import { runSelfCheck } from "./self-check/run.ts";
+import { PROBE_AGENT_FLAG, runProbeAgent } from "./self-check/probe-agent.ts";
 import { helpText, versionText } from "./help.ts";
 import { Refusal, reportError, setProgramName, writeLine } from "./report.ts";
 
@@ -42,6 +43,8 @@ function main(argv: readonly string[]): number {
         return runAgentExec(request);
     }
   }
+  // The inside half of --self-check --probe, started through the shim as the agent.
+  if (argv[0] === PROBE_AGENT_FLAG) return runProbeAgent(argv.slice(1));
   const request = parseEntrypointArgs(argv);
   switch (request.kind) {
     case "help":

@@ -14,9 +14,12 @@
  *      caller names, never by extending our own, and no shell is involved.
  *
  * Synchronous exec-replace (`execReplace`) serves the entrypoint and the shim.
- * The asynchronous path (`systemExec`, `spawnAgent`) serves the service; it is
+ * Synchronous run-and-capture (`runCapture`) serves the audit, which must
+ * start a program and come back (the probe through the shim, perl for file
+ * capabilities). The asynchronous path (`systemExec`, `spawnAgent`) serves the service; it is
  * built on execa and is not part of the single executable.
  */
+import { spawnSync } from "node:child_process";
 import { accessSync, closeSync, constants, lstatSync, openSync, readSync, realpathSync, statSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
 import { execa, type Options as ExecaOptions, type ResultPromise } from "execa";
@@ -195,6 +198,74 @@ export function execReplace(request: ExecRequest): never {
   const { path, argv, env } = prepareExec(request);
   process.execve!(path, argv, env);
   throw new Error("process.execve returned"); // unreachable
+}
+
+/* --------------------------------------------------------------- capture -- */
+
+export interface CaptureRequest {
+  /** Command name (looked up in SYSTEM_PATH) or absolute path. */
+  command: string;
+  args: readonly string[];
+  /** Variables set outright for the child, beyond the allowlist taken from this process's environment. */
+  env?: Environment;
+  /** Names copied from this process's environment, beyond the allowlist. */
+  pass?: readonly string[];
+  /** Owners allowed for the program file and its directories; default root only. */
+  trustedUids?: readonly number[];
+  /** Written to the child's stdin, then closed; default: stdin is /dev/null. */
+  input?: Buffer | string;
+  /** Killed with SIGKILL after this long; default 30 s. */
+  timeoutMs?: number;
+  /** Most bytes kept of stdout and of stderr; default 16 MiB. */
+  maxBytes?: number;
+}
+
+export interface CaptureResult {
+  /** The absolute path that was executed. */
+  path: string;
+  /** Exit status, or null when the child was killed by a signal. */
+  status: number | null;
+  signal: string | null;
+  stdout: Buffer;
+  stderr: Buffer;
+  /** Set when the child could not be started or was killed for the timeout or the output limit (an errno code such as ETIMEDOUT or ENOBUFS). */
+  error?: string;
+}
+
+/**
+ * Runs a program to completion and returns what it printed, under the same
+ * rules as every other exec: fixed PATH, resolved and ownership-checked
+ * command, environment from the allowlist plus what is named, no shell.
+ * Built on spawnSync(2)-style blocking, so it works inside the single
+ * executable, where the asynchronous path (execa) is not available.
+ */
+export function runCapture(request: CaptureRequest): CaptureResult {
+  const path = resolveCommand(request.command);
+  checkTrustedExecutable(path, request.trustedUids ?? [0]);
+  checkExecutable(path);
+  for (const arg of request.args) {
+    if (arg.includes("\0")) throw new Refusal(EXIT.usage, "an argument contains a NUL byte", "pass arguments without NUL bytes");
+  }
+  const env = buildEnvironment({ from: process.env, pass: request.pass, set: request.env });
+  const result = spawnSync(path, [...request.args], {
+    env,
+    shell: false,
+    input: request.input,
+    stdio: [request.input === undefined ? "ignore" : "pipe", "pipe", "pipe"],
+    timeout: request.timeoutMs ?? 30_000,
+    killSignal: "SIGKILL",
+    maxBuffer: request.maxBytes ?? 16 << 20,
+    windowsHide: true,
+  });
+  const error = (result.error as NodeJS.ErrnoException | undefined)?.code;
+  return {
+    path,
+    status: result.status,
+    signal: result.signal,
+    stdout: result.stdout ?? Buffer.alloc(0),
+    stderr: result.stderr ?? Buffer.alloc(0),
+    ...(error !== undefined ? { error } : {}),
+  };
 }
 
 /* ---------------------------------------------------------------- async -- */

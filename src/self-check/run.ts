@@ -1,1 +1,178 @@
-export function runSelfCheck(_r: { json: boolean; probe: boolean }): number { return 0; }
+/*
+ * clankie-separate --self-check [--json] [--probe]
+ *
+ * The audit doctor shows. It reads, and changes nothing: no file is written,
+ * no mode or owner changed, no signal sent; --probe starts one process as
+ * the agent whose attempts leave no trace. Run by the service (doctor), by
+ * root (docker exec), or in a legacy single-uid body. It judges the body by
+ * the service's process, not by its own, and says which one it judged.
+ *
+ * Exit: 0 when no check failed (warnings allowed), 1 when one did, 64 for a
+ * bad command line.
+ */
+import { lstatSync, readFileSync } from "node:fs";
+import { type Identities, parsePasswd } from "../accounts.ts";
+import { agentGroups } from "../agent-exec/plan.ts";
+import { namesOf } from "../capabilities.ts";
+import { EXIT, GROUP_FILE, PASSWD_FILE, SERVICE_USER, STATE_DIR } from "../constants.ts";
+import { PROGRAM_VERSION } from "../help.ts";
+import { writeLine } from "../report.ts";
+import { checkAccounts } from "./accounts.ts";
+import { cannotRun, type Check, guarded, reasonOf } from "./check.ts";
+import { checkEnvironment } from "./environment.ts";
+import { type CapabilityScan, scanFileCapabilities } from "./file-caps.ts";
+import { checkBundle, checkExecutable, checkFileCapabilities, checkMounts, checkPrivilegedFiles, checkTools } from "./image.ts";
+import { walkImage } from "./image-walk.ts";
+import { chooseJudged, handedDownByService, relationTo } from "./judged.ts";
+import { kernelChecks } from "./kernel.ts";
+import { boundaryCheck, boundaryOf, classifyMode, modeCheck, type ModeVerdict } from "./mode.ts";
+import { type Mount, parseMountinfo } from "./mounts.ts";
+import { runProbe } from "./probe.ts";
+import { checkRootProcesses, checkWorkspaceExecutables } from "./processes.ts";
+import { lineage, parseProcessStatus, type ProcessEntry, type Readable, readEnviron, readExe, readProcessTable } from "./proc-table.ts";
+import { buildDocument, renderJson, renderText } from "./render.ts";
+import { checkCapabilities, checkNoNewPrivs, checkProcessIds } from "./service-process.ts";
+import { auditState, checkAgentHome, stateChecks } from "./state.ts";
+import { workspaceChecks } from "./workspace.ts";
+
+function readText(path: string): string {
+  return readFileSync(path, "utf8");
+}
+
+function selfEntry(): ProcessEntry {
+  return parseProcessStatus(process.pid, readFileSync("/proc/self/status", "latin1"));
+}
+
+/** The service uid even when the accounts as a whole are wrong: the judged process is found by it. */
+function serviceUidOf(ids: Identities | undefined): number | undefined {
+  if (ids) return ids.service.uid;
+  try {
+    return parsePasswd(readText(PASSWD_FILE)).find((user) => user.name === SERVICE_USER)?.uid;
+  } catch {
+    return undefined;
+  }
+}
+
+function accountsFacts(): { checks: Check[]; ids: Identities | undefined } {
+  let passwd: string;
+  let group: string;
+  try {
+    passwd = readText(PASSWD_FILE);
+    group = readText(GROUP_FILE);
+  } catch (error) {
+    return { checks: [cannotRun("accounts", `${PASSWD_FILE} and ${GROUP_FILE}`, error, "the image must have readable /etc/passwd and /etc/group")], ids: undefined };
+  }
+  const result = checkAccounts(passwd, group);
+  return { checks: [result.check], ids: result.ids };
+}
+
+function stateFacts(ids: Identities | undefined, mode: ModeVerdict["mode"]): Check[] {
+  if (!ids) {
+    const why = new Error("the users and groups of ADR 0272 are not all defined (see accounts)");
+    return ["state.layout", "state.release", "state.agent-home"].map((id) => cannotRun(id, STATE_DIR, why, "fix the accounts check first"));
+  }
+  return [
+    ...guarded(["state.layout", "state.release"], STATE_DIR, "run the audit as root", () => stateChecks(auditState(ids), mode)),
+    ...guarded("state.agent-home", `${STATE_DIR}/agent`, "run the audit as root", () => checkAgentHome(ids, mode)),
+  ];
+}
+
+function workspaceFacts(ids: Identities | undefined, mode: ModeVerdict["mode"]): Check[] {
+  if (!ids) {
+    const why = new Error("the users and groups of ADR 0272 are not all defined (see accounts)");
+    return ["workspace.top", "workspace.marker"].map((id) => cannotRun(id, "/workspace", why, "fix the accounts check first"));
+  }
+  let stateDev: number | undefined;
+  try {
+    stateDev = lstatSync(STATE_DIR).dev;
+  } catch {
+    stateDev = undefined;
+  }
+  return guarded(["workspace.top", "workspace.marker"], "/workspace", "run the audit as root", () => workspaceChecks(ids, stateDev, mode));
+}
+
+function imageFacts(ids: Identities | undefined): Check[] {
+  const checks: Check[] = [
+    ...guarded("image.executable", "this executable", "run the installed executable", checkExecutable),
+    ...guarded("image.bundle", "the embedded bundle", "run the installed executable", checkBundle),
+    ...guarded("image.tools", "the tools", "run the audit as root", checkTools),
+  ];
+  let mounts: Mount[];
+  try {
+    mounts = parseMountinfo(readFileSync("/proc/self/mountinfo", "latin1"));
+  } catch (error) {
+    const fix = "mount /proc in the container";
+    return [...checks, cannotRun("image.setuid", "the image's filesystems", error, fix), cannotRun("image.file-capabilities", "the image's filesystems", error, fix, "warn"), cannotRun("image.mounts", "the mounts", error, fix, "warn")];
+  }
+  const walk = walkImage(mounts);
+  let scan: CapabilityScan | { error: string };
+  try {
+    scan = scanFileCapabilities(walk.executables);
+  } catch (error) {
+    scan = { error: reasonOf(error) };
+  }
+  return [
+    ...checks,
+    ...guarded("image.setuid", "set-user-ID files", "run the audit as root", () => checkPrivilegedFiles(walk, ids ? { uid: ids.agent.uid, groups: agentGroups(ids) } : undefined)),
+    ...guarded("image.file-capabilities", "file capabilities", "run the audit as root", () => checkFileCapabilities(walk, scan)),
+    ...guarded("image.mounts", "the mounts", "mount /proc in the container", () => checkMounts(mounts)),
+  ];
+}
+
+export function runSelfCheck(request: { json: boolean; probe: boolean }): number {
+  /* 1. Who is asking, and which process stands for the body. */
+  const self = selfEntry();
+  let table: ProcessEntry[];
+  try {
+    table = readProcessTable();
+  } catch {
+    table = [self];
+  }
+  if (!table.some((entry) => entry.pid === self.pid)) table.push(self);
+  const accounts = accountsFacts();
+  const ids = accounts.ids;
+  const serviceUid = serviceUidOf(ids);
+  const choice = chooseJudged(table, self, serviceUid);
+  const judged = choice.entry;
+  const isSelf = judged.pid === self.pid;
+  const environ: Readable<Record<string, string>> = isSelf ? { ok: true, value: process.env as Record<string, string> } : readEnviron(judged.pid);
+  const relation = relationTo(table, self.pid, judged.pid);
+  const handed = serviceUid !== undefined && handedDownByService(table, self.pid, judged.pid, serviceUid);
+
+  /* 2. Mode and boundary, judged by that process. */
+  const verdict = classifyMode(judged.creds, environ, ids);
+  const boundary = boundaryOf(verdict.mode, { pid: judged.pid, environ }, { env: process.env, handedDownByService: handed });
+  const mode = verdict.mode;
+  const judgedProcess = { pid: judged.pid, name: judged.name, creds: judged.creds };
+
+  /* 3. Every check; none of them writes. */
+  const checks: Check[] = [
+    modeCheck(verdict, judged.pid),
+    boundaryCheck(boundary, mode === "separated"),
+    checkProcessIds(judgedProcess, ids, mode),
+    checkCapabilities(judgedProcess, mode),
+    checkNoNewPrivs(judgedProcess, mode),
+    ...accounts.checks,
+    ...stateFacts(ids, mode),
+    ...workspaceFacts(ids, mode),
+    ...imageFacts(ids),
+    ...guarded("processes.root", "processes", "mount /proc in the container", () => checkRootProcesses(table, lineage(table, self.pid), mode)),
+    ...guarded("processes.workspace-exe", "processes", "mount /proc in the container", () => checkWorkspaceExecutables(table, serviceUid, self.pid, readExe, mode)),
+    checkEnvironment(process.env, { pid: judged.pid, self: isSelf, environ }),
+    ...kernelChecks(),
+    ...(request.probe ? guarded("probe", "the agent", "run the probe from the service", () => runProbe(mode, self.creds, ids, judged.pid)) : []),
+  ];
+
+  /* 4. One document, in the form asked for. */
+  const doc = buildDocument({
+    version: PROGRAM_VERSION,
+    mode,
+    boundary,
+    judged: { pid: judged.pid, name: judged.name, uid: judged.creds.uids[0], reason: choice.reason },
+    auditor: { pid: self.pid, uid: self.creds.uids[0], capabilities: namesOf(self.creds.capEff), noNewPrivs: self.creds.noNewPrivs ? 1 : 0, relation },
+    probe: request.probe,
+    checks,
+  });
+  writeLine(1, request.json ? renderJson(doc) : renderText(doc));
+  return doc.ok ? EXIT.ok : EXIT.checkFailed;
+}

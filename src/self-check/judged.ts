@@ -1,0 +1,72 @@
+/*
+ * Which process stands for the body. The audit may run as the service's
+ * child (doctor), as a `docker exec` process outside the service's tree
+ * (root, or node without the service's capabilities), or as the body's only
+ * process (a legacy launch). Its own credentials say how it was started, not
+ * what the body is, so it judges the service: the first process of the
+ * service uid met walking the tree down from pid 1 (tini, which only reaps
+ * and forwards signals, is passed over for its child). Pure.
+ */
+import type { ProcessEntry } from "./proc-table.ts";
+import { lineage } from "./proc-table.ts";
+
+export type Relation = "self" | "descendant" | "outside";
+
+export interface JudgedChoice {
+  entry: ProcessEntry;
+  /** Why this process was chosen. */
+  reason: string;
+}
+
+function childrenOf(table: readonly ProcessEntry[]): Map<number, ProcessEntry[]> {
+  const children = new Map<number, ProcessEntry[]>();
+  for (const entry of table) {
+    const list = children.get(entry.ppid) ?? [];
+    list.push(entry);
+    children.set(entry.ppid, list);
+  }
+  return children;
+}
+
+export function chooseJudged(table: readonly ProcessEntry[], self: ProcessEntry, serviceUid: number | undefined): JudgedChoice {
+  if (serviceUid !== undefined) {
+    const children = childrenOf(table);
+    const init = table.find((entry) => entry.pid === 1);
+    const order: ProcessEntry[] = [];
+    const seen = new Set<number>();
+    const queue = init ? [init] : [];
+    while (queue.length > 0) {
+      const entry = queue.shift()!;
+      // A table read over time can hold a reused pid that closes a loop.
+      if (seen.has(entry.pid)) continue;
+      seen.add(entry.pid);
+      order.push(entry);
+      queue.push(...(children.get(entry.pid) ?? []));
+    }
+    const ofService = order.filter((entry) => entry.creds.uids.every((id) => id === serviceUid));
+    const chosen = ofService.find((entry) => entry.name !== "tini") ?? ofService[0];
+    if (chosen) {
+      const where = chosen.pid === 1 ? "pid 1" : `the first process of uid ${serviceUid} under pid 1`;
+      return { entry: chosen, reason: chosen.pid === self.pid ? `this audit is ${where}` : `the service: ${where}` };
+    }
+  }
+  return {
+    entry: self,
+    reason: serviceUid === undefined ? "the service user is not defined; judged this audit's own process" : `no process of uid ${serviceUid} under pid 1; judged this audit's own process`,
+  };
+}
+
+/** How the audit's process relates to the judged one. */
+export function relationTo(table: readonly ProcessEntry[], selfPid: number, judgedPid: number): Relation {
+  if (selfPid === judgedPid) return "self";
+  return lineage(table, selfPid).includes(judgedPid) ? "descendant" : "outside";
+}
+
+/** True when every process from the audit up to the judged one runs as the service uid: nothing else could have handed it its environment. */
+export function handedDownByService(table: readonly ProcessEntry[], selfPid: number, judgedPid: number, serviceUid: number): boolean {
+  const chain = lineage(table, selfPid);
+  const at = chain.indexOf(judgedPid);
+  if (at < 0) return false;
+  const byPid = new Map(table.map((entry) => [entry.pid, entry]));
+  return chain.slice(0, at + 1).every((pid) => byPid.get(pid)?.creds.uids.every((id) => id === serviceUid) ?? false);
+}

@@ -1,0 +1,75 @@
+/*
+ * Kernel settings that change the threat model of ADR 0272. They are the
+ * host's, not the container's, and the design must hold with each of them
+ * off; they are reported with what they mean here. A setting that weakens
+ * the model is a warning, never a failure. Pure apart from `readSysctl`.
+ */
+import { readFileSync } from "node:fs";
+import { type Check, pass, warn } from "./check.ts";
+
+export interface KernelSetting {
+  id: string;
+  path: string;
+  /** The value (or its absence) that keeps the threat model as stated. */
+  judge: (value: string | undefined) => { ok: boolean; meaning: string };
+  fix: string;
+}
+
+export const KERNEL_SETTINGS: readonly KernelSetting[] = [
+  {
+    id: "kernel.legacy-tiocsti",
+    path: "/proc/sys/dev/tty/legacy_tiocsti",
+    judge: (value) =>
+      value === "0"
+        ? { ok: true, meaning: "TIOCSTI is refused to unprivileged processes: agent work cannot push input into any terminal" }
+        : {
+            ok: false,
+            meaning:
+              value === undefined
+                ? "no such setting (Linux before 6.2): TIOCSTI always works on a process's controlling terminal; the shim starts agent work in a new session without one, so it cannot reach the service's terminal"
+                : "TIOCSTI works on a process's controlling terminal; the shim starts agent work in a new session without one, so it cannot reach the service's terminal, but a terminal it is handed would be injectable",
+          },
+    fix: "on the host: sysctl -w dev.tty.legacy_tiocsti=0",
+  },
+  {
+    id: "kernel.protected-hardlinks",
+    path: "/proc/sys/fs/protected_hardlinks",
+    judge: (value) =>
+      value === "1"
+        ? { ok: true, meaning: "a user cannot hard-link a file it does not own: the agent cannot plant links to service files in /workspace" }
+        : { ok: false, meaning: "any user can hard-link files it can find: the agent could plant links to service files in /workspace; the entrypoint leaves such links alone, and /state is not searchable by the agent" },
+    fix: "on the host: sysctl -w fs.protected_hardlinks=1",
+  },
+  {
+    id: "kernel.protected-symlinks",
+    path: "/proc/sys/fs/protected_symlinks",
+    judge: (value) =>
+      value === "1"
+        ? { ok: true, meaning: "symlinks in sticky world-writable directories (/tmp) are followed only for their owner: the agent cannot redirect a service write through one" }
+        : { ok: false, meaning: "symlinks in /tmp are followed for everyone: a service that writes a predictable path in /tmp can be redirected by the agent; the entrypoint and this audit never follow symlinks" },
+    fix: "on the host: sysctl -w fs.protected_symlinks=1",
+  },
+];
+
+export function judgeKernelSetting(setting: KernelSetting, read: { value: string } | { error: string }): Check {
+  const value = "value" in read ? read.value.trim() : undefined;
+  if ("error" in read && !read.error.endsWith("ENOENT")) {
+    return warn(setting.id, `could not read ${setting.path}: ${read.error}`, { path: setting.path, error: read.error }, setting.fix);
+  }
+  const { ok, meaning } = setting.judge(value);
+  const found = { path: setting.path, value: value ?? null, meaning };
+  const summary = `${value === undefined ? "absent" : value}: ${meaning}`;
+  return ok ? pass(setting.id, summary, found) : warn(setting.id, summary, found, setting.fix);
+}
+
+export function readSysctl(path: string): { value: string } | { error: string } {
+  try {
+    return { value: readFileSync(path, "latin1") };
+  } catch (error) {
+    return { error: `read ${path}: ${(error as NodeJS.ErrnoException).code ?? String(error)}` };
+  }
+}
+
+export function kernelChecks(): Check[] {
+  return KERNEL_SETTINGS.map((setting) => judgeKernelSetting(setting, readSysctl(setting.path)));
+}

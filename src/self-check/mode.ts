@@ -1,0 +1,125 @@
+/*
+ * Which body this is, judged by the service process (not by the audit's own
+ * process, whose credentials depend on how it was started: `docker exec`
+ * hands neither the service's capabilities nor NoNewPrivs, moby#37667), and
+ * the boundary label ADR 0272 requires of increment 1. Pure.
+ *
+ *   separated      the entrypoint dropped to the service: uid node in all four
+ *                  ids, exactly SETUID and SETGID in every capability set,
+ *                  NoNewPrivs, and CLANKIE_SEPARATION=1 in its environment
+ *   single-uid     today's body: the service holds neither capability nor
+ *                  the marker, and no agent uid is configured
+ *   misconfigured  anything in between, or a service running as root
+ */
+import type { Identities } from "../accounts.ts";
+import { maskOf } from "../capabilities.ts";
+import { AGENT_EXEC_PATH, SERVICE_CAPABILITIES, SERVICE_ENV } from "../constants.ts";
+import type { ProcessCredentials } from "../proc-status.ts";
+import { type Check, fail, pass, warn } from "./check.ts";
+import type { Readable } from "./proc-table.ts";
+
+export type Mode = "separated" | "single-uid" | "misconfigured";
+
+export interface ModeVerdict {
+  mode: Mode;
+  /** Why it is not separated (misconfigured), or notes (separated, marker unreadable). */
+  reasons: string[];
+  /** CLANKIE_SEPARATION as read: "1", another value, null when absent, undefined when unreadable. */
+  marker: string | null | undefined;
+}
+
+const SERVICE_MASK = maskOf(SERVICE_CAPABILITIES);
+const LAUNCH_FIX = "start the container as root with the flags of ADR 0272 (docker run --user 0:0 --cap-drop ALL --cap-add CHOWN --cap-add DAC_OVERRIDE --cap-add FOWNER --cap-add SETPCAP --cap-add SETUID --cap-add SETGID --security-opt no-new-privileges) and clankie-separate as the entrypoint";
+const BOUNDARY_FIX = "route Herdr and every worker through clankie-agent-exec (ADR 0272 increment 2); then the service declares it by starting with CLANKIE_BOUNDARY=complete in its environment (docs/self-check.md)";
+
+export function classifyMode(creds: ProcessCredentials, environ: Readable<Record<string, string>>, ids: Identities | undefined): ModeVerdict {
+  const marker = environ.ok ? (environ.value[SERVICE_ENV.separation] ?? null) : undefined;
+  if (creds.uids.some((id) => id === 0)) {
+    return { mode: "misconfigured", reasons: [`the service process runs as root (uids ${creds.uids.join(",")}): nothing dropped to the service uid`], marker };
+  }
+  const held = creds.capInh | creds.capPrm | creds.capEff | creds.capAmb;
+  const holdsServiceCaps = (held & SERVICE_MASK) !== 0n;
+  if (!holdsServiceCaps && (marker === null || marker === undefined)) {
+    return { mode: "single-uid", reasons: ["no agent uid is configured"], marker };
+  }
+  const reasons: string[] = [];
+  if (marker !== undefined && marker !== "1") reasons.push(`${SERVICE_ENV.separation} is ${marker === null ? "not set" : JSON.stringify(marker)}, want "1"`);
+  if (!ids) reasons.push("the users and groups of ADR 0272 are not all defined");
+  if (ids && creds.uids.some((id) => id !== ids.service.uid)) reasons.push(`uids ${creds.uids.join(",")}, want ${ids.service.uid} (${ids.service.name})`);
+  const sets = [
+    ["CapInh", creds.capInh],
+    ["CapPrm", creds.capPrm],
+    ["CapEff", creds.capEff],
+    ["CapAmb", creds.capAmb],
+    ["CapBnd", creds.capBnd],
+  ] as const;
+  const wrongSets = sets.filter(([, mask]) => mask !== SERVICE_MASK).map(([name]) => name);
+  if (wrongSets.length > 0) reasons.push(`${wrongSets.join(", ")} not exactly SETUID and SETGID`);
+  if (!creds.noNewPrivs) reasons.push("NoNewPrivs is 0");
+  if (environ.ok && ids) {
+    const vars = environ.value;
+    if (vars[SERVICE_ENV.agentUid] !== String(ids.agent.uid)) reasons.push(`${SERVICE_ENV.agentUid} is ${JSON.stringify(vars[SERVICE_ENV.agentUid] ?? null)}, want "${ids.agent.uid}"`);
+    if (vars[SERVICE_ENV.agentUser] !== ids.agent.name) reasons.push(`${SERVICE_ENV.agentUser} is ${JSON.stringify(vars[SERVICE_ENV.agentUser] ?? null)}, want "${ids.agent.name}"`);
+    if (vars[SERVICE_ENV.agentExec] !== AGENT_EXEC_PATH) reasons.push(`${SERVICE_ENV.agentExec} is ${JSON.stringify(vars[SERVICE_ENV.agentExec] ?? null)}, want "${AGENT_EXEC_PATH}"`);
+  }
+  if (reasons.length > 0) return { mode: "misconfigured", reasons, marker };
+  return {
+    mode: "separated",
+    reasons: marker === undefined ? [`${SERVICE_ENV.separation} not verified (${environ.ok ? "" : environ.error}); judged by the capabilities alone`] : [],
+    marker,
+  };
+}
+
+export interface Boundary {
+  /** The label, stated plainly. */
+  label: string;
+  /** true: the service declared it; false: it did not; null: its declaration could not be read. */
+  declared: boolean | null;
+  /** Where the declaration was read, or why it could not be. */
+  source: string | null;
+}
+
+export const BOUNDARY_VALUE = "complete";
+export const NOT_YET = "not a boundary yet: workers still run as node";
+
+/**
+ * The service declares the boundary by having CLANKIE_BOUNDARY=complete in
+ * its environment: in the environment its process was started with (read
+ * from /proc/<pid>/environ), or, when this audit is the service's own
+ * descendant running as the service uid (doctor), in the environment the
+ * service handed to it.
+ */
+export function boundaryOf(
+  mode: Mode,
+  judged: { pid: number; environ: Readable<Record<string, string>> },
+  auditor: { env: NodeJS.ProcessEnv; handedDownByService: boolean },
+): Boundary {
+  if (mode === "single-uid") return { label: "no boundary: single-uid body, no agent uid is configured", declared: false, source: null };
+  if (mode === "misconfigured") return { label: "no boundary: the separation is misconfigured", declared: false, source: null };
+  const name = SERVICE_ENV.boundary;
+  if (judged.environ.ok && judged.environ.value[name] === BOUNDARY_VALUE) {
+    return { label: "boundary: the service declares every seam routed through clankie-agent-exec", declared: true, source: `${name} in the environment of pid ${judged.pid}` };
+  }
+  if (auditor.handedDownByService && auditor.env[name] === BOUNDARY_VALUE) {
+    return { label: "boundary: the service declares every seam routed through clankie-agent-exec", declared: true, source: `${name} handed to this audit by the service (pid ${judged.pid})` };
+  }
+  if (judged.environ.ok || auditor.handedDownByService) {
+    return { label: NOT_YET, declared: false, source: `no ${name}=${BOUNDARY_VALUE} in the environment of pid ${judged.pid}${auditor.handedDownByService ? " or of this audit" : ""}` };
+  }
+  return { label: NOT_YET, declared: null, source: `the service's declaration could not be read (${judged.environ.error})` };
+}
+
+export function modeCheck(verdict: ModeVerdict, judgedPid: number): Check {
+  const found = { mode: verdict.mode, pid: judgedPid, marker: verdict.marker === undefined ? "unreadable" : verdict.marker, reasons: verdict.reasons };
+  if (verdict.mode === "separated") {
+    return pass("mode", `separated: the service (pid ${judgedPid}) runs as node with SETUID and SETGID only, and an agent uid is configured${verdict.reasons.length ? ` (${verdict.reasons.join("; ")})` : ""}`, found);
+  }
+  if (verdict.mode === "single-uid") return warn("mode", "single-uid: no agent uid is configured; model-directed work runs as node, as today", found, `to separate: ${LAUNCH_FIX}`);
+  return fail("mode", `misconfigured: ${verdict.reasons.join("; ")}`, found, LAUNCH_FIX);
+}
+
+export function boundaryCheck(boundary: Boundary, separated: boolean): Check {
+  const found = { label: boundary.label, declared: boundary.declared, source: boundary.source };
+  if (boundary.declared === true) return pass("boundary", boundary.label, found);
+  return warn("boundary", `${boundary.label}${boundary.source ? ` (${boundary.source})` : ""}`, found, separated ? BOUNDARY_FIX : null);
+}

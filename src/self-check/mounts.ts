@@ -1,0 +1,75 @@
+/*
+ * /proc/self/mountinfo (proc(5)): which filesystems are mounted where, with
+ * which options. Pure parsing; the audit reads the file once.
+ *
+ *   36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue
+ *   (1)(2)(3)   (4)   (5)      (6)       (7)   (8) (9)     (10)        (11)
+ */
+
+export interface Mount {
+  /** Mount point, unescaped. */
+  point: string;
+  /** Per-mount options (field 6): ro/rw, nosuid, nodev, noexec, ... */
+  options: string[];
+  fstype: string;
+  source: string;
+}
+
+/** The kernel escapes space, tab, newline and backslash in paths as \ooo. */
+function unescape(text: string): string {
+  return text.replace(/\\([0-7]{3})/g, (_, digits: string) => String.fromCharCode(Number.parseInt(digits, 8)));
+}
+
+export function parseMountinfo(text: string): Mount[] {
+  const mounts: Mount[] = [];
+  for (const line of text.split("\n")) {
+    if (line.trim() === "") continue;
+    const dash = line.indexOf(" - ");
+    if (dash < 0) continue;
+    const left = line.slice(0, dash).split(" ");
+    const right = line.slice(dash + 3).split(" ");
+    if (left.length < 6 || right.length < 2) continue;
+    mounts.push({ point: unescape(left[4]!), options: left[5]!.split(","), fstype: right[0]!, source: unescape(right[1]!) });
+  }
+  return mounts;
+}
+
+/**
+ * Filesystems that hold no files of the image: the kernel's views and
+ * interfaces. Their entries are not walked for set-user-ID bits.
+ */
+export const PSEUDO_FILESYSTEMS: ReadonlySet<string> = new Set([
+  "proc", "sysfs", "cgroup", "cgroup2", "devpts", "mqueue", "securityfs", "debugfs", "tracefs", "bpf",
+  "fusectl", "configfs", "pstore", "hugetlbfs", "binfmt_misc", "autofs", "nsfs", "efivarfs", "selinuxfs", "rpc_pipefs",
+]);
+
+function within(path: string, dir: string): boolean {
+  return dir === "/" || path === dir || path.startsWith(`${dir}/`);
+}
+
+/** The mount a path lies on: the last-mounted of the longest matching mount points. */
+export function mountOf(mounts: readonly Mount[], path: string): Mount | undefined {
+  let best: Mount | undefined;
+  for (const mount of mounts) {
+    if (!within(path, mount.point)) continue;
+    if (best === undefined || mount.point.length >= best.point.length) best = mount;
+  }
+  return best;
+}
+
+/**
+ * Directories the image walk does not enter: mount points of pseudo
+ * filesystems, plus the fixed `skip` list (the volumes, /proc, /sys), which
+ * are judged by their own checks.
+ */
+export function excludedDirectories(mounts: readonly Mount[], skip: readonly string[]): Set<string> {
+  const excluded = new Set(skip);
+  for (const mount of mounts) {
+    if (PSEUDO_FILESYSTEMS.has(mount.fstype)) excluded.add(mount.point);
+  }
+  return excluded;
+}
+
+export function hasOption(mount: Mount | undefined, option: string): boolean {
+  return mount?.options.includes(option) ?? false;
+}

@@ -1,0 +1,214 @@
+/*
+ * /state against the layout contract of the root entrypoint. The contract is
+ * not restated here: every entry is put to the entrypoint's own rules
+ * (stateRules and stateModes of src/entrypoint/state-layout.ts), and an
+ * entry breaks the contract when its owner, group or mode differs from what
+ * those rules would set, or when the rules refuse it (a device node, a hard
+ * link to another user's file) or could not reach it (another filesystem
+ * mounted inside /state). The agent's home is pruned by the rules, as the
+ * entrypoint never walks it; its top is checked on its own.
+ */
+import { lstatSync } from "node:fs";
+import type { Identities } from "../accounts.ts";
+import { STATE_AGENT_NAME, STATE_DIR, STATE_INSTALL_NAME } from "../constants.ts";
+import { stateModes, stateRules } from "../entrypoint/state-layout.ts";
+import type { EntryView } from "../entrypoint/tree-walk.ts";
+import { Refusal } from "../report.ts";
+import { bounded, cannotRun, type Check, fail, octal, pass, warn } from "./check.ts";
+import type { Mode } from "./mode.ts";
+import { displayPath, walkReadOnly, type WalkedEntry, type WalkProblem } from "./walk.ts";
+
+type StateZone = Parameters<ReturnType<typeof stateRules>>[1];
+
+/** How many offending entries a check lists; `count` says how many there were. */
+export const SHOWN_ENTRIES = 50;
+
+export interface StateViolation {
+  path: string;
+  kind: string;
+  mode: string;
+  uid: number;
+  gid: number;
+  /** What the rules would set; absent when the rules refuse the entry. */
+  want?: { uid: number; gid: number; mode?: string };
+  /** Why the rules refuse or cannot reach it. */
+  reason?: string;
+  /** The entrypoint's own fix for a refused entry. */
+  fix?: string;
+}
+
+export interface StateAudit {
+  root: string;
+  checked: number;
+  /** Outside the release root. */
+  layout: StateViolation[];
+  /** /state/install and below. */
+  release: StateViolation[];
+  releasePresent: boolean;
+  problems: WalkProblem[];
+}
+
+function isName(name: WalkedEntry["name"], wanted: string): boolean {
+  return typeof name === "string" ? name === wanted : name.equals(Buffer.from(wanted));
+}
+
+/** The entrypoint's view of an entry, made lazily: the rules read the name and the path only now and then. */
+class LazyEntryView implements EntryView {
+  readonly #entry: WalkedEntry;
+  constructor(entry: WalkedEntry) {
+    this.#entry = entry;
+  }
+  get path(): string {
+    return displayPath(this.#entry.fsPath);
+  }
+  get name(): Buffer {
+    const name = this.#entry.name;
+    return typeof name === "string" ? Buffer.from(name) : name;
+  }
+  get kind(): WalkedEntry["kind"] {
+    return this.#entry.kind;
+  }
+  get st(): WalkedEntry["st"] {
+    return this.#entry.st;
+  }
+  get depth(): number {
+    return this.#entry.depth;
+  }
+}
+
+function describe(entry: WalkedEntry): Omit<StateViolation, "want" | "reason" | "fix"> {
+  return { path: displayPath(entry.fsPath), kind: entry.kind, mode: octal(entry.st.mode), uid: entry.st.uid, gid: entry.st.gid };
+}
+
+/**
+ * Pure given the entry: what the entrypoint's rules say about it. Returns
+ * the violation (if any) and the zone to descend with (if any).
+ */
+export function judgeStateEntry(
+  rules: ReturnType<typeof stateRules>,
+  entry: WalkedEntry,
+  zone: StateZone,
+): { violation?: StateViolation; descend?: StateZone; pruned?: boolean } {
+  if (entry.otherDevice) {
+    return { violation: { ...describe(entry), reason: "another filesystem is mounted here; the entrypoint does not enter it" } };
+  }
+  let decision;
+  try {
+    decision = rules(new LazyEntryView(entry), zone);
+  } catch (error) {
+    if (error instanceof Refusal) return { violation: { ...describe(entry), reason: error.message, fix: error.fix } };
+    throw error;
+  }
+  if (decision.action === "prune") return { pruned: true };
+  if (decision.action === "skip") return { violation: { ...describe(entry), reason: decision.reason } };
+  const current = entry.st.mode & 0o7777;
+  const uid = decision.uid < 0 ? entry.st.uid : decision.uid;
+  const gid = decision.gid < 0 ? entry.st.gid : decision.gid;
+  // A symlink's own mode means nothing and is never changed (tree-walk.ts).
+  const mode = entry.kind === "symlink" ? undefined : decision.mode ? decision.mode(current) : current;
+  const descend = entry.kind === "directory" ? decision.descend : undefined;
+  if (entry.st.uid !== uid || entry.st.gid !== gid || (mode !== undefined && mode !== current)) {
+    return { violation: { ...describe(entry), want: { uid, gid, ...(mode !== undefined ? { mode: octal(mode) } : {}) } }, descend };
+  }
+  return { descend };
+}
+
+/** Walks /state once, read-only. */
+export function auditState(ids: Identities, root: string = STATE_DIR): StateAudit {
+  const rules = stateRules(ids);
+  const audit: StateAudit = { root, checked: 0, layout: [], release: [], releasePresent: false, problems: [] };
+  audit.checked = walkReadOnly<StateZone>(
+    root,
+    "top",
+    (entry, zone) => {
+      const verdict = judgeStateEntry(rules, entry, zone);
+      const releaseTop = zone === "top" && isName(entry.name, STATE_INSTALL_NAME);
+      if (releaseTop) audit.releasePresent = true;
+      const inRelease = zone === "release" || releaseTop;
+      if (verdict.violation) (inRelease ? audit.release : audit.layout).push(verdict.violation);
+      return verdict.descend;
+    },
+    audit.problems,
+  );
+  return audit;
+}
+
+function line(violation: StateViolation): string {
+  const what = `${violation.path} (${violation.kind} ${violation.mode} ${violation.uid}:${violation.gid}`;
+  if (violation.reason) return `${what}: ${violation.reason})`;
+  const want = violation.want!;
+  return `${what}, want ${want.mode ?? ""}${want.mode ? " " : ""}${want.uid}:${want.gid})`;
+}
+
+function examples(violations: readonly StateViolation[]): string {
+  const shown = violations.slice(0, 3).map(line).join("; ");
+  return violations.length > 3 ? `${shown}; and ${violations.length - 3} more` : shown;
+}
+
+const RESTART_FIX = "restart the container (docker restart CONTAINER): at every separated start the root entrypoint puts /state back under its layout";
+const SINGLE_UID_NOTE = "this body runs single-uid, so the entrypoint has not applied the layout; it does at the first start with the launch flags of ADR 0272";
+
+function refusedFirst(violations: readonly StateViolation[]): string {
+  const refused = violations.find((v) => v.fix !== undefined);
+  return refused ? `${refused.fix}; then ${RESTART_FIX}` : RESTART_FIX;
+}
+
+function unreadable(problems: readonly WalkProblem[]): string[] {
+  return problems.map((p) => `${p.syscall} ${p.path}: ${p.code}`);
+}
+
+/** Pure: state.layout and state.release from one walk. */
+export function stateChecks(audit: StateAudit, mode: Mode): Check[] {
+  const separated = mode !== "single-uid";
+  const releaseRoot = `${audit.root}/${STATE_INSTALL_NAME}`;
+  // A problem with the root itself leaves both unchecked.
+  const inRelease = (p: WalkProblem): boolean => p.path === audit.root || p.path === releaseRoot || p.path.startsWith(`${releaseRoot}/`);
+  const inLayout = (p: WalkProblem): boolean => p.path === audit.root || !inRelease(p);
+  const results: Check[] = [];
+  const groups = [
+    ["state.layout", audit.root, audit.layout, "", unreadable(audit.problems.filter(inLayout))] as const,
+    ["state.release", releaseRoot, audit.release, " of the release root", unreadable(audit.problems.filter(inRelease))] as const,
+  ];
+  for (const [id, where, violations, phrase, problems] of groups) {
+    const found = { root: where, checked: audit.checked, violations: bounded(violations, SHOWN_ENTRIES), unreadable: bounded(problems, SHOWN_ENTRIES) };
+    if (violations.length > 0) {
+      const count = violations.length === 1 ? `1 entry${phrase} breaks` : `${violations.length} entries${phrase} break`;
+      const summary = `${count} the layout contract: ${examples(violations)}`;
+      results.push(separated ? fail(id, summary, found, refusedFirst(violations)) : warn(id, `${summary} (${SINGLE_UID_NOTE})`, found, refusedFirst(violations)));
+    } else if (problems.length > 0) {
+      const summary = `could not read ${problems.length} entr${problems.length === 1 ? "y" : "ies"} under ${audit.root}: ${problems.slice(0, 3).join("; ")}`;
+      results.push(fail(id, summary, found, "run the audit as root (docker exec CONTAINER clankie-separate --self-check), which can read every entry"));
+    } else if (id === "state.release" && !audit.releasePresent) {
+      results.push(warn(id, `no release root at ${where}`, found, "install the release under /state/install (the service's updater does), or ignore this if the service runs the release built into the image"));
+    } else {
+      results.push(pass(id, `${audit.checked} entries checked; every one ${id === "state.release" ? "of the release root " : ""}follows the layout contract`, found));
+    }
+  }
+  return results;
+}
+
+/** /state/agent: a directory of the agent, mode 0700; never walked inside. */
+export function checkAgentHome(ids: Identities, mode: Mode, root: string = STATE_DIR): Check {
+  const id = "state.agent-home";
+  const path = `${root}/${STATE_AGENT_NAME}`;
+  const separated = mode !== "single-uid";
+  let st;
+  try {
+    st = lstatSync(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT" && !separated) {
+      return warn(id, `${path} does not exist (${SINGLE_UID_NOTE})`, { path, exists: false }, null);
+    }
+    return cannotRun(id, path, error, "restart the container: the entrypoint creates it at every separated start", separated ? "fail" : "warn");
+  }
+  const want = { uid: ids.agent.uid, gid: ids.agent.gid, mode: octal(stateModes.agentHome()) };
+  const found = { path, kind: st.isDirectory() ? "directory" : st.isSymbolicLink() ? "symlink" : "other", uid: st.uid, gid: st.gid, mode: octal(st.mode), want };
+  const wrong: string[] = [];
+  if (!st.isDirectory()) wrong.push(`it is a ${found.kind}, not a directory`);
+  if (st.uid !== want.uid || st.gid !== want.gid) wrong.push(`owned by ${st.uid}:${st.gid}, want ${want.uid}:${want.gid} (${ids.agent.name})`);
+  if (octal(st.mode) !== want.mode) wrong.push(`mode ${octal(st.mode)}, want ${want.mode}`);
+  if (wrong.length === 0) return pass(id, `${path} is the agent's (${want.uid}:${want.gid}, ${want.mode})`, found);
+  const summary = `${path}: ${wrong.join("; ")}`;
+  const fix = `remove it (rm -rf ${path}) and restart the container: the entrypoint recreates it empty for ${ids.agent.name}`;
+  return separated ? fail(id, summary, found, fix) : warn(id, `${summary} (${SINGLE_UID_NOTE})`, found, null);
+}

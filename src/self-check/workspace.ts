@@ -1,0 +1,83 @@
+/*
+ * /workspace: its top against the entrypoint's rule (workspaceRules at depth
+ * 0: node:clankie-workspace, group read/write/search, set-group-ID so new
+ * entries inherit the group), and the layout marker the entrypoint writes in
+ * /state once it has walked the tree. The tree itself is not walked: it is
+ * the agent's to change, and the marker records that the entrypoint walked it.
+ */
+import { lstatSync, readFileSync, type Stats } from "node:fs";
+import type { Identities } from "../accounts.ts";
+import { WORKSPACE_DIR, WORKSPACE_GROUP, WORKSPACE_LAYOUT_VERSION } from "../constants.ts";
+import { parseMarker, WORKSPACE_MARKER, workspaceRules } from "../entrypoint/workspace-layout.ts";
+import { kindOf } from "../entrypoint/tree-walk.ts";
+import { type Check, cannotRun, fail, octal, pass, warn } from "./check.ts";
+import type { Mode } from "./mode.ts";
+
+const RESTART_FIX = "restart the container (docker restart CONTAINER): the root entrypoint gives /workspace its group and walks it again when the marker is stale";
+const SINGLE_UID_NOTE = "this body runs single-uid; the entrypoint applies it at the first start with the launch flags of ADR 0272";
+
+/** Pure: the top of /workspace against the depth-0 rule. */
+export function judgeWorkspaceTop(ids: Identities, top: Stats, stateDev: number, mode: Mode): Check {
+  const id = "workspace.top";
+  const decision = workspaceRules(ids, stateDev)({ path: WORKSPACE_DIR, name: Buffer.from(WORKSPACE_DIR), kind: kindOf(top), st: top, depth: 0 });
+  const current = top.mode & 0o7777;
+  const found: Record<string, unknown> = { path: WORKSPACE_DIR, kind: kindOf(top), uid: top.uid, gid: top.gid, mode: octal(current) };
+  if (decision.action !== "fix") return fail(id, `${WORKSPACE_DIR}: the entrypoint's rule does not apply`, found, RESTART_FIX);
+  const want = { uid: decision.uid, gid: decision.gid, mode: octal(decision.mode ? decision.mode(current) : current) };
+  found.want = want;
+  const wrong: string[] = [];
+  if (!top.isDirectory()) wrong.push(`it is a ${kindOf(top)}, not a directory`);
+  if (top.uid !== want.uid) wrong.push(`owner ${top.uid}, want ${want.uid} (${ids.service.name})`);
+  if (top.gid !== want.gid) wrong.push(`group ${top.gid}, want ${want.gid} (${WORKSPACE_GROUP})`);
+  if (octal(current) !== want.mode) wrong.push(`mode ${octal(current)}, want ${want.mode} (group rwx and set-group-ID)`);
+  if (wrong.length === 0) return pass(id, `${WORKSPACE_DIR} is ${ids.service.name}:${WORKSPACE_GROUP} ${want.mode}: shared with the agent, new entries inherit the group`, found);
+  const summary = `${WORKSPACE_DIR}: ${wrong.join("; ")}`;
+  return mode === "single-uid" ? warn(id, `${summary} (${SINGLE_UID_NOTE})`, found, null) : fail(id, summary, found, RESTART_FIX);
+}
+
+/** Pure: the marker's text (or why it could not be read) against the layout version and the volume's identity. */
+export function judgeWorkspaceMarker(marker: { text: string } | { error: string }, top: Stats, mode: Mode): Check {
+  const id = "workspace.marker";
+  const found: Record<string, unknown> = { path: WORKSPACE_MARKER, wantVersion: WORKSPACE_LAYOUT_VERSION, workspace: { dev: top.dev, ino: top.ino } };
+  const separated = mode !== "single-uid";
+  const complain = (summary: string, fix: string | null): Check =>
+    separated ? fail(id, summary, found, fix ?? RESTART_FIX) : warn(id, `${summary} (${SINGLE_UID_NOTE})`, found, fix);
+  if ("error" in marker) {
+    found.error = marker.error;
+    return complain(`no readable layout marker: ${marker.error}`, null);
+  }
+  const parsed = parseMarker(marker.text);
+  if (!parsed) {
+    found.text = marker.text.slice(0, 200);
+    return complain(`the layout marker is malformed`, null);
+  }
+  found.marker = parsed;
+  if (parsed.version !== WORKSPACE_LAYOUT_VERSION) return complain(`layout marker version ${parsed.version}, want ${WORKSPACE_LAYOUT_VERSION}`, null);
+  if (parsed.dev !== top.dev || parsed.ino !== top.ino) {
+    return complain(`the layout marker names another volume (dev ${parsed.dev} ino ${parsed.ino}; /workspace is dev ${top.dev} ino ${top.ino})`, null);
+  }
+  return pass(id, `layout marker version ${parsed.version} names this /workspace volume: the entrypoint walked it`, found);
+}
+
+function readMarker(): { text: string } | { error: string } {
+  try {
+    const st = lstatSync(WORKSPACE_MARKER);
+    if (!st.isFile()) return { error: `${WORKSPACE_MARKER} is a ${kindOf(st)}` };
+    if (st.size > 256) return { error: `${WORKSPACE_MARKER} is ${st.size} bytes` };
+    return { text: readFileSync(WORKSPACE_MARKER, "latin1") };
+  } catch (error) {
+    return { error: `read ${WORKSPACE_MARKER}: ${(error as NodeJS.ErrnoException).code ?? String(error)}` };
+  }
+}
+
+export function workspaceChecks(ids: Identities, stateDev: number | undefined, mode: Mode): Check[] {
+  let top: Stats;
+  try {
+    top = lstatSync(WORKSPACE_DIR);
+  } catch (error) {
+    const status = mode === "single-uid" ? "warn" : "fail";
+    const fix = `mount a volume at ${WORKSPACE_DIR}`;
+    return [cannotRun("workspace.top", WORKSPACE_DIR, error, fix, status), cannotRun("workspace.marker", "the layout marker", error, fix, status)];
+  }
+  return [judgeWorkspaceTop(ids, top, stateDev ?? -1, mode), judgeWorkspaceMarker(readMarker(), top, mode)];
+}

@@ -1,0 +1,559 @@
+/*
+ * clankie-separate --self-check in the launch sandbox, black-box: the built
+ * executable, run the three ways the issue names:
+ *
+ *   - by the service, as its child (doctor): the stand-in service is `sh -c`
+ *     or a node script that starts the audit through systemExec;
+ *   - by root and by node from outside the service's tree, as `docker exec`
+ *     does (nsenter into the running sandbox: root with the launch's six
+ *     capabilities, node with none and without NoNewPrivs, moby#37667);
+ *   - as the only process of a legacy single-uid body.
+ *
+ * For each check a passing case and a failing case: the fault is planted
+ * (by the service, by the launcher, or by a bind mount standing in for the
+ * image) and the exact set of failing check ids is compared, with the fix.
+ *
+ * The sandbox's /usr and /etc are the host's. The image of ADR 0272 strips
+ * every set-user-ID bit and file capability; the host has some, so every
+ * launch here binds a plain file over each of them, and an empty tmpfs over
+ * each host directory that node cannot read (as the image has none).
+ */
+import { spawnSync, type SpawnSyncReturns } from "node:child_process";
+import { chmodSync, chownSync, copyFileSync, linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { Body, DEFAULT_GROUP, haveBubblewrap, IDS, ROOT_CAPS, SANDBOX_FIXTURES, SANDBOX_NODE, SANDBOX_REPO, SYSTEM_PATH } from "../helpers/sandbox.ts";
+import { DIST, REPO } from "../helpers/paths.ts";
+import { IS_ROOT, rootTest } from "../helpers/privilege.ts";
+
+const AUDIT = "/usr/local/sbin/clankie-separate";
+const SelfCheck = suite("self-check");
+
+/* ---------------------------------------------------------------- setup -- */
+
+const scratch = mkdtempSync(join(tmpdir(), "clankie-selfcheck-"));
+const PLAIN = join(scratch, "plain");
+writeFileSync(PLAIN, "not a program\n", { mode: 0o644 });
+
+function lines(command: string, args: string[]): string[] {
+  const result = spawnSync(command, args, { encoding: "utf8", maxBuffer: 64 << 20 });
+  return (result.stdout ?? "").split("\n").filter((line) => line !== "");
+}
+
+/** bwrap arguments that make the host's /usr and /etc look like the stripped image. */
+function imageMasks(): string[] {
+  if (!IS_ROOT) return [];
+  const privileged = lines("find", ["/usr", "/etc", "-xdev", "-type", "f", "-perm", "/6000"]);
+  const capped = lines("getcap", ["-r", "/usr", "/etc"]).map((line) => line.split(" ")[0]!);
+  const sealed = lines("find", ["/usr", "/etc", "-xdev", "-type", "d", "!", "-perm", "-o=rx"]);
+  return [...[...new Set([...privileged, ...capped])].flatMap((path) => ["--ro-bind", PLAIN, path]), ...sealed.flatMap((dir) => ["--tmpfs", dir])];
+}
+const MASKS = imageMasks();
+
+interface Audit {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+  doc: Doc;
+}
+interface CheckDoc {
+  id: string;
+  status: "pass" | "warn" | "fail";
+  summary: string;
+  found: Record<string, any>;
+  fix: string | null;
+}
+interface Doc {
+  ok: boolean;
+  mode: string;
+  boundary: { label: string; declared: boolean | null; source: string | null };
+  judged: { pid: number; name: string; uid: number; reason: string };
+  auditor: { pid: number; uid: number; capabilities: string[]; noNewPrivs: number; relation: string };
+  counts: Record<string, number>;
+  checks: CheckDoc[];
+}
+
+function parse(result: SpawnSyncReturns<string>): Audit {
+  let doc: Doc;
+  try {
+    doc = JSON.parse(result.stdout) as Doc;
+  } catch {
+    throw new Error(`no JSON document (exit ${result.status}):\n${result.stdout}\n${result.stderr}`);
+  }
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr, doc };
+}
+
+function check(audit: Audit, id: string): CheckDoc {
+  const found = audit.doc.checks.find((c) => c.id === id);
+  if (!found) throw new Error(`no check ${id} in ${audit.doc.checks.map((c) => c.id).join(", ")}`);
+  return found;
+}
+
+function withStatus(audit: Audit, status: string): string[] {
+  return audit.doc.checks.filter((c) => c.status === status).map((c) => c.id).sort();
+}
+
+const KERNEL_WARNINGS = [
+  ["kernel.legacy-tiocsti", "/proc/sys/dev/tty/legacy_tiocsti", "0"],
+  ["kernel.protected-hardlinks", "/proc/sys/fs/protected_hardlinks", "1"],
+  ["kernel.protected-symlinks", "/proc/sys/fs/protected_symlinks", "1"],
+]
+  .filter(([, path, good]) => {
+    try {
+      return readFileSync(path!, "latin1").trim() !== good;
+    } catch {
+      return true;
+    }
+  })
+  .map(([id]) => id!);
+
+/** The warnings every healthy separated body in this sandbox has: what the sandbox cannot change. */
+const SANDBOX_WARNINGS = ["boundary", "image.mounts", ...KERNEL_WARNINGS];
+
+function assertFailing(audit: Audit, expected: string[]): void {
+  assert.equal(withStatus(audit, "fail"), [...expected].sort(), `failing checks; document:\n${audit.stdout}\n${audit.stderr}`);
+  for (const id of expected) {
+    const fix = check(audit, id).fix;
+    assert.ok(typeof fix === "string" && fix.length > 10, `${id} has a fix`);
+  }
+  assert.is(audit.status, expected.length > 0 ? 1 : 0, "exit code");
+  assert.is(audit.doc.ok, expected.length === 0);
+}
+
+/** A body whose volumes node owns and whose state a previous single-uid run seeded, as today's bodies are. */
+function seededBody(options: { group?: string } = {}): Body {
+  const body = new Body(options);
+  chownSync(body.state, IDS.service, IDS.service);
+  chownSync(body.workspace, IDS.service, IDS.service);
+  const seeded = body.run({ as: "node", command: ["--", SANDBOX_NODE, `${SANDBOX_FIXTURES}/stand-in-service.mjs`, "seed"], extra: MASKS });
+  assert.is(seeded.status, 0, seeded.stderr);
+  return body;
+}
+
+/** The stand-in service is `sh -c`: it plants `plant` as node, then runs the audit as its child. */
+function shDoctor(body: Body, plant: string, args: string[], options: { extra?: string[]; env?: Record<string, string> } = {}): SpawnSyncReturns<string> {
+  const script = `set -e\n${plant}\nset +e\n${AUDIT} --self-check "$@"\nexit $?`;
+  return body.run({ command: ["--", "/bin/sh", "-c", script, "doctor", ...args], extra: [...MASKS, ...(options.extra ?? [])], env: options.env });
+}
+
+/** The stand-in service is node, starting the audit through the package's systemExec as the real service does. */
+const NODE_DOCTOR = `
+import { systemExec } from "${SANDBOX_REPO}/dist/lib/system-exec.js";
+if (process.env.DOCTOR_GROUPS) process.setgroups(process.env.DOCTOR_GROUPS.split(",").map(Number));
+if (process.env.DOCTOR_DECLARE) process.env.CLANKIE_BOUNDARY = "complete";
+const r = await systemExec("${AUDIT}", process.argv.slice(1), { reject: false, pass: ["CLANKIE_BOUNDARY"] });
+process.stdout.write(r.stdout);
+process.stderr.write(r.stderr);
+process.exitCode = r.exitCode;
+`;
+
+function nodeDoctor(body: Body, args: string[], env: Record<string, string> = {}): SpawnSyncReturns<string> {
+  return body.run({ command: ["--", SANDBOX_NODE, "--input-type=module", "-e", NODE_DOCTOR, "--", "--self-check", ...args], extra: MASKS, env });
+}
+
+/** A running separated body (the stand-in service serving), to `docker exec` into. */
+interface Running {
+  pid1: number;
+  stop(): void;
+}
+
+async function startBody(body: Body): Promise<Running> {
+  const child = body.start({ command: ["--", SANDBOX_NODE, `${SANDBOX_FIXTURES}/stand-in-service.mjs`, "serve"], extra: MASKS });
+  let stderr = "";
+  child.stderr!.on("data", (chunk) => (stderr += chunk));
+  const deadline = Date.now() + 30_000;
+  while (!stderr.includes("listening")) {
+    if (Date.now() > deadline || child.exitCode !== null) throw new Error(`the body did not start: ${stderr}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  const pid1 = Number(readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, "utf8").trim().split(/\s+/)[0]);
+  return {
+    pid1,
+    stop() {
+      // The sandbox's init changed credentials, which clears bwrap's parent-death signal: end its pid namespace.
+      try {
+        process.kill(pid1, "SIGKILL");
+      } catch {
+        /* already gone */
+      }
+      child.kill("SIGKILL");
+    },
+  };
+}
+
+/** What `docker exec [--user node]` does: a process in the body's namespaces that is not in the service's tree. */
+function execInto(running: Running, as: "root" | "node", argv: string[], env: Record<string, string> = {}): SpawnSyncReturns<string> {
+  const bounding = `--bounding-set=-all${ROOT_CAPS.map((c) => `,+${c}`).join("")}`;
+  const shape =
+    as === "root"
+      ? ["--inh-caps=-all", "--ambient-caps=-all", bounding, "--no-new-privs"]
+      : [`--reuid=${IDS.service}`, `--regid=${IDS.service}`, "--init-groups", "--inh-caps=-all", "--ambient-caps=-all", bounding];
+  return spawnSync("nsenter", ["-t", String(running.pid1), "-m", "-p", "-i", "--wd=/", "--", "/usr/bin/setpriv", ...shape, "--", ...argv], {
+    encoding: "utf8",
+    env: { PATH: SYSTEM_PATH, HOME: as === "root" ? "/root" : "/home/node", ...env },
+    timeout: 60_000,
+    maxBuffer: 32 << 20,
+  });
+}
+
+/* ---------------------------------------------- a tiny JSON Schema check -- */
+
+const SCHEMA = JSON.parse(readFileSync(join(REPO, "docs/self-check.schema.json"), "utf8"));
+
+/** The subset of draft 2020-12 the published schema uses: type, const, enum, required, properties, items, $ref, minimum, pattern. */
+function validate(value: unknown, schema: any, path = "$"): string[] {
+  if (schema.$ref) return validate(value, SCHEMA.$defs[schema.$ref.replace("#/$defs/", "")], path);
+  const errors: string[] = [];
+  const typeOf = (v: unknown): string => (v === null ? "null" : Array.isArray(v) ? "array" : Number.isInteger(v) ? "integer" : typeof v);
+  if (schema.type) {
+    const types: string[] = Array.isArray(schema.type) ? schema.type : [schema.type];
+    const actual = typeOf(value);
+    if (!types.includes(actual) && !(actual === "integer" && types.includes("number"))) return [`${path}: ${actual}, want ${types.join("|")}`];
+  }
+  if ("const" in schema && value !== schema.const) errors.push(`${path}: ${JSON.stringify(value)}, want ${schema.const}`);
+  if (schema.enum && !schema.enum.includes(value)) errors.push(`${path}: ${JSON.stringify(value)} not in ${schema.enum.join(",")}`);
+  if (schema.minimum !== undefined && typeof value === "number" && value < schema.minimum) errors.push(`${path}: below ${schema.minimum}`);
+  if (schema.pattern && typeof value === "string" && !new RegExp(schema.pattern, "u").test(value)) errors.push(`${path}: ${value} does not match ${schema.pattern}`);
+  if (value && typeof value === "object" && !Array.isArray(value)) {
+    for (const key of schema.required ?? []) if (!(key in value)) errors.push(`${path}: no ${key}`);
+    for (const [key, sub] of Object.entries(schema.properties ?? {})) {
+      if (key in value) errors.push(...validate((value as Record<string, unknown>)[key], sub, `${path}.${key}`));
+    }
+  }
+  if (Array.isArray(value) && schema.items) value.forEach((item, i) => errors.push(...validate(item, schema.items, `${path}[${i}]`)));
+  return errors;
+}
+
+/* ---------------------------------------------------------------- tests -- */
+
+if (!haveBubblewrap()) process.stderr.write("SKIPPED: bubblewrap is not installed\n");
+
+rootTest(SelfCheck, "doctor on a healthy separated body: every check passes but the sandbox's warnings; exit 0; the document follows the schema", () => {
+  const body = seededBody();
+  try {
+    const audit = parse(shDoctor(body, ":", ["--json"]));
+    assertFailing(audit, []);
+    assert.equal(withStatus(audit, "warn"), [...SANDBOX_WARNINGS].sort(), audit.stdout);
+    assert.equal(validate(audit.doc, SCHEMA), []);
+    assert.is(audit.doc.mode, "separated");
+    assert.is(audit.doc.boundary.label, "not a boundary yet: workers still run as node");
+    assert.is(audit.doc.boundary.declared, false);
+    // It judged the service (the sh under tini), not itself, and says so.
+    assert.is(audit.doc.judged.name, "sh");
+    assert.is(audit.doc.judged.uid, IDS.service);
+    assert.is(audit.doc.auditor.relation, "descendant");
+    assert.equal(check(audit, "process.capabilities").found.sets.CapAmb, { mask: "0x00000000000000c0", names: ["SETGID", "SETUID"] });
+    assert.ok(check(audit, "state.layout").found.checked >= 10);
+    assert.is(check(audit, "image.bundle").found.sha256, readFileSync(join(DIST, "SHA256SUMS"), "utf8").split(/\s+/)[0]);
+    for (const [id, path] of [["kernel.legacy-tiocsti", "/proc/sys/dev/tty/legacy_tiocsti"], ["kernel.protected-symlinks", "/proc/sys/fs/protected_symlinks"]]) {
+      assert.is(check(audit, id!).found.value, readFileSync(path!, "latin1").trim());
+    }
+  } finally {
+    body.cleanup();
+  }
+});
+
+rootTest(SelfCheck, "text form: one line per check, failures first with their fix, then the verdict", () => {
+  const body = seededBody();
+  try {
+    const result = shDoctor(body, "touch /state/planted; chmod 0664 /state/planted", []);
+    assert.is(result.status, 1);
+    const out = result.stdout.trimEnd().split("\n");
+    assert.is(out.length, 24, result.stdout); // 23 checks without --probe, and the verdict
+    assert.match(out[0]!, /^FAIL state\.layout: 1 entry breaks the layout contract: \/state\/planted \(file 0664 1000:1000, want 0600 1000:1000\); fix: restart the container/);
+    const statuses = out.slice(0, -1).map((line) => line.split(" ")[0]);
+    assert.equal(statuses, [...statuses].sort((a, b) => ["FAIL", "WARN", "PASS"].indexOf(a!) - ["FAIL", "WARN", "PASS"].indexOf(b!)));
+    assert.match(out.at(-1)!, /^verdict: FAILED: 1 failed, \d+ warnings, \d+ passed; separated; not a boundary yet: workers still run as node; judged pid \d+ \(sh, uid 1000\)/);
+  } finally {
+    body.cleanup();
+  }
+});
+
+rootTest(SelfCheck, "faults the service can plant in /state, /workspace and its own processes fail exactly their checks", () => {
+  const body = seededBody();
+  try {
+    const plant = [
+      // state.layout: 60 group-writable files (output bounded to 50, with the count)
+      "for i in $(seq 1 60); do touch /state/group-writable-$i; chmod 0660 /state/group-writable-$i; done",
+      // state.release: a release file anyone may write
+      "chmod 0666 /state/install/current/server.js",
+      // state.agent-home: the agent's home replaced by one of the service's
+      "mv /state/agent /state/agent.old; mkdir -m 0700 /state/agent",
+      // workspace.top: set-group-ID removed
+      "chmod g-s /workspace",
+      // workspace.marker: removed
+      "rm /state/.clankie-separate/workspace-layout",
+      // processes.workspace-exe: the service runs a program from /workspace
+      "cp /usr/bin/sleep /workspace/sleeper; /workspace/sleeper 30 &",
+    ].join("\n");
+    const audit = parse(shDoctor(body, plant, ["--json"]));
+    assertFailing(audit, ["state.layout", "state.release", "state.agent-home", "workspace.top", "workspace.marker", "processes.workspace-exe"]);
+    const layout = check(audit, "state.layout").found.violations;
+    assert.is(layout.count, 61, "60 planted files and /state/agent.old");
+    assert.is(layout.shown.length, 50);
+    assert.ok(layout.shown.some((v: any) => v.path === "/state/group-writable-1" && v.mode === "0660" && v.want.mode === "0600"));
+    assert.equal(check(audit, "state.release").found.violations.shown, [{ path: "/state/install/current/server.js", kind: "file", mode: "0666", uid: 1000, gid: 1000, want: { uid: 1000, gid: 1000, mode: "0644" } }]);
+    assert.match(check(audit, "state.agent-home").summary, /owned by 1000:1000, want 1001:1001/);
+    assert.match(check(audit, "workspace.top").summary, /mode 0775, want 2775/);
+    assert.match(check(audit, "workspace.marker").summary, /no readable layout marker: read \/state\/\.clankie-separate\/workspace-layout: ENOENT/);
+    assert.is(check(audit, "processes.workspace-exe").found.underWorkspace.shown[0].exe, "/workspace/sleeper");
+  } finally {
+    body.cleanup();
+  }
+});
+
+rootTest(SelfCheck, "image faults fail exactly their checks: a group-writable executable, a wrong bundle hash, a foreign tool, a set-user-ID file and a file capability in bind-mounted dirs", () => {
+  const body = seededBody();
+  const sbin = join(scratch, "sbin");
+  const tools = join(scratch, "tools");
+  const prlimit = join(scratch, "prlimit");
+  try {
+    mkdirSync(sbin, { mode: 0o755 });
+    copyFileSync(join(DIST, "clankie-separate"), join(sbin, "clankie-separate"));
+    chmodSync(join(sbin, "clankie-separate"), 0o775);
+    linkSync(join(sbin, "clankie-separate"), join(sbin, "clankie-agent-exec"));
+    writeFileSync(join(sbin, "SHA256SUMS"), `${"0".repeat(64)}  bundle.cjs\n`, { mode: 0o644 });
+    mkdirSync(tools, { mode: 0o755 });
+    copyFileSync("/usr/bin/true", join(tools, "escalate"));
+    chmodSync(join(tools, "escalate"), 0o4755);
+    copyFileSync("/usr/bin/true", join(tools, "raw"));
+    chmodSync(join(tools, "raw"), 0o755);
+    const setcap = spawnSync("setcap", ["cap_net_raw+ep", join(tools, "raw")], { encoding: "utf8" });
+    assert.is(setcap.status, 0, `setcap: ${setcap.stderr}`);
+    copyFileSync("/usr/bin/prlimit", prlimit);
+    chownSync(prlimit, IDS.service, IDS.service);
+    chmodSync(prlimit, 0o755);
+    const extra = ["--ro-bind", sbin, "/usr/local/sbin", "--ro-bind", tools, "/opt/tools", "--ro-bind", prlimit, "/usr/bin/prlimit"];
+    const audit = parse(shDoctor(body, ":", ["--json"], { extra }));
+    assertFailing(audit, ["image.executable", "image.bundle", "image.tools", "image.setuid", "image.file-capabilities"]);
+    assert.match(check(audit, "image.executable").summary, /\/usr\/local\/sbin\/clankie-separate is writable by group or other \(mode 775\)/);
+    assert.is(check(audit, "image.bundle").found.expected, "0".repeat(64));
+    assert.is(check(audit, "image.bundle").found.sha256, readFileSync(join(DIST, "SHA256SUMS"), "utf8").split(/\s+/)[0]);
+    assert.match(check(audit, "image.tools").summary, /\/usr\/bin\/prlimit is owned by uid 1000, not 0/);
+    assert.equal(check(audit, "image.setuid").found.files.shown, [{ path: "/opt/tools/escalate", mode: "4755", uid: 0, gid: 0, bits: ["setuid"], mount: "/opt/tools", nosuid: true }]);
+    const capped = check(audit, "image.file-capabilities").found.files.shown;
+    assert.is(capped.length, 1);
+    assert.is(capped[0].path, "/opt/tools/raw");
+    assert.equal(capped[0].permitted, ["NET_RAW"]);
+    assert.is(capped[0].effective, true);
+  } finally {
+    body.cleanup();
+    rmSync(sbin, { recursive: true, force: true });
+    rmSync(tools, { recursive: true, force: true });
+    rmSync(prlimit, { force: true });
+  }
+});
+
+rootTest(SelfCheck, "image.mounts passes with a read-only / (it only ever warns)", () => {
+  const body = seededBody();
+  try {
+    const audit = parse(shDoctor(body, ":", ["--json"], { extra: ["--remount-ro", "/"] }));
+    assertFailing(audit, []);
+    assert.is(check(audit, "image.mounts").status, "pass", check(audit, "image.mounts").summary);
+  } finally {
+    body.cleanup();
+  }
+});
+
+rootTest(SelfCheck, "node doctor through systemExec: --probe verifies from inside the agent; the service's declaration turns the label into a boundary", () => {
+  const body = seededBody();
+  try {
+    const audit = parse(nodeDoctor(body, ["--json", "--probe"], { DOCTOR_DECLARE: "1" }));
+    assertFailing(audit, []);
+    const probes = ["probe", "probe.identity", "probe.capabilities", "probe.no-new-privs", "probe.write-state", "probe.read-credentials", "probe.signal-service", "probe.setpriv-node"];
+    for (const id of probes) assert.is(check(audit, id).status, "pass", `${id}: ${check(audit, id).summary}`);
+    assert.equal(check(audit, "probe.identity").found.uids, [IDS.agent, IDS.agent, IDS.agent, IDS.agent]);
+    assert.match(check(audit, "probe.read-credentials").summary, /EACCES/);
+    assert.match(check(audit, "probe.signal-service").summary, new RegExp(`kill\\(${audit.doc.judged.pid}, 0\\): EPERM`));
+    assert.match(check(audit, "probe.setpriv-node").summary, /Operation not permitted/);
+    assert.is(check(audit, "boundary").status, "pass");
+    assert.is(audit.doc.boundary.declared, true);
+    assert.match(audit.doc.boundary.source!, /handed to this audit by the service/);
+    assert.equal(withStatus(audit, "warn"), SANDBOX_WARNINGS.filter((id) => id !== "boundary").sort());
+  } finally {
+    body.cleanup();
+  }
+});
+
+rootTest(SelfCheck, "--probe fails the attempt that succeeds: credentials readable by the agent", () => {
+  const body = seededBody();
+  try {
+    const audit = parse(shDoctor(body, "chmod 0644 /state/credentials.json", ["--json", "--probe"]));
+    assertFailing(audit, ["state.layout", "probe.read-credentials"]);
+    assert.match(check(audit, "probe.read-credentials").summary, /^the agent CAN read the credentials: open \/state\/credentials\.json: opened/);
+    assert.is(check(audit, "probe.write-state").status, "pass");
+  } finally {
+    body.cleanup();
+  }
+});
+
+rootTest(SelfCheck, "process.ids fails when the service's groups differ from node's", () => {
+  const body = seededBody();
+  try {
+    const audit = parse(nodeDoctor(body, ["--json"], { DOCTOR_GROUPS: String(IDS.service) }));
+    assertFailing(audit, ["process.ids"]);
+    assert.match(check(audit, "process.ids").summary, /groups 1000 \(want 1000,1002\)/);
+  } finally {
+    body.cleanup();
+  }
+});
+
+rootTest(SelfCheck, "a service that lost its capabilities is misconfigured: mode and process.capabilities fail", () => {
+  const body = seededBody();
+  try {
+    const script = `${AUDIT} --self-check --json; exit $?`;
+    const result = body.run({ command: ["--", "/usr/bin/setpriv", "--inh-caps=-all", "--ambient-caps=-all", "--", "/bin/sh", "-c", script], extra: MASKS });
+    const audit = parse(result);
+    assertFailing(audit, ["mode", "process.capabilities"]);
+    assert.is(audit.doc.mode, "misconfigured");
+    assert.match(check(audit, "mode").summary, /CapInh, CapPrm, CapEff, CapAmb not exactly SETUID and SETGID/);
+    assert.is(audit.doc.boundary.label, "no boundary: the separation is misconfigured");
+  } finally {
+    body.cleanup();
+  }
+});
+
+rootTest(SelfCheck, "legacy single-uid body: mode single-uid (a warning), exit 0", () => {
+  const body = seededBody();
+  try {
+    const audit = parse(body.run({ as: "node", command: ["--", AUDIT, "--self-check", "--json", "--probe"], extra: MASKS }));
+    assertFailing(audit, []);
+    assert.is(audit.doc.mode, "single-uid");
+    assert.match(check(audit, "mode").summary, /no agent uid is configured/);
+    assert.is(audit.doc.boundary.label, "no boundary: single-uid body, no agent uid is configured");
+    assert.is(audit.doc.judged.pid, 1);
+    assert.is(audit.doc.auditor.relation, "self");
+    assert.is(check(audit, "probe").status, "warn");
+    // The layout is the entrypoint's to apply: not applied here, reported, not failed.
+    assert.is(check(audit, "state.layout").status, "warn");
+    assert.is(check(audit, "workspace.top").status, "warn");
+  } finally {
+    body.cleanup();
+  }
+});
+
+rootTest(SelfCheck, "a forged CLANKIE_SEPARATION in a single-uid launch is misconfigured", () => {
+  const body = seededBody();
+  try {
+    const audit = parse(body.run({ as: "node", command: ["--", AUDIT, "--self-check", "--json"], extra: MASKS, env: { CLANKIE_SEPARATION: "1" } }));
+    assert.is(audit.doc.mode, "misconfigured");
+    assert.ok(withStatus(audit, "fail").includes("mode"));
+    assert.is(audit.status, 1);
+  } finally {
+    body.cleanup();
+  }
+});
+
+rootTest(SelfCheck, "environment: LD_PRELOAD fails a legacy body; the entrypoint drops it from a separated one", () => {
+  const body = seededBody();
+  try {
+    const env = { LD_PRELOAD: "/nonexistent/preload.so", NODE_OPTIONS: "--require /nonexistent.js" };
+    const legacy = parse(body.run({ as: "node", command: ["--", AUDIT, "--self-check", "--json"], extra: MASKS, env }));
+    assertFailing(legacy, ["environment"]);
+    assert.equal(check(legacy, "environment").found.self, ["LD_PRELOAD", "NODE_OPTIONS"]);
+    const separated = parse(shDoctor(body, ":", ["--json"], { env }));
+    assertFailing(separated, []);
+    assert.equal(check(separated, "environment").found.service.variables, []);
+  } finally {
+    body.cleanup();
+  }
+});
+
+rootTest(SelfCheck, "accounts: a missing clankie-workspace group fails, and what depends on it cannot run (never passes)", () => {
+  const body = seededBody({ group: DEFAULT_GROUP.replace(/^clankie-workspace:.*\n/m, "") });
+  try {
+    const audit = parse(body.run({ as: "node", command: ["--", AUDIT, "--self-check", "--json"], extra: MASKS }));
+    assertFailing(audit, ["accounts", "state.layout", "state.release", "state.agent-home", "workspace.top", "workspace.marker"]);
+    assert.is(check(audit, "accounts").summary, "group clankie-workspace is missing from /etc/group");
+    assert.match(check(audit, "accounts").fix!, /rebuild the image/);
+    assert.match(check(audit, "state.layout").summary, /could not check \/state: the users and groups of ADR 0272 are not all defined/);
+  } finally {
+    body.cleanup();
+  }
+});
+
+rootTest(SelfCheck, "docker exec as root and as node judge the service, not themselves", async () => {
+  const body = seededBody();
+  const running = await startBody(body);
+  try {
+    const root = parse(execInto(running, "root", [AUDIT, "--self-check", "--json", "--probe"]));
+    assert.is(root.doc.mode, "separated");
+    assert.is(root.doc.judged.name, "MainThread"); // node's main thread: the stand-in service under tini
+    assert.is(root.doc.auditor.uid, 0);
+    assert.is(root.doc.auditor.relation, "outside");
+    // The service's environment is not readable without CAP_SYS_PTRACE: said, never passed.
+    assert.is(root.doc.boundary.declared, null);
+    assert.is(check(root, "environment").status, "warn");
+    assert.is(check(root, "processes.workspace-exe").status, "warn");
+    assert.is(check(root, "processes.root").status, "pass");
+    assertFailing(root, ["probe"]);
+    assert.match(check(root, "probe").summary, /this audit runs as uid 0,0,0,0, not the service uid 1000/);
+    assert.match(check(root, "probe").fix!, /moby#37667/);
+
+    const node = parse(execInto(running, "node", [AUDIT, "--self-check", "--json"]));
+    assert.is(node.doc.mode, "separated");
+    assert.is(node.doc.judged.pid, root.doc.judged.pid);
+    assert.equal(node.doc.auditor.capabilities, []);
+    assert.is(node.doc.auditor.noNewPrivs, 0);
+    assert.is(check(node, "process.capabilities").status, "pass", "the body is judged by the service's capabilities, not the exec's");
+    assertFailing(node, []);
+  } finally {
+    running.stop();
+    body.cleanup();
+  }
+});
+
+rootTest(SelfCheck, "processes.root fails while a root process outlives startup", async () => {
+  const body = seededBody();
+  const running = await startBody(body);
+  const sleeper = spawnSync("sh", ["-c", `nsenter -t ${running.pid1} -m -p -i --wd=/ -- /usr/bin/setpriv --no-new-privs -- /usr/bin/sleep 60 >/dev/null 2>&1 & echo $!`], { encoding: "utf8" });
+  try {
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const audit = parse(execInto(running, "node", [AUDIT, "--self-check", "--json"]));
+    assertFailing(audit, ["processes.root"]);
+    assert.ok(check(audit, "processes.root").found.processes.shown.some((p: any) => p.name === "sleep"), check(audit, "processes.root").summary);
+  } finally {
+    running.stop();
+    try {
+      process.kill(Number(sleeper.stdout.trim()), "SIGKILL");
+    } catch {
+      /* ended with the namespace */
+    }
+    body.cleanup();
+  }
+});
+
+rootTest(SelfCheck, "a directory the doctor cannot read is a failure, never a pass; root reads it", async () => {
+  const body = seededBody();
+  try {
+    const doctor = parse(shDoctor(body, "mkdir -m 0700 /state/sealed; touch /state/sealed/inside; chmod 0 /state/sealed", ["--json"]));
+    assertFailing(doctor, ["state.layout"]);
+    assert.match(check(doctor, "state.layout").summary, /could not read 1 entry under \/state: readdir \/state\/sealed: EACCES/);
+    const running = await startBody(body);
+    try {
+      const root = parse(execInto(running, "root", [AUDIT, "--self-check", "--json"]));
+      assert.is(check(root, "state.layout").status, "pass", check(root, "state.layout").summary);
+    } finally {
+      running.stop();
+    }
+  } finally {
+    body.cleanup();
+  }
+});
+
+rootTest(SelfCheck, "a bad option is a usage error: exit 64, one line", () => {
+  const body = seededBody();
+  try {
+    const result = shDoctor(body, ":", ["--bogus"]);
+    assert.is(result.status, 64);
+    assert.is(result.stdout, "");
+    assert.match(result.stderr, /^clankie-separate: unknown --self-check option "--bogus"; use --json and --probe only \(see clankie-separate --help\)$/m);
+  } finally {
+    body.cleanup();
+  }
+});
+
+SelfCheck.after(() => rmSync(scratch, { recursive: true, force: true }));
+SelfCheck.run();

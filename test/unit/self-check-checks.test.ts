@@ -1,0 +1,367 @@
+/* The pure checks, each with a passing and a failing case, from parsed inputs: no privileges. */
+import type { Stats } from "node:fs";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { resolveIdentities } from "../../src/accounts.ts";
+import type { ProcessCredentials } from "../../src/proc-status.ts";
+import { checkAccounts } from "../../src/self-check/accounts.ts";
+import { bounded, cannotRun, guarded, octal } from "../../src/self-check/check.ts";
+import { checkEnvironment, codeLoadingNames } from "../../src/self-check/environment.ts";
+import { decodeCapabilityXattr, parseScanOutput } from "../../src/self-check/file-caps.ts";
+import { checkFileCapabilities, checkMounts, checkPrivilegedFiles } from "../../src/self-check/image.ts";
+import type { ImageWalk } from "../../src/self-check/image-walk.ts";
+import { judgeKernelSetting, KERNEL_SETTINGS } from "../../src/self-check/kernel.ts";
+import { excludedDirectories, mountOf, parseMountinfo } from "../../src/self-check/mounts.ts";
+import { checkRootProcesses, checkWorkspaceExecutables, underWorkspace } from "../../src/self-check/processes.ts";
+import { lineage, parseEnviron, parseProcessStatus, type ProcessEntry } from "../../src/self-check/proc-table.ts";
+import { checkCapabilities, checkNoNewPrivs, checkProcessIds } from "../../src/self-check/service-process.ts";
+import { judgeStateEntry, stateChecks, type StateAudit } from "../../src/self-check/state.ts";
+import { judgeWorkspaceMarker, judgeWorkspaceTop } from "../../src/self-check/workspace.ts";
+import type { WalkedEntry } from "../../src/self-check/walk.ts";
+import { stateRules } from "../../src/entrypoint/state-layout.ts";
+import { Refusal } from "../../src/report.ts";
+import { DEFAULT_GROUP, DEFAULT_PASSWD } from "../helpers/sandbox.ts";
+
+const ids = resolveIdentities(DEFAULT_PASSWD, DEFAULT_GROUP);
+const C0 = 0xc0n;
+
+function creds(uid: number, caps: bigint, options: { nnp?: boolean; bnd?: bigint; groups?: number[] } = {}): ProcessCredentials {
+  return { uids: [uid, uid, uid, uid], gids: [uid, uid, uid, uid], groups: options.groups ?? [uid], capInh: caps, capPrm: caps, capEff: caps, capAmb: caps, capBnd: options.bnd ?? caps, noNewPrivs: options.nnp ?? true };
+}
+
+type Kind = "directory" | "file" | "symlink" | "device";
+function stats(kind: Kind, mode: number, uid = 1000, gid = 1000, extra: Partial<{ nlink: number; dev: number; ino: number }> = {}): Stats {
+  return {
+    mode,
+    uid,
+    gid,
+    nlink: extra.nlink ?? 1,
+    dev: extra.dev ?? 1,
+    ino: extra.ino ?? 2,
+    isDirectory: () => kind === "directory",
+    isFile: () => kind === "file",
+    isSymbolicLink: () => kind === "symlink",
+    isFIFO: () => false,
+    isSocket: () => false,
+  } as unknown as Stats;
+}
+function walked(path: string, kind: Kind, mode: number, depth: number, uid = 1000, extra: Partial<{ nlink: number; otherDevice: boolean }> = {}): WalkedEntry {
+  return { fsPath: path, name: path.slice(path.lastIndexOf("/") + 1), kind, st: stats(kind, mode, uid, uid, extra), depth, otherDevice: extra.otherDevice ?? false };
+}
+
+/* ------------------------------------------------------------ process -- */
+const Process = suite("process checks");
+
+Process("separated: node's ids and groups, SETUID and SETGID in every set, NoNewPrivs", () => {
+  const judged = { pid: 14, name: "node", creds: creds(1000, C0, { groups: [1000, 1002] }) };
+  assert.is(checkProcessIds(judged, ids, "separated").status, "pass");
+  const caps = checkCapabilities(judged, "separated");
+  assert.is(caps.status, "pass");
+  assert.equal((caps.found.sets as any).CapBnd, { mask: "0x00000000000000c0", names: ["SETGID", "SETUID"] });
+  assert.is(checkNoNewPrivs(judged, "separated").status, "pass");
+});
+
+Process("separated: a missing group, an extra capability, no NoNewPrivs each fail with a fix", () => {
+  const ids1 = checkProcessIds({ pid: 14, name: "node", creds: creds(1000, C0, { groups: [1000] }) }, ids, "separated");
+  assert.is(ids1.status, "fail");
+  assert.match(ids1.summary, /groups 1000 \(want 1000,1002\)/);
+  const caps = checkCapabilities({ pid: 14, name: "node", creds: creds(1000, C0 | (1n << 21n)) }, "separated");
+  assert.is(caps.status, "fail");
+  assert.match(caps.summary, /CapInh SETGID,SETUID,SYS_ADMIN/);
+  assert.match(caps.fix!, /--cap-drop ALL/);
+  const nnp = checkNoNewPrivs({ pid: 14, name: "node", creds: creds(1000, C0, { nnp: false }) }, "separated");
+  assert.is(nnp.status, "fail");
+  assert.match(nnp.fix!, /no-new-privileges/);
+});
+
+Process("single-uid: no capability passes; a bounding set or no NoNewPrivs warns; a held capability fails; root fails", () => {
+  assert.is(checkCapabilities({ pid: 1, name: "node", creds: creds(1000, 0n, { bnd: 0n }) }, "single-uid").status, "pass");
+  assert.is(checkCapabilities({ pid: 1, name: "node", creds: creds(1000, 0n, { bnd: C0 }) }, "single-uid").status, "warn");
+  assert.is(checkCapabilities({ pid: 1, name: "node", creds: creds(1000, 1n << 10n) }, "single-uid").status, "fail");
+  assert.is(checkNoNewPrivs({ pid: 1, name: "node", creds: creds(1000, 0n, { nnp: false }) }, "single-uid").status, "warn");
+  assert.is(checkProcessIds({ pid: 1, name: "node", creds: creds(0, 0n) }, ids, "single-uid").status, "fail");
+  assert.is(checkProcessIds({ pid: 1, name: "node", creds: creds(1000, 0n) }, ids, "single-uid").status, "pass");
+});
+
+/* ----------------------------------------------------------- accounts -- */
+const Accounts = suite("accounts");
+
+Accounts("the image's users and groups pass, with their ids", () => {
+  const result = checkAccounts(DEFAULT_PASSWD, DEFAULT_GROUP);
+  assert.is(result.check.status, "pass");
+  assert.equal((result.check.found.agent as any).groups, [1001, 1002]);
+});
+
+Accounts("a missing group, a shared uid, a wrong membership fail with the entrypoint's own fix", () => {
+  const missing = checkAccounts(DEFAULT_PASSWD, DEFAULT_GROUP.replace(/^clankie-workspace.*\n/m, ""));
+  assert.is(missing.check.status, "fail");
+  assert.is(missing.ids, undefined);
+  assert.match(missing.check.fix!, /rebuild the image/);
+  const shared = checkAccounts(DEFAULT_PASSWD.replace("clankie-agent:x:1001:1001", "clankie-agent:x:1000:1001"), DEFAULT_GROUP);
+  assert.match(shared.check.summary, /same uid as node/);
+  const member = checkAccounts(DEFAULT_PASSWD, DEFAULT_GROUP.replace("node:x:1000:", "node:x:1000:clankie-agent"));
+  assert.match(member.check.summary, /clankie-agent is a member of groups 1000/);
+});
+
+/* -------------------------------------------------------------- state -- */
+const State = suite("state");
+const rules = stateRules(ids);
+
+State("entries that follow the rules pass; the zone is handed down", () => {
+  assert.equal(judgeStateEntry(rules, walked("/state", "directory", 0o711, 0), "top"), { descend: "top" });
+  assert.equal(judgeStateEntry(rules, walked("/state/credentials.json", "file", 0o600, 1), "top"), { descend: undefined });
+  assert.equal(judgeStateEntry(rules, walked("/state/install", "directory", 0o755, 1), "top"), { descend: "release" });
+  assert.equal(judgeStateEntry(rules, walked("/state/install/bin/tool", "file", 0o755, 3), "release"), { descend: undefined });
+  // A symlink's mode is never judged.
+  assert.equal(judgeStateEntry(rules, walked("/state/link", "symlink", 0o777, 1), "private"), { descend: undefined });
+});
+
+State("the agent's home is pruned, not judged", () => {
+  assert.equal(judgeStateEntry(rules, walked("/state/agent", "directory", 0o755, 1, 1001), "top"), { pruned: true });
+});
+
+State("wrong mode, wrong owner, setuid, devices, foreign hard links and mounts are violations", () => {
+  const groupWritable = judgeStateEntry(rules, walked("/state/x", "file", 0o664, 1), "top").violation!;
+  assert.equal(groupWritable, { path: "/state/x", kind: "file", mode: "0664", uid: 1000, gid: 1000, want: { uid: 1000, gid: 1000, mode: "0600" } });
+  assert.equal(judgeStateEntry(rules, walked("/state/y", "file", 0o600, 1, 0), "top").violation!.want, { uid: 1000, gid: 1000, mode: "0600" });
+  assert.is(judgeStateEntry(rules, walked("/state/install/s", "file", 0o4755, 2), "release").violation!.want!.mode, "0755");
+  const device = judgeStateEntry(rules, walked("/state/dev", "device", 0o600, 1), "top").violation!;
+  assert.match(device.reason!, /is a device node/);
+  assert.match(device.fix!, /^remove it/);
+  const link = judgeStateEntry(rules, walked("/state/passwd", "file", 0o644, 1, 0, { nlink: 2 }), "top").violation!;
+  assert.match(link.reason!, /hard link \(2 names\) to a file owned by uid 0/);
+  const mount = judgeStateEntry(rules, walked("/state/m", "directory", 0o700, 1, 1000, { otherDevice: true }), "top");
+  assert.match(mount.violation!.reason!, /another filesystem is mounted here/);
+  assert.is(mount.descend, undefined);
+});
+
+function audit(partial: Partial<StateAudit>): StateAudit {
+  return { root: "/state", checked: 10, layout: [], release: [], releasePresent: true, problems: [], ...partial };
+}
+const violation = { path: "/state/x", kind: "file", mode: "0664", uid: 1000, gid: 1000, want: { uid: 1000, gid: 1000, mode: "0600" } };
+
+State("stateChecks: pass, fail with the count and 50 shown, warn in single-uid", () => {
+  assert.equal(stateChecks(audit({}), "separated").map((c) => c.status), ["pass", "pass"]);
+  const many = Array.from({ length: 70 }, (_, i) => ({ ...violation, path: `/state/x${i}` }));
+  const [layout] = stateChecks(audit({ layout: many }), "separated");
+  assert.is(layout!.status, "fail");
+  assert.is((layout!.found.violations as any).count, 70);
+  assert.is((layout!.found.violations as any).shown.length, 50);
+  assert.match(layout!.summary, /^70 entries break the layout contract: \/state\/x0 \(file 0664 1000:1000, want 0600 1000:1000\); .*; and 67 more$/);
+  assert.match(layout!.fix!, /restart the container/);
+  assert.is(stateChecks(audit({ layout: many }), "single-uid")[0]!.status, "warn");
+});
+
+State("stateChecks: a refused entry's own fix comes first; unreadable entries fail, never pass; a missing release warns", () => {
+  const refused = { path: "/state/dev", kind: "device", mode: "0600", uid: 0, gid: 0, reason: "/state/dev is a device node", fix: 'remove it (rm "/state/dev") and start again' };
+  assert.match(stateChecks(audit({ layout: [refused] }), "separated")[0]!.fix!, /^remove it \(rm "\/state\/dev"\) and start again; then restart/);
+  const problems = [{ path: "/state/sealed", syscall: "readdir", code: "EACCES" }];
+  const [layout, release] = stateChecks(audit({ problems }), "separated");
+  assert.is(layout!.status, "fail");
+  assert.match(layout!.summary, /could not read 1 entry under \/state: readdir \/state\/sealed: EACCES/);
+  assert.is(release!.status, "pass", "a problem outside the release root is not the release's");
+  const root = stateChecks(audit({ problems: [{ path: "/state", syscall: "lstat", code: "ENOENT" }], checked: 0, releasePresent: false }), "separated");
+  assert.equal(root.map((c) => c.status), ["fail", "fail"]);
+  assert.is(stateChecks(audit({ releasePresent: false }), "separated")[1]!.status, "warn");
+});
+
+/* ---------------------------------------------------------- workspace -- */
+const Workspace = suite("workspace");
+
+Workspace("top: node:clankie-workspace 2775 passes; without set-group-ID fails", () => {
+  assert.is(judgeWorkspaceTop(ids, stats("directory", 0o2775, 1000, 1002), 1, "separated").status, "pass");
+  const bad = judgeWorkspaceTop(ids, stats("directory", 0o775, 1000, 1000), 1, "separated");
+  assert.is(bad.status, "fail");
+  assert.match(bad.summary, /group 1000, want 1002 \(clankie-workspace\); mode 0775, want 2775/);
+  assert.is(judgeWorkspaceTop(ids, stats("directory", 0o755, 1000, 1000), 1, "single-uid").status, "warn");
+});
+
+Workspace("marker: current passes; missing, stale, malformed or another volume's fails", () => {
+  const top = stats("directory", 0o2775, 1000, 1002, { dev: 7, ino: 99 });
+  assert.is(judgeWorkspaceMarker({ text: "version=1 dev=7 ino=99\n" }, top, "separated").status, "pass");
+  assert.match(judgeWorkspaceMarker({ text: "version=0 dev=7 ino=99\n" }, top, "separated").summary, /version 0, want 1/);
+  assert.match(judgeWorkspaceMarker({ text: "version=1 dev=7 ino=98\n" }, top, "separated").summary, /names another volume/);
+  assert.match(judgeWorkspaceMarker({ text: "junk" }, top, "separated").summary, /malformed/);
+  assert.is(judgeWorkspaceMarker({ error: "read x: ENOENT" }, top, "separated").status, "fail");
+  assert.is(judgeWorkspaceMarker({ error: "read x: ENOENT" }, top, "single-uid").status, "warn");
+});
+
+/* -------------------------------------------------------------- image -- */
+const Image = suite("image");
+
+function imageWalk(partial: Partial<ImageWalk>): ImageWalk {
+  return { visited: 100, privileged: [], executables: ["/usr/bin/true"], problems: [], excluded: ["/proc"], ...partial };
+}
+
+Image("set-ID files: none passes; any fails, even on a nosuid mount; unreadable directories warn", () => {
+  assert.is(checkPrivilegedFiles(imageWalk({})).status, "pass");
+  const su = { path: "/usr/bin/su", mode: "4755", uid: 0, gid: 0, bits: ["setuid" as const], mount: "/", nosuid: true };
+  const failed = checkPrivilegedFiles(imageWalk({ privileged: [su] }));
+  assert.is(failed.status, "fail");
+  assert.match(failed.summary, /\/usr\/bin\/su \(4755 0:0, on a nosuid mount\)/);
+  assert.match(failed.fix!, /chmod ug-s/);
+  assert.is(checkPrivilegedFiles(imageWalk({ problems: [{ path: "/root", syscall: "readdir", code: "EACCES" }] })).status, "warn");
+});
+
+Image("set-ID files that grant only the agent's own ids warn, never hide a root one", () => {
+  const agent = { uid: 1001, groups: [1001, 1002] };
+  const mine = { path: "/tmp/x", mode: "6755", uid: 1001, gid: 1002, bits: ["setuid" as const, "setgid" as const], mount: "/tmp", nosuid: true };
+  const root = { ...mine, path: "/tmp/y", uid: 0, bits: ["setuid" as const] };
+  const warned = checkPrivilegedFiles(imageWalk({ privileged: [mine] }), agent);
+  assert.is(warned.status, "warn");
+  assert.match(warned.summary, /grant only the agent's own ids/);
+  assert.is(checkPrivilegedFiles(imageWalk({ privileged: [mine] })).status, "fail", "without the accounts nothing is presumed harmless");
+  const failed = checkPrivilegedFiles(imageWalk({ privileged: [mine, root] }), agent);
+  assert.is(failed.status, "fail");
+  assert.equal((failed.found.files as any).shown.map((f: any) => f.path), ["/tmp/y"]);
+  assert.is(checkPrivilegedFiles(imageWalk({ privileged: [{ ...mine, gid: 0 }] }), agent).status, "fail");
+});
+
+Image("file capabilities: decoded from vfs_cap_data; none passes; any fails; a scan that could not run warns", () => {
+  const cap = decodeCapabilityXattr("/usr/bin/ping", "0100000200200000000000000000000000000000");
+  assert.equal(cap, { path: "/usr/bin/ping", permitted: ["NET_RAW"], inheritable: [], effective: true, version: 2, raw: "0100000200200000000000000000000000000000" });
+  const v3 = decodeCapabilityXattr("/x", "000000030014000000000000000000000000000000000000e8030000".slice(0, 48));
+  assert.is(v3.version, 3);
+  assert.is(v3.effective, false);
+  assert.equal(v3.permitted, ["NET_BIND_SERVICE", "NET_ADMIN"]);
+  assert.is(checkFileCapabilities(imageWalk({}), { found: [], unreadable: [] }).status, "pass");
+  const failed = checkFileCapabilities(imageWalk({}), { found: [cap], unreadable: [] });
+  assert.is(failed.status, "fail");
+  assert.match(failed.summary, /\/usr\/bin\/ping \(net_raw=ep\)/);
+  assert.is(checkFileCapabilities(imageWalk({}), { error: "perl is missing" }).status, "warn");
+});
+
+Image("the scan's output is parsed, ENOENT dropped", () => {
+  const out = Buffer.from(["C", "/a b", "0100000200200000000000000000000000000000", "E", "/gone", "2", "E", "/sealed", "13", ""].join("\0"), "latin1");
+  const scan = parseScanOutput(out);
+  assert.equal(scan.found.map((f) => f.path), ["/a b"]);
+  assert.equal(scan.unreadable, [{ path: "/sealed", errno: 13 }]);
+});
+
+const MOUNTINFO = [
+  "69 45 0:40 / / rw,nosuid,nodev,relatime - tmpfs tmpfs rw",
+  "70 69 254:0 /usr /usr ro,nosuid,nodev,relatime - ext4 /dev/vda rw",
+  "74 69 254:0 /b/state /state rw,nosuid,nodev,relatime - ext4 /dev/vda rw",
+  "75 69 254:0 /b/workspace /workspace rw,relatime - ext4 /dev/vda rw",
+  "78 69 0:41 / /proc rw,nosuid,nodev,noexec,relatime - proc proc rw",
+  "88 81 0:43 / /dev/pts rw,nosuid,noexec,relatime - devpts devpts rw,mode=620",
+  "90 69 0:44 / /with\\040space rw - tmpfs tmpfs rw",
+].join("\n");
+
+Image("mountinfo: parsed, escapes undone, longest match wins, pseudo filesystems excluded", () => {
+  const mounts = parseMountinfo(MOUNTINFO);
+  assert.is(mounts.length, 7);
+  assert.is(mounts[6]!.point, "/with space");
+  assert.is(mountOf(mounts, "/usr/bin/true")!.point, "/usr");
+  assert.is(mountOf(mounts, "/etc/passwd")!.point, "/");
+  assert.is(mountOf(mounts, "/usrx")!.point, "/");
+  assert.equal([...excludedDirectories(mounts, ["/state"])].sort(), ["/dev/pts", "/proc", "/state"]);
+});
+
+Image("mounts: recommendations only; a writable / and a volume without nosuid,nodev warn", () => {
+  const check = checkMounts(parseMountinfo(MOUNTINFO));
+  assert.is(check.status, "warn");
+  assert.is(check.summary, "recommended: / is writable (docker run --read-only); /workspace is mounted without nosuid, nodev");
+  const good = parseMountinfo(MOUNTINFO.replace("/ / rw,", "/ / ro,").replace("/workspace rw,relatime", "/workspace rw,nosuid,nodev"));
+  assert.is(checkMounts(good).status, "pass");
+});
+
+/* ---------------------------------------------------------- processes -- */
+const Processes = suite("processes");
+
+function proc(pid: number, ppid: number, uid: number, name: string): ProcessEntry {
+  return { pid, ppid, name, creds: creds(uid, 0n) };
+}
+
+Processes("root: the audit and what started it are left out; any other root process fails (warns single-uid)", () => {
+  const table = [proc(1, 0, 1000, "tini"), proc(14, 1, 1000, "node"), proc(40, 0, 0, "sh"), proc(41, 40, 0, "MainThread")];
+  assert.equal(lineage(table, 41), [41, 40]);
+  assert.is(checkRootProcesses(table, [41, 40], "separated").status, "pass");
+  const other = [...table, proc(50, 0, 0, "sleep")];
+  const failed = checkRootProcesses(other, [41, 40], "separated");
+  assert.is(failed.status, "fail");
+  assert.match(failed.summary, /1 process of uid 0 still running: 50 \(sleep\)/);
+  assert.is(checkRootProcesses(other, [41, 40], "single-uid").status, "warn");
+});
+
+Processes("workspace executables fail; unreadable links warn, never pass", () => {
+  const table = [proc(1, 0, 1000, "tini"), proc(14, 1, 1000, "node"), proc(20, 14, 1000, "x"), proc(30, 14, 1000, "audit")];
+  const exes: Record<number, string> = { 1: "/usr/bin/tini", 14: "/usr/local/bin/node", 20: "/workspace/bin/x (deleted)" };
+  const failed = checkWorkspaceExecutables(table, 1000, 30, (pid) => ({ ok: true, value: exes[pid]! }), "separated");
+  assert.is(failed.status, "fail");
+  assert.equal((failed.found.underWorkspace as any).shown, [{ pid: 20, name: "x", exe: "/workspace/bin/x (deleted)" }]);
+  const clean = checkWorkspaceExecutables(table.slice(0, 2), 1000, 30, (pid) => ({ ok: true, value: exes[pid]! }), "separated");
+  assert.is(clean.status, "pass");
+  const hidden = checkWorkspaceExecutables(table.slice(0, 2), 1000, 30, () => ({ ok: false, error: "readlink /proc/1/exe: EACCES" }), "separated");
+  assert.is(hidden.status, "warn");
+  assert.ok(underWorkspace("/workspace"));
+  assert.not.ok(underWorkspace("/workspaces/x"));
+});
+
+Processes("status and environ parsing", () => {
+  const entry = parseProcessStatus(7, "Name:\tMainThread\nPPid:\t3\nUid:\t1\t1\t1\t1\nGid:\t1\t1\t1\t1\nGroups:\t\nCapInh:\t0000000000000000\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000\nCapBnd:\t00000000000000c0\nCapAmb:\t0000000000000000\nNoNewPrivs:\t1\n");
+  assert.is(entry.name, "MainThread");
+  assert.is(entry.ppid, 3);
+  assert.equal(parseEnviron(Buffer.from("A=1\0B=x=y\0junk\0")), { A: "1", B: "x=y" });
+});
+
+/* -------------------------------------------------------- environment -- */
+const Environment = suite("environment");
+
+Environment("code-loading variables in the audit's or the service's environment fail; names only", () => {
+  assert.equal(codeLoadingNames({ LD_PRELOAD: "/x.so", LD_AUDIT: "y", PATH: "/bin", NODE_OPTIONS: "--require z" }), ["LD_AUDIT", "LD_PRELOAD", "NODE_OPTIONS"]);
+  const mine = checkEnvironment({ LD_PRELOAD: "/x.so" }, { pid: 1, self: true, environ: { ok: true, value: {} } });
+  assert.is(mine.status, "fail");
+  assert.not.match(JSON.stringify(mine), /x\.so/);
+  const theirs = checkEnvironment({}, { pid: 14, self: false, environ: { ok: true, value: { GLIBC_TUNABLES: "x" } } });
+  assert.is(theirs.status, "fail");
+  assert.match(theirs.summary, /the service \(pid 14\) was started with GLIBC_TUNABLES/);
+});
+
+Environment("clean passes; an unreadable service environment warns", () => {
+  assert.is(checkEnvironment({ PATH: "/bin" }, { pid: 14, self: false, environ: { ok: true, value: { PATH: "/bin" } } }).status, "pass");
+  assert.is(checkEnvironment({}, { pid: 14, self: false, environ: { ok: false, error: "EACCES" } }).status, "warn");
+});
+
+/* ------------------------------------------------------------- kernel -- */
+const Kernel = suite("kernel");
+
+Kernel("each setting: the safe value passes, the other warns with its meaning, absence is judged, a read error warns", () => {
+  const [tiocsti, hardlinks, symlinks] = KERNEL_SETTINGS;
+  assert.is(judgeKernelSetting(tiocsti!, { value: "0\n" }).status, "pass");
+  const on = judgeKernelSetting(tiocsti!, { value: "1\n" });
+  assert.is(on.status, "warn");
+  assert.match(on.summary, /^1: TIOCSTI works/);
+  assert.match(on.fix!, /sysctl -w dev\.tty\.legacy_tiocsti=0/);
+  assert.match(judgeKernelSetting(tiocsti!, { error: "read x: ENOENT" }).summary, /^absent: no such setting \(Linux before 6\.2\)/);
+  assert.is(judgeKernelSetting(hardlinks!, { value: "1" }).status, "pass");
+  assert.is(judgeKernelSetting(hardlinks!, { value: "0" }).status, "warn");
+  assert.is(judgeKernelSetting(symlinks!, { value: "1" }).status, "pass");
+  assert.is(judgeKernelSetting(symlinks!, { value: "0" }).status, "warn");
+  assert.match(judgeKernelSetting(symlinks!, { error: "read x: EACCES" }).summary, /could not read/);
+});
+
+/* ------------------------------------------------------------- common -- */
+const Common = suite("check helpers");
+
+Common("a check that cannot run fails (or warns) with its reason; a throw inside a check fails every id it covers", () => {
+  const failed = cannotRun("x", "/state", Object.assign(new Error("nope"), { code: "EACCES" }), "run as root");
+  assert.equal([failed.status, failed.summary], ["fail", "could not check /state: nope (EACCES)"]);
+  assert.is(cannotRun("x", "y", new Error("z"), "f", "warn").status, "warn");
+  const results = guarded(["a", "b"], "things", "fix", () => {
+    throw new Refusal(65, "refused", "do this");
+  });
+  assert.equal(results.map((r) => [r.id, r.status, r.fix]), [["a", "fail", "do this"], ["b", "fail", "do this"]]);
+  assert.equal(bounded([1, 2, 3], 2), { count: 3, shown: [1, 2] });
+  assert.is(octal(0o104755), "4755");
+});
+
+Process.run();
+Accounts.run();
+State.run();
+Workspace.run();
+Image.run();
+Processes.run();
+Environment.run();
+Kernel.run();
+Common.run();

@@ -1,0 +1,152 @@
+/* The document, its two forms, the schema's agreement with the code, and the probe's pure parts. */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { resolveIdentities } from "../../src/accounts.ts";
+import type { ProcessCredentials } from "../../src/proc-status.ts";
+import { type Check, fail, pass, warn } from "../../src/self-check/check.ts";
+import { parseProbeReport, probeBlocker, probeChecks, probeRequest, probeStartFailure } from "../../src/self-check/probe.ts";
+import type { ProbeReport } from "../../src/self-check/probe-agent.ts";
+import { buildDocument, CHECK_ORDER, renderText, verdictLine } from "../../src/self-check/render.ts";
+import { DEFAULT_GROUP, DEFAULT_PASSWD } from "../helpers/sandbox.ts";
+import { REPO } from "../helpers/paths.ts";
+
+const ids = resolveIdentities(DEFAULT_PASSWD, DEFAULT_GROUP);
+
+function document(checks: Check[]) {
+  return buildDocument({
+    version: "0.1.0",
+    mode: "separated",
+    boundary: { label: "not a boundary yet: workers still run as node", declared: false, source: "x" },
+    judged: { pid: 14, name: "node", uid: 1000, reason: "the service: pid 1" },
+    auditor: { pid: 30, uid: 1000, capabilities: ["SETGID", "SETUID"], noNewPrivs: 1, relation: "descendant" },
+    probe: false,
+    checks,
+  });
+}
+
+const Render = suite("render");
+
+Render("ok and counts follow the statuses; checks come in the documented order", () => {
+  const doc = document([warn("boundary", "b", {}, "f"), pass("mode", "m"), pass("accounts", "a")]);
+  assert.is(doc.ok, true);
+  assert.equal(doc.counts, { pass: 2, warn: 1, fail: 0 });
+  assert.equal(doc.checks.map((c) => c.id), ["mode", "boundary", "accounts"]);
+  assert.is(document([fail("environment", "e", {}, "f")]).ok, false);
+});
+
+Render("text: failures first, then warnings, then passes, fixes on the first two, one verdict line last", () => {
+  const doc = document([pass("mode", "separated"), warn("boundary", "not yet", {}, "route the seams"), fail("state.layout", "1 entry breaks\nthe contract", {}, "restart"), pass("accounts", "ok")]);
+  assert.equal(renderText(doc).split("\n"), [
+    "FAIL state.layout: 1 entry breaks the contract; fix: restart",
+    "WARN boundary: not yet; fix: route the seams",
+    "PASS mode: separated",
+    "PASS accounts: ok",
+    "verdict: FAILED: 1 failed, 1 warnings, 2 passed; separated; not a boundary yet: workers still run as node; judged pid 14 (node, uid 1000): the service: pid 1",
+  ]);
+  assert.match(verdictLine(document([pass("mode", "m")])), /^verdict: ok: 0 failed/);
+});
+
+const Schema = suite("schema");
+const schema = JSON.parse(readFileSync(join(REPO, "docs/self-check.schema.json"), "utf8"));
+const docs = readFileSync(join(REPO, "docs/self-check.md"), "utf8");
+
+Schema("is draft 2020-12 and requires what buildDocument always writes", () => {
+  assert.is(schema.$schema, "https://json-schema.org/draft/2020-12/schema");
+  const doc = document([pass("mode", "m")]);
+  assert.equal([...schema.required].sort(), Object.keys(doc).sort());
+  assert.equal([...schema.$defs.check.required].sort(), Object.keys(doc.checks[0]!).sort());
+  assert.equal(schema.$defs.check.properties.status.enum, ["pass", "warn", "fail"]);
+  assert.equal(schema.properties.mode.enum, ["separated", "single-uid", "misconfigured"]);
+});
+
+Schema("every check id matches the schema's pattern and is documented", () => {
+  const pattern = new RegExp(schema.$defs.check.properties.id.pattern, "u");
+  for (const id of CHECK_ORDER) {
+    assert.ok(pattern.test(id), id);
+    assert.ok(docs.includes(`\`${id}\``), `docs/self-check.md documents ${id}`);
+  }
+});
+
+const Probe = suite("probe");
+const agentReport: ProbeReport = {
+  probe: 1,
+  pid: 40,
+  uids: [1001, 1001, 1001, 1001],
+  gids: [1001, 1001, 1001, 1001],
+  groups: [1001, 1002],
+  sets: { CapInh: "0x0000000000000000", CapPrm: "0x0000000000000000", CapEff: "0x0000000000000000", CapAmb: "0x0000000000000000", CapBnd: "0x00000000000000c0" },
+  noNewPrivs: 1,
+  attempts: [
+    { id: "write-state", outcome: "denied", detail: "EACCES" },
+    { id: "read-credentials", outcome: "denied", detail: "EACCES" },
+    { id: "signal-service", outcome: "denied", detail: "EPERM" },
+    { id: "setpriv-node", outcome: "denied", detail: "exit 127" },
+  ],
+};
+
+Probe("the request goes through the shim with the service's pid in the environment, never argv", () => {
+  const request = probeRequest(14);
+  assert.is(request.command, "/usr/local/sbin/clankie-agent-exec");
+  assert.equal(request.args, ["--env", "CLANKIE_PROBE_SERVICE_PID", "--", "/usr/local/sbin/clankie-separate", "--probe-agent"]);
+  assert.equal(request.env, { CLANKIE_PROBE_SERVICE_PID: "14" });
+  assert.equal(request.trustedUids, [0]);
+});
+
+Probe("only the service, with SETUID, SETGID and NoNewPrivs, may start it", () => {
+  const service: ProcessCredentials = { uids: [1000, 1000, 1000, 1000], gids: [1000, 1000, 1000, 1000], groups: [1000, 1002], capInh: 0xc0n, capPrm: 0xc0n, capEff: 0xc0n, capAmb: 0xc0n, capBnd: 0xc0n, noNewPrivs: true };
+  assert.is(probeBlocker(service, ids), undefined);
+  assert.match(probeBlocker({ ...service, uids: [0, 0, 0, 0] }, ids)!, /uid 0,0,0,0, not the service uid 1000/);
+  assert.match(probeBlocker({ ...service, capEff: 0n }, ids)!, /does not hold SETGID, SETUID/);
+  assert.match(probeBlocker({ ...service, noNewPrivs: false }, ids)!, /without NoNewPrivs/);
+});
+
+Probe("a denied agent passes every probe check", () => {
+  const checks = probeChecks(parseProbeReport(JSON.stringify(agentReport)), ids);
+  assert.equal(checks.map((c) => [c.id, c.status]), [
+    ["probe.identity", "pass"],
+    ["probe.capabilities", "pass"],
+    ["probe.no-new-privs", "pass"],
+    ["probe.write-state", "pass"],
+    ["probe.read-credentials", "pass"],
+    ["probe.signal-service", "pass"],
+    ["probe.setpriv-node", "pass"],
+  ]);
+});
+
+Probe("what the agent could do fails; what could not be told warns", () => {
+  const report: ProbeReport = {
+    ...agentReport,
+    uids: [1000, 1000, 1000, 1000],
+    sets: { ...agentReport.sets, CapEff: "0x0000000000000080" },
+    noNewPrivs: 0,
+    attempts: [
+      { id: "write-state", outcome: "possible", detail: "opened" },
+      { id: "read-credentials", outcome: "inconclusive", detail: "ENOENT" },
+      { id: "signal-service", outcome: "denied", detail: "EPERM" },
+    ],
+  };
+  const statuses = Object.fromEntries(probeChecks(report, ids).map((c) => [c.id, c.status]));
+  assert.equal(statuses, {
+    "probe.identity": "fail",
+    "probe.capabilities": "fail",
+    "probe.no-new-privs": "fail",
+    "probe.write-state": "fail",
+    "probe.read-credentials": "warn",
+    "probe.signal-service": "pass",
+    "probe.setpriv-node": "fail",
+  });
+});
+
+Probe("a malformed report is refused; a probe that did not start is one failure with the shim's words", () => {
+  assert.throws(() => parseProbeReport("not json"));
+  assert.throws(() => parseProbeReport(JSON.stringify({ ...agentReport, sets: { ...agentReport.sets, CapEff: "ff" } })), /CapEff/);
+  const failed = probeStartFailure({ path: "/usr/local/sbin/clankie-agent-exec", status: 77, signal: null, stdout: Buffer.alloc(0), stderr: Buffer.from("clankie-agent-exec: started by root; use ...\n") });
+  assert.is(failed.status, "fail");
+  assert.is(failed.summary, "the probe did not run (exit 77): clankie-agent-exec: started by root; use ...");
+});
+
+Render.run();
+Schema.run();
+Probe.run();
