@@ -7,6 +7,8 @@
  *   1. today's launch            the service runs as node; no agent uid; nothing changes on disk
  *   2. root without NNP          refused in one line; /state untouched
  *   3. the ADR's flags           the scripted model tries every row of the threat model
+ *                                (3-6 use the launch docs/launch.md recommends: the ADR's flags,
+ *                                --read-only, a private /tmp, /state and /workspace nosuid,nodev)
  *   4. increment 2               pane host (tmux for Herdr) and a worker pane run as the agent
  *   5. doctor                    --self-check from the service and from docker exec agree
  *   6. resource abuse            fork bomb and memory hog under --pids-limit and --memory
@@ -31,6 +33,7 @@ import { rootTest } from "../helpers/privilege.ts";
 import {
   ADR_FLAGS,
   BODY_SERVICE,
+  RECOMMENDED_FLAGS,
   docker,
   dockerOk,
   eventOf,
@@ -43,7 +46,7 @@ import {
   TODAY_FLAGS,
   waitFor,
 } from "./helpers/engine.ts";
-import { CAPS, cgroupCounters, cgroupDir, containerId, countByUid, initPid, isAlive, oomKillLines, oomKills, type Proc, processesOf, readProc, runsFile } from "./helpers/kernel.ts";
+import { CAPS, cgroupCounters, cgroupDir, containerId, countByUid, initPid, isAlive, mountOptions, oomKillLines, oomKills, type Proc, processesOf, readProc, runsFile } from "./helpers/kernel.ts";
 import { checkStateLayout, countPrivate, listFiles, seedLargeTree, treeDigest } from "./helpers/volumes.ts";
 
 const SERVICE = 1000;
@@ -64,8 +67,8 @@ function needImage(): void {
 /** The body's two volumes, made on first use and kept for the whole life of items 1-6. */
 function ensureBody(): typeof body {
   if (!body.state) {
-    body.state = session.volume("state");
-    body.workspace = session.volume("workspace");
+    body.state = session.hardenedVolume("state", SERVICE, SERVICE);
+    body.workspace = session.hardenedVolume("workspace", SERVICE, SERVICE);
     body.statePath = session.volumePath(body.state);
     body.workspacePath = session.volumePath(body.workspace);
   }
@@ -230,7 +233,7 @@ rootTest(image, "3. the ADR's flags: the scripted model attempts every row of th
   const { state, workspace } = ensureBody();
 
   // The first separated start: its root phase takes /state over.
-  const first = session.run({ name: "first-separated", flags: ADR_FLAGS, state, workspace, command: ["node", STAND_IN, "status"] });
+  const first = session.run({ name: "first-separated", flags: RECOMMENDED_FLAGS, state, workspace, command: ["node", STAND_IN, "status"] });
   assert.is(first.status, 0, first.stderr);
   assert.match(first.stderr, /^clankie-separate: separated: service node \(1000\), agent clankie-agent \(1001\); /m);
   const layout = checkStateLayout(body.statePath, { service: SERVICE, agent: AGENT });
@@ -239,10 +242,16 @@ rootTest(image, "3. the ADR's flags: the scripted model attempts every row of th
   const stateBefore = treeDigest(body.statePath, ["agent"]);
 
   // -t: the service gets a controlling terminal, so the TIOCSTI row has a target.
-  const model = session.start({ name: "model", flags: ADR_FLAGS, extra: ["-t"], state, workspace, command: ["node", STAND_IN, "model"] });
+  const model = session.start({ name: "model", flags: RECOMMENDED_FLAGS, extra: ["-t"], state, workspace, command: ["node", STAND_IN, "model"] });
   const service = waitFor("the model's service process", () => processesOf(model).find((p) => p.uid === SERVICE && p.cmdline === `node ${STAND_IN} model`), 30_000, 20);
   assertService(service, "the service");
   assert.ok(service.ttyNr !== 0, "the service has a controlling terminal (the TIOCSTI row is meaningful)");
+  // The launch docs/launch.md recommends, as the kernel applied it.
+  assert.ok(mountOptions(service.pid, "/").includes("ro"), "read-only root filesystem");
+  for (const mount of ["/state", "/workspace", "/tmp"]) {
+    const options = mountOptions(service.pid, mount);
+    assert.ok(options.includes("nosuid") && options.includes("nodev"), `${mount} is nosuid,nodev (${options.join(",")})`);
+  }
   const init = readProc(initPid(model))!;
   assert.is(init.nspid, 1);
   assert.ok(runsFile(init.pid, "/usr/bin/tini"), "pid 1 is tini");
@@ -277,7 +286,7 @@ rootTest(image, "4. increment 2: the pane host and a worker pane run as the agen
   const stateBefore = treeDigest(body.statePath, ["agent"]);
   const events = readFileSync(join(body.statePath, "events.log"), "utf8");
 
-  const panes = session.start({ name: "panes", flags: ADR_FLAGS, state, workspace, command: ["node", BODY_SERVICE, "panes"] });
+  const panes = session.start({ name: "panes", flags: RECOMMENDED_FLAGS, state, workspace, command: ["node", BODY_SERVICE, "panes"] });
   const ready = join(body.workspacePath, "project/worker-ready");
   waitFor("the worker pane", () => (existsSync(ready) && eventOf(panes, "done") ? true : undefined), 60_000);
   for (const step of ["pane-host", "planted", "worker"]) assert.is(eventOf(panes, step)?.exitCode, 0, `${step} through the shim`);
@@ -328,7 +337,7 @@ function parseVerdict(text: string, what: string): Verdict {
 rootTest(image, "5. doctor: --self-check --json --probe run by the service passes, and docker exec --user node gives the same verdict", () => {
   needImage();
   const { state, workspace } = ensureBody();
-  const doctor = session.start({ name: "doctor", flags: ADR_FLAGS, state, workspace, command: ["node", BODY_SERVICE, "doctor"] });
+  const doctor = session.start({ name: "doctor", flags: RECOMMENDED_FLAGS, state, workspace, command: ["node", BODY_SERVICE, "doctor"] });
   const event = waitFor("the doctor's run", () => eventOf(doctor, "doctor"), 90_000);
 
   // The premise of the second half (moby#37667): a docker exec process is not
@@ -358,7 +367,7 @@ rootTest(image, "6. resource abuse under --pids-limit and --memory: fork bomb an
   const { state, workspace } = ensureBody();
   const abuse = session.start({
     name: "abuse",
-    flags: ADR_FLAGS,
+    flags: RECOMMENDED_FLAGS,
     extra: ["--pids-limit", "1024", "--memory", "384m", "--memory-swap", "384m", "-e", "BOMB_SECONDS=8"],
     state,
     workspace,

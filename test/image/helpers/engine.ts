@@ -6,7 +6,7 @@
  * before the run (a cached base) is kept, everything the run made is removed.
  */
 import { spawnSync, type SpawnSyncReturns } from "node:child_process";
-import { existsSync } from "node:fs";
+import { chownSync, existsSync, mkdirSync, mkdtempSync, rmdirSync } from "node:fs";
 import { join } from "node:path";
 import { DIST, REPO } from "../../helpers/paths.ts";
 
@@ -26,6 +26,13 @@ export const ADR_FLAGS: readonly string[] = [
   "--cap-add", "SETPCAP", "--cap-add", "SETUID", "--cap-add", "SETGID",
   "--security-opt", "no-new-privileges",
 ];
+
+/**
+ * The launch docs/launch.md recommends: the ADR's flags, a read-only root
+ * filesystem and a private /tmp (exec: the agent runs what it builds there;
+ * nosuid, nodev). The volumes come from Session.hardenedVolume.
+ */
+export const RECOMMENDED_FLAGS: readonly string[] = [...ADR_FLAGS, "--read-only", "--tmpfs", "/tmp:rw,exec,nosuid,nodev,mode=1777"];
 
 /** The ADR's flags without no-new-privileges: the entrypoint must refuse. */
 export const ROOT_WITHOUT_NNP_FLAGS: readonly string[] = ADR_FLAGS.filter((flag, i, all) => flag !== "--security-opt" && all[i - 1] !== "--security-opt");
@@ -106,6 +113,9 @@ export class Session {
   private readonly volumes = new Set<string>();
   private imagesBefore = new Set<string>();
   private baseToRemove: string | undefined;
+  /** A host tmpfs mounted nosuid,nodev that holds the hardened volumes' directories. */
+  private hostMount: string | undefined;
+  private readonly volumeDirs = new Map<string, string>();
   timings: Timings | undefined;
 
   /** Checks the engine, builds (or reuses) the base, then builds the image from the host's single executable. */
@@ -154,9 +164,33 @@ export class Session {
     return name;
   }
 
+  /**
+   * A volume as docs/launch.md recommends it: a directory on a host
+   * filesystem mounted nosuid,nodev, bound into the container. A bind mount
+   * keeps its source mount's flags; `--opt o=bind,nosuid,nodev` would not
+   * apply them (mount(2) ignores those flags on a bind until a remount).
+   * The directory starts as the image's /state and /workspace do: node's, 0755.
+   */
+  hardenedVolume(what: string, uid: number, gid: number): string {
+    if (!this.hostMount) {
+      const dir = mkdtempSync("/var/tmp/clankie-e2e-");
+      const mounted = spawnSync("mount", ["-t", "tmpfs", "-o", "nosuid,nodev,mode=0755,size=512m", "tmpfs", dir], { encoding: "utf8" });
+      if (mounted.status !== 0) throw new Error(`mount -t tmpfs ${dir}: ${mounted.stderr}`);
+      this.hostMount = dir;
+    }
+    const dir = join(this.hostMount, what);
+    mkdirSync(dir, { mode: 0o755 });
+    chownSync(dir, uid, gid);
+    const name = this.name(what);
+    dockerOk(["volume", "create", "--label", `clankie.e2e=${this.runId}`, "--opt", "type=none", "--opt", "o=bind", "--opt", `device=${dir}`, name]);
+    this.volumes.add(name);
+    this.volumeDirs.set(name, dir);
+    return name;
+  }
+
   /** The volume's directory on the host: read straight from the filesystem, not through the container. */
   volumePath(name: string): string {
-    return dockerOk(["volume", "inspect", "-f", "{{.Mountpoint}}", name]).trim();
+    return this.volumeDirs.get(name) ?? dockerOk(["volume", "inspect", "-f", "{{.Mountpoint}}", name]).trim();
   }
 
   /** docker run argv (after "docker") for a launch of this image. */
@@ -211,6 +245,11 @@ export class Session {
       // A volume with 200,000 files takes seconds to remove, minutes on a busy disk.
       const result = docker(["volume", "rm", "-f", volume], { timeoutMs: 600_000 });
       if (result.status !== 0) problems.push(describe(["volume", "rm", volume], result));
+    }
+    if (this.hostMount) {
+      const unmounted = spawnSync("umount", [this.hostMount], { encoding: "utf8" });
+      if (unmounted.status === 0) rmdirSync(this.hostMount);
+      else problems.push(`umount ${this.hostMount}: ${unmounted.stderr.trim()}`);
     }
     docker(["rmi", "-f", this.image], { timeoutMs: 120_000 });
     if (this.baseToRemove) docker(["rmi", "-f", this.baseToRemove], { timeoutMs: 120_000 });

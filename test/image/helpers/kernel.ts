@@ -169,3 +169,11 @@ export function oomKillLines(): OomKill[] | undefined {
   }
   return kills;
 }
+
+/** The per-mount options (mountinfo field 6) of a mount point as a process sees it. */
+export function mountOptions(pid: number, mountPoint: string): string[] {
+  const lines = readFileSync(`/proc/${pid}/mountinfo`, "utf8").trim().split("\n");
+  const line = lines.reverse().find((l) => l.split(" ")[4] === mountPoint); // the last mount on top wins
+  if (!line) throw new Error(`pid ${pid} has no mount at ${mountPoint}`);
+  return line.split(" ")[5]!.split(",");
+}
