@@ -315,26 +315,42 @@ rootTest(image, "4. increment 2: the pane host and a worker pane run as the agen
 
 /* --------------------------------------------------------- 5. doctor -- */
 
+/** The parts of the --self-check --json document (docs/self-check.md, schemaVersion 1) this test reads. */
 interface Verdict {
-  ok?: unknown;
-  body?: unknown;
+  ok: boolean;
+  mode: string;
+  boundary: { label: string };
+  judged: { pid: number };
+  counts: { pass: number; warn: number; fail: number };
+  checks: Array<{ id: string; status: string }>;
 }
 
 function parseVerdict(text: string, what: string): Verdict {
+  let verdict: Verdict;
   try {
-    return JSON.parse(text) as Verdict;
+    verdict = JSON.parse(text) as Verdict;
   } catch {
-    throw new Error(`${what} printed no JSON verdict (got ${JSON.stringify(text.slice(0, 200))}): the audit is not implemented yet`);
+    throw new Error(`${what} printed no JSON document (got ${JSON.stringify(text.slice(0, 200))}): the audit is not implemented yet`);
   }
+  assert.type(verdict.ok, "boolean", `${what}: a top-level ok`);
+  return verdict;
+}
+
+/** The checks that judge the body (the service process, /state, /workspace, the accounts, the image), not the auditor. */
+const BODY_CHECK = /^(process\.|state\.|workspace\.|accounts$|image\.setuid$|image\.executable$)/;
+
+function bodyFindings(v: Verdict): Record<string, string> {
+  return Object.fromEntries(v.checks.filter((c) => BODY_CHECK.test(c.id)).map((c) => [c.id, c.status]));
 }
 
 /*
- * PENDING THE AUDIT: written against the interface agreed for
- * `clankie-separate --self-check [--json] [--probe]` (exit 0 when the body
- * passes; JSON with a top-level "ok"). While --self-check is the stub (prints
- * nothing, exits 0) this test FAILS on purpose: a silent exit 0 proves nothing.
+ * PENDING THE AUDIT: written against `clankie-separate --self-check [--json]
+ * [--probe]` as docs/self-check.md (worktree wt-selfcheck, schemaVersion 1)
+ * describes it: exit 0 when the body passes, one JSON document with a
+ * top-level "ok". While --self-check is the stub (prints nothing, exits 0)
+ * this test FAILS on purpose: a silent exit 0 proves nothing.
  */
-rootTest(image, "5. doctor: --self-check --json --probe run by the service passes, and docker exec --user node gives the same verdict", () => {
+rootTest(image, "5. doctor: --self-check --json --probe run by the service passes, and docker exec --user node gives the same verdict about the body", () => {
   needImage();
   const { state, workspace } = ensureBody();
   const doctor = session.start({ name: "doctor", flags: RECOMMENDED_FLAGS, state, workspace, command: ["node", BODY_SERVICE, "doctor"] });
@@ -347,16 +363,25 @@ rootTest(image, "5. doctor: --self-check --json --probe run by the service passe
   const service = find(processesOf(doctor), "service", (p) => p.uid === SERVICE && p.cmdline === `node ${BODY_SERVICE} doctor`);
   assertService(service, "the service");
 
+  const fromService = parseVerdict(String(event.stdout), "--self-check --json --probe (the service's child)");
   assert.is(event.exitCode, 0, `the service's doctor: exit 0 (stderr: ${String(event.stderr)})`);
-  const fromService = parseVerdict(String(event.stdout), "--self-check --json --probe (child of the service)");
   assert.is(fromService.ok, true, "the body passes its own audit");
-  assert.match(JSON.stringify(fromService), /not a boundary yet/i, "the doctor says 'not a boundary yet' (ADR 0272, increment 1)");
+  assert.is(fromService.mode, "separated");
+  assert.is(fromService.judged.pid, service.nspid, "the audit judged the service process");
+  assert.match(fromService.boundary.label, /^not a boundary yet/, "the doctor says 'not a boundary yet' (ADR 0272, increment 1)");
+  for (const id of ["probe.identity", "probe.capabilities", "probe.write-state", "probe.signal-service", "probe.setpriv-node"]) {
+    assert.is(fromService.checks.find((c) => c.id === id)?.status, "pass", `--probe: ${id}`);
+  }
 
   const operator = docker(["exec", "--user", "node", doctor, "clankie-separate", "--self-check", "--json"]);
   const fromOperator = parseVerdict(operator.stdout, "docker exec --user node ... --self-check --json");
   assert.is(operator.status, 0, `docker exec --self-check: exit 0 (stderr: ${operator.stderr})`);
-  assert.is(fromOperator.ok, fromService.ok, "the same verdict about the body");
-  if (fromService.body !== undefined || fromOperator.body !== undefined) assert.equal(fromOperator.body, fromService.body, "the same findings about the body");
+  const line = (v: Verdict): string => `ok ${v.ok}, ${v.mode}, ${v.boundary.label}; ${v.counts.pass} pass, ${v.counts.warn} warn, ${v.counts.fail} fail`;
+  process.stdout.write(`\n   doctor (the service's child, --probe): ${line(fromService)}\n   docker exec --user node: ${line(fromOperator)}\n`);
+  assert.is(fromOperator.ok, fromService.ok, "the same verdict");
+  assert.is(fromOperator.mode, fromService.mode, "the same mode");
+  assert.is(fromOperator.judged.pid, fromService.judged.pid, "the same judged process");
+  assert.equal(bodyFindings(fromOperator), bodyFindings(fromService), "the same findings about the body");
   session.remove(doctor);
 });
 
