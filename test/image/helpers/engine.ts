@@ -111,7 +111,8 @@ export class Session {
   readonly image = `clankie-separate:e2e-${this.runId}`;
   private readonly containers = new Set<string>();
   private readonly volumes = new Set<string>();
-  private imagesBefore = new Set<string>();
+  /** The engine's images before this run touched it; undefined until buildImage has looked. */
+  private imagesBefore: Set<string> | undefined;
   private baseToRemove: string | undefined;
   /** A host tmpfs mounted nosuid,nodev that holds the hardened volumes' directories. */
   private hostMount: string | undefined;
@@ -251,12 +252,14 @@ export class Session {
       if (unmounted.status === 0) rmdirSync(this.hostMount);
       else problems.push(`umount ${this.hostMount}: ${unmounted.stderr.trim()}`);
     }
+    const before = this.imagesBefore;
+    if (before === undefined) return problems; // the engine was never reached
     docker(["rmi", "-f", this.image], { timeoutMs: 120_000 });
     if (this.baseToRemove) docker(["rmi", "-f", this.baseToRemove], { timeoutMs: 120_000 });
     // The classic builder leaves the build stage behind as untagged images.
-    const leftovers = [...imageIds()].filter((id) => !this.imagesBefore.has(id));
+    const leftovers = [...imageIds()].filter((id) => !before.has(id));
     for (const id of leftovers.reverse()) docker(["rmi", id], { timeoutMs: 120_000 });
-    const still = [...imageIds()].filter((id) => !this.imagesBefore.has(id));
+    const still = [...imageIds()].filter((id) => !before.has(id));
     if (still.length > 0) problems.push(`images left behind: ${still.join(" ")}`);
     return problems;
   }
