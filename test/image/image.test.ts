@@ -1,0 +1,536 @@
+/*
+ * The image end-to-end test (issue 6; ADR 0272 increments 1 and 2): the
+ * Dockerfile built on a local stand-in base with the single executable from
+ * the host, then one body's life in a real Docker engine, in order:
+ *
+ *   0. the image itself          owners, modes, users, no setuid/setgid/file caps, no build tools
+ *   1. today's launch            the service runs as node; no agent uid; nothing changes on disk
+ *   2. root without NNP          refused in one line; /state untouched
+ *   3. the ADR's flags           the scripted model tries every row of the threat model
+ *                                (3-6 use the launch docs/launch.md recommends: the ADR's flags,
+ *                                --read-only, a private /tmp, /state and /workspace nosuid,nodev)
+ *   4. increment 2               pane host (tmux for Herdr) and a worker pane run as the agent
+ *   5. doctor                    --self-check from the service and from docker exec agree
+ *   6. resource abuse            fork bomb and memory hog under --pids-limit and --memory
+ *   7. docker kill mid-walk      a restart of the same container completes the root phase
+ *
+ * Every claim is read from the kernel on the host (/proc/<pid>/status, the
+ * container's cgroup, stat(2) of the volume's directory, the kernel log), not
+ * from the program's own report. Needs root and a Docker engine; as root
+ * without an engine it fails. Removes every container, volume and image it
+ * created (a base image that existed before the run is kept).
+ *
+ *   node scripts/test.mjs test/image
+ *   CLANKIE_E2E_BASE_IMAGE=node:24.20.0-bookworm-slim   use a real base instead of make-base.sh
+ *   CLANKIE_E2E_SEA=build                               let the build stage run npm ci (needs the registry)
+ */
+import { existsSync, lstatSync, readFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { join } from "node:path";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { rootTest } from "../helpers/privilege.ts";
+import {
+  ADR_FLAGS,
+  BODY_SERVICE,
+  RECOMMENDED_FLAGS,
+  docker,
+  dockerOk,
+  eventOf,
+  healthOk,
+  logsOf,
+  ROOT_WITHOUT_NNP_FLAGS,
+  Session,
+  sleep,
+  STAND_IN,
+  TODAY_FLAGS,
+  waitFor,
+} from "./helpers/engine.ts";
+import { CAPS, cgroupCounters, cgroupDir, containerId, countByUid, initPid, isAlive, mountOptions, oomKillLines, oomKills, type Proc, processesOf, readProc, runsFile } from "./helpers/kernel.ts";
+import { checkStateLayout, countPrivate, listFiles, seedLargeTree, treeDigest } from "./helpers/volumes.ts";
+
+const SERVICE = 1000;
+const AGENT = 1001;
+const WORKSPACE_GROUP = 1002;
+const started = Date.now();
+const session = new Session();
+const image = suite("image");
+
+let built = false;
+let cleaned = false;
+const body = { state: "", workspace: "", statePath: "", workspacePath: "" };
+
+function needImage(): void {
+  if (!built) throw new Error("the image was not built (see the first failure)");
+}
+
+/** The body's two volumes, made on first use and kept for the whole life of items 1-6. */
+function ensureBody(): typeof body {
+  if (!body.state) {
+    body.state = session.hardenedVolume("state", SERVICE, SERVICE);
+    body.workspace = session.hardenedVolume("workspace", SERVICE, SERVICE);
+    body.statePath = session.volumePath(body.state);
+    body.workspacePath = session.volumePath(body.workspace);
+  }
+  return body;
+}
+
+function find(procs: readonly Proc[], what: string, match: (p: Proc) => boolean): Proc {
+  const found = procs.find(match);
+  if (!found) throw new Error(`no ${what} among: ${procs.map((p) => `${p.pid}/${p.uid} ${p.cmdline}`).join("; ")}`);
+  return found;
+}
+
+function assertService(p: Proc, what: string): void {
+  assert.equal(p.status.uids, [SERVICE, SERVICE, SERVICE, SERVICE], `${what}: uids`);
+  assert.equal(p.status.gids, [SERVICE, SERVICE, SERVICE, SERVICE], `${what}: gids`);
+  assert.equal(p.status.groups, [SERVICE, WORKSPACE_GROUP], `${what}: groups`);
+  for (const set of ["capInh", "capPrm", "capEff", "capAmb", "capBnd"] as const) assert.is(p.status[set], CAPS.setuidSetgid, `${what}: ${set}`);
+  assert.is(p.status.noNewPrivs, "1", `${what}: NoNewPrivs`);
+}
+
+function assertAgent(p: Proc, what: string): void {
+  assert.equal(p.status.uids, [AGENT, AGENT, AGENT, AGENT], `${what}: uids`);
+  assert.equal(p.status.gids, [AGENT, AGENT, AGENT, AGENT], `${what}: gids`);
+  assert.equal(p.status.groups, [AGENT, WORKSPACE_GROUP], `${what}: groups`);
+  for (const set of ["capInh", "capPrm", "capEff", "capAmb"] as const) assert.is(p.status[set], CAPS.none, `${what}: ${set}`);
+  assert.is(p.status.noNewPrivs, "1", `${what}: NoNewPrivs`);
+}
+
+function digestBody(): { state: string; workspace: string } {
+  return { state: treeDigest(body.statePath), workspace: treeDigest(body.workspacePath) };
+}
+
+/* ------------------------------------------------------------ 0. image -- */
+
+rootTest(image, "0. the image: one executable with two names, ADR users, tini, no setuid/setgid bit, no file capability, no build tool", () => {
+  const timings = session.buildImage();
+  built = true;
+  process.stdout.write(
+    `\n   base ${timings.base.image}: ${timings.base.built ? `built in ${timings.base.seconds.toFixed(1)} s` : "cached"}; ` +
+      `image built in ${timings.build.seconds.toFixed(1)} s, ${(timings.build.bytes / 1e6).toFixed(0)} MB\n`,
+  );
+
+  const config = JSON.parse(dockerOk(["image", "inspect", "-f", "{{json .Config}}", session.image])) as { User: string; Entrypoint: string[]; Cmd?: string[] | null };
+  assert.is(config.User, "node", "USER node");
+  assert.equal(config.Entrypoint, ["/usr/local/sbin/clankie-separate"]);
+  assert.ok(!config.Cmd || config.Cmd.length === 0, `no CMD (the base's is reset by ENTRYPOINT), got ${JSON.stringify(config.Cmd)}`);
+
+  const probe = session.start({ name: "image", flags: TODAY_FLAGS, command: ["sleep", "600"] });
+  try {
+    // Started as node, the entrypoint execs the command as given: pid 1 becomes sleep.
+    const pid = waitFor("the entrypoint to exec sleep", () => {
+      const init = initPid(probe);
+      return init !== 0 && runsFile(init, "/usr/bin/sleep") ? init : undefined;
+    }, 30_000, 20);
+    const root = `/proc/${pid}/root`;
+
+    const entry = lstatSync(`${root}/usr/local/sbin/clankie-separate`);
+    const shim = lstatSync(`${root}/usr/local/sbin/clankie-agent-exec`);
+    assert.is(shim.ino, entry.ino, "clankie-agent-exec is a hard link to clankie-separate");
+    assert.is(entry.nlink, 2, "two names");
+    assert.equal([entry.uid, entry.gid, entry.mode], [0, 0, 0o100755], "root:root 0755 regular file");
+
+    const passwd = readFileSync(`${root}/etc/passwd`, "utf8").split("\n");
+    const group = readFileSync(`${root}/etc/group`, "utf8").split("\n");
+    assert.ok(passwd.includes("node:x:1000:1000::/home/node:/bin/bash"), "node as in the official image");
+    assert.ok(passwd.includes("clankie-agent:x:1001:1001::/state/agent:/usr/sbin/nologin"), "clankie-agent: uid 1001, home /state/agent, no login shell");
+    assert.ok(group.includes("clankie-agent:x:1001:"), "clankie-agent's own group");
+    assert.ok(group.includes("clankie-workspace:x:1002:node,clankie-agent"), "clankie-workspace with node and the agent");
+    for (const dir of ["state", "workspace"]) {
+      const st = lstatSync(`${root}/${dir}`);
+      assert.ok(st.isDirectory() && st.uid === SERVICE && st.gid === SERVICE, `/${dir} is node's`);
+    }
+    const tini = lstatSync(`${root}/usr/bin/tini`);
+    assert.equal([tini.uid, tini.mode & 0o7777], [0, 0o755], "tini installed");
+
+    const setid = spawnSync("find", [`${root}/`, "-xdev", "-perm", "/6000"], { encoding: "utf8", maxBuffer: 16 << 20 });
+    assert.is(setid.status, 0, setid.stderr);
+    assert.is(setid.stdout, "", "no setuid or setgid bit anywhere");
+    const getcap = spawnSync("sh", ["-c", 'command -v getcap >/dev/null || { echo "getcap (libcap2-bin) is needed on the host" >&2; exit 2; }; find "$1" -xdev -type f -exec getcap {} +', "sh", `${root}/`], { encoding: "utf8", maxBuffer: 16 << 20 });
+    assert.is(getcap.status, 0, getcap.stderr);
+    assert.is(getcap.stdout, "", "no file capability anywhere");
+
+    const tools = ["npm", "npx", "corepack", "yarn", "gcc", "cc", "g++", "make", "strip", "ld", "as", "git", "python3", "curl", "wget", "getcap", "setcap", "sudo"];
+    const present = tools.flatMap((tool) => ["usr/local/sbin", "usr/local/bin", "usr/sbin", "usr/bin"].filter((dir) => existsSync(`${root}/${dir}/${tool}`)).map((dir) => `/${dir}/${tool}`));
+    assert.equal(present, [], "no build tool");
+    for (const leftover of ["src", "out", "root/.npm", "usr/local/lib/node_modules"]) assert.not.ok(existsSync(`${root}/${leftover}`), `no /${leftover} from the build stage`);
+  } finally {
+    session.remove(probe);
+  }
+});
+
+/* ----------------------------------------------------- 1. today's launch -- */
+
+rootTest(image, "1. today's launch (no --user): the service runs as node, no agent uid is configured, nothing changes", () => {
+  needImage();
+  const { state, workspace } = ensureBody();
+  const today = session.start({ name: "today", flags: TODAY_FLAGS, state, workspace, command: ["node", STAND_IN, "serve"] });
+  waitFor("the stand-in service", () => (logsOf(today).stderr.includes("stand-in service listening") ? true : undefined));
+
+  const procs = processesOf(today);
+  assert.is(procs.length, 1, `one process, got ${procs.map((p) => p.cmdline).join("; ")}`);
+  const service = procs[0]!;
+  assert.is(service.nspid, 1, "the service is pid 1, as today: no tini, no setpriv");
+  assert.is(service.cmdline, `node ${STAND_IN} serve`);
+  assert.ok(runsFile(service.pid, "/usr/local/bin/node"), "pid 1 runs node");
+  assert.equal(service.status.uids, [SERVICE, SERVICE, SERVICE, SERVICE]);
+  for (const set of ["capInh", "capPrm", "capEff", "capAmb", "capBnd"] as const) assert.is(service.status[set], CAPS.none, set);
+  const environ = readFileSync(`/proc/${service.pid}/environ`, "utf8").split("\0");
+  assert.equal(environ.filter((v) => v.startsWith("CLANKIE_")), [], "no CLANKIE_* variable: no agent uid configured");
+  assert.not.match(logsOf(today).stderr, /clankie-separate/, "the entrypoint says nothing");
+
+  const shim = docker(["exec", "--user", "node", today, "/usr/local/sbin/clankie-agent-exec", "--", "/bin/true"]);
+  assert.is(shim.status, 77, `the shim refuses: ${shim.stderr}`);
+  assert.match(shim.stderr, /^clankie-agent-exec: the service holds no SETGID, SETUID: this body runs single-uid and no agent uid \(clankie-agent\) is configured; [^\n]+\n$/);
+  session.remove(today);
+
+  // A second start of today's body changes nothing on either volume.
+  const before = digestBody();
+  const again = session.run({ name: "today-again", flags: TODAY_FLAGS, state, workspace, command: ["node", STAND_IN, "status"] });
+  assert.is(again.status, 0, again.stderr);
+  assert.equal(digestBody(), before, "today's launch changes nothing on disk");
+  assert.is(lstatSync(body.statePath).mode & 0o7777, 0o755, "/state keeps the mode today's body gave it");
+  assert.not.ok(existsSync(join(body.statePath, "agent")), "no agent home");
+  assert.not.ok(existsSync(join(body.statePath, ".clankie-separate")), "no entrypoint records");
+  assert.is(lstatSync(body.workspacePath).gid, SERVICE, "/workspace keeps node's group");
+});
+
+/* ---------------------------------------------- 2. root without NNP -- */
+
+const NNP_REFUSAL =
+  "clankie-separate: started as root without NoNewPrivs; add --security-opt no-new-privileges to docker run (Kubernetes: allowPrivilegeEscalation: false)\n";
+
+rootTest(image, "2. root without no-new-privileges: refused in one line, /state untouched", () => {
+  needImage();
+  const { state, workspace } = ensureBody();
+  const before = digestBody();
+  const launches: Array<[string, readonly string[]]> = [
+    ["the ADR's capabilities without no-new-privileges", ROOT_WITHOUT_NNP_FLAGS],
+    ["--user 0:0 with Docker's default capabilities", ["--user", "0:0"]],
+  ];
+  for (const [what, flags] of launches) {
+    const result = session.run({ name: `root-${launches.findIndex(([w]) => w === what)}`, flags, state, workspace, command: ["node", STAND_IN, "serve"] });
+    assert.is(result.status, 77, `${what}: exit 77`);
+    assert.is(result.stderr, NNP_REFUSAL, `${what}: one line`);
+    assert.is(result.stdout, "", `${what}: nothing on stdout`);
+  }
+  assert.equal(digestBody(), before, "/state and /workspace untouched");
+});
+
+/* ------------------------------------------- 3. the scripted model -- */
+
+interface ModelResult {
+  id: string;
+  expect: "cannot" | "can";
+  row: string;
+  outcome: "denied" | "possible";
+  ok: boolean;
+}
+
+rootTest(image, "3. the ADR's flags: the scripted model attempts every row of the threat model as clankie-agent", () => {
+  needImage();
+  const { state, workspace } = ensureBody();
+
+  // The first separated start: its root phase takes /state over.
+  const first = session.run({ name: "first-separated", flags: RECOMMENDED_FLAGS, state, workspace, command: ["node", STAND_IN, "status"] });
+  assert.is(first.status, 0, first.stderr);
+  assert.match(first.stderr, /^clankie-separate: separated: service node \(1000\), agent clankie-agent \(1001\); /m);
+  const layout = checkStateLayout(body.statePath, { service: SERVICE, agent: AGENT });
+  assert.equal(layout.wrong, [], "the /state contract holds on every entry");
+  const credentials = readFileSync(join(body.statePath, "credentials.json"));
+  const stateBefore = treeDigest(body.statePath, ["agent"]);
+
+  // -t: the service gets a controlling terminal, so the TIOCSTI row has a target.
+  const model = session.start({ name: "model", flags: RECOMMENDED_FLAGS, extra: ["-t"], state, workspace, command: ["node", STAND_IN, "model"] });
+  const service = waitFor("the model's service process", () => processesOf(model).find((p) => p.uid === SERVICE && p.cmdline === `node ${STAND_IN} model`), 30_000, 20);
+  assertService(service, "the service");
+  assert.ok(service.ttyNr !== 0, "the service has a controlling terminal (the TIOCSTI row is meaningful)");
+  // The launch docs/launch.md recommends, as the kernel applied it.
+  assert.ok(mountOptions(service.pid, "/").includes("ro"), "read-only root filesystem");
+  for (const mount of ["/state", "/workspace", "/tmp"]) {
+    const options = mountOptions(service.pid, mount);
+    assert.ok(options.includes("nosuid") && options.includes("nodev"), `${mount} is nosuid,nodev (${options.join(",")})`);
+  }
+  const init = readProc(initPid(model))!;
+  assert.is(init.nspid, 1);
+  assert.ok(runsFile(init.pid, "/usr/bin/tini"), "pid 1 is tini");
+  assertService(init, "tini (pid 1)");
+
+  const status = dockerOk(["wait", model], { timeoutMs: 180_000 }).trim();
+  const output = logsOf(model).stdout.replace(/\r/g, "");
+  const table = output.slice(output.indexOf("ADR 0272 threat model"), output.indexOf("\n{"));
+  process.stdout.write(`\n${table.replace(/^/gm, "   ")}\n`);
+  const json = output.split("\n").find((line) => line.startsWith('{"results"'));
+  assert.ok(json, `the model printed its results:\n${output.slice(-2000)}`);
+  const results = (JSON.parse(json!) as { results: ModelResult[] }).results;
+  assert.ok(results.length >= 32, `every row was tried (${results.length})`);
+  for (const r of results) {
+    assert.is(r.outcome, r.expect === "cannot" ? "denied" : "possible", `${r.row}: ${r.expect === "cannot" ? "must be denied" : "must be possible"}`);
+  }
+  for (const id of ["tiocsti", "ptrace-service", "signal-service", "read-environ", "use-leaked-fd", "setpriv-node", "service-runs-workspace"]) {
+    assert.ok(results.some((r) => r.id === id), `row ${id} was tried`);
+  }
+  assert.is(status, "0", "the model run exits 0");
+
+  assert.is(treeDigest(body.statePath, ["agent"]), stateBefore, "nothing under /state changed (read on the host)");
+  assert.equal(readFileSync(join(body.statePath, "credentials.json")), credentials);
+  session.remove(model);
+});
+
+/* ------------------------------------- 4. pane host and worker pane -- */
+
+rootTest(image, "4. increment 2: the pane host and a worker pane run as the agent; planted code runs as the agent, unable to touch /state", () => {
+  needImage();
+  const { state, workspace } = ensureBody();
+  const stateBefore = treeDigest(body.statePath, ["agent"]);
+  const events = readFileSync(join(body.statePath, "events.log"), "utf8");
+
+  const panes = session.start({ name: "panes", flags: RECOMMENDED_FLAGS, state, workspace, command: ["node", BODY_SERVICE, "panes"] });
+  const ready = join(body.workspacePath, "project/worker-ready");
+  waitFor("the worker pane", () => (existsSync(ready) && eventOf(panes, "done") ? true : undefined), 60_000);
+  for (const step of ["pane-host", "planted", "worker"]) assert.is(eventOf(panes, step)?.exitCode, 0, `${step} through the shim`);
+
+  const procs = processesOf(panes);
+  const service = find(procs, "service", (p) => p.uid === SERVICE && p.cmdline === `node ${BODY_SERVICE} panes`);
+  assertService(service, "the service");
+  const worker = find(procs, "worker pane", (p) => p.cmdline.includes("/workspace/project/build.sh"));
+  const sleeper = find(procs, "the planted code's process", (p) => p.ppid === worker.pid && p.cmdline === "sleep 600");
+  const host = find(procs, "pane host", (p) => p.pid === worker.ppid);
+  assert.match(host.name, /^tmux/, "the worker pane's parent is the pane host");
+  assertAgent(host, "the pane host");
+  assertAgent(worker, "the worker pane");
+  assertAgent(sleeper, "the planted code");
+
+  const planted = lstatSync(join(body.workspacePath, "project/build.sh"));
+  assert.equal([planted.uid, planted.gid], [AGENT, WORKSPACE_GROUP], "the agent planted build.sh");
+  assert.is(treeDigest(body.statePath, ["agent"]), stateBefore, "nothing under /state changed (read on the host)");
+  assert.is(readFileSync(join(body.statePath, "events.log"), "utf8"), events);
+  const report = readFileSync(join(body.workspacePath, "project/worker-report.txt"), "utf8");
+  assert.match(report, /^uid 1001$/m);
+  assert.match(report, /^events\.log denied$/m);
+  assert.match(report, /^credentials denied$/m);
+  session.remove(panes);
+});
+
+/* --------------------------------------------------------- 5. doctor -- */
+
+/** The parts of the --self-check --json document (docs/self-check.md, schemaVersion 1) this test reads. */
+interface Verdict {
+  ok: boolean;
+  mode: string;
+  boundary: { label: string };
+  judged: { pid: number };
+  counts: { pass: number; warn: number; fail: number };
+  checks: Array<{ id: string; status: string }>;
+}
+
+function parseVerdict(text: string, what: string): Verdict {
+  let verdict: Verdict;
+  try {
+    verdict = JSON.parse(text) as Verdict;
+  } catch {
+    throw new Error(`${what} printed no JSON document (got ${JSON.stringify(text.slice(0, 200))}): the audit is not implemented yet`);
+  }
+  assert.type(verdict.ok, "boolean", `${what}: a top-level ok`);
+  return verdict;
+}
+
+/** The checks that judge the body (the service process, /state, /workspace, the accounts, the image), not the auditor. */
+const BODY_CHECK = /^(process\.|state\.|workspace\.|accounts$|image\.setuid$|image\.executable$)/;
+
+function bodyFindings(v: Verdict): Record<string, string> {
+  return Object.fromEntries(v.checks.filter((c) => BODY_CHECK.test(c.id)).map((c) => [c.id, c.status]));
+}
+
+/*
+ * PENDING THE AUDIT: written against `clankie-separate --self-check [--json]
+ * [--probe]` as docs/self-check.md (worktree wt-selfcheck, schemaVersion 1)
+ * describes it: exit 0 when the body passes, one JSON document with a
+ * top-level "ok". While --self-check is the stub (prints nothing, exits 0)
+ * this test FAILS on purpose: a silent exit 0 proves nothing.
+ */
+rootTest(image, "5. doctor: --self-check --json --probe run by the service passes, and docker exec --user node gives the same verdict about the body", () => {
+  needImage();
+  const { state, workspace } = ensureBody();
+  const doctor = session.start({ name: "doctor", flags: RECOMMENDED_FLAGS, state, workspace, command: ["node", BODY_SERVICE, "doctor"] });
+  const event = waitFor("the doctor's run", () => eventOf(doctor, "doctor"), 90_000);
+
+  // The premise of the second half (moby#37667): a docker exec process is not
+  // the body. It holds none of the service's capabilities.
+  const exec = docker(["exec", "--user", "node", doctor, "cat", "/proc/self/status"]);
+  assert.is(/^CapEff:\s+(\S+)$/m.exec(exec.stdout)?.[1], CAPS.none, "a docker exec process holds no capability");
+  const service = find(processesOf(doctor), "service", (p) => p.uid === SERVICE && p.cmdline === `node ${BODY_SERVICE} doctor`);
+  assertService(service, "the service");
+
+  const fromService = parseVerdict(String(event.stdout), "--self-check --json --probe (the service's child)");
+  assert.is(event.exitCode, 0, `the service's doctor: exit 0 (stderr: ${String(event.stderr)})`);
+  assert.is(fromService.ok, true, "the body passes its own audit");
+  assert.is(fromService.mode, "separated");
+  assert.is(fromService.judged.pid, service.nspid, "the audit judged the service process");
+  assert.match(fromService.boundary.label, /^not a boundary yet/, "the doctor says 'not a boundary yet' (ADR 0272, increment 1)");
+  for (const id of ["probe.identity", "probe.capabilities", "probe.write-state", "probe.signal-service", "probe.setpriv-node"]) {
+    assert.is(fromService.checks.find((c) => c.id === id)?.status, "pass", `--probe: ${id}`);
+  }
+
+  const operator = docker(["exec", "--user", "node", doctor, "clankie-separate", "--self-check", "--json"]);
+  const fromOperator = parseVerdict(operator.stdout, "docker exec --user node ... --self-check --json");
+  assert.is(operator.status, 0, `docker exec --self-check: exit 0 (stderr: ${operator.stderr})`);
+  const line = (v: Verdict): string => `ok ${v.ok}, ${v.mode}, ${v.boundary.label}; ${v.counts.pass} pass, ${v.counts.warn} warn, ${v.counts.fail} fail`;
+  process.stdout.write(`\n   doctor (the service's child, --probe): ${line(fromService)}\n   docker exec --user node: ${line(fromOperator)}\n`);
+  assert.is(fromOperator.ok, fromService.ok, "the same verdict");
+  assert.is(fromOperator.mode, fromService.mode, "the same mode");
+  assert.is(fromOperator.judged.pid, fromService.judged.pid, "the same judged process");
+  assert.equal(bodyFindings(fromOperator), bodyFindings(fromService), "the same findings about the body");
+  session.remove(doctor);
+});
+
+/* ------------------------------------------------- 6. resource abuse -- */
+
+rootTest(image, "6. resource abuse under --pids-limit and --memory: fork bomb and memory hog; the service keeps answering and is not the OOM killer's pick", () => {
+  needImage();
+  const { state, workspace } = ensureBody();
+  const abuse = session.start({
+    name: "abuse",
+    flags: RECOMMENDED_FLAGS,
+    extra: ["--pids-limit", "1024", "--memory", "384m", "--memory-swap", "384m", "-e", "BOMB_SECONDS=8"],
+    state,
+    workspace,
+    command: ["node", BODY_SERVICE, "abuse"],
+  });
+  waitFor("the abuse service", () => eventOf(abuse, "ready"), 30_000);
+  const service = find(processesOf(abuse), "service", (p) => p.uid === SERVICE && p.cmdline === `node ${BODY_SERVICE} abuse`);
+  assertService(service, "the service");
+  const id = containerId(abuse);
+  const pidsDir = cgroupDir(service.pid, "pids");
+  const memoryDir = cgroupDir(service.pid, "memory");
+  const oomBefore = oomKills(memoryDir);
+
+  let maxAgents = 0;
+  let probes = 0;
+  let failures = 0;
+  let lastProbe = 0;
+  let hog: Proc | undefined;
+  const deadline = Date.now() + 120_000;
+  while (!eventOf(abuse, "done")) {
+    if (Date.now() > deadline) throw new Error(`the abuse did not finish: ${logsOf(abuse).stdout}`);
+    maxAgents = Math.max(maxAgents, countByUid(pidsDir, AGENT));
+    if (eventOf(abuse, "memory-hog-started") && !hog) {
+      hog = processesOf(abuse).find((p) => p.uid === AGENT && p.cmdline.includes("@chunks"));
+    }
+    assert.ok(isAlive(service.pid), "the service is alive");
+    if (Date.now() - lastProbe > 1000) {
+      lastProbe = Date.now();
+      probes++;
+      if (!healthOk(abuse)) failures++;
+    }
+    sleep(100);
+  }
+  const bomb = eventOf(abuse, "fork-bomb")!;
+  const memory = eventOf(abuse, "memory-hog")!;
+  process.stdout.write(`\n   fork bomb: at most ${maxAgents} agent processes; memory hog: ${String(memory.signal)}; /health ${probes - failures}/${probes}\n`);
+
+  assert.is(bomb.exitCode, 0, "the fork bomb ran until its own deadline");
+  assert.ok(maxAgents >= 256, `the fork bomb grew (${maxAgents} agent processes at most)`);
+  assert.ok(maxAgents <= 512, `RLIMIT_NPROC (--nproc 512) held the agent (${maxAgents})`);
+  assert.is(cgroupCounters(pidsDir, "pids.events").max ?? 0, 0, "the container's pids limit was never reached: the agent's own limit stopped the bomb first");
+  assert.is(memory.signal, "SIGKILL", "the memory hog was killed");
+  assert.ok(oomKills(memoryDir) > oomBefore, "by the OOM killer of the container's memory cgroup");
+  assert.ok(hog, "the memory hog was seen running");
+  assert.is(hog!.oomScoreAdj, 500, "the shim raised the hog's oom_score_adj");
+  assert.is(readProc(service.pid)?.oomScoreAdj, 0, "the service's oom_score_adj is untouched");
+  const kills = oomKillLines();
+  if (kills) {
+    const ours = kills.filter((k) => k.memcg.includes(id));
+    assert.ok(ours.length >= 1, "the kernel log names the OOM kill");
+    for (const k of ours) {
+      assert.is(k.uid, AGENT, `the OOM killer picked an agent process (${k.task} ${k.pid})`);
+      assert.is.not(k.pid, service.pid, "not the service");
+    }
+  } else {
+    process.stdout.write("   (dmesg unreadable: the OOM killer's pick is judged from the cgroup counter and the survivors)\n");
+  }
+  assert.ok(probes >= 5, `the health route was probed during the abuse (${probes})`);
+  assert.is(failures, 0, "the service answered /health throughout");
+  assert.ok(isAlive(service.pid) && healthOk(abuse), "the service is still up and answering");
+  session.remove(abuse);
+});
+
+/* ----------------------------------------- 7. docker kill mid-walk -- */
+
+rootTest(image, "7. docker kill during the /state walk; a restart of the same container completes the root phase", () => {
+  needImage();
+  const state = session.volume("state-large");
+  const workspace = session.volume("workspace-large");
+  const statePath = session.volumePath(state);
+  const seeded = session.run({ name: "seed-large", flags: TODAY_FLAGS, state, workspace, command: ["node", STAND_IN, "seed"] });
+  assert.is(seeded.status, 0, seeded.stderr);
+  const seedStarted = Date.now();
+  const samples = seedLargeTree(statePath, 1000, 200, SERVICE, SERVICE);
+  const files = listFiles(join(statePath, "telemetry/batches"));
+  process.stdout.write(`\n   seeded ${files.length} files in ${((Date.now() - seedStarted) / 1000).toFixed(1)} s\n`);
+
+  const container = session.create({ name: "restart", flags: ADR_FLAGS, state, workspace, command: ["node", STAND_IN, "serve"] });
+  dockerOk(["start", container]);
+  waitFor("the walk to reach the batches", () => {
+    if (countPrivate(samples) > 0) return true;
+    if (logsOf(container).stderr.includes("separated:")) throw new Error("the walk finished before it could be interrupted: seed more files");
+    return undefined;
+  }, 120_000, 10);
+  dockerOk(["kill", container]);
+  const killed = dockerOk(["inspect", "-f", "{{.State.Status}} {{.State.ExitCode}}", container]).trim();
+  assert.is(killed, "exited 137", "killed by SIGKILL");
+  assert.not.match(logsOf(container).stderr, /separated:/, "the root phase did not finish");
+  const done = countPrivate(files);
+  process.stdout.write(`   killed with ${done} of ${files.length} files taken over\n`);
+  assert.ok(done > 0 && done < files.length, "killed mid-walk");
+
+  dockerOk(["start", container]);
+  waitFor("the restarted service", () => (logsOf(container).stderr.includes("stand-in service listening") ? true : undefined), 180_000, 100);
+  const line = logsOf(container).stderr.split("\n").find((l) => l.includes("separated:")) ?? "";
+  process.stdout.write(`   restart: ${line}\n`);
+  const layout = checkStateLayout(statePath, { service: SERVICE, agent: AGENT });
+  assert.equal(layout.wrong, [], "the /state contract holds on every entry after the restart");
+  assert.ok(layout.entries >= files.length, "every entry was checked");
+  assert.is(countPrivate(files), files.length, "every file taken over");
+  assert.is(listFiles(join(statePath, "telemetry/batches")).length, files.length, "no file lost or added");
+  assert.ok(existsSync(join(statePath, ".clankie-separate/workspace-layout")), "the /workspace walk finished and was recorded");
+  const service = find(processesOf(container), "service", (p) => p.uid === SERVICE && p.cmdline === `node ${STAND_IN} serve`);
+  assertService(service, "the restarted service");
+  session.remove(container);
+});
+
+/* -------------------------------------------------------- cleanup -- */
+
+function cleanupOnce(): string[] {
+  if (cleaned) return [];
+  cleaned = true;
+  return session.cleanup();
+}
+
+rootTest(image, "cleanup: every container, volume and image this run made is removed", () => {
+  const problems = cleanupOnce();
+  const wall = (Date.now() - started) / 1000;
+  const t = session.timings;
+  if (t) {
+    process.stdout.write(
+      `\n   image E2E: base ${t.base.built ? `${t.base.seconds.toFixed(1)} s` : "cached"}, build ${t.build.seconds.toFixed(1)} s, ` +
+        `image ${(t.build.bytes / 1e6).toFixed(0)} MB, wall ${wall.toFixed(1)} s\n`,
+    );
+  }
+  assert.equal(problems, []);
+  const left = dockerOk(["ps", "-aq", "--filter", `label=clankie.e2e=${session.runId}`]).trim();
+  assert.is(left, "", "no container left");
+});
+
+image.after(() => {
+  // Also when the cleanup test did not run (not root, or an earlier crash);
+  // an exception here would abort uvu's report, so it is only printed.
+  try {
+    for (const problem of cleanupOnce()) process.stderr.write(`cleanup: ${problem}\n`);
+  } catch (error) {
+    process.stderr.write(`cleanup failed: ${String(error)}\n`);
+  }
+});
+
+image.run();
