@@ -14,8 +14,8 @@ export const HYPERFINE = "/usr/bin/hyperfine";
  * --prepare (when any command has one, every command gets one: hyperfine pairs
  * them by position; `true` stands in), its --command-name and the command.
  */
-export function hyperfineGroups({ warmup, runs, json, commands }) {
-  const groups = [[HYPERFINE, "-N", "--style", "basic", "--warmup", String(warmup), "--runs", String(runs), "--export-json", json]];
+export function hyperfineGroups({ warmup, runs, json, commands, ignoreFailure = false }) {
+  const groups = [[HYPERFINE, "-N", ...(ignoreFailure ? ["-i"] : []), "--style", "basic", "--warmup", String(warmup), "--runs", String(runs), "--export-json", json]];
   const anyPrepare = commands.some((c) => c.prepare);
   for (const command of commands) {
     groups.push([...(anyPrepare ? ["--prepare", shellLine(command.prepare ?? ["true"])] : []), "--command-name", command.name, shellLine(command.argv)]);
