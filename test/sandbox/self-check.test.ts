@@ -311,10 +311,15 @@ rootTest(SelfCheck, "image faults fail exactly their checks: a group-writable ex
   const prlimit = join(scratch, "prlimit");
   try {
     mkdirSync(sbin, { mode: 0o755 });
-    copyFileSync(join(DIST, "clankie-separate"), join(sbin, "clankie-separate"));
+    // A copy whose embedded bundle differs from the one built in by one letter
+    // of a string (the SEA asset bundle.sha256 still names the original).
+    const exe = readFileSync(join(DIST, "clankie-separate"));
+    const at = exe.indexOf("run model-directed work as a second uid");
+    assert.ok(at > 0, "the help text is in the embedded bundle");
+    exe[at + 1] = "a".charCodeAt(0);
+    writeFileSync(join(sbin, "clankie-separate"), exe);
     chmodSync(join(sbin, "clankie-separate"), 0o775);
     linkSync(join(sbin, "clankie-separate"), join(sbin, "clankie-agent-exec"));
-    writeFileSync(join(sbin, "SHA256SUMS"), `${"0".repeat(64)}  bundle.cjs\n`, { mode: 0o644 });
     mkdirSync(tools, { mode: 0o755 });
     copyFileSync("/usr/bin/true", join(tools, "escalate"));
     chmodSync(join(tools, "escalate"), 0o4755);
@@ -329,8 +334,11 @@ rootTest(SelfCheck, "image faults fail exactly their checks: a group-writable ex
     const audit = parse(shDoctor(body, ":", ["--json"], { extra }));
     assertFailing(audit, ["image.executable", "image.bundle", "image.tools", "image.setuid", "image.file-capabilities"]);
     assert.match(check(audit, "image.executable").summary, /\/usr\/local\/sbin\/clankie-separate is writable by group or other \(mode 775\)/);
-    assert.is(check(audit, "image.bundle").found.expected, "0".repeat(64));
-    assert.is(check(audit, "image.bundle").found.sha256, readFileSync(join(DIST, "SHA256SUMS"), "utf8").split(/\s+/)[0]);
+    const builtIn = readFileSync(join(DIST, "SHA256SUMS"), "utf8").split(/\s+/)[0];
+    assert.is(check(audit, "image.bundle").found.expected, builtIn);
+    assert.is(check(audit, "image.bundle").found.expectedFrom, "the SEA asset bundle.sha256");
+    assert.match(check(audit, "image.bundle").found.sha256, /^[0-9a-f]{64}$/);
+    assert.is.not(check(audit, "image.bundle").found.sha256, builtIn);
     assert.match(check(audit, "image.tools").summary, /\/usr\/bin\/prlimit is owned by uid 1000, not 0/);
     assert.equal(check(audit, "image.setuid").found.files.shown, [{ path: "/opt/tools/escalate", mode: "4755", uid: 0, gid: 0, bits: ["setuid"], mount: "/opt/tools", nosuid: true }]);
     const capped = check(audit, "image.file-capabilities").found.files.shown;
