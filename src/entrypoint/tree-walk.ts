@@ -2,9 +2,11 @@
  * A walk over a tree an attacker may have prepared, run with root's powers.
  *
  * Node has no openat(2), fchownat(2) or O_PATH constants, so every lookup is
- * made relative to an open directory through /proc/self/fd/<dirfd>/<name>
- * (proc(5): the magic link resolves to the directory the fd holds, wherever
- * it has moved; the last component is looked up inside it). That gives:
+ * made relative to an open directory: the walk moves its working directory
+ * onto each directory's fd (chdir("/proc/self/fd/<dirfd>"): proc(5), the magic
+ * link resolves to the directory the fd holds, wherever it has moved) and
+ * looks up bare names there, as openat(dirfd, name) would. The working
+ * directory is restored afterwards. That gives:
  *
  *   - no symlink is ever followed: entries are lstat'ed, directories are
  *     opened with O_NOFOLLOW|O_DIRECTORY, everything else with
@@ -87,8 +89,21 @@ export function newWalkStats(): WalkStats {
 
 const SKIPPED_EXAMPLES = 5;
 
-function procPath(dirFd: number, name: Buffer): Buffer {
-  return Buffer.concat([Buffer.from(`/proc/self/fd/${dirFd}/`), name]);
+/** An fd on the working directory, to come back to after the walk (undefined if it is gone). */
+function saveWorkingDirectory(): number | undefined {
+  try {
+    return openSync(".", constants.O_RDONLY | constants.O_DIRECTORY);
+  } catch {
+    return undefined;
+  }
+}
+
+function restoreWorkingDirectory(home: number | undefined): void {
+  try {
+    process.chdir(home === undefined ? "/" : `/proc/self/fd/${home}`);
+  } finally {
+    if (home !== undefined) closeSync(home);
+  }
 }
 
 /** mountinfo escapes space, tab, newline and backslash as octal (proc(5)). */
@@ -182,8 +197,9 @@ interface Frame<C> {
   context: C;
 }
 
-function openDirectoryAt(parentFd: number | undefined, name: Buffer | string, path: string, expect?: Stats): { fd: number; st: Stats } {
-  const target = parentFd === undefined ? name : procPath(parentFd, name as Buffer);
+/** Opens `name` (absolute, or a bare name in the working directory) as a directory, never through a symlink. */
+function openDirectoryAt(name: Buffer | string, path: string, expect?: Stats): { fd: number; st: Stats } {
+  const target = name;
   let fd: number;
   try {
     fd = openSync(target, DIR_FLAGS);
@@ -233,7 +249,7 @@ export function walkTree<C>(root: string, rules: Rules<C>, context: C, stats: Wa
   if (!rootSt.isDirectory()) {
     throw new Refusal(EXIT.dataRefused, `${root} is a ${kindOf(rootSt)}, not a directory`, `mount a volume (a directory) at ${root}`);
   }
-  const top = openDirectoryAt(undefined, root, root, rootSt);
+  const top = openDirectoryAt(root, root, rootSt);
   const rootDecision = decide(rules, { path: root, name: Buffer.from(root), kind: "directory", st: top.st, depth: 0 }, context, stats);
   if (rootDecision.action !== "fix" || rootDecision.descend === undefined) {
     if (rootDecision.action === "fix") fixDirectory(top.fd, top.st, rootDecision, root, stats);
@@ -243,9 +259,23 @@ export function walkTree<C>(root: string, rules: Rules<C>, context: C, stats: Wa
   fixDirectory(top.fd, top.st, rootDecision, root, stats);
   const rootDev = top.st.dev;
   const stack: Frame<C>[] = [{ fd: top.fd, dir: openDir(top.fd, root), path: root, depth: 0, context: rootDecision.descend }];
+  // Entries are looked up relative to the working directory, moved onto each
+  // directory's open fd (chdir through /proc/self/fd/N follows the fd, not a
+  // path): the same safety as a lookup through /proc/self/fd/N/name, without
+  // a procfs walk per entry, which cost three quarters of a restart's time.
+  const home = saveWorkingDirectory();
+  let cwdFd = -1;
   try {
     while (stack.length > 0) {
       const frame = stack[stack.length - 1]!;
+      if (cwdFd !== frame.fd) {
+        try {
+          process.chdir(`/proc/self/fd/${frame.fd}`);
+        } catch (error) {
+          throw osFailure("chdir", frame.path, error);
+        }
+        cwdFd = frame.fd;
+      }
       let dirent;
       try {
         dirent = frame.dir.readSync();
@@ -264,6 +294,7 @@ export function walkTree<C>(root: string, rules: Rules<C>, context: C, stats: Wa
       if (child) stack.push(child);
     }
   } finally {
+    restoreWorkingDirectory(home);
     for (const frame of stack) {
       try {
         frame.dir.closeSync();
@@ -288,7 +319,9 @@ function fixDirectory<C>(fd: number, st: Stats, decision: Extract<Decision<C>, {
 }
 
 function visitEntry<C>(frame: Frame<C>, name: Buffer, path: string, rootDev: number, mounts: ReadonlySet<string>, rules: Rules<C>, stats: WalkStats): Frame<C> | undefined {
-  const target = procPath(frame.fd, name);
+  // The working directory is frame's directory (walkTree keeps it so): a bare
+  // name is looked up inside it, as openat(frame.fd, name) would.
+  const target = name;
   let st: Stats;
   try {
     st = lstatSync(target);
@@ -309,7 +342,7 @@ function visitEntry<C>(frame: Frame<C>, name: Buffer, path: string, rootDev: num
   const mode = decision.mode ? decision.mode(st.mode & 0o7777) : undefined;
 
   if (kind === "directory") {
-    const opened = openDirectoryAt(frame.fd, name, path, st);
+    const opened = openDirectoryAt(name, path, st);
     try {
       fixDirectory(opened.fd, opened.st, decision, path, stats);
     } catch (error) {

@@ -234,6 +234,17 @@ rootTest(test, "/workspace gets the shared group: setgid dirs g+rwx, files g+rw,
   }
 });
 
+rootTest(test, "the walk moves its working directory and puts it back: the service starts where the launcher started it", () => {
+  const body = legacyBody();
+  try {
+    const run = body.run({ as: "root", direct: true, command: ["/bin/sh", "-c", "cd /workspace/project && exec /usr/local/sbin/clankie-separate /bin/pwd"] });
+    assert.is(run.status, 0, run.stderr);
+    assert.is(run.stdout, "/workspace/project\n");
+  } finally {
+    body.cleanup();
+  }
+});
+
 rootTest(test, "a symlink planted in /state is not followed: its target keeps owner and mode", () => {
   const body = legacyBody();
   try {
