@@ -8,41 +8,10 @@
  * environment, and neither can `docker exec --user node` (no capabilities);
  * the service's own children can. Each reader says why it could not read.
  */
-import { readdirSync, readFileSync, readlinkSync } from "node:fs";
-import { type ProcessCredentials, parseStatus } from "../proc-status.ts";
+import { readFileSync, readlinkSync } from "node:fs";
 
-export interface ProcessEntry {
-  pid: number;
-  ppid: number;
-  /** The Name: line (the kernel's comm, at most 15 bytes, set by the process itself). */
-  name: string;
-  creds: ProcessCredentials;
-}
-
-/** Pure: one /proc/<pid>/status text. */
-export function parseProcessStatus(pid: number, text: string): ProcessEntry {
-  const name = /^Name:\t?(.*)$/m.exec(text)?.[1] ?? "";
-  const ppid = Number(/^PPid:\s*(\d+)$/m.exec(text)?.[1] ?? Number.NaN);
-  if (!Number.isInteger(ppid)) throw new Error(`/proc/${pid}/status has no PPid line`);
-  return { pid, ppid, name, creds: parseStatus(text) };
-}
-
-/** Every process whose status could be read (a process that exits meanwhile is simply not listed). */
-export function readProcessTable(): ProcessEntry[] {
-  const entries: ProcessEntry[] = [];
-  for (const name of readdirSync("/proc")) {
-    if (!/^\d+$/.test(name)) continue;
-    const pid = Number(name);
-    let text: string;
-    try {
-      text = readFileSync(`/proc/${pid}/status`, "latin1");
-    } catch {
-      continue;
-    }
-    entries.push(parseProcessStatus(pid, text));
-  }
-  return entries.sort((a, b) => a.pid - b.pid);
-}
+export { parseProcessStatus, type ProcessEntry, readProcessTable } from "../proc-status.ts";
+import type { ProcessEntry } from "../proc-status.ts";
 
 export type Readable<T> = { ok: true; value: T } | { ok: false; error: string };
 

@@ -7,7 +7,7 @@ import * as assert from "uvu/assert";
 import { parseAgentExecArgs, parseEntrypointArgs } from "../../src/cli.ts";
 import { EXIT } from "../../src/constants.ts";
 import { serviceEnvironment } from "../../src/entrypoint/service-env.ts";
-import { parseStat } from "../../src/proc-status.ts";
+import { parseProcessStatus, parseStat } from "../../src/proc-status.ts";
 import { agentExecArguments, buildEnvironment } from "../../src/system-exec.ts";
 import { imageIdentities } from "./helpers/identities.ts";
 import { catchRefusal } from "./helpers/refusal.ts";
@@ -54,6 +54,14 @@ test("--verify-agent --cwd without a value says what is missing", () => {
 test("parseStat refuses text it cannot parse instead of returning NaN", () => {
   assert.throws(() => parseStat("garbage"), /malformed/);
   assert.equal(parseStat("42 (a b) c) S 1 42 42 0 -1"), { pid: 42, pgrp: 42, session: 42, ttyNr: 0 });
+});
+
+test("the process table counts threads, which RLIMIT_NPROC counts (the shim's busy check sums them)", () => {
+  const status = ["Name:\tnode", "Threads:\t11", "PPid:\t1", "Uid:\t1001\t1001\t1001\t1001", "Gid:\t1001\t1001\t1001\t1001", "Groups:\t1001", "CapInh:\t0000000000000000", "CapPrm:\t0000000000000000", "CapEff:\t0000000000000000", "CapBnd:\t00000000000000c0", "CapAmb:\t0000000000000000", "NoNewPrivs:\t1", ""].join("\n");
+  const entry = parseProcessStatus(42, status);
+  assert.is(entry.threads, 11);
+  assert.is(entry.creds.uids[0], 1001);
+  assert.is(parseProcessStatus(42, status.replace("Threads:\t11\n", "")).threads, 1);
 });
 
 test.run();

@@ -270,7 +270,7 @@ Image("mounts: recommendations only; a writable / and a volume without nosuid,no
 const Processes = suite("processes");
 
 function proc(pid: number, ppid: number, uid: number, name: string): ProcessEntry {
-  return { pid, ppid, name, creds: creds(uid, 0n) };
+  return { pid, ppid, name, threads: 1, creds: creds(uid, 0n) };
 }
 
 Processes("root: the audit and what started it are left out; any other root process fails (warns single-uid)", () => {
