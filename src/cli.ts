@@ -44,6 +44,32 @@ function idList(program: string, option: string, text: string): number[] {
   return text.split(",").map(Number);
 }
 
+/**
+ * The options both verification stages take (--uid, --gid, --groups), up to
+ * the --; `other` takes a stage's own options and returns false for unknown ones.
+ */
+function parseStageOptions(
+  program: string,
+  flag: string,
+  starter: string,
+  argv: readonly string[],
+  other: (name: string, value: string | undefined) => boolean,
+): { uid?: number; gid?: number; groups?: number[]; end: number } {
+  let uid: number | undefined;
+  let gid: number | undefined;
+  let groups: number[] | undefined;
+  let i = 1;
+  while (i < argv.length && argv[i] !== "--") {
+    const { name, value, next } = optionValue(argv, i);
+    if (name === "--uid") uid = integer(program, name, value, 1, 0xfffffffe);
+    else if (name === "--gid") gid = integer(program, name, value, 1, 0xfffffffe);
+    else if (name === "--groups") groups = idList(program, name, value ?? "");
+    else if (!other(name, value)) throw usage(program, `unknown option ${JSON.stringify(name)} for ${flag}`, `this stage is started by ${starter} itself`);
+    i = next;
+  }
+  return { uid, gid, groups, end: i };
+}
+
 function command(program: string, rest: readonly string[]): string[] {
   if (rest.length === 0 || rest[0] === "" || rest[0] === undefined) throw usage(program, "no command given", `put the command after --: ${program} -- COMMAND [ARG...]`);
   return [...rest];
@@ -74,22 +100,11 @@ export function parseEntrypointArgs(argv: readonly string[]): EntrypointRequest 
     return { kind: "self-check", json, probe };
   }
   if (first === VERIFY_SERVICE_FLAG) {
-    let uid: number | undefined;
-    let gid: number | undefined;
-    let groups: number[] | undefined;
-    let i = 1;
-    while (i < argv.length && argv[i] !== "--") {
-      const { name, value, next } = optionValue(argv, i);
-      if (name === "--uid") uid = integer(program, name, value, 1, 0xfffffffe);
-      else if (name === "--gid") gid = integer(program, name, value, 1, 0xfffffffe);
-      else if (name === "--groups") groups = idList(program, name, value ?? "");
-      else throw usage(program, `unknown option ${JSON.stringify(name)} for ${VERIFY_SERVICE_FLAG}`, "this stage is started by the entrypoint itself");
-      i = next;
-    }
-    if (uid === undefined || gid === undefined || groups === undefined || argv[i] !== "--") {
+    const { uid, gid, groups, end } = parseStageOptions(program, VERIFY_SERVICE_FLAG, "the entrypoint", argv, () => false);
+    if (uid === undefined || gid === undefined || groups === undefined || argv[end] !== "--") {
       throw usage(program, `${VERIFY_SERVICE_FLAG} needs --uid, --gid, --groups and --`, "this stage is started by the entrypoint itself");
     }
-    return { kind: "verify-service", uid, gid, groups, command: command(program, argv.slice(i + 1)) };
+    return { kind: "verify-service", uid, gid, groups, command: command(program, argv.slice(end + 1)) };
   }
   if (first === "--") return { kind: "run", command: command(program, argv.slice(1)) };
   if (first.startsWith("-")) {
@@ -118,28 +133,20 @@ export function parseAgentExecArgs(argv: readonly string[]): AgentExecRequest {
   if (first === "--help" || first === "-h") return { kind: "help" };
   if (first === "--version") return { kind: "version" };
   if (first === VERIFY_AGENT_FLAG) {
-    let uid: number | undefined;
-    let gid: number | undefined;
-    let groups: number[] | undefined;
     let cwd: string | undefined;
     let signal: string | undefined;
     let pgid: number | undefined;
     const keepFds: number[] = [];
-    let i = 1;
-    while (i < argv.length && argv[i] !== "--") {
-      const { name, value, next } = optionValue(argv, i);
-      if (name === "--uid") uid = integer(program, name, value, 1, 0xfffffffe);
-      else if (name === "--gid") gid = integer(program, name, value, 1, 0xfffffffe);
-      else if (name === "--groups") groups = idList(program, name, value ?? "");
-      else if (name === "--cwd") {
+    const { uid, gid, groups, end: i } = parseStageOptions(program, VERIFY_AGENT_FLAG, "the shim", argv, (name, value) => {
+      if (name === "--cwd") {
         if (value === undefined || !value.startsWith("/")) throw usage(program, `--cwd needs an absolute directory, got ${JSON.stringify(value ?? "")}`, "this stage is started by the shim itself");
         cwd = value;
       } else if (name === "--keep-fd") keepFds.push(integer(program, name, value, 3, 1048575));
       else if (name === "--signal") signal = parseSignal(program, value);
       else if (name === "--pgid") pgid = integer(program, name, value, 2, 0x3fffffff);
-      else throw usage(program, `unknown option ${JSON.stringify(name)} for ${VERIFY_AGENT_FLAG}`, "this stage is started by the shim itself");
-      i = next;
-    }
+      else return false;
+      return true;
+    });
     if (uid === undefined || gid === undefined || groups === undefined || cwd === undefined || argv[i] !== "--") {
       throw usage(program, `${VERIFY_AGENT_FLAG} needs --uid, --gid, --groups, --cwd and --`, "this stage is started by the shim itself");
     }
