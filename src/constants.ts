@@ -19,6 +19,8 @@ export const TOOLS = {
 /** Where the image installs this single executable, under its two names. */
 export const INSTALL_DIR = "/usr/local/sbin";
 export const ENTRYPOINT_NAME = "clankie-separate";
+/** The internal first argument of the inside half of --self-check --probe. */
+export const PROBE_AGENT_FLAG = "--probe-agent";
 export const AGENT_EXEC_NAME = "clankie-agent-exec";
 export const AGENT_EXEC_PATH = `${INSTALL_DIR}/${AGENT_EXEC_NAME}`;
 

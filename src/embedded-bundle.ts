@@ -7,7 +7,6 @@
  */
 import { createHash } from "node:crypto";
 import { closeSync, openSync, readSync } from "node:fs";
-import * as sea from "node:sea";
 
 const SEA_MAGIC = 0x0143_da20;
 const PT_NOTE = 4;
@@ -78,13 +77,4 @@ function parseBlob(blob: Buffer): Buffer | undefined {
 export function embeddedBundleSha256(path?: string): string | undefined {
   const bundle = readEmbeddedBundle(path);
   return bundle ? createHash("sha256").update(bundle).digest("hex") : undefined;
-}
-
-/** The hash build.mjs computed and carried in the blob as the asset "bundle.sha256". */
-export function builtInBundleSha256(): string | undefined {
-  try {
-    return sea.isSea() ? String(sea.getAsset("bundle.sha256", "utf8")).trim() : undefined;
-  } catch {
-    return undefined;
-  }
 }

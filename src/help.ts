@@ -1,16 +1,12 @@
 /* --help and --version text. The exit-code table comes from constants.ts. */
 import { AGENT_DEFAULT_NPROC, AGENT_DEFAULT_OOM_SCORE_ADJ, EXIT_DESCRIPTIONS, SYSTEM_PATH } from "./constants.ts";
-import { embeddedBundleSha256 } from "./embedded-bundle.ts";
-
-declare const __CLANKIE_VERSION__: string;
-
-export const PROGRAM_VERSION: string = typeof __CLANKIE_VERSION__ === "string" ? __CLANKIE_VERSION__ : "0.0.0-dev";
+import { builtInBundleSha256, PROGRAM_VERSION } from "./build-info.ts";
 
 export function versionText(program: string): string {
   return [
     `${program} ${PROGRAM_VERSION}`,
     `node ${process.version}`,
-    `bundle sha256 ${embeddedBundleSha256() ?? "unknown (not running as a single executable)"}`,
+    `bundle sha256 ${builtInBundleSha256() ?? "unknown (not running as a single executable)"}`,
   ].join("\n");
 }
 
@@ -50,7 +46,9 @@ clankie-agent-exec [--cwd DIR] [--env NAME]... [--keep-fd N]...
 clankie-agent-exec --signal SIGNAL --pgid PGID
   Delivers SIGNAL to the agent's process group PGID, as the agent.
 
-Both: --help, --version.
+Both: --help, --version. --version prints the program and Node versions and
+the bundle's SHA-256 recorded at build time; --self-check recomputes it from
+the executable itself and fails on a difference.
 
 Exit codes:
 ${exitTable()}

@@ -4,14 +4,15 @@
  */
 import { basename } from "node:path";
 import { parseAgentExecArgs, parseEntrypointArgs } from "./cli.ts";
-import { AGENT_EXEC_NAME, ENTRYPOINT_NAME, EXIT } from "./constants.ts";
-import { runEntrypoint } from "./entrypoint/run.ts";
-import { runVerifyService } from "./entrypoint/verify-service.ts";
-import { runAgentExec, runSignal, runVerifyAgent } from "./agent-exec/run.ts";
-import { runSelfCheck } from "./self-check/run.ts";
-import { PROBE_AGENT_FLAG, runProbeAgent } from "./self-check/probe-agent.ts";
+import { AGENT_EXEC_NAME, ENTRYPOINT_NAME, EXIT, PROBE_AGENT_FLAG } from "./constants.ts";
 import { helpText, versionText } from "./help.ts";
 import { Refusal, reportError, setProgramName, writeLine } from "./report.ts";
+
+/*
+ * Each role's modules are imported when that role runs, not before: the
+ * bundle evaluates only what the role needs, which keeps --version and the
+ * shim's start close to a bare `node -e 0` (docs/benchmarks.md).
+ */
 
 function role(): string {
   for (const candidate of [basename(process.argv0), basename(process.execPath)]) {
@@ -26,7 +27,7 @@ function inform(kind: "help" | "version", name: string): number {
   return EXIT.ok;
 }
 
-function main(argv: readonly string[]): number {
+async function main(argv: readonly string[]): Promise<number> {
   const name = role();
   setProgramName(name);
   if (name === AGENT_EXEC_NAME) {
@@ -36,31 +37,34 @@ function main(argv: readonly string[]): number {
       case "version":
         return inform(request.kind, name);
       case "signal":
-        return runSignal(request);
+        return (await import("./agent-exec/run.ts")).runSignal(request);
       case "verify-agent":
-        return runVerifyAgent(request);
+        return (await import("./agent-exec/run.ts")).runVerifyAgent(request);
       case "run":
-        return runAgentExec(request);
+        return (await import("./agent-exec/run.ts")).runAgentExec(request);
     }
   }
   // The inside half of --self-check --probe, started through the shim as the agent.
-  if (argv[0] === PROBE_AGENT_FLAG) return runProbeAgent(argv.slice(1));
+  if (argv[0] === PROBE_AGENT_FLAG) return (await import("./self-check/probe-agent.ts")).runProbeAgent(argv.slice(1));
   const request = parseEntrypointArgs(argv);
   switch (request.kind) {
     case "help":
     case "version":
       return inform(request.kind, name);
     case "self-check":
-      return runSelfCheck(request);
+      return (await import("./self-check/run.ts")).runSelfCheck(request);
     case "verify-service":
-      return runVerifyService(request);
+      return (await import("./entrypoint/verify-service.ts")).runVerifyService(request);
     case "run":
-      return runEntrypoint(request.command);
+      return (await import("./entrypoint/run.ts")).runEntrypoint(request.command);
   }
 }
 
-try {
-  process.exitCode = main(process.argv.slice(2));
-} catch (error) {
-  process.exitCode = reportError(error);
-}
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    process.exitCode = reportError(error);
+  },
+);

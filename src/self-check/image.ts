@@ -5,7 +5,7 @@
  */
 import { lstatSync, readFileSync, readlinkSync, statSync } from "node:fs";
 import { dirname } from "node:path";
-import { getAsset, isSea } from "node:sea";
+import { builtInBundleSha256 } from "../build-info.ts";
 import { AGENT_EXEC_NAME, ENTRYPOINT_NAME, INSTALL_DIR, STATE_DIR, TOOLS, WORKSPACE_DIR } from "../constants.ts";
 import { embeddedBundleSha256 } from "../embedded-bundle.ts";
 import { Refusal } from "../report.ts";
@@ -65,14 +65,8 @@ export function checkExecutable(): Check {
  * executable (root-owned and writable by root only, or it is not believed).
  */
 export function builtInBundleHash(executable: string): { value: string; from: string } | { error: string } {
-  if (isSea()) {
-    try {
-      const text = getAsset("bundle.sha256", "utf8").trim();
-      if (/^[0-9a-f]{64}$/.test(text)) return { value: text, from: "the SEA asset bundle.sha256" };
-    } catch {
-      // no such asset in this build: fall through
-    }
-  }
+  const asset = builtInBundleSha256();
+  if (asset !== undefined && /^[0-9a-f]{64}$/.test(asset)) return { value: asset, from: "the SEA asset bundle.sha256" };
   const sums = `${dirname(executable)}/SHA256SUMS`;
   try {
     const st = lstatSync(sums);

@@ -22,7 +22,8 @@ import { readStatus } from "../proc-status.ts";
 import { Refusal, writeLine } from "../report.ts";
 import { runCapture } from "../system-exec.ts";
 
-export const PROBE_AGENT_FLAG = "--probe-agent";
+export { PROBE_AGENT_FLAG } from "../constants.ts";
+import { PROBE_AGENT_FLAG } from "../constants.ts";
 /** The service's pid reaches the probe through the shim's --env, never argv. */
 export const PROBE_SERVICE_PID_VARIABLE = "CLANKIE_PROBE_SERVICE_PID";
 export const PROBE_CREDENTIALS = `${STATE_DIR}/credentials.json`;

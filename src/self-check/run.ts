@@ -15,7 +15,7 @@ import { type Identities, parsePasswd } from "../accounts.ts";
 import { agentGroups } from "../agent-exec/plan.ts";
 import { namesOf } from "../capabilities.ts";
 import { EXIT, GROUP_FILE, PASSWD_FILE, SERVICE_USER, STATE_DIR } from "../constants.ts";
-import { PROGRAM_VERSION } from "../help.ts";
+import { PROGRAM_VERSION } from "../build-info.ts";
 import { writeLine } from "../report.ts";
 import { checkAccounts } from "./accounts.ts";
 import { cannotRun, type Check, guarded, reasonOf } from "./check.ts";
