@@ -4,29 +4,18 @@
  */
 import { AGENT_DEFAULT_NPROC, AGENT_DEFAULT_OOM_SCORE_ADJ, EXIT, isCodeLoadingVariable, WORKSPACE_DIR } from "./constants.ts";
 import { Refusal } from "./report.ts";
-import { VERIFY_SERVICE_FLAG } from "./entrypoint/drop.ts";
 
 export type EntrypointRequest =
   | { kind: "help" }
   | { kind: "version" }
   | { kind: "self-check"; json: boolean; probe: boolean }
-  | { kind: "verify-service"; uid: number; gid: number; groups: number[]; command: string[] }
   | { kind: "run"; command: string[] };
 
 export type AgentExecRequest =
   | { kind: "help" }
   | { kind: "version" }
   | { kind: "signal"; signal: string; pgid: number }
-  | { kind: "verify-agent"; expect: AgentExpectation; action: { exec: string[] } | { signal: string; pgid: number } }
   | { kind: "run"; cwd: string; env: string[]; keepFds: number[]; nproc: number; oomScoreAdj: number; command: string[] };
-
-export interface AgentExpectation {
-  uid: number;
-  gid: number;
-  groups: number[];
-  cwd: string;
-  keepFds: number[];
-}
 
 function usage(program: string, what: string, fix: string): Refusal {
   return new Refusal(EXIT.usage, what, `${fix} (see ${program} --help)`);
@@ -37,37 +26,6 @@ function integer(program: string, option: string, text: string | undefined, min:
     throw usage(program, `${option} needs a whole number from ${min} to ${max}, got ${JSON.stringify(text ?? "")}`, `give ${option} a number in range`);
   }
   return Number(text);
-}
-
-function idList(program: string, option: string, text: string): number[] {
-  if (!/^\d{1,10}(,\d{1,10})*$/.test(text)) throw usage(program, `${option} needs comma-separated ids, got ${JSON.stringify(text)}`, "pass ids");
-  return text.split(",").map(Number);
-}
-
-/**
- * The options both verification stages take (--uid, --gid, --groups), up to
- * the --; `other` takes a stage's own options and returns false for unknown ones.
- */
-function parseStageOptions(
-  program: string,
-  flag: string,
-  starter: string,
-  argv: readonly string[],
-  other: (name: string, value: string | undefined) => boolean,
-): { uid?: number; gid?: number; groups?: number[]; end: number } {
-  let uid: number | undefined;
-  let gid: number | undefined;
-  let groups: number[] | undefined;
-  let i = 1;
-  while (i < argv.length && argv[i] !== "--") {
-    const { name, value, next } = optionValue(argv, i);
-    if (name === "--uid") uid = integer(program, name, value, 1, 0xfffffffe);
-    else if (name === "--gid") gid = integer(program, name, value, 1, 0xfffffffe);
-    else if (name === "--groups") groups = idList(program, name, value ?? "");
-    else if (!other(name, value)) throw usage(program, `unknown option ${JSON.stringify(name)} for ${flag}`, `this stage is started by ${starter} itself`);
-    i = next;
-  }
-  return { uid, gid, groups, end: i };
 }
 
 function command(program: string, rest: readonly string[]): string[] {
@@ -99,21 +57,12 @@ export function parseEntrypointArgs(argv: readonly string[]): EntrypointRequest 
     }
     return { kind: "self-check", json, probe };
   }
-  if (first === VERIFY_SERVICE_FLAG) {
-    const { uid, gid, groups, end } = parseStageOptions(program, VERIFY_SERVICE_FLAG, "the entrypoint", argv, () => false);
-    if (uid === undefined || gid === undefined || groups === undefined || argv[end] !== "--") {
-      throw usage(program, `${VERIFY_SERVICE_FLAG} needs --uid, --gid, --groups and --`, "this stage is started by the entrypoint itself");
-    }
-    return { kind: "verify-service", uid, gid, groups, command: command(program, argv.slice(end + 1)) };
-  }
   if (first === "--") return { kind: "run", command: command(program, argv.slice(1)) };
   if (first.startsWith("-")) {
     throw usage(program, `unknown option ${JSON.stringify(first)}`, `put the service command after --: ${program} -- COMMAND [ARG...]`);
   }
   return { kind: "run", command: command(program, argv) };
 }
-
-export const VERIFY_AGENT_FLAG = "--verify-agent";
 
 const SIGNALS = new Set(["SIGHUP", "SIGINT", "SIGQUIT", "SIGKILL", "SIGUSR1", "SIGUSR2", "SIGTERM", "SIGCONT", "SIGSTOP", "SIGTSTP", "SIGWINCH"]);
 
@@ -132,28 +81,6 @@ export function parseAgentExecArgs(argv: readonly string[]): AgentExecRequest {
   const first = argv[0];
   if (first === "--help" || first === "-h") return { kind: "help" };
   if (first === "--version") return { kind: "version" };
-  if (first === VERIFY_AGENT_FLAG) {
-    let cwd: string | undefined;
-    let signal: string | undefined;
-    let pgid: number | undefined;
-    const keepFds: number[] = [];
-    const { uid, gid, groups, end: i } = parseStageOptions(program, VERIFY_AGENT_FLAG, "the shim", argv, (name, value) => {
-      if (name === "--cwd") {
-        if (value === undefined || !value.startsWith("/")) throw usage(program, `--cwd needs an absolute directory, got ${JSON.stringify(value ?? "")}`, "this stage is started by the shim itself");
-        cwd = value;
-      } else if (name === "--keep-fd") keepFds.push(integer(program, name, value, 3, 1048575));
-      else if (name === "--signal") signal = parseSignal(program, value);
-      else if (name === "--pgid") pgid = integer(program, name, value, 2, 0x3fffffff);
-      else return false;
-      return true;
-    });
-    if (uid === undefined || gid === undefined || groups === undefined || cwd === undefined || argv[i] !== "--") {
-      throw usage(program, `${VERIFY_AGENT_FLAG} needs --uid, --gid, --groups, --cwd and --`, "this stage is started by the shim itself");
-    }
-    const expect = { uid, gid, groups, cwd, keepFds };
-    if (signal !== undefined && pgid !== undefined) return { kind: "verify-agent", expect, action: { signal, pgid } };
-    return { kind: "verify-agent", expect, action: { exec: command(program, argv.slice(i + 1)) } };
-  }
   if (first === "--signal" || first?.startsWith("--signal=")) {
     let signal: string | undefined;
     let pgid: number | undefined;

@@ -14,6 +14,8 @@ export const TOOLS = {
   setsid: "/usr/bin/setsid",
   prlimit: "/usr/bin/prlimit",
   tini: "/usr/bin/tini",
+  /** Runs the verification stage (src/verifier.ts); perl-base is Essential in Debian. */
+  perl: "/usr/bin/perl",
 } as const;
 
 /** Where the image installs this single executable, under its two names. */

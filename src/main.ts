@@ -38,8 +38,6 @@ async function main(argv: readonly string[]): Promise<number> {
         return inform(request.kind, name);
       case "signal":
         return (await import("./agent-exec/run.ts")).runSignal(request);
-      case "verify-agent":
-        return (await import("./agent-exec/run.ts")).runVerifyAgent(request);
       case "run":
         return (await import("./agent-exec/run.ts")).runAgentExec(request);
     }
@@ -53,8 +51,6 @@ async function main(argv: readonly string[]): Promise<number> {
       return inform(request.kind, name);
     case "self-check":
       return (await import("./self-check/run.ts")).runSelfCheck(request);
-    case "verify-service":
-      return (await import("./entrypoint/verify-service.ts")).runVerifyService(request);
     case "run":
       return (await import("./entrypoint/run.ts")).runEntrypoint(request.command);
   }

@@ -15,16 +15,17 @@
  *    -> [setsid]                    a new session without a controlling
  *                                   terminal: TIOCSTI needs the target to be
  *                                   the caller's controlling terminal (tty_ioctl(4))
- *    -> clankie-agent-exec --verify-agent
- *                                   this executable again, as the agent: reads
- *                                   /proc/self/status and refuses on any
- *                                   difference, then chdir, umask, execve
+ *    -> perl -T -e VERIFIER         the verification stage (src/verifier.ts),
+ *                                   as the agent: reads /proc/self/status,
+ *                                   /proc/self/stat and /proc/self/fd and
+ *                                   refuses on any difference, then umask,
+ *                                   chdir, execve
  *    -> COMMAND
  */
 import type { Identities } from "../accounts.ts";
-import { AGENT_UMASK, STATE_AGENT_NAME, STATE_DIR, TOOLS } from "../constants.ts";
-import { VERIFY_AGENT_FLAG } from "../cli.ts";
+import { AGENT_EXEC_NAME, AGENT_UMASK, STATE_AGENT_NAME, STATE_DIR, TOOLS } from "../constants.ts";
 import { buildEnvironment, type Environment } from "../system-exec.ts";
+import { verifierArgv } from "../verifier.ts";
 
 export const AGENT_HOME = `${STATE_DIR}/${STATE_AGENT_NAME}`;
 export { AGENT_UMASK };
@@ -48,26 +49,27 @@ export interface AgentChain {
   nproc: number | undefined;
   cwd: string;
   keepFds: readonly number[];
-  self: string;
-  /** What the verified stage does: exec a command, or signal a process group. */
-  action: { exec: readonly string[] } | { signal: string; pgid: number };
+  /** What the verified stage does: exec a program (absolute path, then argv with argv[0]), or signal a process group. */
+  action: { path: string; argv: readonly string[] } | { signal: string; pgid: number };
 }
 
 /** argv (with argv[0]) of the whole chain, starting at prlimit. */
 export function agentChainArgv(ids: Identities, chain: AgentChain): string[] {
   const groups = agentGroups(ids);
-  const verify = [
-    chain.self,
-    VERIFY_AGENT_FLAG,
-    `--uid=${ids.agent.uid}`,
-    `--gid=${ids.agent.gid}`,
-    `--groups=${groups.join(",")}`,
-    `--cwd=${chain.cwd}`,
-    ...chain.keepFds.map((fd) => `--keep-fd=${fd}`),
-    ...("signal" in chain.action ? [`--signal=${chain.action.signal}`, `--pgid=${chain.action.pgid}`] : []),
-    "--",
-    ...("exec" in chain.action ? chain.action.exec : []),
-  ];
+  const exec = "path" in chain.action;
+  const verify = verifierArgv({
+    program: AGENT_EXEC_NAME,
+    role: "agent",
+    uid: ids.agent.uid,
+    gid: ids.agent.gid,
+    groups,
+    caps: { inh: 0n, prm: 0n, eff: 0n, amb: 0n },
+    // Agent code gets a session of its own; the signal stage runs no agent code.
+    ownSession: exec,
+    keepFds: chain.keepFds,
+    ...(exec ? { umask: AGENT_UMASK, cwd: chain.cwd } : {}),
+    action: chain.action,
+  });
   return [
     ...(chain.nproc === undefined ? [] : [TOOLS.prlimit, `--nproc=${chain.nproc}:${chain.nproc}`, "--"]),
     TOOLS.setpriv,

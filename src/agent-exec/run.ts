@@ -11,13 +11,11 @@ import type { AgentExecRequest } from "../cli.ts";
 import { EXIT, TOOLS } from "../constants.ts";
 import { readSession, readStatus } from "../proc-status.ts";
 import { osFailure, Refusal } from "../report.ts";
-import { execReplace, prepareExec } from "../system-exec.ts";
+import { execReplace, prepareExec, resolveCommand } from "../system-exec.ts";
 import { checkCaller } from "./caller.ts";
 import { closeStrayDescriptors } from "./descriptors.ts";
-import { countTasks, VERIFY_STAGE_TASKS } from "./process-count.ts";
+import { countTasks, NEW_AGENT_TASKS } from "./process-count.ts";
 import { agentChainArgv, agentEnvironment, type AgentChain } from "./plan.ts";
-
-export { runVerifyAgent } from "./verify-agent.ts";
 
 /**
  * setsid(1) forks when its caller leads a process group, and then the
@@ -53,13 +51,12 @@ function checkedIdentities(): Identities {
 }
 
 function execChain(ids: Identities, chain: AgentChain, oomScoreAdj: number, envNames: readonly string[]): never {
-  for (const tool of [...(chain.nproc === undefined ? [] : [TOOLS.prlimit]), TOOLS.setpriv, ...(chain.needSetsid ? [TOOLS.setsid] : [])]) {
+  for (const tool of [...(chain.nproc === undefined ? [] : [TOOLS.prlimit]), TOOLS.setpriv, ...(chain.needSetsid ? [TOOLS.setsid] : []), TOOLS.perl]) {
     prepareExec({ command: tool, args: [], env: {}, trustedUids: [0] });
   }
-  prepareExec({ command: chain.self, args: [], env: {}, trustedUids: [0] });
   if (chain.nproc !== undefined) {
     const tasks = countTasks(ids.agent.uid);
-    if (tasks + VERIFY_STAGE_TASKS > chain.nproc) {
+    if (tasks + NEW_AGENT_TASKS > chain.nproc) {
       throw new Refusal(
         EXIT.busy,
         `the agent uid already runs ${tasks} tasks and the limit is ${chain.nproc} (--nproc)`,
@@ -76,6 +73,9 @@ function execChain(ids: Identities, chain: AgentChain, oomScoreAdj: number, envN
 
 export function runAgentExec(request: Extract<AgentExecRequest, { kind: "run" }>): never {
   const ids = checkedIdentities();
+  // Resolved here, against the fixed PATH or --cwd; whether the agent may
+  // execute it is for the kernel to say, as the agent, in the verified stage.
+  const path = resolveCommand(request.command[0]!, request.cwd);
   return execChain(
     ids,
     {
@@ -83,8 +83,7 @@ export function runAgentExec(request: Extract<AgentExecRequest, { kind: "run" }>
       nproc: request.nproc,
       cwd: request.cwd,
       keepFds: request.keepFds,
-      self: process.execPath,
-      action: { exec: request.command },
+      action: { path, argv: request.command },
     },
     request.oomScoreAdj,
     request.env,
@@ -100,7 +99,6 @@ export function runSignal(request: Extract<AgentExecRequest, { kind: "signal" }>
       nproc: undefined,
       cwd: "/",
       keepFds: [],
-      self: process.execPath,
       action: { signal: request.signal, pgid: request.pgid },
     },
     0,

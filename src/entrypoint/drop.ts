@@ -7,14 +7,14 @@
  * setpriv sets PR_SET_KEEPCAPS for --reuid and then raises the ambient set,
  * which survives execve(2) of a file without file capabilities. The bounding
  * set is shrunk while we still hold CAP_SETPCAP. setpriv exits 0 even when an
- * ambient raise failed, so the verification stage re-reads /proc/self/status.
+ * ambient raise failed, so the verification stage (src/verifier.ts), in the
+ * process setpriv became, re-reads /proc/self/status before the service runs.
  */
 import type { Identities } from "../accounts.ts";
 import { maskOf, setprivCapList } from "../capabilities.ts";
-import { SERVICE_CAPABILITIES, TOOLS } from "../constants.ts";
+import { ENTRYPOINT_NAME, SERVICE_CAPABILITIES, TOOLS } from "../constants.ts";
 import type { ExpectedCredentials } from "../proc-status.ts";
-
-export const VERIFY_SERVICE_FLAG = "--verify-service";
+import { verifierArgv } from "../verifier.ts";
 
 export function serviceExpectation(ids: Identities): ExpectedCredentials {
   return serviceCredentials(ids.service.uid, ids.service.gid, ids.serviceGroups);
@@ -51,9 +51,27 @@ export function setprivToServiceArgs(ids: Identities, next: readonly string[]): 
   ];
 }
 
-/** The verification stage: this same executable, as the service, checking itself before the service command. */
-export function verifyStageArgs(self: string, ids: Identities, command: readonly string[]): string[] {
-  return [self, VERIFY_SERVICE_FLAG, `--uid=${ids.service.uid}`, `--gid=${ids.service.gid}`, `--groups=${ids.serviceGroups.join(",")}`, "--", ...command];
+/** Node is not built to be PID 1: tini reaps and forwards signals, as the service. */
+export function serviceCommandLine(command: readonly string[], path: string, pid: number, tiniPresent: boolean): { path: string; argv: string[] } {
+  if (!tiniPresent) return { path, argv: [...command] };
+  return { path: TOOLS.tini, argv: pid === 1 ? ["tini", "--", ...command] : ["tini", "-s", "--", ...command] };
+}
+
+/**
+ * The verification stage, as the service: checks what the drop asked for,
+ * then execs `line` (the service command, or tini running it).
+ */
+export function verifyStageArgs(ids: Identities, line: { path: string; argv: readonly string[] }): string[] {
+  const want = serviceExpectation(ids);
+  return verifierArgv({
+    program: ENTRYPOINT_NAME,
+    role: "service",
+    uid: want.uid,
+    gid: want.gid,
+    groups: want.groups,
+    caps: { inh: want.capInh!, prm: want.capPrm!, eff: want.capEff!, amb: want.capAmb!, bnd: want.capBnd! },
+    action: line,
+  });
 }
 
 export const SETPRIV = TOOLS.setpriv;

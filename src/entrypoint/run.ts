@@ -6,16 +6,16 @@
  * runs as node with only SETUID and SETGID.
  */
 import { readIdentities } from "../accounts.ts";
-import { STATE_DIR } from "../constants.ts";
+import { STATE_DIR, TOOLS } from "../constants.ts";
 import { readStatus } from "../proc-status.ts";
 import { info, warn } from "../report.ts";
 import { execReplace, prepareExec } from "../system-exec.ts";
-import { SETPRIV, setprivToServiceArgs, verifyStageArgs } from "./drop.ts";
+import { SETPRIV, serviceCommandLine, setprivToServiceArgs, verifyStageArgs } from "./drop.ts";
 import { classifyLaunch } from "./launch-check.ts";
 import { serviceEnvironment } from "./service-env.ts";
 import { ensureMarkerDirectory, secureState } from "./state-layout.ts";
 import { shareWorkspace } from "./workspace-layout.ts";
-import { lstatSync } from "node:fs";
+import { existsSync, lstatSync } from "node:fs";
 
 function plural(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? "" : "s"}`;
@@ -39,7 +39,10 @@ export function runEntrypoint(command: readonly string[]): never {
 
   /* Phase 3b: every program we will run must pass the exec rules now, not after the walk. */
   prepareExec({ command: SETPRIV, args: [], env: {}, trustedUids: [0] });
-  prepareExec({ command: command[0]!, args: [], env: {}, trustedUids: [0, ids.service.uid] });
+  prepareExec({ command: TOOLS.perl, args: [], env: {}, trustedUids: [0] });
+  const tini = existsSync(TOOLS.tini);
+  if (tini) prepareExec({ command: TOOLS.tini, args: [], env: {}, trustedUids: [0] });
+  const servicePath = prepareExec({ command: command[0]!, args: [], env: {}, trustedUids: [0, ids.service.uid] }).path;
 
   /* Phase 4: /state becomes service-only; /state/agent the agent's. */
   const state = secureState(ids);
@@ -63,10 +66,11 @@ export function runEntrypoint(command: readonly string[]): never {
       `/state ${state.checked} checked, ${state.fixed} fixed; ` +
       `/workspace ${workspace.walked ? "migrated" : "top only (layout marker current)"}, ${workspace.stats.checked} checked, ${workspace.stats.fixed} fixed; ${ms} ms`,
   );
-  const self = process.execPath;
+  // execve(2) keeps the pid: the service's pid is ours, so tini knows here whether it will be PID 1.
+  const line = serviceCommandLine(command, servicePath, process.pid, tini);
   execReplace({
     command: SETPRIV,
-    args: setprivToServiceArgs(ids, verifyStageArgs(self, ids, command)),
+    args: setprivToServiceArgs(ids, verifyStageArgs(ids, line)),
     argv0: "setpriv",
     env,
     trustedUids: [0],

@@ -119,7 +119,7 @@ export function checkTools(): Check {
     found.push({ name, path, present: true, problems: wrong });
     problems.push(...wrong);
   }
-  if (problems.length > 0) return fail(id, problems.join("; "), { tools: found }, "reinstall them from the distribution (apt-get install --reinstall util-linux tini) and keep /usr root-owned and writable by root only");
+  if (problems.length > 0) return fail(id, problems.join("; "), { tools: found }, "reinstall them from the distribution (apt-get install --reinstall util-linux perl-base tini) and keep /usr root-owned and writable by root only");
   return pass(id, `${found.filter((t) => t.present).map((t) => t.path).join(", ")}: root-owned, writable by root only, in root-owned directories, not set-user-ID${found.some((t) => !t.present) ? " (tini is not installed: optional)" : ""}`, { tools: found });
 }
 

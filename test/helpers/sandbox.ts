@@ -206,12 +206,14 @@ export interface StatusFields {
   capBnd: string;
   capAmb: string;
   noNewPrivs: string;
+  sigIgn: string;
+  sigBlk: string;
 }
 
 /** Parses the lines of /proc/<pid>/status a fixture printed (independent of src/). */
 export function statusFields(text: string): StatusFields {
   const get = (name: string): string => {
-    const match = new RegExp(`^${name}:\\s*(.*)$`, "m").exec(text);
+    const match = new RegExp(`^${name}:[ \\t]*(.*)$`, "m").exec(text);
     if (!match) throw new Error(`no ${name} line in: ${text.slice(0, 400)}`);
     return match[1]!.trim();
   };
@@ -226,6 +228,8 @@ export function statusFields(text: string): StatusFields {
     capBnd: get("CapBnd"),
     capAmb: get("CapAmb"),
     noNewPrivs: get("NoNewPrivs"),
+    sigIgn: get("SigIgn"),
+    sigBlk: get("SigBlk"),
   };
 }
 

@@ -104,7 +104,7 @@ rootTest(test, "what the agent gets: ids, groups, no capabilities, NoNewPrivs, o
   const body = seededBody();
   try {
     const script = [
-      "grep -E '^(Uid|Gid|Groups|CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs):' /proc/self/status",
+      "grep -E '^(Uid|Gid|Groups|CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|SigIgn|SigBlk):' /proc/self/status",
       "echo umask=$(umask) cwd=$(pwd) pid=$$",
       "echo stat=$(cut -d' ' -f6,7 /proc/$$/stat) ppid=$(grep PPid /proc/$$/status | cut -f2)",
       "echo oom=$(cat /proc/$$/oom_score_adj) exe=$(readlink /proc/$$/exe)",
@@ -119,6 +119,9 @@ rootTest(test, "what the agent gets: ids, groups, no capabilities, NoNewPrivs, o
     assert.equal(st.groups, [1001, 1002]);
     for (const set of [st.capInh, st.capPrm, st.capEff, st.capAmb]) assert.is(set, "0000000000000000");
     assert.is(st.noNewPrivs, "1");
+    // The shim is Node, which ignores SIGPIPE and SIGXFSZ; the command starts with neither ignored nor blocked.
+    assert.is(st.sigIgn, "0000000000000000");
+    assert.is(st.sigBlk, "0000000000000000");
     assert.match(result.stdout, new RegExp(`umask=0002 cwd=/workspace pid=${result.pid}\\n`));
     assert.match(result.stdout, new RegExp(`stat=${result.pid} 0 `), "a session of its own, no controlling terminal");
     assert.match(result.stdout, /oom=500 exe=\/usr\/bin\/dash/, "no Node stays resident: the spawned pid is the command itself");

@@ -11,6 +11,8 @@ import * as assert from "uvu/assert";
 import { rootTest } from "../helpers/privilege.ts";
 import { Body, IDS, SANDBOX_FIXTURES, SANDBOX_NODE, statusFields, DEFAULT_GROUP, DEFAULT_PASSWD } from "../helpers/sandbox.ts";
 import { listTree, octal, treeDigest } from "../helpers/tree.ts";
+import { verifyStageArgs } from "../../src/entrypoint/drop.ts";
+import { imageIdentities } from "../unit/helpers/identities.ts";
 
 const test = suite("entrypoint");
 const SERVICE = [SANDBOX_NODE, `${SANDBOX_FIXTURES}/stand-in-service.mjs`];
@@ -371,7 +373,9 @@ rootTest(test, "a service command the agent could have written is refused before
 rootTest(test, "the verification stage refuses a process that is not what the drop asked for (exit 70)", () => {
   const body = legacyBody();
   try {
-    const run = body.run({ as: "node", command: ["/usr/local/sbin/clankie-separate", "--verify-service", "--uid=1000", "--gid=1000", "--groups=1000,1002", "--", "/bin/true"], direct: true });
+    // The stage exactly as the entrypoint execs it after setpriv, but started as node without the drop.
+    const stage = verifyStageArgs(imageIdentities(), { path: "/bin/true", argv: ["true"] });
+    const run = body.run({ as: "node", command: stage, direct: true });
     assert.is(run.status, 70);
     assert.is(run.stderr, "clankie-separate: after the drop to the service the kernel reports groups none (want 1000,1002); CapInh 0x0 (want 0xc0); CapPrm 0x0 (want 0xc0); CapEff 0x0 (want 0xc0); CapAmb 0x0 (want 0xc0); CapBnd 0x0 (want 0xc0); NoNewPrivs 0 (want 1); check that the launch has --cap-add SETPCAP, SETUID and SETGID and that the kernel supports ambient capabilities (Linux 4.3+)\n");
   } finally {

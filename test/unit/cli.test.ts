@@ -28,14 +28,6 @@ const ENTRYPOINT_ACCEPTS: Accepts<EntrypointRequest>[] = [
   { argv: ["--self-check", "--json"], want: { kind: "self-check", json: true, probe: false } },
   { argv: ["--self-check", "--probe"], want: { kind: "self-check", json: false, probe: true } },
   { argv: ["--self-check", "--probe", "--json", "--json"], want: { kind: "self-check", json: true, probe: true } },
-  {
-    argv: ["--verify-service", "--uid=1000", "--gid=1000", "--groups=1000,1002", "--", "node", "server.js"],
-    want: { kind: "verify-service", uid: 1000, gid: 1000, groups: [1000, 1002], command: ["node", "server.js"] },
-  },
-  {
-    argv: ["--verify-service", "--groups", "7", "--gid", "6", "--uid", "4294967294", "--", "x", "--uid=0"],
-    want: { kind: "verify-service", uid: 4294967294, gid: 6, groups: [7], command: ["x", "--uid=0"] },
-  },
   { argv: ["--", "node", "--help"], want: { kind: "run", command: ["node", "--help"] } },
   { argv: ["--", "--version"], want: { kind: "run", command: ["--version"] } },
   { argv: ["node", "server.js"], want: { kind: "run", command: ["node", "server.js"] } },
@@ -48,8 +40,6 @@ for (const { argv, want } of ENTRYPOINT_ACCEPTS) {
   });
 }
 
-const VS = "--verify-service";
-const VS_FIX = SEP("this stage is started by the entrypoint itself");
 const RANGE = (option: string, min: number, max: number, got: string): string => `${option} needs a whole number from ${min} to ${max}, got ${JSON.stringify(got)}`;
 
 const ENTRYPOINT_REFUSES: Refuses[] = [
@@ -62,28 +52,8 @@ const ENTRYPOINT_REFUSES: Refuses[] = [
   { argv: ["--self-check", "--jsonx"], what: 'unknown --self-check option "--jsonx"', fix: SEP("use --json and --probe only") },
   { argv: ["--self-check", "--json=1"], what: 'unknown --self-check option "--json=1"', fix: SEP("use --json and --probe only") },
   { argv: ["--self-check", "--", "node"], what: 'unknown --self-check option "--"', fix: SEP("use --json and --probe only") },
-  { argv: [VS, "--uid=0", "--gid=1", "--groups=1", "--", "x"], what: RANGE("--uid", 1, 4294967294, "0"), fix: SEP("give --uid a number in range") },
-  { argv: [VS, "--uid=4294967295", "--gid=1", "--groups=1", "--", "x"], what: RANGE("--uid", 1, 4294967294, "4294967295"), fix: SEP("give --uid a number in range") },
-  { argv: [VS, "--uid=-1", "--gid=1", "--groups=1", "--", "x"], what: RANGE("--uid", 1, 4294967294, "-1"), fix: SEP("give --uid a number in range") },
-  { argv: [VS, "--uid=1e3", "--gid=1", "--groups=1", "--", "x"], what: RANGE("--uid", 1, 4294967294, "1e3"), fix: SEP("give --uid a number in range") },
-  { argv: [VS, "--uid=", "--gid=1", "--groups=1", "--", "x"], what: RANGE("--uid", 1, 4294967294, ""), fix: SEP("give --uid a number in range") },
-  { argv: [VS, "--uid"], what: RANGE("--uid", 1, 4294967294, ""), fix: SEP("give --uid a number in range") },
-  { argv: [VS, "--uid", "--", "x"], what: RANGE("--uid", 1, 4294967294, "--"), fix: SEP("give --uid a number in range") },
-  { argv: [VS, "--uid=1", "--gid=0", "--groups=1", "--", "x"], what: RANGE("--gid", 1, 4294967294, "0"), fix: SEP("give --gid a number in range") },
-  { argv: [VS, "--uid=1", "--gid", " 5", "--groups=1", "--", "x"], what: RANGE("--gid", 1, 4294967294, " 5"), fix: SEP("give --gid a number in range") },
-  { argv: [VS, "--uid=1", "--gid=1", "--groups=", "--", "x"], what: '--groups needs comma-separated ids, got ""', fix: SEP("pass ids") },
-  { argv: [VS, "--uid=1", "--gid=1", "--groups"], what: '--groups needs comma-separated ids, got ""', fix: SEP("pass ids") },
-  { argv: [VS, "--uid=1", "--gid=1", "--groups=1,", "--", "x"], what: '--groups needs comma-separated ids, got "1,"', fix: SEP("pass ids") },
-  { argv: [VS, "--uid=1", "--gid=1", "--groups=1 2", "--", "x"], what: '--groups needs comma-separated ids, got "1 2"', fix: SEP("pass ids") },
-  { argv: [VS, "--uid=1", "--gid=1", "--groups=-1", "--", "x"], what: '--groups needs comma-separated ids, got "-1"', fix: SEP("pass ids") },
-  { argv: [VS, "--cwd=/", "--"], what: 'unknown option "--cwd" for --verify-service', fix: VS_FIX },
-  { argv: [VS, "node"], what: 'unknown option "node" for --verify-service', fix: VS_FIX },
-  { argv: [VS], what: "--verify-service needs --uid, --gid, --groups and --", fix: VS_FIX },
-  { argv: [VS, "--uid=1", "--gid=1", "--", "x"], what: "--verify-service needs --uid, --gid, --groups and --", fix: VS_FIX },
-  { argv: [VS, "--uid=1", "--groups=1", "--", "x"], what: "--verify-service needs --uid, --gid, --groups and --", fix: VS_FIX },
-  { argv: [VS, "--gid=1", "--groups=1", "--", "x"], what: "--verify-service needs --uid, --gid, --groups and --", fix: VS_FIX },
-  { argv: [VS, "--uid=1", "--gid=1", "--groups=1"], what: "--verify-service needs --uid, --gid, --groups and --", fix: VS_FIX },
-  { argv: [VS, "--uid=1", "--gid=1", "--groups=1", "--"], what: "no command given", fix: SEP("put the command after --: clankie-separate -- COMMAND [ARG...]") },
+  // The verification stage is perl now (src/verifier.ts): the old stage flag is an unknown option.
+  { argv: ["--verify-service", "--uid=1000", "--gid=1000", "--groups=1000", "--", "x"], what: 'unknown option "--verify-service"', fix: SEP("put the service command after --: clankie-separate -- COMMAND [ARG...]") },
 ];
 
 for (const { argv, what, fix } of ENTRYPOINT_REFUSES) {
@@ -140,18 +110,6 @@ const AGENT_ACCEPTS: Accepts<AgentExecRequest>[] = [
     { argv: ["--signal", name, "--pgid", "9"], want: { kind: "signal", signal: `SIG${name}`, pgid: 9 } } as Accepts<AgentExecRequest>,
     { argv: ["--signal", `SIG${name}`, "--pgid=9"], want: { kind: "signal", signal: `SIG${name}`, pgid: 9 } } as Accepts<AgentExecRequest>,
   ]),
-  {
-    argv: ["--verify-agent", "--uid=1001", "--gid=1001", "--groups=1001,1002", "--cwd=/workspace", "--", "ls", "-la"],
-    want: { kind: "verify-agent", expect: { uid: 1001, gid: 1001, groups: [1001, 1002], cwd: "/workspace", keepFds: [] }, action: { exec: ["ls", "-la"] } },
-  },
-  {
-    argv: ["--verify-agent", "--cwd", "/w", "--keep-fd", "17", "--keep-fd=18", "--groups", "2", "--gid", "2", "--uid", "3", "--", "x"],
-    want: { kind: "verify-agent", expect: { uid: 3, gid: 2, groups: [2], cwd: "/w", keepFds: [17, 18] }, action: { exec: ["x"] } },
-  },
-  {
-    argv: ["--verify-agent", "--uid=1001", "--gid=1001", "--groups=1001,1002", "--cwd=/", "--signal=SIGTERM", "--pgid=4242", "--"],
-    want: { kind: "verify-agent", expect: { uid: 1001, gid: 1001, groups: [1001, 1002], cwd: "/", keepFds: [] }, action: { signal: "SIGTERM", pgid: 4242 } },
-  },
 ];
 
 for (const { argv, want } of AGENT_ACCEPTS) {
@@ -165,10 +123,6 @@ const NO_COMMAND = AEX("put the command after --: clankie-agent-exec -- COMMAND 
 const ENV_FIX = AEX("give the NAME only: its value is taken from the shim's environment, never from argv");
 const SIGNAL_WHAT = (got: string): string => `--signal needs one of ${SIGNAL_NAMES.join(", ")}, got ${JSON.stringify(got)}`;
 const SIGNAL_USE = AEX("use --signal SIGNAL --pgid PGID");
-const VA = "--verify-agent";
-const VA_IDS = ["--uid=1001", "--gid=1001", "--groups=1001,1002", "--cwd=/workspace"];
-const VA_NEEDS = "--verify-agent needs --uid, --gid, --groups, --cwd and --";
-const VA_FIX = AEX("this stage is started by the shim itself");
 
 const AGENT_REFUSES: Refuses[] = [
   { argv: [], what: "missing -- before the command", fix: USAGE_AFTER },
@@ -212,20 +166,7 @@ const AGENT_REFUSES: Refuses[] = [
   { argv: ["--signal", "TERM"], what: "--signal needs --pgid", fix: SIGNAL_USE },
   { argv: ["--signal", "TERM", "--pgid", "5", "--cwd", "/"], what: 'unknown option "--cwd" with --signal', fix: SIGNAL_USE },
   { argv: ["--signal", "TERM", "--pgid", "5", "--", "x"], what: 'unknown option "--" with --signal', fix: SIGNAL_USE },
-  { argv: [VA], what: VA_NEEDS, fix: VA_FIX },
-  { argv: [VA, ...VA_IDS], what: VA_NEEDS, fix: VA_FIX },
-  ...[0, 1, 2, 3].map((skip) => ({ argv: [VA, ...VA_IDS.filter((_, i) => i !== skip), "--", "x"], what: VA_NEEDS, fix: VA_FIX })),
-  { argv: [VA, ...VA_IDS, "--nproc=5", "--", "x"], what: 'unknown option "--nproc" for --verify-agent', fix: VA_FIX },
-  { argv: [VA, ...VA_IDS, "x"], what: 'unknown option "x" for --verify-agent', fix: VA_FIX },
-  { argv: [VA, "--uid=0", ...VA_IDS.slice(1), "--", "x"], what: RANGE("--uid", 1, 4294967294, "0"), fix: AEX("give --uid a number in range") },
-  { argv: [VA, ...VA_IDS, "--gid=4294967295", "--", "x"], what: RANGE("--gid", 1, 4294967294, "4294967295"), fix: AEX("give --gid a number in range") },
-  { argv: [VA, ...VA_IDS, "--groups=1001;1002", "--", "x"], what: '--groups needs comma-separated ids, got "1001;1002"', fix: AEX("pass ids") },
-  { argv: [VA, ...VA_IDS, "--keep-fd=2", "--", "x"], what: RANGE("--keep-fd", 3, 1048575, "2"), fix: AEX("give --keep-fd a number in range") },
-  { argv: [VA, ...VA_IDS, "--signal=BOGUS", "--pgid=5", "--"], what: SIGNAL_WHAT("BOGUS"), fix: AEX("name the signal") },
-  { argv: [VA, ...VA_IDS, "--signal=TERM", "--pgid=1", "--"], what: RANGE("--pgid", 2, 1073741823, "1"), fix: AEX("give --pgid a number in range") },
-  // a signal without a process group is not a signal action: it needs a command
-  { argv: [VA, ...VA_IDS, "--signal=TERM", "--"], what: "no command given", fix: NO_COMMAND },
-  { argv: [VA, ...VA_IDS, "--"], what: "no command given", fix: NO_COMMAND },
+  { argv: ["--verify-agent", "--uid=1001", "--gid=1001", "--groups=1001", "--cwd=/", "--", "x"], what: 'unknown option "--verify-agent"', fix: USAGE_AFTER },
 ];
 
 for (const { argv, what, fix } of AGENT_REFUSES) {

@@ -46,11 +46,6 @@ test("an empty service command is refused at parsing, with or without --", () =>
   assert.is(catchRefusal(() => parseEntrypointArgs(["--", ""])).exitCode, EXIT.usage);
 });
 
-test("--verify-agent --cwd without a value says what is missing", () => {
-  const refusal = catchRefusal(() => parseAgentExecArgs(["--verify-agent", "--uid=1001", "--gid=1001", "--groups=1001", "--cwd"]));
-  assert.is(refusal.message, '--cwd needs an absolute directory, got ""');
-});
-
 test("parseStat refuses text it cannot parse instead of returning NaN", () => {
   assert.throws(() => parseStat("garbage"), /malformed/);
   assert.equal(parseStat("42 (a b) c) S 1 42 42 0 -1"), { pid: 42, pgrp: 42, session: 42, ttyNr: 0 });

@@ -1,12 +1,12 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { parseEntrypointArgs } from "../../../src/cli.ts";
-import { SETPRIV, serviceExpectation, setprivToServiceArgs, verifyStageArgs, VERIFY_SERVICE_FLAG } from "../../../src/entrypoint/drop.ts";
+import { SETPRIV, serviceCommandLine, serviceExpectation, setprivToServiceArgs, verifyStageArgs } from "../../../src/entrypoint/drop.ts";
 import { credentialDifferences, type ProcessCredentials } from "../../../src/proc-status.ts";
+import { VERIFIER_SOURCE } from "../../../src/verifier.ts";
 import { imageIdentities } from "../helpers/identities.ts";
 
 const ids = imageIdentities();
-const SELF = "/usr/local/sbin/clankie-separate";
+const PERL = ["/usr/bin/perl", "-T", "-e", VERIFIER_SOURCE, "--"];
 
 test("setpriv argv: become node with SETUID and SETGID as inheritable, ambient and the whole bounding set", () => {
   assert.is(SETPRIV, "/usr/bin/setpriv");
@@ -23,9 +23,10 @@ test("setpriv argv: become node with SETUID and SETGID as inheritable, ambient a
   ]);
 });
 
-test("the whole drop: setpriv, then this executable's verification stage, then the service command", () => {
+test("the whole drop: setpriv, the verification stage as the service, then tini and the service command", () => {
   const command = ["node", "/state/install/server.js", "--port=0", "--"];
-  assert.equal(setprivToServiceArgs(ids, verifyStageArgs(SELF, ids, command)), [
+  const line = serviceCommandLine(command, "/usr/local/bin/node", 1, true);
+  assert.equal(setprivToServiceArgs(ids, verifyStageArgs(ids, line)), [
     "--reuid=1000",
     "--regid=1000",
     "--groups=1000,1002",
@@ -33,11 +34,21 @@ test("the whole drop: setpriv, then this executable's verification stage, then t
     "--ambient-caps=-all,+setuid,+setgid",
     "--bounding-set=-all,+setuid,+setgid",
     "--",
-    SELF,
-    "--verify-service",
-    "--uid=1000",
-    "--gid=1000",
-    "--groups=1000,1002",
+    ...PERL,
+    "clankie-separate",
+    "service",
+    "uid=1000",
+    "gid=1000",
+    "groups=1000,1002",
+    "inh=c0",
+    "prm=c0",
+    "eff=c0",
+    "amb=c0",
+    "bnd=c0",
+    "nnp=1",
+    "--",
+    "/usr/bin/tini",
+    "tini",
     "--",
     "node",
     "/state/install/server.js",
@@ -46,18 +57,19 @@ test("the whole drop: setpriv, then this executable's verification stage, then t
   ]);
 });
 
-test("the verification stage's argv parses back to exactly what was asked", () => {
-  const command = ["node", "server.js", "--uid=0", "--"];
-  const argv = verifyStageArgs(SELF, ids, command);
-  assert.is(argv[1], VERIFY_SERVICE_FLAG);
-  assert.equal(parseEntrypointArgs(argv.slice(1)), { kind: "verify-service", uid: 1000, gid: 1000, groups: [1000, 1002], command });
+test("serviceCommandLine: tini as PID 1, tini -s (subreaper) otherwise, the resolved command without tini", () => {
+  const command = ["node", "server.js"];
+  assert.equal(serviceCommandLine(command, "/usr/local/bin/node", 1, true), { path: "/usr/bin/tini", argv: ["tini", "--", "node", "server.js"] });
+  assert.equal(serviceCommandLine(command, "/usr/local/bin/node", 7, true), { path: "/usr/bin/tini", argv: ["tini", "-s", "--", "node", "server.js"] });
+  assert.equal(serviceCommandLine(command, "/usr/local/bin/node", 1, false), { path: "/usr/local/bin/node", argv: ["node", "server.js"] });
 });
 
 test("other ids come from the identities, not from constants", () => {
-  const other = { ...ids, service: { ...ids.service, uid: 2000, gid: 2100 }, serviceGroups: [2100, 2200, 2300] };
+  const other = { ...ids, service: { ...ids.service, uid: 2000, gid: 2100 }, serviceGroups: [2300, 2100, 2200] };
   const args = setprivToServiceArgs(other, ["x"]);
-  assert.equal(args.slice(0, 3), ["--reuid=2000", "--regid=2100", "--groups=2100,2200,2300"]);
-  assert.equal(verifyStageArgs(SELF, other, ["x"]), [SELF, "--verify-service", "--uid=2000", "--gid=2100", "--groups=2100,2200,2300", "--", "x"]);
+  assert.equal(args.slice(0, 3), ["--reuid=2000", "--regid=2100", "--groups=2300,2100,2200"]);
+  const stage = verifyStageArgs(other, { path: "/x", argv: ["x"] });
+  assert.equal(stage.slice(PERL.length + 2, PERL.length + 5), ["uid=2000", "gid=2100", "groups=2100,2200,2300"]);
 });
 
 test("serviceExpectation: what the verification stage must read in /proc/self/status", () => {

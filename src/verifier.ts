@@ -1,0 +1,201 @@
+/*
+ * The verification stage: the last step of both privilege changes, in the
+ * process that is about to become the service or the agent's command.
+ *
+ * setpriv exits 0 even when an ambient raise failed (issue 3 point 7), so the
+ * process setpriv became must read its own /proc/self/status and refuse on any
+ * difference before the command runs (issue 3 point 7, issue 4 point 8). That
+ * stage used to be this executable started a second time, which costs a whole
+ * Node start (about 100 ms here) on every agent spawn. It is now a short Perl
+ * program, carried in this executable and passed to perl(1) with -e: nothing
+ * of it lies on disk, perl-base is Essential in every Debian image, and it
+ * starts in a few milliseconds.
+ *
+ * perl runs with -T (taint mode), which makes it ignore PERL5OPT, PERL5LIB and
+ * PERLLIB: the agent's environment (which the service may extend with --env)
+ * cannot load code into the stage. Arguments and environment are untainted
+ * explicitly, because they are what we meant to pass on.
+ *
+ *   perl -T -e VERIFIER -- PROGRAM ROLE KEY=VALUE... -- PATH ARGV0 [ARG...]
+ *
+ * Keys (each check runs only when its key is given):
+ *   uid gid groups       every uid and gid equal; the supplementary groups as a set
+ *   inh prm eff amb bnd  capability sets, hexadecimal
+ *   nnp=1                NoNewPrivs
+ *   session=own          a session of its own and no controlling terminal
+ *   fds=N,N              no fd open across exec but 0-2 and these
+ *   umask=OCTAL cwd=DIR  set before the exec; a DIR it cannot enter refuses
+ *   signal=NAME pgid=N   instead of an exec: deliver NAME to process group N
+ *
+ * Before the exec, every signal the chain left ignored (Node ignores SIGPIPE
+ * and SIGXFSZ, and execve(2) keeps ignored signals ignored) is reset to its
+ * default, as a child spawned by the service itself would start.
+ */
+import { EXIT, TOOLS } from "./constants.ts";
+
+export type VerifierRole = "service" | "agent";
+
+export interface VerifierRequest {
+  /** Name used at the start of a refusal line. */
+  program: string;
+  role: VerifierRole;
+  uid: number;
+  gid: number;
+  groups: readonly number[];
+  caps: { inh: bigint; prm: bigint; eff: bigint; amb: bigint; bnd?: bigint };
+  ownSession?: boolean;
+  /** Checked when given: no other fd above 2 may be open without close-on-exec. */
+  keepFds?: readonly number[];
+  umask?: number;
+  cwd?: string;
+  /** Either a program to exec (absolute path, then its argv with argv[0]) or a signal for a process group. */
+  action: { path: string; argv: readonly string[] } | { signal: string; pgid: number };
+}
+
+const FIXES: Record<VerifierRole, { what: string; fix: string }> = {
+  service: {
+    what: "after the drop to the service the kernel reports",
+    fix: "check that the launch has --cap-add SETPCAP, SETUID and SETGID and that the kernel supports ambient capabilities (Linux 4.3+)",
+  },
+  agent: {
+    what: "the agent process is not what was asked:",
+    fix: "do not start agent work on this body; run clankie-separate --self-check --probe and report its output",
+  },
+};
+
+/* The Perl program. Exit codes are the EXIT values of constants.ts, filled in below. */
+const SOURCE = String.raw`
+my @a = map { /\A(.*)\z/s; $1 } @ARGV;
+my ($prog, $role) = splice @a, 0, 2;
+sub line { my $t = join "", @_; $t =~ s/[\r\n]+/ /g; syswrite STDERR, "$prog: $t\n" }
+sub refuse { my ($code, $what, $fix) = @_; line("$what; $fix"); exit $code }
+sub errname { my $n = $! + 0; for (keys %!) { return $_ if $!{$_} } "errno $n" }
+my %what = (service => @WHAT_SERVICE@, agent => @WHAT_AGENT@);
+my %fix = (service => @FIX_SERVICE@, agent => @FIX_AGENT@);
+my %w;
+while (@a) {
+  my $x = shift @a;
+  last if $x eq "--";
+  $x =~ /\A(\w+)=(.*)\z/s or refuse(@USAGE@, "verification stage: unexpected argument $x", "this stage is started by clankie-separate itself");
+  $w{$1} = $2;
+}
+my %s;
+open my $fh, "<", "/proc/self/status" or refuse(@OS@, "open /proc/self/status failed: " . errname(), "mount /proc in the container");
+while (my $l = <$fh>) { $s{$1} = $2 if $l =~ /\A(\w+):\s*(.*?)\s*\z/ }
+close $fh;
+my @d;
+for my $k (qw(uid gid)) {
+  my @have = split /\s+/, ($s{ucfirst $k} // "");
+  push @d, $k . "s " . join(",", @have) . " (want $w{$k} in all four)" if @have != 4 || grep { $_ ne $w{$k} } @have;
+}
+my $set = sub { my %u = map { $_ => 1 } grep { length } split /[\s,]+/, $_[0] // ""; join ",", sort { $a <=> $b } keys %u };
+my ($hg, $wg) = ($set->($s{Groups}), $set->($w{groups}));
+push @d, "groups " . ($hg eq "" ? "none" : $hg) . " (want " . ($wg eq "" ? "none" : $wg) . ")" if $hg ne $wg;
+for my $c (qw(Inh Prm Eff Amb Bnd)) {
+  next unless exists $w{lc $c};
+  my $have = $s{"Cap$c"};
+  if (!defined $have) { push @d, "Cap$c missing from /proc/self/status" }
+  elsif (hex($have) != hex($w{lc $c})) { push @d, sprintf("Cap%s 0x%x (want 0x%x)", $c, hex($have), hex($w{lc $c})) }
+}
+push @d, "NoNewPrivs " . ($s{NoNewPrivs} // "missing") . " (want 1)" if $w{nnp} && ($s{NoNewPrivs} // "") ne "1";
+if (($w{session} // "") eq "own") {
+  open my $st, "<", "/proc/self/stat" or refuse(@OS@, "open /proc/self/stat failed: " . errname(), "mount /proc in the container");
+  my $t = <$st>;
+  close $st;
+  my @f = split / /, substr($t, rindex($t, ")") + 2);
+  push @d, "session $f[3] (want its own, $$)" if $f[3] != $$;
+  push @d, "controlling terminal $f[4] (want none)" if $f[4] != 0;
+}
+if (exists $w{fds}) {
+  my %keep = map { $_ => 1 } 0, 1, 2, grep { length } split /,/, $w{fds};
+  opendir my $dh, "/proc/self/fd" or refuse(@OS@, "open /proc/self/fd failed: " . errname(), "mount /proc in the container");
+  my $own = fileno $dh;
+  my @stray;
+  for my $n (sort { $a <=> $b } grep { /\A\d+\z/ } readdir $dh) {
+    next if $keep{$n} || (defined $own && $n == $own);
+    open my $i, "<", "/proc/self/fdinfo/$n" or next;
+    my $flags = 0;
+    while (<$i>) { $flags = oct $1 if /\Aflags:\s*([0-7]+)/ }
+    close $i;
+    push @stray, $n unless $flags & 02000000;
+  }
+  closedir $dh;
+  push @d, "inherited fds " . join(",", @stray) . " (want only 0-2" . ($w{fds} ne "" ? " and $w{fds}" : "") . ")" if @stray;
+}
+refuse(@VERIFY@, "$what{$role} " . join("; ", @d), $fix{$role}) if @d;
+if (exists $w{signal}) {
+  exit @OK@ if kill "-$w{signal}", $w{pgid};
+  refuse(@DATA@, "no agent process group $w{pgid}", "it has already exited") if $!{ESRCH};
+  refuse(@LAUNCH@, "process group $w{pgid} is not the agent's", "only agent work can be signalled through the shim") if $!{EPERM};
+  refuse(@OS@, "kill -$w{signal} -$w{pgid} failed: " . errname(), "report this with the command line used");
+}
+my @names = qw(HUP INT QUIT ILL TRAP ABRT BUS FPE KILL USR1 SEGV USR2 PIPE ALRM TERM STKFLT CHLD CONT STOP TSTP TTIN TTOU URG XCPU XFSZ VTALRM PROF WINCH IO PWR SYS);
+my $ignored = hex($s{SigIgn} // "0");
+for my $i (0 .. $#names) { $SIG{$names[$i]} = "DEFAULT" if $ignored & (1 << $i) }
+umask oct $w{umask} if exists $w{umask};
+if (exists $w{cwd}) {
+  chdir $w{cwd} or refuse(@LAUNCH@, "the $role cannot enter $w{cwd} (" . errname() . ")", "pass a --cwd under /workspace that group clankie-workspace can search");
+}
+for (keys %ENV) { ($ENV{$_}) = $ENV{$_} =~ /\A(.*)\z/s }
+my ($path, @argv) = @a;
+refuse(@USAGE@, "verification stage: no command", "this stage is started by clankie-separate itself") unless defined $path && @argv;
+eval { exec { $path } @argv };
+my $why = $@ ? ($@ =~ s/ at -e line.*//sr) : errname();
+refuse($!{ENOENT} ? @NOTFOUND@ : @NOTEXEC@, "cannot execute $path: $why", "check the command's path and permissions");
+`;
+
+function fill(source: string): string {
+  const values: Record<string, string> = {
+    OK: String(EXIT.ok),
+    USAGE: String(EXIT.usage),
+    OS: String(EXIT.osError),
+    VERIFY: String(EXIT.verifyFailed),
+    DATA: String(EXIT.dataRefused),
+    LAUNCH: String(EXIT.launchRefused),
+    NOTFOUND: String(EXIT.notFound),
+    NOTEXEC: String(EXIT.notExecutable),
+    WHAT_SERVICE: perlString(FIXES.service.what),
+    WHAT_AGENT: perlString(FIXES.agent.what),
+    FIX_SERVICE: perlString(FIXES.service.fix),
+    FIX_AGENT: perlString(FIXES.agent.fix),
+  };
+  return source
+    .replace(/@([A-Z_]+)@/g, (_, name: string) => {
+      const value = values[name];
+      if (value === undefined) throw new Error(`verifier: no value for @${name}@`);
+      return value;
+    })
+    .trim();
+}
+
+/** A Perl single-quoted string: only \ and ' are special. */
+function perlString(text: string): string {
+  return `'${text.replace(/[\\']/g, (c) => `\\${c}`)}'`;
+}
+
+/** The Perl program, as passed to `perl -T -e`. */
+export const VERIFIER_SOURCE = fill(SOURCE);
+
+/** argv (with argv[0]) of the verification stage. */
+export function verifierArgv(request: VerifierRequest): string[] {
+  const hex = (mask: bigint) => mask.toString(16);
+  const keys = [
+    `uid=${request.uid}`,
+    `gid=${request.gid}`,
+    `groups=${[...request.groups].sort((a, b) => a - b).join(",")}`,
+    `inh=${hex(request.caps.inh)}`,
+    `prm=${hex(request.caps.prm)}`,
+    `eff=${hex(request.caps.eff)}`,
+    `amb=${hex(request.caps.amb)}`,
+    ...(request.caps.bnd === undefined ? [] : [`bnd=${hex(request.caps.bnd)}`]),
+    "nnp=1",
+    ...(request.ownSession ? ["session=own"] : []),
+    ...(request.keepFds === undefined ? [] : [`fds=${request.keepFds.join(",")}`]),
+    ...(request.umask === undefined ? [] : [`umask=${request.umask.toString(8).padStart(4, "0")}`]),
+    ...(request.cwd === undefined ? [] : [`cwd=${request.cwd}`]),
+  ];
+  const action = "signal" in request.action
+    ? [`signal=${request.action.signal.replace(/^SIG/, "")}`, `pgid=${request.action.pgid}`, "--"]
+    : ["--", request.action.path, ...request.action.argv];
+  return [TOOLS.perl, "-T", "-e", VERIFIER_SOURCE, "--", request.program, request.role, ...keys, ...action];
+}
