@@ -4,8 +4,8 @@
  * what stays resident once the agent's command runs.
  *
  * The shim's chain (src/agent-exec/plan.ts):
- *   clankie-agent-exec (service)  -> prlimit -> setpriv -> setsid
- *   -> perl -T -e VERIFIER (agent, src/verifier.ts) -> COMMAND
+ *   clankie-agent-exec (service)  -> prlimit -> setpriv
+ *   -> perl -T -e VERIFIER (agent, src/verifier.ts; it calls setsid(2)) -> COMMAND
  * The run measures the whole call and the chain from prlimit on, with and
  * without the verification stage; the shim's own share and the verification
  * stage's are their differences. For the chain without the shim the stage's
@@ -26,7 +26,7 @@ import { VERIFIER_SOURCE, verifierArgv } from "../src/verifier.ts";
 const SHIM = "/usr/local/sbin/clankie-agent-exec";
 const AGENT_IDS = [`--reuid=${IDS.agent}`, `--regid=${IDS.agent}`, `--groups=${IDS.agent},${IDS.workspace}`];
 /** What the shim execs (plan.ts agentChainArgv, default --nproc 512 and --cwd /workspace). */
-const TOOLS_CHAIN = ["/usr/bin/prlimit", "--nproc=512:512", "--", "/usr/bin/setpriv", ...AGENT_IDS, "--inh-caps=-all", "--ambient-caps=-all", "--", "/usr/bin/setsid", "--"];
+const TOOLS_CHAIN = ["/usr/bin/prlimit", "--nproc=512:512", "--", "/usr/bin/setpriv", ...AGENT_IDS, "--inh-caps=-all", "--ambient-caps=-all", "--"];
 /** The verification stage as the shim execs it for `-- /bin/true`, with the program in /opt/bench/verifier.pl. */
 function verifyStage() {
   const argv = verifierArgv({
@@ -36,13 +36,14 @@ function verifyStage() {
     gid: IDS.agent,
     groups: [IDS.agent, IDS.workspace],
     caps: { inh: 0n, prm: 0n, eff: 0n, amb: 0n },
-    ownSession: true,
+    session: "new",
     keepFds: [],
     umask: 0o002,
     cwd: "/workspace",
     action: { path: "/bin/true", argv: ["/bin/true"] },
   });
-  return [argv[0], "-T", "/opt/bench/verifier.pl", ...argv.slice(argv.indexOf(VERIFIER_SOURCE) + 1)];
+  // perl ends its own options at the file name: the "--" that follows -e PROGRAM is not needed.
+  return [argv[0], "-T", "/opt/bench/verifier.pl", ...argv.slice(argv.indexOf(VERIFIER_SOURCE) + 2)];
 }
 /** A process that stays this small is not Node (node -e 0 is tens of MB). */
 const SMALL_RSS_KB = 4096;
@@ -149,8 +150,8 @@ export async function benchAgentExec({ repo, work, plan, env }) {
     { name: "setpriv -> /bin/true", argv: ["/usr/bin/setpriv", ...AGENT_IDS, "--inh-caps=-all", "--ambient-caps=-all", "--", "/bin/true"] },
     { name: "node -e 0", argv: [SANDBOX_NODE, "-e", "0"] },
     { name: "clankie-agent-exec -- /bin/true", argv: [SHIM, "--", "/bin/true"] },
-    { name: "chain after the shim (prlimit, setpriv, setsid, verification stage)", argv: [...TOOLS_CHAIN, ...verifyStage()] },
-    { name: "tools of the chain only (prlimit, setpriv, setsid)", argv: [...TOOLS_CHAIN, "/bin/true"] },
+    { name: "chain after the shim (prlimit, setpriv, verification stage)", argv: [...TOOLS_CHAIN, ...verifyStage()] },
+    { name: "tools of the chain only (prlimit, setpriv)", argv: [...TOOLS_CHAIN, "/bin/true"] },
     { name: "clankie-agent-exec --version", argv: [SHIM, "--version"] },
   ];
   writeFileSync(join(scripts, "verifier.pl"), `${VERIFIER_SOURCE}\n`, { mode: 0o644 });
@@ -187,7 +188,7 @@ export async function benchAgentExec({ repo, work, plan, env }) {
       [
         ["the shim until its exec (Node start, checks, exec of prlimit)", ms(shimAlone), "whole call - chain after the shim"],
         ["the verification stage as the agent (perl start, /proc checks, exec of the command)", ms(verifyStageMs), "chain after the shim - tools only"],
-        ["prlimit + setpriv + setsid + /bin/true", ms(tools.median), "measured"],
+        ["prlimit + setpriv + /bin/true", ms(tools.median), "measured"],
         ["this executable's start-up alone, as the service", ms(res[5].median), "`clankie-agent-exec --version`"],
       ],
     ),

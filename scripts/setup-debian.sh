@@ -11,7 +11,7 @@ fi
 
 packages=(
   bubblewrap    # npm run bench: its launch sandbox
-  util-linux    # setpriv, prlimit, setsid, unshare: the privilege tools and the launch sandbox
+  util-linux    # setpriv, prlimit, unshare: the privilege tools and the launch sandbox
   tini          # the service's init in the image and the sandbox
   perl-base     # the scripted model's ptrace, TIOCSTI and fd attempts
   binutils      # strip: the Node binary is stripped before injection

@@ -11,7 +11,6 @@ export const SYSTEM_PATH_DIRS: readonly string[] = SYSTEM_PATH.split(":");
 /** Absolute paths of the tools this program execs. Never resolved through PATH. */
 export const TOOLS = {
   setpriv: "/usr/bin/setpriv",
-  setsid: "/usr/bin/setsid",
   prlimit: "/usr/bin/prlimit",
   tini: "/usr/bin/tini",
   /** Runs the verification stage (src/verifier.ts); perl-base is Essential in Debian. */

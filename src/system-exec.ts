@@ -19,7 +19,7 @@
  * capabilities). The asynchronous path (`systemExec`, `spawnAgent`) serves the service; it is
  * built on execa and is not part of the single executable.
  */
-import { spawnSync } from "node:child_process";
+import type * as ChildProcess from "node:child_process";
 import { accessSync, closeSync, constants, lstatSync, openSync, readSync, realpathSync, statSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
 import { execa, type Options as ExecaOptions, type ResultPromise } from "execa";
@@ -247,6 +247,9 @@ export function runCapture(request: CaptureRequest): CaptureResult {
     if (arg.includes("\0")) throw new Refusal(EXIT.usage, "an argument contains a NUL byte", "pass arguments without NUL bytes");
   }
   const env = buildEnvironment({ from: process.env, pass: request.pass, set: request.env });
+  // Loaded here, not at the top: the shim and the entrypoint never capture,
+  // and node:child_process costs milliseconds of every start.
+  const { spawnSync } = process.getBuiltinModule("node:child_process") as typeof ChildProcess;
   const result = spawnSync(path, [...request.args], {
     env,
     shell: false,

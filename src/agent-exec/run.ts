@@ -18,9 +18,10 @@ import { countTasks, NEW_AGENT_TASKS } from "./process-count.ts";
 import { agentChainArgv, agentEnvironment, type AgentChain } from "./plan.ts";
 
 /**
- * setsid(1) forks when its caller leads a process group, and then the
- * service would not see the agent's pid: refuse that case. A session leader
- * (spawnAgent uses detached) needs no setsid at all.
+ * Whether the verification stage must call setsid(2). setsid(2) fails (EPERM)
+ * for a process-group leader that does not lead its session: refuse that case
+ * here, in one line. A session leader (spawnAgent uses detached) needs no
+ * setsid at all.
  */
 function sessionPlan(): boolean {
   const session = readSession();
@@ -31,7 +32,7 @@ function sessionPlan(): boolean {
     return false;
   }
   if (session.pgrp === session.pid) {
-    throw new Refusal(EXIT.launchRefused, "the shim leads a process group but not a session, so setsid would fork and hide the agent's pid", "spawn it detached (a new session, as spawnAgent does) or inside its parent's process group");
+    throw new Refusal(EXIT.launchRefused, "the shim leads a process group but not a session, and setsid(2) refuses a process-group leader", "spawn it detached (a new session, as spawnAgent does) or inside its parent's process group");
   }
   return true;
 }
@@ -51,7 +52,7 @@ function checkedIdentities(): Identities {
 }
 
 function execChain(ids: Identities, chain: AgentChain, oomScoreAdj: number, envNames: readonly string[]): never {
-  for (const tool of [...(chain.nproc === undefined ? [] : [TOOLS.prlimit]), TOOLS.setpriv, ...(chain.needSetsid ? [TOOLS.setsid] : []), TOOLS.perl]) {
+  for (const tool of [...(chain.nproc === undefined ? [] : [TOOLS.prlimit]), TOOLS.setpriv, TOOLS.perl]) {
     prepareExec({ command: tool, args: [], env: {}, trustedUids: [0] });
   }
   if (chain.nproc !== undefined) {

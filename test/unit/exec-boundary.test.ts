@@ -11,7 +11,7 @@ import { REPO } from "../helpers/paths.ts";
 
 const SRC = join(REPO, "src");
 const ALLOWED = new Set(["src/system-exec.ts"]);
-const IMPORT = /(?:from\s*|import\s*\(\s*|require\s*\(\s*)["'](?:node:)?(child_process|execa)(?:\/[^"']*)?["']/g;
+const IMPORT = /(?:from\s*|import\s*\(\s*|require\s*\(\s*|getBuiltinModule\s*\(\s*)["'](?:node:)?(child_process|execa)(?:\/[^"']*)?["']/g;
 
 function files(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
@@ -36,6 +36,7 @@ test("the rule sees every import form", () => {
     'const cp = require("child_process");',
     'const { execa } = await import("execa");',
     'import { execaSync } from "execa";',
+    'const cp = process.getBuiltinModule("node:child_process");',
   ];
   assert.is(offenders(forms.map((text, i) => [`src/x${i}.ts`, text] as const)).length, forms.length);
   assert.equal(offenders([["src/system-exec.ts", forms[0]!]]), []);

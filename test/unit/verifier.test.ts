@@ -116,10 +116,24 @@ test("each difference is named: NoNewPrivs", () => {
 });
 
 test("each difference is named: a session of its own and no controlling terminal", () => {
-  const inherited = stage({ ...base, ownSession: true });
+  const inherited = stage({ ...base, session: "own" });
   assert.is(inherited.status, 70);
   assert.match(inherited.stderr, /^clankie-agent-exec: the agent process is not what was asked: session \d+ \(want its own, \d+\); do not start/);
-  assert.is(stage({ ...base, ownSession: true }, { wrap: ["/usr/bin/setsid", "--fork", "--wait"] }).status, 0);
+  assert.is(stage({ ...base, session: "own" }, { wrap: ["/usr/bin/setsid", "--fork", "--wait"] }).status, 0);
+});
+
+test("session=new: setsid(2) by its system call number, then the process leads its session, without a terminal", () => {
+  const result = stage({ ...base, session: "new", action: { path: "/bin/sh", argv: ["sh", "-c", 'echo "$$ $(cut -d" " -f6,7 /proc/$$/stat)"'] } });
+  assert.is(result.stderr, "");
+  const [pid, sid, tty] = result.stdout.trim().split(" ");
+  assert.is(sid, pid, "a session of its own");
+  assert.is(tty, "0", "no controlling terminal");
+});
+
+test("session=new from a process-group leader: setsid(2) fails, one line, exit 77", () => {
+  // The stage starts as the leader of its own process group but not of its session.
+  const leader = ["/usr/bin/perl", "-e", "setpgrp(0, 0); exec @ARGV or die", "--"];
+  refused(stage({ ...base, session: "new" }, { wrap: leader }), 77, "clankie-agent-exec: setsid failed (EPERM); spawn the shim in a new session (spawnAgent does) or inside its parent's process group");
 });
 
 test("each difference is named: an fd open across exec that was not kept", () => {

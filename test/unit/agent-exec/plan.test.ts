@@ -32,14 +32,12 @@ test("agentGroups: the agent's own group and clankie-workspace, nothing else", (
   assert.equal(agentGroups(lower), [900, 1001]);
 });
 
-test("the chain with setsid: prlimit, setpriv, setsid, the verification stage, the command", () => {
+test("the chain with a new session: prlimit, setpriv, the verification stage (which calls setsid), the command", () => {
   assert.equal(agentChainArgv(ids, RUN), [
     ...PREFIX,
-    "/usr/bin/setsid",
-    "--",
     ...PERL,
     ...AGENT,
-    "session=own",
+    "session=new",
     "fds=",
     "umask=0002",
     "cwd=/workspace/project",
