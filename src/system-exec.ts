@@ -63,10 +63,11 @@ export function buildEnvironment(request: EnvironmentRequest = {}): Environment 
 /* -------------------------------------------------------------- resolve -- */
 
 /** Finds a command in SYSTEM_PATH (or takes an absolute path) and returns its absolute path. */
-export function resolveCommand(command: string, cwd: string = process.cwd()): string {
+export function resolveCommand(command: string, cwd?: string): string {
   if (command === "") throw new Refusal(EXIT.usage, "the command is empty", "name a program to run");
   if (command.includes("\0")) throw new Refusal(EXIT.usage, "the command contains a NUL byte", "name a program to run");
-  if (command.includes("/")) return isAbsolute(command) ? command : resolve(cwd, command);
+  // process.cwd() only when needed: it throws when the working directory was removed (docker exec, nsenter).
+  if (command.includes("/")) return isAbsolute(command) ? command : resolve(cwd ?? process.cwd(), command);
   for (const dir of SYSTEM_PATH_DIRS) {
     const candidate = `${dir}/${command}`;
     try {
@@ -239,18 +240,24 @@ export interface CaptureResult {
  * Built on spawnSync(2)-style blocking, so it works inside the single
  * executable, where the asynchronous path (execa) is not available.
  */
-export function runCapture(request: CaptureRequest): CaptureResult {
+/** The checks both capture paths make before anything starts: the resolved path and the child's environment. */
+function prepareCapture(request: CaptureRequest): { path: string; env: Environment } {
   const path = resolveCommand(request.command);
   checkTrustedExecutable(path, request.trustedUids ?? [0]);
   checkExecutable(path);
   for (const arg of request.args) {
     if (arg.includes("\0")) throw new Refusal(EXIT.usage, "an argument contains a NUL byte", "pass arguments without NUL bytes");
   }
-  const env = buildEnvironment({ from: process.env, pass: request.pass, set: request.env });
+  return { path, env: buildEnvironment({ from: process.env, pass: request.pass, set: request.env }) };
+}
+
+export function runCapture(request: CaptureRequest): CaptureResult {
+  const { path, env } = prepareCapture(request);
   // Loaded here, not at the top: the shim and the entrypoint never capture,
   // and node:child_process costs milliseconds of every start.
   const { spawnSync } = process.getBuiltinModule("node:child_process") as typeof ChildProcess;
   const result = spawnSync(path, [...request.args], {
+    cwd: "/",
     env,
     shell: false,
     input: request.input,
@@ -269,6 +276,46 @@ export function runCapture(request: CaptureRequest): CaptureResult {
     stderr: result.stderr ?? Buffer.alloc(0),
     ...(error !== undefined ? { error } : {}),
   };
+}
+
+/**
+ * runCapture that does not wait: the program starts now and runs while this
+ * process goes on with synchronous work (the audit walks /state while perl
+ * walks the image, one per CPU); the promise settles when it has exited.
+ * Same rules, same result; the pre-checks throw before anything starts.
+ */
+export function startCapture(request: CaptureRequest): Promise<CaptureResult> {
+  const { path, env } = prepareCapture(request);
+  const { spawn } = process.getBuiltinModule("node:child_process") as typeof ChildProcess;
+  const maxBytes = request.maxBytes ?? 16 << 20;
+  return new Promise((resolvePromise) => {
+    // cwd "/": the auditor's own directory may not exist where it runs (docker exec, nsenter).
+    const child = spawn(path, [...request.args], { cwd: "/", env, shell: false, stdio: [request.input === undefined ? "ignore" : "pipe", "pipe", "pipe"], windowsHide: true });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    const sizes = [0, 0];
+    let error: string | undefined;
+    const stop = (why: string) => {
+      error ??= why;
+      child.kill("SIGKILL");
+    };
+    const timer = setTimeout(() => stop("ETIMEDOUT"), request.timeoutMs ?? 30_000);
+    const collect = (into: Buffer[], which: 0 | 1) => (chunk: Buffer) => {
+      sizes[which] = sizes[which]! + chunk.length;
+      if (sizes[which]! > maxBytes) return stop("ENOBUFS");
+      into.push(chunk);
+    };
+    child.stdout!.on("data", collect(out, 0));
+    child.stderr!.on("data", collect(err, 1));
+    if (request.input !== undefined) child.stdin!.end(request.input);
+    child.once("error", (e: NodeJS.ErrnoException) => {
+      error ??= e.code ?? String(e);
+    });
+    child.once("close", (status, signal) => {
+      clearTimeout(timer);
+      resolvePromise({ path, status, signal, stdout: Buffer.concat(out), stderr: Buffer.concat(err), ...(error !== undefined ? { error } : {}) });
+    });
+  });
 }
 
 /* ---------------------------------------------------------------- async -- */

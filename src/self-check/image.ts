@@ -12,7 +12,7 @@ import { Refusal } from "../report.ts";
 import { checkTrustedExecutable } from "../system-exec.ts";
 import { bounded, type Check, fail, octal, pass, reasonOf, warn } from "./check.ts";
 import type { CapabilityScan } from "./file-caps.ts";
-import type { ImageWalk, PrivilegedFile } from "./image-walk.ts";
+import type { ImageWalk, PrivilegedFile } from "./image-scan.ts";
 import { hasOption, type Mount, mountOf } from "./mounts.ts";
 import { SHOWN_ENTRIES } from "./state.ts";
 
@@ -170,18 +170,18 @@ export function checkPrivilegedFiles(walk: ImageWalk, agent?: { uid: number; gro
 export function checkFileCapabilities(walk: ImageWalk, scan: CapabilityScan | { error: string }): Check {
   const id = "image.file-capabilities";
   if ("error" in scan) {
-    return warn(id, `could not read file capabilities of ${walk.executables.length} executables: ${scan.error}`, { candidates: walk.executables.length, error: scan.error }, "keep perl-base in the image (it is Essential in Debian): the audit reads security.capability through it");
+    return warn(id, `could not read file capabilities of ${walk.executables} executables: ${scan.error}`, { candidates: walk.executables, error: scan.error }, "keep perl-base in the image (it is Essential in Debian): the audit reads security.capability through it");
   }
   const unreadable = [...unreadableList(walk), ...scan.unreadable.map((u) => `lgetxattr ${u.path}: errno ${u.errno}`)];
-  const found = { candidates: walk.executables.length, files: bounded(scan.found, SHOWN_ENTRIES), unreadable: bounded(unreadable, SHOWN_ENTRIES) };
+  const found = { candidates: walk.executables, files: bounded(scan.found, SHOWN_ENTRIES), unreadable: bounded(unreadable, SHOWN_ENTRIES) };
   if (scan.found.length > 0) {
     const list = scan.found.slice(0, 5).map((f) => `${f.path} (${f.permitted.join(",").toLowerCase() || "none"}${f.effective ? "=ep" : "=p"})`).join(", ");
     return fail(id, `${scan.found.length} file${scan.found.length === 1 ? "" : "s"} with capabilities: ${list}`, found, "remove them in the image (setcap -r FILE); NoNewPrivs keeps them from taking effect meanwhile");
   }
   if (unreadable.length > 0) {
-    return warn(id, `no file capability among ${walk.executables.length} executables, but ${unreadable.length} entries could not be read: ${unreadable.slice(0, 3).join("; ")}`, found, "run the audit as root (docker exec CONTAINER clankie-separate --self-check) to read every directory");
+    return warn(id, `no file capability among ${walk.executables} executables, but ${unreadable.length} entries could not be read: ${unreadable.slice(0, 3).join("; ")}`, found, "run the audit as root (docker exec CONTAINER clankie-separate --self-check) to read every directory");
   }
-  return pass(id, `no file capability on any of ${walk.executables.length} executables`, found);
+  return pass(id, `no file capability on any of ${walk.executables} executables`, found);
 }
 
 /** Recommendations, never failures: a read-only root, and volumes that cannot carry set-user-ID programs or devices. */

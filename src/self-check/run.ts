@@ -17,12 +17,14 @@ import { namesOf } from "../capabilities.ts";
 import { EXIT, GROUP_FILE, PASSWD_FILE, SERVICE_USER, STATE_DIR } from "../constants.ts";
 import { PROGRAM_VERSION } from "../build-info.ts";
 import { writeLine } from "../report.ts";
+import type { CaptureResult } from "../system-exec.ts";
 import { checkAccounts } from "./accounts.ts";
 import { cannotRun, type Check, guarded, reasonOf } from "./check.ts";
 import { checkEnvironment } from "./environment.ts";
-import { type CapabilityScan, scanFileCapabilities } from "./file-caps.ts";
+import type { CapabilityScan } from "./file-caps.ts";
 import { checkBundle, checkExecutable, checkFileCapabilities, checkMounts, checkPrivilegedFiles, checkTools } from "./image.ts";
-import { walkImage } from "./image-walk.ts";
+import { excludedDirectories } from "./mounts.ts";
+import { IMAGE_WALK_SKIP, type ImageWalk, parseImageScan, startImageScan } from "./image-scan.ts";
 import { chooseJudged, handedDownByService, relationTo } from "./judged.ts";
 import { kernelChecks } from "./kernel.ts";
 import { boundaryCheck, boundaryOf, classifyMode, modeCheck, type ModeVerdict } from "./mode.ts";
@@ -91,26 +93,60 @@ function workspaceFacts(ids: Identities | undefined, mode: ModeVerdict["mode"]):
   return guarded(["workspace.top", "workspace.marker"], "/workspace", "run the audit as root", () => workspaceChecks(ids, stateDev, mode));
 }
 
-function imageFacts(ids: Identities | undefined): Check[] {
+/** The image scan, started before the other checks so that it runs beside them (image-scan.ts). */
+interface PendingImageScan {
+  mounts: Mount[];
+  excluded: ReadonlySet<string>;
+  output: Promise<CaptureResult> | { error: string };
+}
+
+function startImageFacts(): PendingImageScan | { error: unknown } {
+  let mounts: Mount[];
+  try {
+    mounts = parseMountinfo(readFileSync("/proc/self/mountinfo", "latin1"));
+  } catch (error) {
+    return { error };
+  }
+  const excluded = excludedDirectories(mounts, IMAGE_WALK_SKIP);
+  try {
+    return { mounts, excluded, output: startImageScan(excluded) };
+  } catch (error) {
+    return { mounts, excluded, output: { error: reasonOf(error) } };
+  }
+}
+
+async function imageFacts(ids: Identities | undefined, pending: PendingImageScan | { error: unknown }): Promise<Check[]> {
   const checks: Check[] = [
     ...guarded("image.executable", "this executable", "run the installed executable", checkExecutable),
     ...guarded("image.bundle", "the embedded bundle", "run the installed executable", checkBundle),
     ...guarded("image.tools", "the tools", "run the audit as root", checkTools),
   ];
-  let mounts: Mount[];
-  try {
-    mounts = parseMountinfo(readFileSync("/proc/self/mountinfo", "latin1"));
-  } catch (error) {
+  if (!("mounts" in pending)) {
     const fix = "mount /proc in the container";
+    const error = pending.error;
     return [...checks, cannotRun("image.setuid", "the image's filesystems", error, fix), cannotRun("image.file-capabilities", "the image's filesystems", error, fix, "warn"), cannotRun("image.mounts", "the mounts", error, fix, "warn")];
   }
-  const walk = walkImage(mounts);
-  let scan: CapabilityScan | { error: string };
-  try {
-    scan = scanFileCapabilities(walk.executables);
-  } catch (error) {
-    scan = { error: reasonOf(error) };
+  const { mounts, excluded } = pending;
+  let walked: { walk: ImageWalk; scan: CapabilityScan } | { error: string };
+  const output = await pending.output;
+  if (!("stdout" in output)) walked = { error: output.error }; // perl could not be started
+  else if (output.error !== undefined || output.status !== 0) {
+    const why = output.error ?? (output.signal ? `killed by ${output.signal}` : `exit ${output.status}`);
+    const said = output.stderr.toString("utf8").split("\n")[0] ?? "";
+    walked = { error: `${output.path} failed (${why})${said ? `: ${said}` : ""}` };
+  } else {
+    try {
+      walked = parseImageScan(output.stdout, mounts, excluded);
+    } catch (error) {
+      walked = { error: reasonOf(error) };
+    }
   }
+  if ("error" in walked) {
+    const why = new Error(`the image walk (perl) did not complete: ${walked.error}`);
+    const fix = "keep perl-base in the image (it is Essential in Debian): the audit walks the image and reads security.capability through it";
+    return [...checks, cannotRun("image.setuid", "the image's filesystems", why, fix), cannotRun("image.file-capabilities", "the image's filesystems", why, fix, "warn"), ...guarded("image.mounts", "the mounts", "mount /proc in the container", () => checkMounts(mounts))];
+  }
+  const { walk, scan } = walked;
   return [
     ...checks,
     ...guarded("image.setuid", "set-user-ID files", "run the audit as root", () => checkPrivilegedFiles(walk, ids ? { uid: ids.agent.uid, groups: agentGroups(ids) } : undefined)),
@@ -119,7 +155,7 @@ function imageFacts(ids: Identities | undefined): Check[] {
   ];
 }
 
-export function runSelfCheck(request: { json: boolean; probe: boolean }): number {
+export async function runSelfCheck(request: { json: boolean; probe: boolean }): Promise<number> {
   /* 1. Who is asking, and which process stands for the body. */
   const self = selfEntry();
   let table: ProcessEntry[];
@@ -145,7 +181,14 @@ export function runSelfCheck(request: { json: boolean; probe: boolean }): number
   const mode = verdict.mode;
   const judgedProcess = { pid: judged.pid, name: judged.name, creds: judged.creds };
 
-  /* 3. Every check; none of them writes. */
+  /*
+   * 3. Every check; none of them writes. The image walk starts first (after
+   * the process table was read: its perl is not one of the body's processes)
+   * and runs beside the /state and /workspace checks.
+   */
+  const pendingImage = startImageFacts();
+  const stateAndWorkspace = [...stateFacts(ids, mode), ...workspaceFacts(ids, mode)];
+  const image = await imageFacts(ids, pendingImage);
   const checks: Check[] = [
     modeCheck(verdict, judged.pid),
     boundaryCheck(boundary, mode === "separated"),
@@ -153,9 +196,8 @@ export function runSelfCheck(request: { json: boolean; probe: boolean }): number
     checkCapabilities(judgedProcess, mode),
     checkNoNewPrivs(judgedProcess, mode),
     ...accounts.checks,
-    ...stateFacts(ids, mode),
-    ...workspaceFacts(ids, mode),
-    ...imageFacts(ids),
+    ...stateAndWorkspace,
+    ...image,
     ...guarded("processes.root", "processes", "mount /proc in the container", () => checkRootProcesses(table, lineage(table, self.pid), mode)),
     ...guarded("processes.workspace-exe", "processes", "mount /proc in the container", () => checkWorkspaceExecutables(table, serviceUid, self.pid, readExe, mode)),
     checkEnvironment(process.env, { pid: judged.pid, self: isSelf, environ }),

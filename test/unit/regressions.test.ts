@@ -2,13 +2,16 @@
  * Regressions found by review of the pure modules: each case failed before
  * its fix (see the commit that added this file).
  */
+import { mkdtempSync, rmdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { parseAgentExecArgs, parseEntrypointArgs } from "../../src/cli.ts";
 import { EXIT } from "../../src/constants.ts";
 import { serviceEnvironment } from "../../src/entrypoint/service-env.ts";
 import { parseProcessStatus, parseStat } from "../../src/proc-status.ts";
-import { agentExecArguments, buildEnvironment } from "../../src/system-exec.ts";
+import { agentExecArguments, buildEnvironment, resolveCommand } from "../../src/system-exec.ts";
 import { imageIdentities } from "./helpers/identities.ts";
 import { catchRefusal } from "./helpers/refusal.ts";
 
@@ -57,6 +60,20 @@ test("the process table counts threads, which RLIMIT_NPROC counts (the shim's bu
   assert.is(entry.threads, 11);
   assert.is(entry.creds.uids[0], 1001);
   assert.is(parseProcessStatus(42, status.replace("Threads:\t11\n", "")).threads, 1);
+});
+
+test("resolveCommand works for absolute and bare names when the working directory was removed (docker exec, nsenter)", () => {
+  const home = process.cwd();
+  const gone = mkdtempSync(join(tmpdir(), "gone-"));
+  process.chdir(gone);
+  rmdirSync(gone);
+  try {
+    assert.throws(() => process.cwd(), /ENOENT/, "the control: the working directory is gone");
+    assert.is(resolveCommand("/usr/bin/perl"), "/usr/bin/perl");
+    assert.is(resolveCommand("perl"), "/usr/bin/perl");
+  } finally {
+    process.chdir(home);
+  }
 });
 
 test.run();

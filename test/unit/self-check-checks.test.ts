@@ -1,5 +1,8 @@
 /* The pure checks, each with a passing and a failing case, from parsed inputs: no privileges. */
-import type { Stats } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync, type Stats } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { resolveIdentities } from "../../src/accounts.ts";
@@ -7,9 +10,9 @@ import type { ProcessCredentials } from "../../src/proc-status.ts";
 import { checkAccounts } from "../../src/self-check/accounts.ts";
 import { bounded, cannotRun, guarded, octal } from "../../src/self-check/check.ts";
 import { checkEnvironment, codeLoadingNames } from "../../src/self-check/environment.ts";
-import { decodeCapabilityXattr, parseScanOutput } from "../../src/self-check/file-caps.ts";
+import { decodeCapabilityXattr } from "../../src/self-check/file-caps.ts";
 import { checkFileCapabilities, checkMounts, checkPrivilegedFiles } from "../../src/self-check/image.ts";
-import type { ImageWalk } from "../../src/self-check/image-walk.ts";
+import { IMAGE_SCAN_SCRIPT, type ImageWalk, parseImageScan } from "../../src/self-check/image-scan.ts";
 import { judgeKernelSetting, KERNEL_SETTINGS } from "../../src/self-check/kernel.ts";
 import { excludedDirectories, mountOf, parseMountinfo } from "../../src/self-check/mounts.ts";
 import { checkRootProcesses, checkWorkspaceExecutables, underWorkspace } from "../../src/self-check/processes.ts";
@@ -190,7 +193,7 @@ Workspace("marker: current passes; missing, stale, malformed or another volume's
 const Image = suite("image");
 
 function imageWalk(partial: Partial<ImageWalk>): ImageWalk {
-  return { visited: 100, privileged: [], executables: ["/usr/bin/true"], problems: [], excluded: ["/proc"], ...partial };
+  return { visited: 100, privileged: [], executables: 1, problems: [], excluded: ["/proc"], ...partial };
 }
 
 Image("set-ID files: none passes; any fails, even on a nosuid mount; unreadable directories warn", () => {
@@ -231,11 +234,68 @@ Image("file capabilities: decoded from vfs_cap_data; none passes; any fails; a s
   assert.is(checkFileCapabilities(imageWalk({}), { error: "perl is missing" }).status, "warn");
 });
 
-Image("the scan's output is parsed, ENOENT dropped", () => {
-  const out = Buffer.from(["C", "/a b", "0100000200200000000000000000000000000000", "E", "/gone", "2", "E", "/sealed", "13", ""].join("\0"), "latin1");
-  const scan = parseScanOutput(out);
+Image("the image walk's output is parsed: set-ID files with their mount, attributes, problems, counts", () => {
+  const mounts = parseMountinfo("69 45 0:40 / / rw,relatime - overlay overlay rw\n70 69 0:41 /x /tmp rw,nosuid,nodev - tmpfs tmpfs rw\n");
+  const nonUtf8 = Buffer.from([0x2f, 0x74, 0x6d, 0x70, 0x2f, 0xff]).toString("latin1"); // "/tmp/\xff"
+  const out = Buffer.from(
+    [
+      "S", "/usr/bin/su", String(0o104755), "0", "0",
+      "S", nonUtf8, String(0o102755), "1001", "1002",
+      "C", "/a b", "0100000200200000000000000000000000000000",
+      "E", "/sealed", "13",
+      "P", "/root", "readdir", "13",
+      "V", "4242", "17",
+      "",
+    ].join("\0"),
+    "latin1",
+  );
+  const { walk, scan } = parseImageScan(out, mounts, new Set(["/proc", "/sys"]));
+  assert.is(walk.visited, 4242);
+  assert.is(walk.executables, 17);
+  assert.equal(walk.excluded, ["/proc", "/sys"]);
+  assert.equal(walk.privileged[0], { path: "/usr/bin/su", mode: "4755", uid: 0, gid: 0, bits: ["setuid"], mount: "/", nosuid: false });
+  assert.equal(walk.privileged[1], { path: "/tmp/\\xff", mode: "2755", uid: 1001, gid: 1002, bits: ["setgid"], mount: "/tmp", nosuid: true });
   assert.equal(scan.found.map((f) => f.path), ["/a b"]);
   assert.equal(scan.unreadable, [{ path: "/sealed", errno: 13 }]);
+  assert.equal(walk.problems, [{ path: "/root", syscall: "readdir", code: "EACCES" }]);
+});
+
+Image("the image walk's output is refused when cut short or malformed, never read as a clean image", () => {
+  const mounts = parseMountinfo("69 45 0:40 / / rw - overlay overlay rw\n");
+  const none = new Set<string>();
+  const out = (...fields: string[]) => Buffer.from([...fields, ""].join("\0"), "latin1");
+  assert.throws(() => parseImageScan(out("S", "/usr/bin/su"), mounts, none), /middle of a record/);
+  assert.throws(() => parseImageScan(Buffer.from(""), mounts, none), /before its last record/);
+  assert.throws(() => parseImageScan(out("S", "/usr/bin/su", "2541", "0", "0"), mounts, none), /before its last record/);
+  assert.throws(() => parseImageScan(out("C", "/x", "zz", "V", "1", "1"), mounts, none), /malformed attribute/);
+  assert.throws(() => parseImageScan(out("Q", "V", "1", "1"), mounts, none), /unknown record/);
+});
+
+Image("the image walk in perl, run for real on a planted tree: set-ID bits, symlinks not followed, skipped directories, bytes in names", () => {
+  const root = mkdtempSync(join(tmpdir(), "image-walk-"));
+  try {
+    mkdirSync(join(root, "bin"));
+    writeFileSync(join(root, "bin/su"), "x", { mode: 0o755 });
+    chmodSync(join(root, "bin/su"), 0o4755);
+    writeFileSync(join(root, "bin/tool"), "x", { mode: 0o755 });
+    mkdirSync(join(root, "skipped"));
+    writeFileSync(join(root, "skipped/hidden"), "x");
+    chmodSync(join(root, "skipped/hidden"), 0o6755);
+    symlinkSync("/usr/bin", join(root, "link")); // never entered
+    writeFileSync(Buffer.concat([Buffer.from(`${root}/`), Buffer.from([0xff])]), "x", { mode: 0o2755 });
+    chmodSync(Buffer.concat([Buffer.from(`${root}/`), Buffer.from([0xff])]), 0o2755);
+    // As startImageScan runs it, with the planted tree as its root (x86-64's lgetxattr, ENODATA, EOPNOTSUPP).
+    const run = spawnSync("/usr/bin/perl", ["-e", IMAGE_SCAN_SCRIPT, "192", "61", "95", root, join(root, "skipped")], { env: {} });
+    assert.is(run.status, 0, String(run.stderr));
+    const { walk, scan } = parseImageScan(run.stdout, [], new Set());
+    assert.equal(walk.privileged.map((f) => [f.path.slice(root.length), f.mode]).sort(), [["/\\xff", "2755"], ["/bin/su", "4755"]]);
+    assert.is(walk.visited, 7, "root, bin, su, tool, skipped (not entered), link, the \\xff file");
+    assert.is(walk.executables, 3);
+    assert.equal(scan.found, []);
+    assert.equal(walk.problems, []);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
 });
 
 const MOUNTINFO = [

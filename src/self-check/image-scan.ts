@@ -1,0 +1,169 @@
+/*
+ * The image scan: one read-only walk over the image's filesystems, from /
+ * across every mount but not into the kernel's pseudo filesystems, /proc,
+ * /sys, or the volumes (/state and /workspace have their own checks). It
+ * reports every regular file with a set-user-ID or set-group-ID bit, and the
+ * security.capability attribute of every regular file someone can execute (a
+ * file nobody can execute cannot hand out capabilities, and only its owner
+ * could make it executable).
+ *
+ * The walk is a perl process, started first and collected last, so that it
+ * runs on one CPU while this process audits /state on the other: both walks
+ * spend their time in the kernel (lstat), and the audit's wall time becomes
+ * the longer of the two instead of their sum (docs/benchmarks.md, issue 5).
+ * perl is also what can read the attribute at all: Node has no getxattr, and
+ * perl makes the lgetxattr(2) system call itself. perl-base is Essential in
+ * Debian; the run goes through startCapture (root-owned perl, fixed PATH,
+ * allowlisted environment, so no PERL5OPT).
+ *
+ * What the walk may do: opendir, readdir, lstat, lgetxattr. It never opens a
+ * file, never follows a symlink (only what lstat calls a directory is
+ * entered, by the path readdir gave), and writes nothing but its output.
+ * Names are bytes throughout, so names that are not UTF-8 are reported too.
+ */
+import { constants } from "node:os";
+import { type CaptureResult, startCapture } from "../system-exec.ts";
+import { STATE_DIR, TOOLS, WORKSPACE_DIR } from "../constants.ts";
+import { octal } from "./check.ts";
+import { type CapabilityScan, decodeCapabilityXattr, LGETXATTR } from "./file-caps.ts";
+import { hasOption, type Mount, mountOf } from "./mounts.ts";
+import { displayPath, type WalkProblem } from "./walk.ts";
+
+export interface PrivilegedFile {
+  path: string;
+  mode: string;
+  uid: number;
+  gid: number;
+  bits: Array<"setuid" | "setgid">;
+  mount: string | null;
+  /** The mount is nosuid: the bit has no effect while it stays so. */
+  nosuid: boolean;
+}
+
+export interface ImageWalk {
+  visited: number;
+  privileged: PrivilegedFile[];
+  /** Regular files someone can execute: the candidates for file capabilities. */
+  executables: number;
+  problems: WalkProblem[];
+  excluded: string[];
+}
+
+export const IMAGE_WALK_SKIP: readonly string[] = ["/proc", "/sys", STATE_DIR, WORKSPACE_DIR];
+
+/*
+ * Arguments: the lgetxattr(2) number, ENODATA, EOPNOTSUPP, the root ("/"),
+ * then the directories not to enter. Output, NUL-terminated fields:
+ *   S path mode uid gid     a regular file with a set-user-ID or set-group-ID bit
+ *   C path hex              an executable's security.capability
+ *   E path errno            an executable whose attribute could not be read
+ *   P path syscall errno    an entry the walk could not read
+ *   V visited executables   the last record: the walk ran to its end
+ * ENOENT is not reported: the entry was removed since readdir listed it.
+ */
+export const IMAGE_SCAN_SCRIPT = String.raw`
+my ($nr, $enodata, $enotsup, $root, @skip) = @ARGV;
+my %skip = map { $_ => 1 } @skip;
+my $attribute = "security.capability"; # a variable: syscall() hands out writable pointers
+binmode STDOUT;
+my ($visited, $executables) = (0, 0);
+my @stack;
+if (lstat $root) { $visited = 1; @stack = ($root) } else { print "P\0$root\0lstat\0", $! + 0, "\0" }
+while (@stack) {
+  my $d = pop @stack;
+  my $h;
+  unless (opendir $h, $d) { print "P\0$d\0readdir\0", $! + 0, "\0" unless $! == 2; next }
+  my @names = readdir $h;
+  closedir $h;
+  for my $name (@names) {
+    next if $name eq "." || $name eq "..";
+    my $p = $d eq "/" ? "/$name" : "$d/$name";
+    my @st = lstat $p;
+    unless (@st) { print "P\0$p\0lstat\0", $! + 0, "\0" unless $! == 2; next }
+    $visited++;
+    my $mode = $st[2];
+    my $type = $mode & 0170000;
+    if ($type == 0040000) { push @stack, $p unless $skip{$p}; next }
+    next unless $type == 0100000;
+    print "S\0$p\0$mode\0$st[4]\0$st[5]\0" if $mode & 06000;
+    next unless $mode & 0111;
+    $executables++;
+    my $buf = "\0" x 64;
+    my $n = syscall($nr + 0, $p, $attribute, $buf, 64);
+    if ($n > 0) { print "C\0$p\0", unpack("H*", substr($buf, 0, $n)), "\0" }
+    elsif ($n < 0 && $! != $enodata && $! != $enotsup && $! != 2) { print "E\0$p\0", $! + 0, "\0" }
+  }
+}
+print "V\0$visited\0$executables\0";
+`.trim();
+
+/** Starts the walk; throws (Refusal or Error) when perl cannot be run under the exec rules. */
+export function startImageScan(excluded: ReadonlySet<string>, root = "/"): Promise<CaptureResult> {
+  const nr = LGETXATTR[process.arch];
+  if (nr === undefined) throw new Error(`no lgetxattr system call number for ${process.arch}`);
+  return startCapture({
+    command: TOOLS.perl,
+    args: ["-e", IMAGE_SCAN_SCRIPT, String(nr), String(constants.errno.ENODATA), String(constants.errno.EOPNOTSUPP), root, ...[...excluded].sort()],
+    timeoutMs: 120_000,
+    maxBytes: 64 << 20,
+  });
+}
+
+const ERRNO_NAMES = new Map(Object.entries(constants.errno).map(([name, value]) => [value, name]));
+
+function errnoName(text: string): string {
+  return ERRNO_NAMES.get(Number(text)) ?? `errno ${text}`;
+}
+
+/** Pure: the walk's output, with the mounts to say where each privileged file lies. */
+export function parseImageScan(stdout: Buffer, mounts: readonly Mount[], excluded: ReadonlySet<string>): { walk: ImageWalk; scan: CapabilityScan } {
+  const fields = stdout.toString("latin1").split("\0");
+  const walk: ImageWalk = { visited: 0, privileged: [], executables: 0, problems: [], excluded: [...excluded].sort() };
+  const scan: CapabilityScan = { found: [], unreadable: [] };
+  const shown = (raw: string) => displayPath(Buffer.from(raw, "latin1"));
+  let complete = false;
+  let i = 0;
+  const take = (n: number): string[] => {
+    if (i + n > fields.length) throw new Error("the image walk's output ends in the middle of a record");
+    const out = fields.slice(i, i + n);
+    i += n;
+    return out;
+  };
+  while (i < fields.length - 1) {
+    const tag = fields[i++];
+    if (tag === "S") {
+      const [raw, mode, uid, gid] = take(4) as [string, string, string, string];
+      const path = shown(raw);
+      const bits = Number(mode);
+      const mount = mountOf(mounts, path);
+      walk.privileged.push({
+        path,
+        mode: octal(bits),
+        uid: Number(uid),
+        gid: Number(gid),
+        bits: [...(bits & 0o4000 ? ["setuid" as const] : []), ...(bits & 0o2000 ? ["setgid" as const] : [])],
+        mount: mount?.point ?? null,
+        nosuid: hasOption(mount, "nosuid"),
+      });
+    } else if (tag === "C") {
+      const [raw, hex] = take(2) as [string, string];
+      if (!/^[0-9a-f]*$/.test(hex)) throw new Error(`the image walk printed a malformed attribute for ${shown(raw)}`);
+      scan.found.push(decodeCapabilityXattr(shown(raw), hex));
+    } else if (tag === "E") {
+      const [raw, errno] = take(2) as [string, string];
+      scan.unreadable.push({ path: shown(raw), errno: Number(errno) });
+    } else if (tag === "P") {
+      const [raw, syscall, errno] = take(3) as [string, string, string];
+      walk.problems.push({ path: shown(raw), syscall, code: errnoName(errno) });
+    } else if (tag === "V") {
+      const [visited, executables] = take(2) as [string, string];
+      walk.visited = Number(visited);
+      walk.executables = Number(executables);
+      complete = true;
+    } else {
+      throw new Error(`the image walk printed an unknown record ${JSON.stringify(tag)}`);
+    }
+  }
+  if (!complete) throw new Error("the image walk ended before its last record");
+  return { walk, scan };
+}
