@@ -33,11 +33,13 @@ const GROUP = ["root:x:0:", "node:x:1000:", "clankie-agent:x:1001:", "clankie-wo
 
 /** A body: /state, /workspace, /etc/passwd and /etc/group of one container, in `dir`. */
 export class Body {
-  constructor(dir, { repo, dist }) {
+  /** `usr`: the directory bound as /usr (default the host's); `state`: another body's /state to share. */
+  constructor(dir, { repo, dist, usr = "/usr", state }) {
     this.dir = dir;
     this.repo = repo;
     this.dist = dist;
-    this.state = join(dir, "state");
+    this.usr = usr;
+    this.state = state ?? join(dir, "state");
     this.workspace = join(dir, "workspace");
     this.passwdFile = join(dir, "passwd");
     this.groupFile = join(dir, "group");
@@ -57,7 +59,7 @@ export class Body {
     const extra = binds.flatMap(([host, inside, how]) => [how === "rw" ? "--bind" : "--ro-bind", host, inside]);
     return [
       "/usr/bin/bwrap",
-      "--ro-bind", "/usr", "/usr",
+      "--ro-bind", this.usr, "/usr",
       "--symlink", "usr/bin", "/bin",
       "--symlink", "usr/lib", "/lib",
       "--symlink", "usr/lib64", "/lib64",
