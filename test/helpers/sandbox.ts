@@ -206,8 +206,9 @@ export interface StatusFields {
   capBnd: string;
   capAmb: string;
   noNewPrivs: string;
-  sigIgn: string;
-  sigBlk: string;
+  /** Only when the text has the line (the stand-in service reports a subset). */
+  sigIgn?: string;
+  sigBlk?: string;
 }
 
 /** Parses the lines of /proc/<pid>/status a fixture printed (independent of src/). */
@@ -228,8 +229,8 @@ export function statusFields(text: string): StatusFields {
     capBnd: get("CapBnd"),
     capAmb: get("CapAmb"),
     noNewPrivs: get("NoNewPrivs"),
-    sigIgn: get("SigIgn"),
-    sigBlk: get("SigBlk"),
+    ...(/^SigIgn:/m.test(text) ? { sigIgn: get("SigIgn") } : {}),
+    ...(/^SigBlk:/m.test(text) ? { sigBlk: get("SigBlk") } : {}),
   };
 }
 
