@@ -96,7 +96,7 @@ export async function benchSelfCheck({ repo, work, plan, env }) {
   const baseUsr = imageUsr(repo, work, env);
   const full = new Body(join(work, "audit-full"), { repo, dist });
   const empty = new Body(join(work, "audit-empty"), { repo, dist });
-  const inImage = new Body(join(work, "audit-image"), { repo, dist, usr: baseUsr, state: full.state });
+  const inImage = new Body(join(work, "audit-image"), { repo, dist, usr: baseUsr, state: full.state, workspace: full.workspace });
   process.stdout.write(`\n== issue 5: making ${dirs} directories x ${files} files in ${full.state}\n`);
   const entries = makeTree(full.state, dirs, files);
   const count = (dir) => capture("find", [dir, "-xdev"], { maxBuffer: 256 << 20 }).split("\n").filter(Boolean).length;
@@ -166,7 +166,7 @@ export async function benchSelfCheck({ repo, work, plan, env }) {
         `One audit of each outside hyperfine (a wall time as measured from Node): ${ms(seenImage.wall)}, ${ms(seenFull.wall)}, ${ms(seenEmpty.wall)}.`,
       "",
       `How: three bodies started for real in the launch sandbox (bwrap + setpriv as for issue 3; the entrypoint took /state over, dropped to node and runs \`sleep\` as the service). ` +
-        `/state holds ${dirs.toLocaleString("en-US")} directories of ${files} empty files (bench/lib/tree.mjs; the image body shares it), or nothing. ` +
+        `/state holds ${dirs.toLocaleString("en-US")} directories of ${files} empty files (bench/lib/tree.mjs; the image body shares it and /workspace with the host-/usr body, so that the layout marker fits both), or nothing. ` +
         `The image's /usr is that of ${BASE_IMAGE} (scripts/image/make-base.sh: debootstrap bookworm minbase plus Node 24.20.0, the image test's stand-in for node:24.20.0-bookworm-slim), exported from Docker and bound read-only. ` +
         "Each command is what `docker exec CONTAINER clankie-separate --self-check --json` does as root: nsenter into the body's mount, pid and IPC namespaces, " +
         "setpriv to the launch's six capabilities and NoNewPrivs, then the audit; nsenter and setpriv are in every command alike. " +

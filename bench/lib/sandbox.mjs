@@ -33,14 +33,14 @@ const GROUP = ["root:x:0:", "node:x:1000:", "clankie-agent:x:1001:", "clankie-wo
 
 /** A body: /state, /workspace, /etc/passwd and /etc/group of one container, in `dir`. */
 export class Body {
-  /** `usr`: the directory bound as /usr (default the host's); `state`: another body's /state to share. */
-  constructor(dir, { repo, dist, usr = "/usr", state }) {
+  /** `usr`: the directory bound as /usr (default the host's); `state`, `workspace`: another body's to share. */
+  constructor(dir, { repo, dist, usr = "/usr", state, workspace }) {
     this.dir = dir;
     this.repo = repo;
     this.dist = dist;
     this.usr = usr;
     this.state = state ?? join(dir, "state");
-    this.workspace = join(dir, "workspace");
+    this.workspace = workspace ?? join(dir, "workspace");
     this.passwdFile = join(dir, "passwd");
     this.groupFile = join(dir, "group");
     mkdirSync(dir, { recursive: true });
