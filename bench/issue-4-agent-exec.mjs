@@ -43,7 +43,7 @@ function verifyStage() {
     action: { path: "/bin/true", argv: ["/bin/true"] },
   });
   // perl ends its own options at the file name: the "--" that follows -e PROGRAM is not needed.
-  return [argv[0], "-T", "/opt/bench/verifier.pl", ...argv.slice(argv.indexOf(VERIFIER_SOURCE) + 2)];
+  return [argv[0], "-T", "-C0", "/opt/bench/verifier.pl", ...argv.slice(argv.indexOf(VERIFIER_SOURCE) + 2)];
 }
 /** A process that stays this small is not Node (node -e 0 is tens of MB). */
 const SMALL_RSS_KB = 4096;

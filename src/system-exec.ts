@@ -288,33 +288,51 @@ export function startCapture(request: CaptureRequest): Promise<CaptureResult> {
   const { path, env } = prepareCapture(request);
   const { spawn } = process.getBuiltinModule("node:child_process") as typeof ChildProcess;
   const maxBytes = request.maxBytes ?? 16 << 20;
+  // Never rejects: every failure, to start or later, is the result's `error`, like spawnSync's.
   return new Promise((resolvePromise) => {
-    // cwd "/": the auditor's own directory may not exist where it runs (docker exec, nsenter).
-    const child = spawn(path, [...request.args], { cwd: "/", env, shell: false, stdio: [request.input === undefined ? "ignore" : "pipe", "pipe", "pipe"], windowsHide: true });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     const sizes = [0, 0];
     let error: string | undefined;
+    let timer: NodeJS.Timeout | undefined;
+    let settled = false;
+    const settle = (status: number | null, signal: string | null) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      resolvePromise({ path, status, signal, stdout: Buffer.concat(out), stderr: Buffer.concat(err), ...(error !== undefined ? { error } : {}) });
+    };
+    let child: ChildProcess.ChildProcess;
+    try {
+      // cwd "/": the auditor's own directory may not exist where it runs (docker exec, nsenter).
+      child = spawn(path, [...request.args], { cwd: "/", env, shell: false, stdio: [request.input === undefined ? "ignore" : "pipe", "pipe", "pipe"], windowsHide: true });
+    } catch (e) {
+      error = (e as NodeJS.ErrnoException).code ?? String(e);
+      settle(null, null);
+      return;
+    }
     const stop = (why: string) => {
       error ??= why;
       child.kill("SIGKILL");
     };
-    const timer = setTimeout(() => stop("ETIMEDOUT"), request.timeoutMs ?? 30_000);
+    timer = setTimeout(() => stop("ETIMEDOUT"), request.timeoutMs ?? 30_000);
     const collect = (into: Buffer[], which: 0 | 1) => (chunk: Buffer) => {
       sizes[which] = sizes[which]! + chunk.length;
       if (sizes[which]! > maxBytes) return stop("ENOBUFS");
       into.push(chunk);
     };
-    child.stdout!.on("data", collect(out, 0));
-    child.stderr!.on("data", collect(err, 1));
-    if (request.input !== undefined) child.stdin!.end(request.input);
-    child.once("error", (e: NodeJS.ErrnoException) => {
+    child.on("error", (e: NodeJS.ErrnoException) => {
       error ??= e.code ?? String(e);
+      // spawn(2) failed: no 'close' may follow when the stdio pipes never opened.
+      if (child.pid === undefined) settle(null, null);
     });
-    child.once("close", (status, signal) => {
-      clearTimeout(timer);
-      resolvePromise({ path, status, signal, stdout: Buffer.concat(out), stderr: Buffer.concat(err), ...(error !== undefined ? { error } : {}) });
-    });
+    child.stdout?.on("data", collect(out, 0));
+    child.stderr?.on("data", collect(err, 1));
+    if (request.input !== undefined && child.stdin) {
+      child.stdin.on("error", () => undefined); // EPIPE when the program exits without reading: its status says what happened
+      child.stdin.end(request.input);
+    }
+    child.once("close", (status, signal) => settle(status, signal));
   });
 }
 

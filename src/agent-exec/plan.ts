@@ -47,6 +47,8 @@ export function agentEnvironment(shimEnv: NodeJS.ProcessEnv, names: readonly str
 
 export interface AgentChain {
   needSetsid: boolean;
+  /** The variable stageEnvironment added for perl alone (removed before the command runs). */
+  unset?: string;
   /** RLIMIT_NPROC to set; undefined keeps the inherited limit (prlimit cannot raise a hard limit). */
   nproc: number | undefined;
   cwd: string;
@@ -71,6 +73,7 @@ export function agentChainArgv(ids: Identities, chain: AgentChain): string[] {
     ...(exec ? { session: chain.needSetsid ? "new" : "own" } as const : {}),
     keepFds: chain.keepFds,
     ...(exec ? { umask: AGENT_UMASK, cwd: chain.cwd } : {}),
+    ...(chain.unset === undefined ? {} : { unset: chain.unset }),
     action: chain.action,
   });
   return [

@@ -16,6 +16,7 @@ import { checkCaller } from "./caller.ts";
 import { closeStrayDescriptors } from "./descriptors.ts";
 import { countTasks, NEW_AGENT_TASKS } from "./process-count.ts";
 import { agentChainArgv, agentEnvironment, type AgentChain } from "./plan.ts";
+import { stageEnvironment } from "../verifier.ts";
 
 /**
  * Whether the verification stage must call setsid(2). setsid(2) fails (EPERM)
@@ -65,8 +66,8 @@ function execChain(ids: Identities, chain: AgentChain, oomScoreAdj: number, envN
       );
     }
   }
-  const env = agentEnvironment(process.env, envNames, ids);
-  const argv = agentChainArgv(ids, chain);
+  const { env, unset } = stageEnvironment(agentEnvironment(process.env, envNames, ids));
+  const argv = agentChainArgv(ids, { ...chain, ...(unset === undefined ? {} : { unset }) });
   raiseOomScore(oomScoreAdj);
   closeStrayDescriptors(chain.keepFds);
   execReplace({ command: argv[0]!, args: argv.slice(1), argv0: argv[0], env, trustedUids: [0] });

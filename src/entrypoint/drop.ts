@@ -61,7 +61,7 @@ export function serviceCommandLine(command: readonly string[], path: string, pid
  * The verification stage, as the service: checks what the drop asked for,
  * then execs `line` (the service command, or tini running it).
  */
-export function verifyStageArgs(ids: Identities, line: { path: string; argv: readonly string[] }): string[] {
+export function verifyStageArgs(ids: Identities, line: { path: string; argv: readonly string[] }, unset?: string): string[] {
   const want = serviceExpectation(ids);
   return verifierArgv({
     program: ENTRYPOINT_NAME,
@@ -70,6 +70,7 @@ export function verifyStageArgs(ids: Identities, line: { path: string; argv: rea
     gid: want.gid,
     groups: want.groups,
     caps: { inh: want.capInh!, prm: want.capPrm!, eff: want.capEff!, amb: want.capAmb!, bnd: want.capBnd! },
+    ...(unset === undefined ? {} : { unset }),
     action: line,
   });
 }

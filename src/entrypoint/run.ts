@@ -15,6 +15,7 @@ import { classifyLaunch } from "./launch-check.ts";
 import { serviceEnvironment } from "./service-env.ts";
 import { ensureMarkerDirectory, secureState } from "./state-layout.ts";
 import { shareWorkspace } from "./workspace-layout.ts";
+import { stageEnvironment } from "../verifier.ts";
 import { existsSync, lstatSync } from "node:fs";
 
 function plural(n: number, word: string): string {
@@ -68,11 +69,12 @@ export function runEntrypoint(command: readonly string[]): never {
   );
   // execve(2) keeps the pid: the service's pid is ours, so tini knows here whether it will be PID 1.
   const line = serviceCommandLine(command, servicePath, process.pid, tini);
+  const stage = stageEnvironment(env);
   execReplace({
     command: SETPRIV,
-    args: setprivToServiceArgs(ids, verifyStageArgs(ids, line)),
+    args: setprivToServiceArgs(ids, verifyStageArgs(ids, line, stage.unset)),
     argv0: "setpriv",
-    env,
+    env: stage.env,
     trustedUids: [0],
   });
 }

@@ -117,7 +117,9 @@ function errnoName(text: string): string {
 
 /** Pure: the walk's output, with the mounts to say where each privileged file lies. */
 export function parseImageScan(stdout: Buffer, mounts: readonly Mount[], excluded: ReadonlySet<string>): { walk: ImageWalk; scan: CapabilityScan } {
+  // Every record ends with a NUL, so the text splits into fields plus one empty tail.
   const fields = stdout.toString("latin1").split("\0");
+  if (fields.pop() !== "") throw new Error("the image walk's output does not end with a complete field");
   const walk: ImageWalk = { visited: 0, privileged: [], executables: 0, problems: [], excluded: [...excluded].sort() };
   const scan: CapabilityScan = { found: [], unreadable: [] };
   const shown = (raw: string) => displayPath(Buffer.from(raw, "latin1"));
@@ -129,7 +131,8 @@ export function parseImageScan(stdout: Buffer, mounts: readonly Mount[], exclude
     i += n;
     return out;
   };
-  while (i < fields.length - 1) {
+  while (i < fields.length) {
+    if (complete) throw new Error("the image walk printed records after its last one");
     const tag = fields[i++];
     if (tag === "S") {
       const [raw, mode, uid, gid] = take(4) as [string, string, string, string];

@@ -269,6 +269,10 @@ Image("the image walk's output is refused when cut short or malformed, never rea
   assert.throws(() => parseImageScan(out("S", "/usr/bin/su", "2541", "0", "0"), mounts, none), /before its last record/);
   assert.throws(() => parseImageScan(out("C", "/x", "zz", "V", "1", "1"), mounts, none), /malformed attribute/);
   assert.throws(() => parseImageScan(out("Q", "V", "1", "1"), mounts, none), /unknown record/);
+  // The last record cut short, even where the cut leaves a NUL-terminated prefix.
+  assert.throws(() => parseImageScan(Buffer.from("V\u0000123\u0000"), mounts, none), /middle of a record/);
+  assert.throws(() => parseImageScan(Buffer.from("V\u0000123\u00004"), mounts, none), /does not end with a complete field/);
+  assert.throws(() => parseImageScan(out("V", "1", "1", "S", "/x", "2541", "0", "0"), mounts, none), /after its last one/);
 });
 
 Image("the image walk in perl, run for real on a planted tree: set-ID bits, symlinks not followed, skipped directories, bytes in names", () => {

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { verifierArgv, type VerifierRequest } from "../../src/verifier.ts";
+import { stageEnvironment, verifierArgv, type VerifierRequest } from "../../src/verifier.ts";
 import { rootTest } from "../helpers/privilege.ts";
 
 const test = suite("verifier");
@@ -175,6 +175,12 @@ test("a command that cannot be executed: 127 when missing, 126 otherwise, one li
     chmodSync(plain, 0o644);
     refused(stage({ ...base, action: { path: join(dir, "missing"), argv: ["missing"] } }), 127, `clankie-agent-exec: cannot execute ${join(dir, "missing")}: ENOENT; check the command's path and permissions`);
     refused(stage({ ...base, action: { path: plain, argv: ["x"] } }), 126, `clankie-agent-exec: cannot execute ${plain}: EACCES; check the command's path and permissions`);
+    // Neither ELF nor #!: execve(2) says ENOEXEC. execvp(3), perl's exec, would have run it with /bin/sh.
+    const text = join(dir, "shell-text");
+    writeFileSync(text, "echo run by sh\n", { mode: 0o755 });
+    refused(stage({ ...base, action: { path: text, argv: ["x"] } }), 126, `clankie-agent-exec: cannot execute ${text}: ENOEXEC; check the command's path and permissions`);
+    const control = spawnSync("/usr/bin/perl", ["-e", "exec { $ARGV[0] } @ARGV", text], { encoding: "utf8" });
+    assert.is(control.stdout, "run by sh\n", "the control: perl's own exec falls back to /bin/sh");
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -194,6 +200,33 @@ test("taint mode: PERL5OPT and PERL5LIB load nothing into the stage, and still r
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test("PERL_UNICODE cannot turn a refusal into perl's own error (-C0)", () => {
+  const env = { PATH: "/usr/bin:/bin", PERL_UNICODE: "SDA" };
+  refused(stage({ ...base, uid: base.uid + 1 }, { env }), 70, differs(`uids ${Array(4).fill(base.uid).join(",")} (want ${base.uid + 1} in all four)`));
+});
+
+test("a LANG without its locale adds no perl warning, and PERL_BADLANG reaches the command only when the caller set it", () => {
+  const env = { PATH: "/usr/bin:/bin", LANG: "xx_YY.UTF-8" };
+  const show = { path: "/bin/sh", argv: ["sh", "-c", 'echo "${PERL_BADLANG-unset}"'] };
+  // The control: perl warns about that LANG at start-up.
+  const control = spawnSync("/usr/bin/perl", ["-e", "1"], { encoding: "utf8", env });
+  assert.match(control.stderr, /^perl: warning: Setting locale failed/);
+  const staged = stageEnvironment(env);
+  assert.is(staged.unset, "PERL_BADLANG");
+  const result = stage({ ...base, unset: staged.unset, action: show }, { env: staged.env });
+  assert.is(result.stderr, "");
+  assert.is(result.stdout, "unset\n");
+  const own = stageEnvironment({ ...env, PERL_BADLANG: "0" });
+  assert.is(own.unset, undefined);
+  assert.is(stage({ ...base, action: show }, { env: own.env }).stdout, "0\n");
+});
+
+test("an fd the stage cannot inspect is refused, not let through (EMFILE)", () => {
+  // fds 3-6 stray, and at most 8 open: the stage's own /proc/self/fd listing takes fd 7.
+  const result = stage({ ...base, keepFds: [] }, { wrap: ["/bin/sh", "-c", 'ulimit -n 8; exec "$@"', "sh"], stdio: ["ignore", "pipe", "pipe", "pipe", "pipe", "pipe", "pipe"] });
+  refused(result, 71, "clankie-agent-exec: open /proc/self/fdinfo/3 failed: EMFILE; mount /proc in the container; an fd that cannot be inspected is not let through");
 });
 
 test("signals the chain left ignored are reset to their defaults before the exec", () => {

@@ -6,7 +6,7 @@ import { AGENT_HOME, AGENT_UMASK, AGENT_UMASK_OCTAL, agentChainArgv, agentEnviro
 import { imageIdentities } from "../helpers/identities.ts";
 
 const ids = imageIdentities();
-const PERL = ["/usr/bin/perl", "-T", "-e", VERIFIER_SOURCE, "--", "clankie-agent-exec", "agent"];
+const PERL = ["/usr/bin/perl", "-T", "-C0", "-e", VERIFIER_SOURCE, "--", "clankie-agent-exec", "agent"];
 const AGENT = ["uid=1001", "gid=1001", "groups=1001,1002", "inh=0", "prm=0", "eff=0", "amb=0", "nnp=1"];
 
 const PREFIX = [

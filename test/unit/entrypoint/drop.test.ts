@@ -6,7 +6,7 @@ import { VERIFIER_SOURCE } from "../../../src/verifier.ts";
 import { imageIdentities } from "../helpers/identities.ts";
 
 const ids = imageIdentities();
-const PERL = ["/usr/bin/perl", "-T", "-e", VERIFIER_SOURCE, "--"];
+const PERL = ["/usr/bin/perl", "-T", "-C0", "-e", VERIFIER_SOURCE, "--"];
 
 test("setpriv argv: become node with SETUID and SETGID as inheritable, ambient and the whole bounding set", () => {
   assert.is(SETPRIV, "/usr/bin/setpriv");
