@@ -153,7 +153,7 @@ export const EXIT_DESCRIPTIONS: ReadonlyArray<readonly [number, string]> = [
   [EXIT.usage, "bad command line: unknown option, missing --, empty command"],
   [EXIT.dataRefused, "a file under /state or /workspace breaks the rules and was left alone (planted link, device, foreign hard link)"],
   [EXIT.noUser, "node, clankie-agent or clankie-workspace missing or wrong in /etc/passwd or /etc/group"],
-  [EXIT.verifyFailed, "after a privilege change the kernel reports other ids, groups, capabilities or NoNewPrivs than asked"],
+  [EXIT.verifyFailed, "after a privilege change the kernel reports other ids, groups, capabilities or NoNewPrivs than asked (for the agent also: a terminal, no session of its own, a stray fd)"],
   [EXIT.osError, "an operating-system call failed; the message names the call, the path and the errno code"],
   [EXIT.busy, "clankie-agent-exec: the agent uid is at its process limit (--nproc); try again later"],
   [EXIT.launchRefused, "the launch lacks what the mode needs: NoNewPrivs, a capability, or the caller is the wrong uid"],
