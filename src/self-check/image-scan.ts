@@ -52,8 +52,9 @@ export interface ImageWalk {
 export const IMAGE_WALK_SKIP: readonly string[] = ["/proc", "/sys", STATE_DIR, WORKSPACE_DIR];
 
 /*
- * Arguments: the lgetxattr(2) number, ENODATA, EOPNOTSUPP, the root ("/"),
- * then the directories not to enter. Output, NUL-terminated fields:
+ * Arguments: the lgetxattr(2) number, ENODATA, EOPNOTSUPP, the root ("/").
+ * Standard input: the directories not to enter, as NUL-terminated bytes
+ * (mount points need not be UTF-8, and argv would be). Output, NUL-terminated fields:
  *   S path mode uid gid     a regular file with a set-user-ID or set-group-ID bit
  *   C path hex              an executable's security.capability
  *   E path errno            an executable whose attribute could not be read
@@ -62,8 +63,9 @@ export const IMAGE_WALK_SKIP: readonly string[] = ["/proc", "/sys", STATE_DIR, W
  * ENOENT is not reported: the entry was removed since readdir listed it.
  */
 export const IMAGE_SCAN_SCRIPT = String.raw`
-my ($nr, $enodata, $enotsup, $root, @skip) = @ARGV;
-my %skip = map { $_ => 1 } @skip;
+my ($nr, $enodata, $enotsup, $root) = @ARGV;
+my %skip;
+{ local $/ = "\0"; binmode STDIN; while (my $x = <STDIN>) { chomp $x; $skip{$x} = 1 if length $x } }
 my $attribute = "security.capability"; # a variable: syscall() hands out writable pointers
 binmode STDOUT;
 my ($visited, $executables) = (0, 0);
@@ -103,7 +105,8 @@ export function startImageScan(excluded: ReadonlySet<string>, root = "/"): Promi
   if (nr === undefined) throw new Error(`no lgetxattr system call number for ${process.arch}`);
   return startCapture({
     command: TOOLS.perl,
-    args: ["-e", IMAGE_SCAN_SCRIPT, String(nr), String(constants.errno.ENODATA), String(constants.errno.EOPNOTSUPP), root, ...[...excluded].sort()],
+    args: ["-e", IMAGE_SCAN_SCRIPT, String(nr), String(constants.errno.ENODATA), String(constants.errno.EOPNOTSUPP), root],
+    input: Buffer.concat([...excluded].sort().map((dir) => Buffer.from(`${dir}\0`, "latin1"))),
     timeoutMs: 120_000,
     maxBytes: 64 << 20,
   });
@@ -138,7 +141,7 @@ export function parseImageScan(stdout: Buffer, mounts: readonly Mount[], exclude
       const [raw, mode, uid, gid] = take(4) as [string, string, string, string];
       const path = shown(raw);
       const bits = Number(mode);
-      const mount = mountOf(mounts, path);
+      const mount = mountOf(mounts, raw); // mount points are bytes as latin1, like raw
       walk.privileged.push({
         path,
         mode: octal(bits),

@@ -288,12 +288,18 @@ Image("the image walk in perl, run for real on a planted tree: set-ID bits, syml
     symlinkSync("/usr/bin", join(root, "link")); // never entered
     writeFileSync(Buffer.concat([Buffer.from(`${root}/`), Buffer.from([0xff])]), "x", { mode: 0o2755 });
     chmodSync(Buffer.concat([Buffer.from(`${root}/`), Buffer.from([0xff])]), 0o2755);
+    // A directory whose name is not UTF-8, to be skipped too: the skip list is bytes on stdin.
+    const odd = Buffer.concat([Buffer.from(`${root}/`), Buffer.from([0xe9, 0x74, 0xe9])]);
+    mkdirSync(odd);
+    writeFileSync(Buffer.concat([odd, Buffer.from("/hidden")]), "x", { mode: 0o4755 });
+    chmodSync(Buffer.concat([odd, Buffer.from("/hidden")]), 0o4755);
     // As startImageScan runs it, with the planted tree as its root (x86-64's lgetxattr, ENODATA, EOPNOTSUPP).
-    const run = spawnSync("/usr/bin/perl", ["-e", IMAGE_SCAN_SCRIPT, "192", "61", "95", root, join(root, "skipped")], { env: {} });
+    const skip = Buffer.concat([Buffer.from(`${join(root, "skipped")}\0`), odd, Buffer.from([0])]);
+    const run = spawnSync("/usr/bin/perl", ["-e", IMAGE_SCAN_SCRIPT, "192", "61", "95", root], { env: {}, input: skip });
     assert.is(run.status, 0, String(run.stderr));
     const { walk, scan } = parseImageScan(run.stdout, [], new Set());
     assert.equal(walk.privileged.map((f) => [f.path.slice(root.length), f.mode]).sort(), [["/\\xff", "2755"], ["/bin/su", "4755"]]);
-    assert.is(walk.visited, 7, "root, bin, su, tool, skipped (not entered), link, the \\xff file");
+    assert.is(walk.visited, 8, "root, bin, su, tool, skipped and the non-UTF-8 directory (neither entered), link, the \\xff file");
     assert.is(walk.executables, 3);
     assert.equal(scan.found, []);
     assert.equal(walk.problems, []);
