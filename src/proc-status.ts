@@ -74,47 +74,6 @@ export function readStatus(pid: number | "self" = "self"): ProcessCredentials {
   return parseStatus(text);
 }
 
-/** What a privilege change asked for. */
-export interface ExpectedCredentials {
-  uid: number;
-  gid: number;
-  /** Compared as a set: the kernel sorts supplementary groups. */
-  groups: readonly number[];
-  capInh: CapabilityMask;
-  capPrm: CapabilityMask;
-  capEff: CapabilityMask;
-  capAmb: CapabilityMask;
-  /** undefined: not checked (an unprivileged process cannot shrink it). */
-  capBnd?: CapabilityMask;
-  noNewPrivs: boolean;
-}
-
-/** Every difference between what the kernel reports and what was asked, as short phrases. */
-export function credentialDifferences(got: ProcessCredentials, want: ExpectedCredentials): string[] {
-  const differences: string[] = [];
-  if (got.uids.some((id) => id !== want.uid)) differences.push(`uids ${got.uids.join(",")} (want ${want.uid} in all four)`);
-  if (got.gids.some((id) => id !== want.gid)) differences.push(`gids ${got.gids.join(",")} (want ${want.gid} in all four)`);
-  const gotGroups = [...new Set(got.groups)].sort((a, b) => a - b);
-  const wantGroups = [...new Set(want.groups)].sort((a, b) => a - b);
-  if (gotGroups.join(",") !== wantGroups.join(",")) {
-    differences.push(`groups ${gotGroups.join(",") || "none"} (want ${wantGroups.join(",") || "none"})`);
-  }
-  const sets = [
-    ["CapInh", got.capInh, want.capInh],
-    ["CapPrm", got.capPrm, want.capPrm],
-    ["CapEff", got.capEff, want.capEff],
-    ["CapAmb", got.capAmb, want.capAmb],
-    ["CapBnd", got.capBnd, want.capBnd],
-  ] as const;
-  for (const [name, have, need] of sets) {
-    if (need !== undefined && have !== need) {
-      differences.push(`${name} 0x${have.toString(16)} (want 0x${need.toString(16)})`);
-    }
-  }
-  if (got.noNewPrivs !== want.noNewPrivs) differences.push(`NoNewPrivs ${got.noNewPrivs ? 1 : 0} (want ${want.noNewPrivs ? 1 : 0})`);
-  return differences;
-}
-
 /** Session id and controlling terminal from /proc/<pid>/stat (fields 6 and 7, proc(5)). */
 export interface ProcessSession {
   pid: number;

@@ -88,5 +88,3 @@ export function agentChainArgv(ids: Identities, chain: AgentChain): string[] {
     ...verify,
   ];
 }
-
-export const AGENT_UMASK_OCTAL = AGENT_UMASK.toString(8).padStart(4, "0");

@@ -13,28 +13,7 @@
 import type { Identities } from "../accounts.ts";
 import { maskOf, setprivCapList } from "../capabilities.ts";
 import { ENTRYPOINT_NAME, SERVICE_CAPABILITIES, TOOLS } from "../constants.ts";
-import type { ExpectedCredentials } from "../proc-status.ts";
 import { verifierArgv } from "../verifier.ts";
-
-export function serviceExpectation(ids: Identities): ExpectedCredentials {
-  return serviceCredentials(ids.service.uid, ids.service.gid, ids.serviceGroups);
-}
-
-/** What the service must hold after the drop: its ids, SETUID+SETGID in every set, NoNewPrivs. */
-export function serviceCredentials(uid: number, gid: number, groups: readonly number[]): ExpectedCredentials {
-  const caps = maskOf(SERVICE_CAPABILITIES);
-  return {
-    uid,
-    gid,
-    groups,
-    capInh: caps,
-    capPrm: caps,
-    capEff: caps,
-    capAmb: caps,
-    capBnd: caps,
-    noNewPrivs: true,
-  };
-}
 
 /** setpriv argv (without argv[0]) that becomes the service and runs `next`. */
 export function setprivToServiceArgs(ids: Identities, next: readonly string[]): string[] {
@@ -62,14 +41,15 @@ export function serviceCommandLine(command: readonly string[], path: string, pid
  * then execs `line` (the service command, or tini running it).
  */
 export function verifyStageArgs(ids: Identities, line: { path: string; argv: readonly string[] }, unset?: string): string[] {
-  const want = serviceExpectation(ids);
+  // What the drop asks for: the service's ids and groups, SETUID+SETGID in every set, NoNewPrivs.
+  const caps = maskOf(SERVICE_CAPABILITIES);
   return verifierArgv({
     program: ENTRYPOINT_NAME,
     role: "service",
-    uid: want.uid,
-    gid: want.gid,
-    groups: want.groups,
-    caps: { inh: want.capInh!, prm: want.capPrm!, eff: want.capEff!, amb: want.capAmb!, bnd: want.capBnd! },
+    uid: ids.service.uid,
+    gid: ids.service.gid,
+    groups: ids.serviceGroups,
+    caps: { inh: caps, prm: caps, eff: caps, amb: caps, bnd: caps },
     ...(unset === undefined ? {} : { unset }),
     action: line,
   });

@@ -1,8 +1,6 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import {
-  credentialDifferences,
-  type ExpectedCredentials,
   parseStat,
   parseStatus,
   type ProcessCredentials,
@@ -158,67 +156,6 @@ test("readStatus: agrees with what Node knows of this process", () => {
   nodeGroups.delete(process.getegid!());
   for (const group of nodeGroups) assert.ok(status.groups.includes(group), `group ${group}`);
   for (const group of status.groups) assert.ok(process.getgroups!().includes(group), `group ${group}`);
-});
-
-/* -------------------------------------------------- credentialDifferences -- */
-
-const WANT_SERVICE: ExpectedCredentials = {
-  uid: 1000,
-  gid: 1000,
-  groups: [1002, 1000],
-  capInh: 0xc0n,
-  capPrm: 0xc0n,
-  capEff: 0xc0n,
-  capAmb: 0xc0n,
-  capBnd: 0xc0n,
-  noNewPrivs: true,
-};
-
-test("credentialDifferences: none when the kernel reports what was asked", () => {
-  assert.equal(credentialDifferences(SERVICE, WANT_SERVICE), []);
-  // groups are a set: order and repeats do not matter
-  assert.equal(credentialDifferences({ ...SERVICE, groups: [1002, 1000, 1002] }, WANT_SERVICE), []);
-});
-
-test("credentialDifferences: each difference as one phrase", () => {
-  const cases: ReadonlyArray<readonly [Partial<ProcessCredentials>, string]> = [
-    [{ uids: [1000, 1000, 0, 1000] }, "uids 1000,1000,0,1000 (want 1000 in all four)"],
-    [{ uids: [0, 0, 0, 0] }, "uids 0,0,0,0 (want 1000 in all four)"],
-    [{ gids: [1000, 1000, 1000, 1001] }, "gids 1000,1000,1000,1001 (want 1000 in all four)"],
-    [{ groups: [1000] }, "groups 1000 (want 1000,1002)"],
-    [{ groups: [] }, "groups none (want 1000,1002)"],
-    [{ groups: [0, 1000, 1002] }, "groups 0,1000,1002 (want 1000,1002)"],
-    [{ capInh: 0n }, "CapInh 0x0 (want 0xc0)"],
-    [{ capPrm: 0x1cbn }, "CapPrm 0x1cb (want 0xc0)"],
-    [{ capEff: 0x80n }, "CapEff 0x80 (want 0xc0)"],
-    [{ capAmb: 0n }, "CapAmb 0x0 (want 0xc0)"],
-    [{ capBnd: 0x1ffffffffffn }, "CapBnd 0x1ffffffffff (want 0xc0)"],
-    [{ noNewPrivs: false }, "NoNewPrivs 0 (want 1)"],
-  ];
-  for (const [change, phrase] of cases) {
-    assert.equal(credentialDifferences({ ...SERVICE, ...change }, WANT_SERVICE), [phrase], phrase);
-  }
-});
-
-test("credentialDifferences: every difference is reported, in a fixed order", () => {
-  const agentWanted: ExpectedCredentials = { uid: 1001, gid: 1001, groups: [], capInh: 0n, capPrm: 0n, capEff: 0n, capAmb: 0n, noNewPrivs: false };
-  assert.equal(credentialDifferences(SERVICE, agentWanted), [
-    "uids 1000,1000,1000,1000 (want 1001 in all four)",
-    "gids 1000,1000,1000,1000 (want 1001 in all four)",
-    "groups 1000,1002 (want none)",
-    "CapInh 0xc0 (want 0x0)",
-    "CapPrm 0xc0 (want 0x0)",
-    "CapEff 0xc0 (want 0x0)",
-    "CapAmb 0xc0 (want 0x0)",
-    "NoNewPrivs 1 (want 0)",
-  ]);
-});
-
-test("credentialDifferences: the bounding set is checked only when asked", () => {
-  const { capBnd: _ignored, ...withoutBounding } = WANT_SERVICE;
-  assert.equal(credentialDifferences({ ...SERVICE, capBnd: 0x1ffffffffffn }, withoutBounding), []);
-  assert.equal(credentialDifferences({ ...SERVICE, capBnd: 0n }, { ...withoutBounding, capBnd: 0n }), []);
-  assert.equal(credentialDifferences(SERVICE, { ...withoutBounding, capBnd: 0n }), ["CapBnd 0xc0 (want 0x0)"]);
 });
 
 /* --------------------------------------------------------------- parseStat -- */
