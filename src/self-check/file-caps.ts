@@ -6,9 +6,6 @@
  */
 import { namesOf } from "../capabilities.ts";
 
-/** lgetxattr(2) by architecture (x86_64: unistd_64.h; arm64: asm-generic/unistd.h). */
-export const LGETXATTR: Readonly<Record<string, number>> = { x64: 192, arm64: 9 };
-
 export interface FileCapability {
   path: string;
   permitted: string[];

@@ -23,9 +23,9 @@
  */
 import { constants } from "node:os";
 import { type CaptureResult, startCapture } from "../system-exec.ts";
-import { STATE_DIR, TOOLS, WORKSPACE_DIR } from "../constants.ts";
+import { STATE_DIR, syscallNumbers, TOOLS, WORKSPACE_DIR } from "../constants.ts";
 import { octal } from "./check.ts";
-import { type CapabilityScan, decodeCapabilityXattr, LGETXATTR } from "./file-caps.ts";
+import { type CapabilityScan, decodeCapabilityXattr } from "./file-caps.ts";
 import { hasOption, type Mount, mountOf } from "./mounts.ts";
 import { displayPath, type WalkProblem } from "./walk.ts";
 
@@ -101,8 +101,7 @@ print "V\0$visited\0$executables\0";
 
 /** Starts the walk; throws (Refusal or Error) when perl cannot be run under the exec rules. */
 export function startImageScan(excluded: ReadonlySet<string>, root = "/"): Promise<CaptureResult> {
-  const nr = LGETXATTR[process.arch];
-  if (nr === undefined) throw new Error(`no lgetxattr system call number for ${process.arch}`);
+  const nr = syscallNumbers().lgetxattr;
   return startCapture({
     command: TOOLS.perl,
     args: ["-e", IMAGE_SCAN_SCRIPT, String(nr), String(constants.errno.ENODATA), String(constants.errno.EOPNOTSUPP), root],

@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { resolveIdentities } from "../../src/accounts.ts";
+import { syscallNumbers } from "../../src/constants.ts";
 import type { ProcessCredentials } from "../../src/proc-status.ts";
 import { checkAccounts } from "../../src/self-check/accounts.ts";
 import { bounded, cannotRun, guarded, octal } from "../../src/self-check/check.ts";
@@ -293,9 +294,9 @@ Image("the image walk in perl, run for real on a planted tree: set-ID bits, syml
     mkdirSync(odd);
     writeFileSync(Buffer.concat([odd, Buffer.from("/hidden")]), "x", { mode: 0o4755 });
     chmodSync(Buffer.concat([odd, Buffer.from("/hidden")]), 0o4755);
-    // As startImageScan runs it, with the planted tree as its root (x86-64's lgetxattr, ENODATA, EOPNOTSUPP).
+    // As startImageScan runs it, with the planted tree as its root (lgetxattr, ENODATA, EOPNOTSUPP).
     const skip = Buffer.concat([Buffer.from(`${join(root, "skipped")}\0`), odd, Buffer.from([0])]);
-    const run = spawnSync("/usr/bin/perl", ["-e", IMAGE_SCAN_SCRIPT, "192", "61", "95", root], { env: {}, input: skip });
+    const run = spawnSync("/usr/bin/perl", ["-e", IMAGE_SCAN_SCRIPT, String(syscallNumbers().lgetxattr), "61", "95", root], { env: {}, input: skip });
     assert.is(run.status, 0, String(run.stderr));
     const { walk, scan } = parseImageScan(run.stdout, [], new Set());
     assert.equal(walk.privileged.map((f) => [f.path.slice(root.length), f.mode]).sort(), [["/\\xff", "2755"], ["/bin/su", "4755"]]);
