@@ -142,24 +142,30 @@ function changedUnderUs(path: string): Refusal {
   return new Refusal(EXIT.dataRefused, `${path} changed while it was being taken over (another process is writing this tree)`, "stop every other container that mounts this volume, then start again");
 }
 
+/** Where an error happened: a display path, read only when one is reported. */
+interface Located {
+  readonly path: string;
+}
+
 /** Applies the wanted owner and mode to an open fd whose inode was checked. */
-function applyByFd(fd: number, st: Stats, uid: number, gid: number, mode: number, path: string): boolean {
+function applyByFd(fd: number, st: Stats, uid: number, gid: number, mode: number, where: Located): boolean {
   let changed = false;
   if (st.uid !== uid || st.gid !== gid) {
     try {
       fchownSync(fd, uid, gid);
     } catch (error) {
-      throw osFailure("fchown", path, error);
+      throw osFailure("fchown", where.path, error);
     }
     changed = true;
   }
-  // chown(2) clears set-user-ID and set-group-ID bits of non-directories: re-check.
-  const current = changed ? fstatSync(fd).mode & 0o7777 : st.mode & 0o7777;
+  // chown(2) clears set-user-ID and set-group-ID bits of non-directories:
+  // re-read the mode when there were any.
+  const current = changed && (st.mode & 0o6000) !== 0 ? fstatSync(fd).mode & 0o7777 : st.mode & 0o7777;
   if (current !== mode) {
     try {
       fchmodSync(fd, mode);
     } catch (error) {
-      throw osFailure("fchmod", path, error);
+      throw osFailure("fchmod", where.path, error);
     }
     changed = true;
   }
@@ -167,14 +173,14 @@ function applyByFd(fd: number, st: Stats, uid: number, gid: number, mode: number
 }
 
 /** Same through the O_PATH magic link (symlinks, FIFOs, sockets: fchown/fchmod refuse O_PATH fds). */
-function applyByPathFd(fd: number, st: Stats, uid: number, gid: number, mode: number | undefined, path: string): boolean {
+function applyByPathFd(fd: number, st: Stats, uid: number, gid: number, mode: number | undefined, where: Located): boolean {
   const link = `/proc/self/fd/${fd}`;
   let changed = false;
   if (st.uid !== uid || st.gid !== gid) {
     try {
       chownSync(link, uid, gid); // follows the magic link only: a symlink itself is changed, not its target
     } catch (error) {
-      throw osFailure("chown", path, error);
+      throw osFailure("chown", where.path, error);
     }
     changed = true;
   }
@@ -182,7 +188,7 @@ function applyByPathFd(fd: number, st: Stats, uid: number, gid: number, mode: nu
     try {
       chmodSync(link, mode);
     } catch (error) {
-      throw osFailure("chmod", path, error);
+      throw osFailure("chmod", where.path, error);
     }
     changed = true;
   }
@@ -195,6 +201,43 @@ interface Frame<C> {
   path: string;
   depth: number;
   context: C;
+  /** Whether a mount point lies directly in this directory (then each entry's path is checked against them). */
+  holdsMounts: boolean;
+}
+
+/**
+ * One entry as the rules see it. Its display path is made only when asked
+ * for (a refusal, a skip, a mount check): escaping every name of a large tree
+ * cost a sixth of a restart.
+ */
+class WalkEntry implements EntryView {
+  readonly name: Buffer;
+  readonly kind: EntryKind;
+  readonly st: Stats;
+  readonly depth: number;
+  readonly #parent: string;
+  #path: string | undefined;
+  constructor(parent: string, name: Buffer, kind: EntryKind, st: Stats, depth: number) {
+    this.#parent = parent;
+    this.name = name;
+    this.kind = kind;
+    this.st = st;
+    this.depth = depth;
+  }
+  get path(): string {
+    this.#path ??= childPath(this.#parent, this.name);
+    return this.#path;
+  }
+}
+
+function childPath(parent: string, name: Buffer): string {
+  return `${parent === "/" ? "" : parent}/${printablePath(name)}`;
+}
+
+/** The display path of the directory holding `path` ("/a/b" -> "/a"). */
+function parentOf(path: string): string {
+  const slash = path.lastIndexOf("/");
+  return slash <= 0 ? "/" : path.slice(0, slash);
 }
 
 /** Opens `name` (absolute, or a bare name in the working directory) as a directory, never through a symlink. */
@@ -240,6 +283,7 @@ function decide<C>(rules: Rules<C>, view: EntryView, context: C, stats: WalkStat
  */
 export function walkTree<C>(root: string, rules: Rules<C>, context: C, stats: WalkStats = newWalkStats()): WalkStats {
   const mounts = mountPointsBelow(root);
+  const mountParents = new Set([...mounts].map(parentOf));
   let rootSt: Stats;
   try {
     rootSt = lstatSync(root);
@@ -258,7 +302,7 @@ export function walkTree<C>(root: string, rules: Rules<C>, context: C, stats: Wa
   }
   fixDirectory(top.fd, top.st, rootDecision, root, stats);
   const rootDev = top.st.dev;
-  const stack: Frame<C>[] = [{ fd: top.fd, dir: openDir(top.fd, root), path: root, depth: 0, context: rootDecision.descend }];
+  const stack: Frame<C>[] = [{ fd: top.fd, dir: openDir(top.fd, root), path: root, depth: 0, context: rootDecision.descend, holdsMounts: mountParents.has(root) }];
   // Entries are looked up relative to the working directory, moved onto each
   // directory's open fd (chdir through /proc/self/fd/N follows the fd, not a
   // path): the same safety as a lookup through /proc/self/fd/N/name, without
@@ -288,9 +332,7 @@ export function walkTree<C>(root: string, rules: Rules<C>, context: C, stats: Wa
         stack.pop();
         continue;
       }
-      const name = dirent.name as unknown as Buffer;
-      const path = `${frame.path === "/" ? "" : frame.path}/${printablePath(name)}`;
-      const child = visitEntry(frame, name, path, rootDev, mounts, rules, stats);
+      const child = visitEntry(frame, dirent.name as unknown as Buffer, rootDev, mounts, mountParents, rules, stats);
       if (child) stack.push(child);
     }
   } finally {
@@ -315,10 +357,18 @@ function fixDirectory<C>(fd: number, st: Stats, decision: Extract<Decision<C>, {
   const uid = decision.uid < 0 ? st.uid : decision.uid;
   const gid = decision.gid < 0 ? st.gid : decision.gid;
   const mode = decision.mode ? decision.mode(st.mode & 0o7777) : st.mode & 0o7777;
-  if (applyByFd(fd, st, uid, gid, mode, path)) stats.fixed++;
+  if (applyByFd(fd, st, uid, gid, mode, { path })) stats.fixed++;
 }
 
-function visitEntry<C>(frame: Frame<C>, name: Buffer, path: string, rootDev: number, mounts: ReadonlySet<string>, rules: Rules<C>, stats: WalkStats): Frame<C> | undefined {
+function visitEntry<C>(
+  frame: Frame<C>,
+  name: Buffer,
+  rootDev: number,
+  mounts: ReadonlySet<string>,
+  mountParents: ReadonlySet<string>,
+  rules: Rules<C>,
+  stats: WalkStats,
+): Frame<C> | undefined {
   // The working directory is frame's directory (walkTree keeps it so): a bare
   // name is looked up inside it, as openat(frame.fd, name) would.
   const target = name;
@@ -327,11 +377,11 @@ function visitEntry<C>(frame: Frame<C>, name: Buffer, path: string, rootDev: num
     st = lstatSync(target);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined; // removed since readdir
-    throw osFailure("lstat", path, error);
+    throw osFailure("lstat", childPath(frame.path, name), error);
   }
   const kind = kindOf(st);
-  const view: EntryView = { path, name, kind, st, depth: frame.depth + 1 };
-  if (st.dev !== rootDev || mounts.has(path)) {
+  const view = new WalkEntry(frame.path, name, kind, st, frame.depth + 1);
+  if (st.dev !== rootDev || (frame.holdsMounts && mounts.has(view.path))) {
     decide(() => ({ action: "skip", reason: "another filesystem is mounted here; it was not entered" }), view, frame.context, stats);
     return undefined;
   }
@@ -342,6 +392,7 @@ function visitEntry<C>(frame: Frame<C>, name: Buffer, path: string, rootDev: num
   const mode = decision.mode ? decision.mode(st.mode & 0o7777) : undefined;
 
   if (kind === "directory") {
+    const path = view.path;
     const opened = openDirectoryAt(name, path, st);
     try {
       fixDirectory(opened.fd, opened.st, decision, path, stats);
@@ -353,7 +404,7 @@ function visitEntry<C>(frame: Frame<C>, name: Buffer, path: string, rootDev: num
       closeSync(opened.fd);
       return undefined;
     }
-    return { fd: opened.fd, dir: openDir(opened.fd, path), path, depth: frame.depth + 1, context: decision.descend };
+    return { fd: opened.fd, dir: openDir(opened.fd, path), path, depth: frame.depth + 1, context: decision.descend, holdsMounts: mountParents.has(path) };
   }
 
   const needsChange = st.uid !== uid || st.gid !== gid || (mode !== undefined && (st.mode & 0o7777) !== mode);
@@ -365,14 +416,14 @@ function visitEntry<C>(frame: Frame<C>, name: Buffer, path: string, rootDev: num
     fd = openSync(target, flags);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === "ENOENT" || code === "ELOOP") throw changedUnderUs(path);
-    throw osFailure("open", path, error);
+    if (code === "ENOENT" || code === "ELOOP") throw changedUnderUs(view.path);
+    throw osFailure("open", view.path, error);
   }
   try {
     const opened = fstatSync(fd);
-    if (!sameInode(opened, st) || kindOf(opened) !== kind || opened.nlink !== st.nlink) throw changedUnderUs(path);
+    if (!sameInode(opened, st) || kindOf(opened) !== kind || opened.nlink !== st.nlink) throw changedUnderUs(view.path);
     const changed =
-      kind === "file" ? applyByFd(fd, opened, uid, gid, mode ?? opened.mode & 0o7777, path) : applyByPathFd(fd, opened, uid, gid, kind === "symlink" ? undefined : mode, path);
+      kind === "file" ? applyByFd(fd, opened, uid, gid, mode ?? opened.mode & 0o7777, view) : applyByPathFd(fd, opened, uid, gid, kind === "symlink" ? undefined : mode, view);
     if (changed) stats.fixed++;
   } finally {
     closeSync(fd);

@@ -3,7 +3,7 @@
  * kernel reports: /proc/<pid>/status read inside the body, and lstat of the
  * volumes from the host. Never by the program's own summary.
  */
-import { chownSync, chmodSync, linkSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { chownSync, chmodSync, linkSync, mkdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { suite } from "uvu";
@@ -350,6 +350,27 @@ rootTest(test, "another filesystem mounted inside /state is not entered", () => 
     assert.is(run.status, 0, run.stderr);
     assert.match(run.stderr, /left alone, for example: \/state\/mnt \(another filesystem is mounted here; it was not entered\)/);
     assert.is(listTree(join(other, "secret"))[0]!.uid, 0);
+  } finally {
+    body.cleanup();
+  }
+});
+
+rootTest(test, "a bind mount of the same filesystem deeper inside /state is not entered either", () => {
+  const body = legacyBody();
+  try {
+    const other = join(body.dir, "other");
+    mkdirSync(other);
+    writeFileSync(join(other, "secret"), "x", { mode: 0o644 });
+    mkdirSync(join(body.state, "a", "b"), { recursive: true });
+    writeFileSync(join(body.state, "a", "mnt-sibling"), "x", { mode: 0o644 });
+    mkdirSync(join(body.state, "a", "mnt"));
+    // The same filesystem as /state (st_dev equal): only mountinfo tells it is a mount point.
+    assert.is(statSync(other).dev, statSync(body.state).dev);
+    const run = body.run({ as: "root", command: ["/bin/true"], binds: [[other, "/state/a/mnt", "rw"]] });
+    assert.is(run.status, 0, run.stderr);
+    assert.match(run.stderr, /\/state\/a\/mnt \(another filesystem is mounted here; it was not entered\)/);
+    assert.is(listTree(join(other, "secret"))[0]!.uid, 0);
+    assert.is(statSync(join(body.state, "a", "mnt-sibling")).uid, 1000);
   } finally {
     body.cleanup();
   }
