@@ -27,7 +27,7 @@ export function snapshotEntry(bundle) {
   return bundle.replace(MAIN_CALL, (call) => `require("node:v8").startupSnapshot.setDeserializeMainFunction(()=>{${call}});\n`);
 }
 
-function buildOne({ dir, key, nodeBinary, postject, base, main, config }) {
+function buildOne({ dir, key, nodeBinary, postject, base, main, config, check = true }) {
   const out = join(dir, key);
   mkdirSync(out, { recursive: true });
   const seaConfig = { main, output: join(out, "sea-prep.blob"), disableExperimentalSEAWarning: true, useSnapshot: false, useCodeCache: false, execArgvExtension: "none", ...config };
@@ -38,8 +38,10 @@ function buildOne({ dir, key, nodeBinary, postject, base, main, config }) {
   copyFileSync(base, exe);
   chmodSync(exe, 0o755);
   capture(process.execPath, [postject, exe, "NODE_SEA_BLOB", seaConfig.output, "--sentinel-fuse", FUSE]);
-  const version = capture(exe, ["--version"]);
-  if (!version.startsWith("clankie-separate ")) throw new Error(`${exe} --version printed ${JSON.stringify(version)}`);
+  if (check) {
+    const version = capture(exe, ["--version"]);
+    if (!version.startsWith("clankie-separate ")) throw new Error(`${exe} --version printed ${JSON.stringify(version)}`);
+  }
   return { key, exe, configPath, seaConfig, blobBytes: statSync(seaConfig.output).size, exeBytes: statSync(exe).size };
 }
 
@@ -67,4 +69,29 @@ export function buildSeaVariants({ repo, dir, nodeBinary }) {
     ...buildOne({ ...common, key: "unstripped", base: nodeBinary, main: bundlePath, config: { useCodeCache: Boolean(repoConfig.useCodeCache) } }),
   });
   return { variants, missing, sizes: { unstrippedNode: statSync(nodeBinary).size, strippedNode: statSync(strippedNode).size } };
+}
+
+/**
+ * A single executable whose main script is empty, from the same stripped
+ * Node and the same SEA settings: the start-up no program in it can go below
+ * (issue 4 compares the shim with it). Returns the executable's path.
+ */
+export function buildEmptySea({ repo, dir, nodeBinary }) {
+  mkdirSync(dir, { recursive: true });
+  const main = join(dir, "empty.cjs");
+  writeFileSync(main, "// an empty main script\n");
+  const repoConfig = JSON.parse(readFileSync(join(repo, "sea-config.json"), "utf8"));
+  const built = buildOne({
+    dir,
+    nodeBinary,
+    postject: join(repo, "node_modules/postject/dist/cli.js"),
+    key: "empty",
+    base: join(repo, ".build/node"),
+    main,
+    config: { useCodeCache: Boolean(repoConfig.useCodeCache) },
+    check: false,
+  });
+  const out = capture(built.exe, []);
+  if (out !== "") throw new Error(`bench: the empty single executable printed ${JSON.stringify(out)}`);
+  return built.exe;
 }
