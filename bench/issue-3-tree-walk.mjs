@@ -22,7 +22,7 @@ import { median, runHyperfine } from "./lib/hyperfine.mjs";
 import { loadAverage } from "./lib/machine.mjs";
 import { codeBlock, folded, ms, ratio, resultsTable, verdict } from "./lib/markdown.mjs";
 import { capture, run } from "./lib/process.mjs";
-import { Body, IDS, SANDBOX_REPO } from "./lib/sandbox.mjs";
+import { Body, IDS, SANDBOX_REPO } from "../test/helpers/bwrap-sandbox.ts";
 import { makeTree, writeScript } from "./lib/tree.mjs";
 
 const GOAL_FIRST = 1.0;
@@ -60,7 +60,6 @@ function expectNone(dir, expression, what) {
 }
 
 export function benchTreeWalk({ repo, work, plan, env }) {
-  const dist = join(repo, "dist");
   const scripts = join(work, "scripts");
   const logs = join(work, "logs");
   mkdirSync(scripts, { recursive: true, mode: 0o755 });
@@ -72,8 +71,8 @@ export function benchTreeWalk({ repo, work, plan, env }) {
     return ["/bin/sh", path];
   };
   const { dirs, files } = plan.tree;
-  const a = new Body(join(work, "a"), { repo, dist });
-  const b = new Body(join(work, "b"), { repo, dist });
+  const a = new Body({ dir: join(work, "a") });
+  const b = new Body({ dir: join(work, "b") });
   process.stdout.write(`\n== issue 3: making ${dirs} directories x ${files} files in ${a.state} and again in ${b.state}\n`);
   const entries = makeTree(a.state, dirs, files);
   makeTree(b.state, dirs, files);
@@ -171,7 +170,7 @@ export function benchTreeWalk({ repo, work, plan, env }) {
   const metRestart = epR.median / findR.median <= GOAL_RESTART;
 
   /* (c) restart with a big /workspace already migrated: the layout marker limits the walk to its top. */
-  const c = new Body(join(work, "c"), { repo, dist });
+  const c = new Body({ dir: join(work, "c") });
   const { dirs: wsDirs, files: wsFiles } = plan.workspace;
   process.stdout.write(`\n== issue 3 (c): making ${wsDirs} directories x ${wsFiles} files in ${c.workspace}\n`);
   const wsEntries = makeTree(c.workspace, wsDirs, wsFiles);

