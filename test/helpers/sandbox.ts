@@ -16,7 +16,7 @@
  * repository read-only at /opt/clankie, a fresh tmpfs at /tmp.
  */
 import { spawn, spawnSync, type ChildProcess, type SpawnSyncReturns } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DIST, REPO } from "./paths.ts";
@@ -54,32 +54,119 @@ export interface LaunchOptions {
   /** Wrap the launch in script(1) so that it has a controlling terminal. */
   tty?: boolean;
   /** More bind mounts: [host path, path inside, "ro" | "rw"]. */
-  binds?: readonly [string, string, "ro" | "rw"][];
+  binds?: readonly (readonly [string, string, "ro" | "rw"])[];
   timeoutMs?: number;
   input?: string;
 }
 
-export class Body {
+/** Where a body's files live, and how a launch of it is run (both sandboxes). */
+export abstract class LaunchBody<O extends LaunchOptions = LaunchOptions> {
   readonly dir: string;
   readonly state: string;
   readonly workspace: string;
   readonly passwdFile: string;
   readonly groupFile: string;
+
+  /**
+   * `dir`: where the body lives (default a new directory in the system's
+   * temporary directory); `state`, `workspace`: another body's, to share.
+   */
+  constructor(options: { passwd?: string; group?: string; dir?: string; state?: string; workspace?: string } = {}) {
+    if (options.dir === undefined) {
+      this.dir = mkdtempSync(join(tmpdir(), "clankie-body-"));
+    } else {
+      this.dir = options.dir;
+      mkdirSync(this.dir, { recursive: true });
+      chmodSync(this.dir, 0o755);
+    }
+    this.state = options.state ?? join(this.dir, "state");
+    this.workspace = options.workspace ?? join(this.dir, "workspace");
+    mkdirSync(this.state, { recursive: true, mode: 0o755 });
+    mkdirSync(this.workspace, { recursive: true, mode: 0o755 });
+    this.passwdFile = join(this.dir, "passwd");
+    this.groupFile = join(this.dir, "group");
+    writeFileSync(this.passwdFile, options.passwd ?? DEFAULT_PASSWD, { mode: 0o644 });
+    writeFileSync(this.groupFile, options.group ?? DEFAULT_GROUP, { mode: 0o644 });
+  }
+
+  /** argv of the whole launch. */
+  abstract argv(options: O): string[];
+
+  environment(options: O): Record<string, string> {
+    const base: Record<string, string> = { PATH: SYSTEM_PATH, HOME: options.as === "node" ? "/home/node" : "/root", HOSTNAME: "body" };
+    return { ...base, ...(options.env ?? {}) };
+  }
+
+  run(options: O): SpawnSyncReturns<string> {
+    const [file, ...args] = this.argv(options);
+    return spawnSync(file!, args, {
+      encoding: "utf8",
+      env: this.environment(options),
+      timeout: options.timeoutMs ?? 60_000,
+      input: options.input,
+      maxBuffer: 32 << 20,
+    });
+  }
+
+  start(options: O): ChildProcess {
+    const [file, ...args] = this.argv(options);
+    return spawn(file!, args, { env: this.environment(options), stdio: ["pipe", "pipe", "pipe"] });
+  }
+
+  cleanup(): void {
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * What runs inside either sandbox: setpriv shaping the credentials as Docker
+ * leaves them (a root launch: the capabilities as the bounding set, empty
+ * inheritable and ambient sets, NoNewPrivs unless turned off; today's launch:
+ * node with no capabilities), then the entrypoint with the command, or the
+ * command alone when `direct`.
+ */
+export function launchTail(options: LaunchOptions): string[] {
+  const as = options.as ?? "root";
+  const nnp = options.noNewPrivs ?? as === "root";
+  const shape =
+    as === "root"
+      ? [
+          "/usr/bin/setpriv",
+          "--inh-caps=-all",
+          "--ambient-caps=-all",
+          `--bounding-set=-all${(options.caps ?? ROOT_CAPS).map((c) => `,+${c}`).join("")}`,
+          ...(nnp ? ["--no-new-privs"] : []),
+          "--",
+        ]
+      : [
+          "/usr/bin/setpriv",
+          `--reuid=${IDS.service}`,
+          `--regid=${IDS.service}`,
+          "--clear-groups",
+          "--inh-caps=-all",
+          "--ambient-caps=-all",
+          "--bounding-set=-all",
+          ...(nnp ? ["--no-new-privs"] : []),
+          "--",
+        ];
+  const program = options.direct ? [...options.command] : ["/usr/local/sbin/clankie-separate", ...options.command];
+  return [...shape, ...program];
+}
+
+/** With `tty`, the launch runs under script(1), so that it has a controlling terminal. */
+export function withTerminal(options: LaunchOptions, inner: string[]): string[] {
+  if (!options.tty) return inner;
+  return ["script", "-qefc", inner.map(shellQuote).join(" "), "/dev/null"];
+}
+
+export class Body extends LaunchBody {
   /** An empty directory the sandbox mounts its root tmpfs on (in its own mount namespace). */
   readonly rootDir: string;
 
   constructor(options: { passwd?: string; group?: string } = {}) {
-    this.dir = mkdtempSync(join(tmpdir(), "clankie-body-"));
-    this.state = join(this.dir, "state");
-    this.workspace = join(this.dir, "workspace");
-    mkdirSync(this.state, { mode: 0o755 });
-    mkdirSync(this.workspace, { mode: 0o755 });
-    this.passwdFile = join(this.dir, "passwd");
-    this.groupFile = join(this.dir, "group");
+    super(options);
     this.rootDir = join(this.dir, "root");
     mkdirSync(this.rootDir, { mode: 0o755 });
-    writeFileSync(this.passwdFile, options.passwd ?? DEFAULT_PASSWD, { mode: 0o644 });
-    writeFileSync(this.groupFile, options.group ?? DEFAULT_GROUP, { mode: 0o644 });
   }
 
   /**
@@ -90,9 +177,7 @@ export class Body {
    * setpriv shapes the credentials exactly as Docker would leave them.
    */
   argv(options: LaunchOptions): string[] {
-    const as = options.as ?? "root";
-    const nnp = options.noNewPrivs ?? false;
-    const binds: [string, string, "ro" | "rw"][] = [
+    const binds: (readonly [string, string, "ro" | "rw"])[] = [
       ["/usr", "/usr", "ro"],
       ["/etc", "/etc", "ro"],
       [this.passwdFile, "/etc/passwd", "ro"],
@@ -103,28 +188,6 @@ export class Body {
       [REPO, SANDBOX_REPO, "ro"],
       ...(options.binds ?? []),
     ];
-    const shape =
-      as === "root"
-        ? [
-            "/usr/bin/setpriv",
-            "--inh-caps=-all",
-            "--ambient-caps=-all",
-            `--bounding-set=-all${(options.caps ?? ROOT_CAPS).map((c) => `,+${c}`).join("")}`,
-            ...((options.noNewPrivs ?? true) ? ["--no-new-privs"] : []),
-            "--",
-          ]
-        : [
-            "/usr/bin/setpriv",
-            `--reuid=${IDS.service}`,
-            `--regid=${IDS.service}`,
-            "--clear-groups",
-            "--inh-caps=-all",
-            "--ambient-caps=-all",
-            "--bounding-set=-all",
-            ...(nnp ? ["--no-new-privs"] : []),
-            "--",
-          ];
-    const program = options.direct ? [...options.command] : ["/usr/local/sbin/clankie-separate", ...options.command];
     const script = [
       "set -e",
       'R="$1"; shift',
@@ -159,36 +222,9 @@ export class Body {
       script,
       "sandbox",
       this.rootDir,
-      ...shape,
-      ...program,
+      ...launchTail(options),
     ];
-    if (!options.tty) return inner;
-    return ["script", "-qefc", inner.map(shellQuote).join(" "), "/dev/null"];
-  }
-
-  environment(options: LaunchOptions): Record<string, string> {
-    const base: Record<string, string> = { PATH: SYSTEM_PATH, HOME: options.as === "node" ? "/home/node" : "/root", HOSTNAME: "body" };
-    return { ...base, ...(options.env ?? {}) };
-  }
-
-  run(options: LaunchOptions): SpawnSyncReturns<string> {
-    const [file, ...args] = this.argv(options);
-    return spawnSync(file!, args, {
-      encoding: "utf8",
-      env: this.environment(options),
-      timeout: options.timeoutMs ?? 60_000,
-      input: options.input,
-      maxBuffer: 32 << 20,
-    });
-  }
-
-  start(options: LaunchOptions): ChildProcess {
-    const [file, ...args] = this.argv(options);
-    return spawn(file!, args, { env: this.environment(options), stdio: ["pipe", "pipe", "pipe"] });
-  }
-
-  cleanup(): void {
-    rmSync(this.dir, { recursive: true, force: true });
+    return withTerminal(options, inner);
   }
 }
 
