@@ -17,13 +17,11 @@
 import { closeSync, constants, openSync, readdirSync } from "node:fs";
 import { readIdentities } from "../accounts.ts";
 import { formatMask } from "../capabilities.ts";
-import { EXIT, STATE_DIR, TOOLS } from "../constants.ts";
+import { EXIT, PROBE_AGENT_FLAG, STATE_DIR, TOOLS } from "../constants.ts";
 import { readStatus } from "../proc-status.ts";
 import { Refusal, writeLine } from "../report.ts";
 import { runCapture } from "../system-exec.ts";
 
-export { PROBE_AGENT_FLAG } from "../constants.ts";
-import { PROBE_AGENT_FLAG } from "../constants.ts";
 /** The service's pid reaches the probe through the shim's --env, never argv. */
 export const PROBE_SERVICE_PID_VARIABLE = "CLANKIE_PROBE_SERVICE_PID";
 export const PROBE_CREDENTIALS = `${STATE_DIR}/credentials.json`;

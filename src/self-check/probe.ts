@@ -12,13 +12,13 @@
 import type { Identities } from "../accounts.ts";
 import { agentGroups } from "../agent-exec/plan.ts";
 import { maskOf, namesOf } from "../capabilities.ts";
-import { AGENT_EXEC_PATH, ENTRYPOINT_NAME, INSTALL_DIR, SERVICE_CAPABILITIES } from "../constants.ts";
+import { AGENT_EXEC_PATH, ENTRYPOINT_NAME, INSTALL_DIR, PROBE_AGENT_FLAG, SERVICE_CAPABILITIES } from "../constants.ts";
 import type { ProcessCredentials } from "../proc-status.ts";
 import { Refusal } from "../report.ts";
 import { type CaptureRequest, type CaptureResult, runCapture } from "../system-exec.ts";
 import { type Check, fail, pass, reasonOf, warn } from "./check.ts";
 import type { Mode } from "./mode.ts";
-import { type Attempt, PROBE_AGENT_FLAG, PROBE_SERVICE_PID_VARIABLE, type ProbeReport } from "./probe-agent.ts";
+import { type Attempt, PROBE_SERVICE_PID_VARIABLE, type ProbeReport } from "./probe-agent.ts";
 
 const DOCTOR_FIX = "run the probe as the service: have the service start clankie-separate --self-check --probe as its own child (doctor does); docker exec, even --user node, gets neither SETUID/SETGID nor NoNewPrivs (moby#37667)";
 

@@ -1,16 +1,16 @@
 /*
- * Every process the audit can see, read from /proc once. /proc/<pid>/status
- * is readable by all; /proc/<pid>/environ and /proc/<pid>/exe are not: the
- * kernel asks for ptrace read access (proc(5), ptrace(2) "Ptrace access
- * mode checking"), which needs the same uid AND a caller whose effective
- * capabilities include the target's permitted set, or CAP_SYS_PTRACE. So
- * root in the launch of ADR 0272 (no SYS_PTRACE) cannot read the service's
- * environment, and neither can `docker exec --user node` (no capabilities);
- * the service's own children can. Each reader says why it could not read.
+ * What the audit reads of a process beyond its status (the table itself is
+ * readProcessTable in proc-status.ts, shared with the shim's task count), and
+ * its ancestry. /proc/<pid>/status is readable by all; /proc/<pid>/environ
+ * and /proc/<pid>/exe are not: the kernel asks for ptrace read access
+ * (proc(5), ptrace(2) "Ptrace access mode checking"), which needs the same
+ * uid AND a caller whose effective capabilities include the target's
+ * permitted set, or CAP_SYS_PTRACE. So root in the launch of ADR 0272 (no
+ * SYS_PTRACE) cannot read the service's environment, and neither can
+ * `docker exec --user node` (no capabilities); the service's own children
+ * can. Each reader says why it could not read.
  */
 import { readFileSync, readlinkSync } from "node:fs";
-
-export { parseProcessStatus, type ProcessEntry, readProcessTable } from "../proc-status.ts";
 import type { ProcessEntry } from "../proc-status.ts";
 
 export type Readable<T> = { ok: true; value: T } | { ok: false; error: string };

@@ -12,7 +12,8 @@
 import { WORKSPACE_DIR } from "../constants.ts";
 import { bounded, type Check, fail, pass, warn } from "./check.ts";
 import type { Mode } from "./mode.ts";
-import type { ProcessEntry, Readable } from "./proc-table.ts";
+import type { ProcessEntry } from "../proc-status.ts";
+import type { Readable } from "./proc-table.ts";
 import { SHOWN_ENTRIES } from "./state.ts";
 
 export function checkRootProcesses(table: readonly ProcessEntry[], lineageOfSelf: readonly number[], mode: Mode): Check {

@@ -31,7 +31,8 @@ import { boundaryCheck, boundaryOf, classifyMode, modeCheck, type ModeVerdict } 
 import { type Mount, parseMountinfo } from "./mounts.ts";
 import { runProbe } from "./probe.ts";
 import { checkRootProcesses, checkWorkspaceExecutables } from "./processes.ts";
-import { lineage, parseProcessStatus, type ProcessEntry, type Readable, readEnviron, readExe, readProcessTable } from "./proc-table.ts";
+import { parseProcessStatus, type ProcessEntry, readProcessTable } from "../proc-status.ts";
+import { lineage, type Readable, readEnviron, readExe } from "./proc-table.ts";
 import { buildDocument, renderJson, renderText } from "./render.ts";
 import { checkCapabilities, checkNoNewPrivs, checkProcessIds } from "./service-process.ts";
 import { auditState, checkAgentHome, stateChecks } from "./state.ts";

@@ -7,7 +7,6 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { resolveIdentities } from "../../src/accounts.ts";
 import { syscallNumbers } from "../../src/constants.ts";
-import type { ProcessCredentials } from "../../src/proc-status.ts";
 import { checkAccounts } from "../../src/self-check/accounts.ts";
 import { bounded, cannotRun, guarded, octal } from "../../src/self-check/check.ts";
 import { checkEnvironment, codeLoadingNames } from "../../src/self-check/environment.ts";
@@ -17,7 +16,8 @@ import { IMAGE_SCAN_SCRIPT, type ImageWalk, parseImageScan } from "../../src/sel
 import { judgeKernelSetting, KERNEL_SETTINGS } from "../../src/self-check/kernel.ts";
 import { excludedDirectories, mountOf, parseMountinfo } from "../../src/self-check/mounts.ts";
 import { checkRootProcesses, checkWorkspaceExecutables, underWorkspace } from "../../src/self-check/processes.ts";
-import { lineage, parseEnviron, parseProcessStatus, type ProcessEntry } from "../../src/self-check/proc-table.ts";
+import { parseProcessStatus, type ProcessCredentials, type ProcessEntry } from "../../src/proc-status.ts";
+import { lineage, parseEnviron } from "../../src/self-check/proc-table.ts";
 import { checkCapabilities, checkNoNewPrivs, checkProcessIds } from "../../src/self-check/service-process.ts";
 import { judgeStateEntry, stateChecks, type StateAudit } from "../../src/self-check/state.ts";
 import { judgeWorkspaceMarker, judgeWorkspaceTop } from "../../src/self-check/workspace.ts";

@@ -2,10 +2,10 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { resolveIdentities } from "../../src/accounts.ts";
-import type { ProcessCredentials } from "../../src/proc-status.ts";
 import { chooseJudged, handedDownByService, relationTo } from "../../src/self-check/judged.ts";
 import { boundaryCheck, boundaryOf, classifyMode, modeCheck, NOT_YET } from "../../src/self-check/mode.ts";
-import type { ProcessEntry, Readable } from "../../src/self-check/proc-table.ts";
+import type { ProcessCredentials, ProcessEntry } from "../../src/proc-status.ts";
+import type { Readable } from "../../src/self-check/proc-table.ts";
 import { DEFAULT_GROUP, DEFAULT_PASSWD } from "../helpers/sandbox.ts";
 
 const ids = resolveIdentities(DEFAULT_PASSWD, DEFAULT_GROUP);
