@@ -242,10 +242,9 @@ function parentOf(path: string): string {
 
 /** Opens `name` (absolute, or a bare name in the working directory) as a directory, never through a symlink. */
 function openDirectoryAt(name: Buffer | string, path: string, expect?: Stats): { fd: number; st: Stats } {
-  const target = name;
   let fd: number;
   try {
-    fd = openSync(target, DIR_FLAGS);
+    fd = openSync(name, DIR_FLAGS);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === "ELOOP" || code === "ENOTDIR") throw changedUnderUs(path);
@@ -371,10 +370,9 @@ function visitEntry<C>(
 ): Frame<C> | undefined {
   // The working directory is frame's directory (walkTree keeps it so): a bare
   // name is looked up inside it, as openat(frame.fd, name) would.
-  const target = name;
   let st: Stats;
   try {
-    st = lstatSync(target);
+    st = lstatSync(name);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined; // removed since readdir
     throw osFailure("lstat", childPath(frame.path, name), error);
@@ -413,7 +411,7 @@ function visitEntry<C>(
   const flags = kind === "file" ? FILE_FLAGS : PATH_FLAGS;
   let fd: number;
   try {
-    fd = openSync(target, flags);
+    fd = openSync(name, flags);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === "ENOENT" || code === "ELOOP") throw changedUnderUs(view.path);
