@@ -39,6 +39,7 @@ import {
 } from "node:fs";
 import { EXIT } from "../constants.ts";
 import { osFailure, printablePath, Refusal } from "../report.ts";
+import { parseMountinfo } from "../self-check/mounts.ts";
 
 /** open(2) O_PATH on x86_64 and aarch64 (asm-generic/fcntl.h); Node does not export it. */
 const O_PATH = 0o10000000;
@@ -106,11 +107,6 @@ function restoreWorkingDirectory(home: number | undefined): void {
   }
 }
 
-/** mountinfo escapes space, tab, newline and backslash as octal (proc(5)). */
-export function unescapeMountPath(text: string): string {
-  return text.replace(/\\([0-7]{3})/g, (_, octalCode: string) => String.fromCharCode(Number.parseInt(octalCode, 8)));
-}
-
 /**
  * Mount points strictly below `root`, as display paths. A bind mount of the
  * same filesystem has the same st_dev, so st_dev alone cannot tell a mount
@@ -125,10 +121,7 @@ export function mountPointsBelow(root: string): Set<string> {
   }
   const prefix = root.endsWith("/") ? root : `${root}/`;
   const points = new Set<string>();
-  for (const line of text.split("\n")) {
-    const field = line.split(" ")[4];
-    if (field === undefined) continue;
-    const point = unescapeMountPath(field);
+  for (const { point } of parseMountinfo(text)) {
     if (point.startsWith(prefix)) points.add(printablePath(Buffer.from(point, "latin1")));
   }
   return points;

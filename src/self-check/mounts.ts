@@ -1,6 +1,8 @@
 /*
  * /proc/self/mountinfo (proc(5)): which filesystems are mounted where, with
- * which options. Pure parsing; the audit reads the file once.
+ * which options. Pure parsing; the audit reads the file once, and the
+ * entrypoint's walk (entrypoint/tree-walk.ts) to find the mount points below
+ * /state and /workspace.
  *
  *   36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue
  *   (1)(2)(3)   (4)   (5)      (6)       (7)   (8) (9)     (10)        (11)
