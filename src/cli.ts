@@ -4,6 +4,7 @@
  */
 import { AGENT_DEFAULT_NPROC, AGENT_DEFAULT_OOM_SCORE_ADJ, EXIT, isCodeLoadingVariable, WORKSPACE_DIR } from "./constants.ts";
 import { Refusal } from "./report.ts";
+import { type ConfinementRequest, extraPathProblem } from "./agent-exec/confinement.ts";
 
 export type EntrypointRequest =
   | { kind: "help" }
@@ -15,7 +16,7 @@ export type AgentExecRequest =
   | { kind: "help" }
   | { kind: "version" }
   | { kind: "signal"; signal: string; pgid: number }
-  | { kind: "run"; cwd: string; env: string[]; keepFds: number[]; nproc: number; oomScoreAdj: number; command: string[] };
+  | { kind: "run"; cwd: string; env: string[]; keepFds: number[]; nproc: number; oomScoreAdj: number; confinement: ConfinementRequest; command: string[] };
 
 function usage(program: string, what: string, fix: string): Refusal {
   return new Refusal(EXIT.usage, what, `${fix} (see ${program} --help)`);
@@ -104,6 +105,12 @@ export function parseAgentExecArgs(argv: readonly string[]): AgentExecRequest {
   const keepFds: number[] = [];
   let nproc = AGENT_DEFAULT_NPROC;
   let oomScoreAdj = AGENT_DEFAULT_OOM_SCORE_ADJ;
+  const confinement = { strict: false, allowWrite: [] as string[], allowRead: [] as string[], denyConnect: [] as number[], denyBind: [] as number[] };
+  const extraPath = (option: string, value: string | undefined): string => {
+    const problem = value === undefined ? "is missing" : extraPathProblem(value);
+    if (problem !== undefined) throw usage(program, `${option} ${JSON.stringify(value ?? "")} ${problem}`, `give ${option} an absolute, normal path below /`);
+    return value!;
+  };
   let i = 0;
   while (i < argv.length && argv[i] !== "--") {
     const { name, value, next } = optionValue(argv, i);
@@ -122,6 +129,19 @@ export function parseAgentExecArgs(argv: readonly string[]): AgentExecRequest {
       nproc = integer(program, name, value, 1, 1048576);
     } else if (name === "--oom-score-adj") {
       oomScoreAdj = integer(program, name, value, -1000, 1000);
+    } else if (name === "--allow-write") {
+      confinement.allowWrite.push(extraPath(name, value));
+    } else if (name === "--allow-read") {
+      confinement.allowRead.push(extraPath(name, value));
+    } else if (name === "--deny-connect") {
+      confinement.denyConnect.push(integer(program, name, value, 1, 65535));
+    } else if (name === "--deny-bind") {
+      confinement.denyBind.push(integer(program, name, value, 1, 65535));
+    } else if (name === "--strict-confinement") {
+      if (argv[i] !== name) throw usage(program, "--strict-confinement takes no value", "write --strict-confinement alone");
+      confinement.strict = true;
+      i += 1;
+      continue;
     } else if (name.startsWith("-")) {
       throw usage(program, `unknown option ${JSON.stringify(name)}`, `put the command after --: ${program} [OPTIONS] -- COMMAND [ARG...]`);
     } else {
@@ -130,5 +150,5 @@ export function parseAgentExecArgs(argv: readonly string[]): AgentExecRequest {
     i = next;
   }
   if (argv[i] !== "--") throw usage(program, "missing -- before the command", `put the command after --: ${program} [OPTIONS] -- COMMAND [ARG...]`);
-  return { kind: "run", cwd, env, keepFds, nproc, oomScoreAdj, command: command(program, argv.slice(i + 1)) };
+  return { kind: "run", cwd, env, keepFds, nproc, oomScoreAdj, confinement, command: command(program, argv.slice(i + 1)) };
 }

@@ -28,11 +28,19 @@ export interface SyscallNumbers {
   setsid: number;
   execve: number;
   lgetxattr: number;
+  /** prctl(2): PR_SET_SECCOMP for the agent's seccomp filter. */
+  prctl: number;
+  /** ioctl(2): the stage's check that its seccomp filter is in force. */
+  ioctl: number;
+  /** landlock_create_ruleset(2), landlock_add_rule(2), landlock_restrict_self(2). */
+  landlockCreateRuleset: number;
+  landlockAddRule: number;
+  landlockRestrictSelf: number;
 }
 
 export const SYSCALL_NUMBERS: Readonly<Record<string, SyscallNumbers>> = {
-  x64: { setsid: 112, execve: 59, lgetxattr: 192 },
-  arm64: { setsid: 157, execve: 221, lgetxattr: 9 },
+  x64: { setsid: 112, execve: 59, lgetxattr: 192, prctl: 157, ioctl: 16, landlockCreateRuleset: 444, landlockAddRule: 445, landlockRestrictSelf: 446 },
+  arm64: { setsid: 157, execve: 221, lgetxattr: 9, prctl: 167, ioctl: 29, landlockCreateRuleset: 444, landlockAddRule: 445, landlockRestrictSelf: 446 },
 };
 
 export function syscallNumbers(arch: string = process.arch): SyscallNumbers {

@@ -1,5 +1,5 @@
 /* --help and --version text. The exit-code table comes from constants.ts. */
-import { AGENT_DEFAULT_NPROC, AGENT_DEFAULT_OOM_SCORE_ADJ, EXIT_DESCRIPTIONS, SYSTEM_PATH } from "./constants.ts";
+import { AGENT_DEFAULT_NPROC, AGENT_DEFAULT_OOM_SCORE_ADJ, EXIT, EXIT_DESCRIPTIONS, SYSTEM_PATH } from "./constants.ts";
 import { builtInBundleSha256, PROGRAM_VERSION } from "./build-info.ts";
 
 export function versionText(program: string): string {
@@ -33,15 +33,31 @@ clankie-separate --self-check [--json] [--probe]
   agent and reports what it could and could not do.
 
 clankie-agent-exec [--cwd DIR] [--env NAME]... [--keep-fd N]...
-                   [--nproc N] [--oom-score-adj N] -- COMMAND [ARG...]
+                   [--nproc N] [--oom-score-adj N] [--allow-write PATH]...
+                   [--allow-read PATH]... [--deny-connect PORT]...
+                   [--deny-bind PORT]... [--strict-confinement]
+                   -- COMMAND [ARG...]
   Run by the service only: execs COMMAND as clankie-agent with no
   capabilities, NoNewPrivs, a new session without a controlling terminal,
-  umask 0002, HOME /state/agent and PATH ${SYSTEM_PATH}.
+  umask 0002, HOME /state/agent and PATH ${SYSTEM_PATH},
+  in a Landlock domain of its own (write only below /workspace, /tmp,
+  /dev/shm and /state/agent; read the image and /state/install, nothing
+  else of /state; no abstract unix socket or signal outside the domain) and
+  under a seccomp filter (no io_uring, ptrace, new namespaces, keyrings, bpf,
+  perf_event_open, userfaultfd, TIOCSTI). Where the kernel offers less, the
+  rest still applies and --self-check says so.
     --cwd DIR            working directory (default /workspace)
     --env NAME           pass NAME with its value from the shim's environment
     --keep-fd N          keep fd N (17 or higher) open for the command
     --nproc N            RLIMIT_NPROC of the agent uid (default ${AGENT_DEFAULT_NPROC})
     --oom-score-adj N    oom_score_adj of the agent work (default ${AGENT_DEFAULT_OOM_SCORE_ADJ})
+    --allow-write PATH   also let it write below PATH (absolute, no symlinks)
+    --allow-read PATH    also let it read and execute below PATH
+    --deny-connect PORT  no TCP connect to PORT (Landlock ABI 4; costs about
+                         50 ms a spawn: Landlock allows ports, one rule each)
+    --deny-bind PORT     no TCP bind of PORT (likewise)
+    --strict-confinement refuse (exit ${EXIT.launchRefused}) unless the kernel applies all of
+                         it: Landlock ABI 6 or later and the seccomp filter
 
 clankie-agent-exec --signal SIGNAL --pgid PGID
   Delivers SIGNAL to the agent's process group PGID, as the agent.

@@ -21,13 +21,15 @@
  *                                   reads /proc/self/status,
  *                                   /proc/self/stat and /proc/self/fd and
  *                                   refuses on any difference, then umask,
- *                                   chdir, execve
+ *                                   chdir, the Landlock domain and seccomp
+ *                                   filter of confinement.ts, execve
  *    -> COMMAND
  */
 import type { Identities } from "../accounts.ts";
 import { AGENT_EXEC_NAME, AGENT_UMASK, STATE_AGENT_NAME, STATE_DIR, TOOLS } from "../constants.ts";
 import { buildEnvironment, type Environment } from "../system-exec.ts";
 import { verifierArgv } from "../verifier.ts";
+import { type ConfinementRequest, confinementKeys } from "./confinement.ts";
 
 export const AGENT_HOME = `${STATE_DIR}/${STATE_AGENT_NAME}`;
 export { AGENT_UMASK };
@@ -53,6 +55,8 @@ export interface AgentChain {
   nproc: number | undefined;
   cwd: string;
   keepFds: readonly number[];
+  /** The Landlock domain and seccomp filter the command runs under (agent commands only, never the signal stage). */
+  confinement?: ConfinementRequest;
   /** What the verified stage does: exec a program (absolute path, then argv with argv[0]), or signal a process group. */
   action: { path: string; argv: readonly string[] } | { signal: string; pgid: number };
 }
@@ -74,6 +78,7 @@ export function agentChainArgv(ids: Identities, chain: AgentChain): string[] {
     keepFds: chain.keepFds,
     ...(exec ? { umask: AGENT_UMASK, cwd: chain.cwd } : {}),
     ...(chain.unset === undefined ? {} : { unset: chain.unset }),
+    ...(exec && chain.confinement ? { confinement: confinementKeys(chain.confinement) } : {}),
     action: chain.action,
   });
   return [

@@ -52,7 +52,8 @@ function checkedIdentities(): Identities {
   return ids;
 }
 
-function execChain(ids: Identities, chain: AgentChain, oomScoreAdj: number, envNames: readonly string[]): never {
+/** oomScoreAdj undefined leaves the value as it is (the signal stage runs no agent code). */
+function execChain(ids: Identities, chain: AgentChain, oomScoreAdj: number | undefined, envNames: readonly string[]): never {
   for (const tool of [...(chain.nproc === undefined ? [] : [TOOLS.prlimit]), TOOLS.setpriv, TOOLS.perl]) {
     prepareExec({ command: tool, args: [], env: {}, trustedUids: [0] });
   }
@@ -68,7 +69,7 @@ function execChain(ids: Identities, chain: AgentChain, oomScoreAdj: number, envN
   }
   const { env, unset } = stageEnvironment(agentEnvironment(process.env, envNames, ids));
   const argv = agentChainArgv(ids, { ...chain, ...(unset === undefined ? {} : { unset }) });
-  raiseOomScore(oomScoreAdj);
+  if (oomScoreAdj !== undefined) raiseOomScore(oomScoreAdj);
   closeStrayDescriptors(chain.keepFds);
   execReplace({ command: argv[0]!, args: argv.slice(1), argv0: argv[0], env, trustedUids: [0] });
 }
@@ -85,6 +86,7 @@ export function runAgentExec(request: Extract<AgentExecRequest, { kind: "run" }>
       nproc: request.nproc,
       cwd: request.cwd,
       keepFds: request.keepFds,
+      confinement: request.confinement,
       action: { path, argv: request.command },
     },
     request.oomScoreAdj,
@@ -103,7 +105,9 @@ export function runSignal(request: Extract<AgentExecRequest, { kind: "signal" }>
       keepFds: [],
       action: { signal: request.signal, pgid: request.pgid },
     },
-    0,
+    // Writing 0 here would lower a value the launcher raised, which the
+    // kernel refuses without CAP_SYS_RESOURCE (and which is not ours to lower).
+    undefined,
     [],
   );
 }

@@ -1,5 +1,6 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
+import { extraPathProblem } from "../../src/agent-exec/confinement.ts";
 import { type AgentExecRequest, type EntrypointRequest, parseAgentExecArgs, parseEntrypointArgs } from "../../src/cli.ts";
 import { EXIT } from "../../src/constants.ts";
 import { assertRefusal } from "./helpers/refusal.ts";
@@ -80,7 +81,8 @@ entrypoint.run();
 
 const agent = suite("parseAgentExecArgs");
 const AEX = (fix: string): string => `${fix} (see clankie-agent-exec --help)`;
-const RUN_DEFAULTS = { kind: "run", cwd: "/workspace", env: [], keepFds: [], nproc: 512, oomScoreAdj: 500 } as const;
+const NO_CONFINEMENT = { strict: false, allowWrite: [], allowRead: [], denyConnect: [], denyBind: [] };
+const RUN_DEFAULTS = { kind: "run", cwd: "/workspace", env: [], keepFds: [], nproc: 512, oomScoreAdj: 500, confinement: NO_CONFINEMENT } as const;
 const SIGNAL_NAMES = ["HUP", "INT", "QUIT", "KILL", "USR1", "USR2", "TERM", "CONT", "STOP", "TSTP", "WINCH"];
 
 const AGENT_ACCEPTS: Accepts<AgentExecRequest>[] = [
@@ -91,12 +93,23 @@ const AGENT_ACCEPTS: Accepts<AgentExecRequest>[] = [
   { argv: ["--", "--help"], want: { ...RUN_DEFAULTS, env: [], keepFds: [], command: ["--help"] } },
   {
     argv: ["--cwd", "/workspace/p", "--env", "TOKEN", "--keep-fd", "17", "--nproc", "64", "--oom-score-adj", "-5", "--", "cmd", "--cwd=/"],
-    want: { kind: "run", cwd: "/workspace/p", env: ["TOKEN"], keepFds: [17], nproc: 64, oomScoreAdj: -5, command: ["cmd", "--cwd=/"] },
+    want: { kind: "run", cwd: "/workspace/p", env: ["TOKEN"], keepFds: [17], nproc: 64, oomScoreAdj: -5, confinement: NO_CONFINEMENT, command: ["cmd", "--cwd=/"] },
   },
   {
     argv: ["--cwd=/a=b", "--env=_x1", "--env=TOKEN", "--keep-fd=17", "--keep-fd=20", "--nproc=1", "--oom-score-adj=-1000", "--", "cmd"],
-    want: { kind: "run", cwd: "/a=b", env: ["_x1", "TOKEN"], keepFds: [17, 20], nproc: 1, oomScoreAdj: -1000, command: ["cmd"] },
+    want: { kind: "run", cwd: "/a=b", env: ["_x1", "TOKEN"], keepFds: [17, 20], nproc: 1, oomScoreAdj: -1000, confinement: NO_CONFINEMENT, command: ["cmd"] },
   },
+  {
+    argv: ["--allow-write", "/run/worker-1", "--allow-write=/state/sock", "--allow-read=/opt/x y", "--deny-connect", "8081", "--deny-bind=8080", "--deny-connect=1", "--strict-confinement", "--", "cmd"],
+    want: {
+      ...RUN_DEFAULTS,
+      env: [],
+      keepFds: [],
+      confinement: { strict: true, allowWrite: ["/run/worker-1", "/state/sock"], allowRead: ["/opt/x y"], denyConnect: [8081, 1], denyBind: [8080] },
+      command: ["cmd"],
+    },
+  },
+  { argv: ["--deny-bind", "65535", "--", "cmd"], want: { ...RUN_DEFAULTS, env: [], keepFds: [], confinement: { ...NO_CONFINEMENT, denyBind: [65535] }, command: ["cmd"] } },
   {
     argv: ["--keep-fd", "3", "--keep-fd", "1048575", "--nproc", "1048576", "--oom-score-adj", "1000", "--", "cmd"],
     want: { ...RUN_DEFAULTS, env: [], keepFds: [3, 1048575], nproc: 1048576, oomScoreAdj: 1000, command: ["cmd"] },
@@ -166,6 +179,16 @@ const AGENT_REFUSES: Refuses[] = [
   { argv: ["--signal", "TERM"], what: "--signal needs --pgid", fix: SIGNAL_USE },
   { argv: ["--signal", "TERM", "--pgid", "5", "--cwd", "/"], what: 'unknown option "--cwd" with --signal', fix: SIGNAL_USE },
   { argv: ["--signal", "TERM", "--pgid", "5", "--", "x"], what: 'unknown option "--" with --signal', fix: SIGNAL_USE },
+  ...["work", "/", "/state", "/workspace/", "/a//b", "/a/./b", "/a/../state", "/.."].map((path) => ({
+    argv: ["--allow-write", path, "--", "x"],
+    what: `--allow-write ${JSON.stringify(path)} ${extraPathProblem(path)}`,
+    fix: AEX("give --allow-write an absolute, normal path below /"),
+  })),
+  { argv: ["--allow-read", "/state", "--", "x"], what: '--allow-read "/state" would open all of /state', fix: AEX("give --allow-read an absolute, normal path below /") },
+  { argv: ["--allow-read"], what: '--allow-read "" is missing', fix: AEX("give --allow-read an absolute, normal path below /") },
+  { argv: ["--deny-connect", "0", "--", "x"], what: RANGE("--deny-connect", 1, 65535, "0"), fix: AEX("give --deny-connect a number in range") },
+  { argv: ["--deny-bind=65536", "--", "x"], what: RANGE("--deny-bind", 1, 65535, "65536"), fix: AEX("give --deny-bind a number in range") },
+  { argv: ["--strict-confinement=1", "--", "x"], what: "--strict-confinement takes no value", fix: AEX("write --strict-confinement alone") },
   { argv: ["--verify-agent", "--uid=1001", "--gid=1001", "--groups=1001", "--cwd=/", "--", "x"], what: 'unknown option "--verify-agent"', fix: USAGE_AFTER },
 ];
 

@@ -1,0 +1,221 @@
+/*
+ * What confines agent work beyond its uid, as pure data for the verification
+ * stage (src/verifier.ts), which applies it in the process that becomes the
+ * agent's command:
+ *
+ * - A Landlock domain of its own per spawn (landlock(7)). Write only under
+ *   AGENT_WRITABLE_PATHS and to AGENT_DEVICE_PATHS; read and execute the
+ *   image (every top-level directory but /state) and /state/install; nothing
+ *   else under /state, whatever its mode, and no write anywhere under /proc
+ *   (so /proc/self/oom_score_adj cannot be lowered again). With ABI 6 the
+ *   domain is scoped: no abstract unix socket and no signal reaches outside
+ *   it, and since every spawn is its own domain, one agent job cannot signal
+ *   another. Landlock also limits ptrace(2) (and so /proc/PID/environ) to
+ *   processes in the same domain or below. With ABI 4, TCP ports the service
+ *   names can be denied for connect(2) and bind(2).
+ * - A seccomp filter (seccomp(2)) that answers EPERM to what no agent job
+ *   needs and Docker's default profile still allows or allows to root:
+ *   io_uring, ptrace, process_vm_readv/writev, pidfd_getfd, process_madvise,
+ *   new namespaces, setns, keyrings, bpf, perf_event_open, userfaultfd, and
+ *   the TIOCSTI/TIOCLINUX ioctls. clone3(2) answers ENOSYS, as in Docker's
+ *   profile: its flags live in memory a filter cannot read, and glibc falls
+ *   back to clone(2), whose flags it can.
+ *
+ * The stage applies both best effort by the kernel's Landlock ABI and
+ * refuses instead with `strict`.
+ */
+import { STATE_AGENT_NAME, STATE_DIR, STATE_INSTALL_NAME, WORKSPACE_DIR } from "../constants.ts";
+
+/** Where agent work may create, write, remove and execute files. */
+export const AGENT_WRITABLE_PATHS: readonly string[] = [WORKSPACE_DIR, "/tmp", "/dev/shm", `${STATE_DIR}/${STATE_AGENT_NAME}`];
+/** The device files a shell needs to write (and to use as terminals). */
+export const AGENT_DEVICE_PATHS: readonly string[] = ["/dev/null", "/dev/zero", "/dev/tty", "/dev/pts"];
+/** Read and execute below /state. */
+export const AGENT_READABLE_PATHS: readonly string[] = [`${STATE_DIR}/${STATE_INSTALL_NAME}`];
+/** Top-level directories left out of "read and execute the image". */
+export const AGENT_HIDDEN_TOP_LEVEL: readonly string[] = [STATE_DIR.slice(1)];
+
+export interface ConfinementRequest {
+  /** Refuse the spawn when the kernel or engine cannot apply all of it. */
+  strict: boolean;
+  /** More trees the agent may write (and read), beyond AGENT_WRITABLE_PATHS. */
+  allowWrite: readonly string[];
+  /** More trees the agent may read and execute. */
+  allowRead: readonly string[];
+  /** TCP ports the agent may not connect(2) to. */
+  denyConnect: readonly number[];
+  /** TCP ports the agent may not bind(2). */
+  denyBind: readonly number[];
+}
+
+export const NO_EXTRA_CONFINEMENT: ConfinementRequest = { strict: false, allowWrite: [], allowRead: [], denyConnect: [], denyBind: [] };
+
+/**
+ * Why an extra path would undo the domain, or undefined when it is fine: it
+ * must be absolute and normal (no ".", "..", "//" or trailing "/"), and not
+ * / or /state, whose trees hold what the domain keeps from the agent.
+ * Whether it exists, and that no component is a symbolic link, is for the
+ * stage to check as the agent, when it opens it.
+ */
+export function extraPathProblem(path: string): string | undefined {
+  if (!path.startsWith("/")) return "is not absolute";
+  if (path.includes("\0")) return "contains a NUL byte";
+  const parts = path.slice(1).split("/");
+  if (parts.some((part) => part === "" || part === "." || part === "..")) return "is not a normal path (empty, . or .. component, or a trailing /)";
+  if (path === STATE_DIR) return `would open all of ${STATE_DIR}`;
+  return undefined;
+}
+
+/** The stage's keys (`key=value`, repeatable) for this confinement. */
+export function confinementKeys(request: ConfinementRequest, arch: string = process.arch): string[] {
+  const list = (ports: readonly number[]) => [...new Set(ports)].sort((a, b) => a - b).join(",");
+  return [
+    `confine=${request.strict ? "strict" : "best"}`,
+    ...[...AGENT_WRITABLE_PATHS.map((p) => `rw=${p}`)],
+    ...request.allowWrite.map((p) => `rw+=${p}`),
+    ...AGENT_DEVICE_PATHS.map((p) => `dev=${p}`),
+    ...AGENT_READABLE_PATHS.map((p) => `ro=${p}`),
+    ...request.allowRead.map((p) => `ro+=${p}`),
+    `hide=${AGENT_HIDDEN_TOP_LEVEL.join(",")}`,
+    ...(request.denyConnect.length ? [`noconnect=${list(request.denyConnect)}`] : []),
+    ...(request.denyBind.length ? [`nobind=${list(request.denyBind)}`] : []),
+    `seccomp=${seccompProgram(arch).toString("hex")}`,
+  ];
+}
+
+/* ---- The seccomp filter, classic BPF (seccomp(2), linux/filter.h) ---- */
+
+interface SeccompArch {
+  /** AUDIT_ARCH_* of linux/audit.h. */
+  audit: number;
+  /** x86-64 only: the x32 ABI's bit, whose calls are refused whole. */
+  x32Bit?: number;
+  deny: Readonly<Record<string, number>>;
+  clone: number;
+  clone3: number;
+  unshare: number;
+  ioctl: number;
+}
+
+const COMMON_NEW = { io_uring_setup: 425, io_uring_enter: 426, io_uring_register: 427, pidfd_getfd: 438, process_madvise: 440 };
+
+/** arch/x86/entry/syscalls/syscall_64.tbl and include/uapi/asm-generic/unistd.h. */
+export const SECCOMP_ARCHES: Readonly<Record<string, SeccompArch>> = {
+  x64: {
+    audit: 0xc000003e,
+    x32Bit: 0x40000000,
+    deny: { ...COMMON_NEW, ptrace: 101, process_vm_readv: 310, process_vm_writev: 311, setns: 308, keyctl: 250, add_key: 248, request_key: 249, bpf: 321, perf_event_open: 298, userfaultfd: 323 },
+    clone: 56,
+    clone3: 435,
+    unshare: 272,
+    ioctl: 16,
+  },
+  arm64: {
+    audit: 0xc00000b7,
+    deny: { ...COMMON_NEW, ptrace: 117, process_vm_readv: 270, process_vm_writev: 271, setns: 268, keyctl: 219, add_key: 217, request_key: 218, bpf: 280, perf_event_open: 241, userfaultfd: 282 },
+    clone: 220,
+    clone3: 435,
+    unshare: 97,
+    ioctl: 29,
+  },
+};
+
+/** CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWTIME (linux/sched.h). */
+export const NEW_NAMESPACE_FLAGS = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000 | 0x00000080;
+/** TIOCSTI pushes input into a terminal; TIOCLINUX can too (CVE-2023-1523 and kin). */
+export const DENIED_IOCTLS = { TIOCSTI: 0x5412, TIOCLINUX: 0x541c };
+
+export const SECCOMP_RET = { allow: 0x7fff0000, errno: 0x00050000 } as const;
+export const EPERM = 1;
+export const ENOSYS = 38;
+
+/* struct seccomp_data: int nr; __u32 arch; __u64 instruction_pointer; __u64 args[6]. Little-endian: the low word of args[i] is at 16 + 8i. */
+const DATA_NR = 0;
+const DATA_ARCH = 4;
+const dataArgLow = (i: number) => 16 + 8 * i;
+
+const BPF = { ldAbsW: 0x20, jeqK: 0x15, jgeK: 0x35, jsetK: 0x45, retK: 0x06 } as const;
+
+type Insn =
+  | { op: "ld"; offset: number }
+  | { op: "jeq" | "jge" | "jset"; k: number; then: string; else?: string }
+  | { op: "ret"; k: number }
+  | { op: "label"; name: string };
+
+/** Assembles labelled instructions into struct sock_filter records (u16 code, u8 jt, u8 jf, u32 k). */
+export function assemble(program: readonly Insn[]): Buffer {
+  const code = program.filter((insn): insn is Exclude<Insn, { op: "label" }> => insn.op !== "label");
+  const at = new Map<string, number>();
+  let index = 0;
+  for (const insn of program) {
+    if (insn.op === "label") at.set(insn.name, index);
+    else index += 1;
+  }
+  const out = Buffer.alloc(code.length * 8);
+  code.forEach((insn: Exclude<Insn, { op: "label" }>, i) => {
+    const jump = (label: string | undefined): number => {
+      if (label === undefined) return 0;
+      const target = at.get(label);
+      if (target === undefined) throw new Error(`seccomp: no label ${label}`);
+      const offset = target - (i + 1);
+      if (offset < 0 || offset > 255) throw new Error(`seccomp: jump to ${label} out of range (${offset})`);
+      return offset;
+    };
+    let opcode: number;
+    let jt = 0;
+    let jf = 0;
+    let k: number;
+    if (insn.op === "ld") {
+      opcode = BPF.ldAbsW;
+      k = insn.offset;
+    } else if (insn.op === "ret") {
+      opcode = BPF.retK;
+      k = insn.k;
+    } else {
+      opcode = insn.op === "jeq" ? BPF.jeqK : insn.op === "jge" ? BPF.jgeK : BPF.jsetK;
+      jt = jump(insn.then);
+      jf = jump(insn.else);
+      k = insn.k;
+    }
+    out.writeUInt16LE(opcode, i * 8);
+    out.writeUInt8(jt, i * 8 + 2);
+    out.writeUInt8(jf, i * 8 + 3);
+    out.writeUInt32LE(k >>> 0, i * 8 + 4);
+  });
+  return out;
+}
+
+/** The agent's seccomp filter for `arch` (process.arch spelling), as struct sock_filter records. */
+export function seccompProgram(arch: string = process.arch): Buffer {
+  const a = SECCOMP_ARCHES[arch];
+  if (!a) throw new Error(`no seccomp table for ${arch}`);
+  return assemble([
+    // A call of another ABI (i386 through int 0x80, x32) has other numbers: refuse them all.
+    { op: "ld", offset: DATA_ARCH },
+    { op: "jeq", k: a.audit, then: "native", else: "eperm" },
+    { op: "label", name: "native" },
+    { op: "ld", offset: DATA_NR },
+    ...(a.x32Bit === undefined ? [] : [{ op: "jge" as const, k: a.x32Bit, then: "eperm" }]),
+    ...Object.values(a.deny).map((nr) => ({ op: "jeq" as const, k: nr, then: "eperm" })),
+    { op: "jeq", k: a.clone3, then: "enosys" },
+    { op: "jeq", k: a.clone, then: "flags" },
+    { op: "jeq", k: a.unshare, then: "flags" },
+    { op: "jeq", k: a.ioctl, then: "ioctl" },
+    { op: "ret", k: SECCOMP_RET.allow },
+    // clone(2) and unshare(2) take their flags in the first argument; the namespace flags are in its low word.
+    { op: "label", name: "flags" },
+    { op: "ld", offset: dataArgLow(0) },
+    { op: "jset", k: NEW_NAMESPACE_FLAGS, then: "eperm" },
+    { op: "ret", k: SECCOMP_RET.allow },
+    // ioctl(2)'s request is an unsigned int: the kernel reads only the low word too.
+    { op: "label", name: "ioctl" },
+    { op: "ld", offset: dataArgLow(1) },
+    { op: "jeq", k: DENIED_IOCTLS.TIOCSTI, then: "eperm" },
+    { op: "jeq", k: DENIED_IOCTLS.TIOCLINUX, then: "eperm" },
+    { op: "ret", k: SECCOMP_RET.allow },
+    { op: "label", name: "eperm" },
+    { op: "ret", k: SECCOMP_RET.errno | EPERM },
+    { op: "label", name: "enosys" },
+    { op: "ret", k: SECCOMP_RET.errno | ENOSYS },
+  ]);
+}
