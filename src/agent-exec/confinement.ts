@@ -136,7 +136,7 @@ const dataArgLow = (i: number) => 16 + 8 * i;
 
 const BPF = { ldAbsW: 0x20, jeqK: 0x15, jgeK: 0x35, jsetK: 0x45, retK: 0x06 } as const;
 
-type Insn =
+export type Insn =
   | { op: "ld"; offset: number }
   | { op: "jeq" | "jge" | "jset"; k: number; then: string; else?: string }
   | { op: "ret"; k: number }

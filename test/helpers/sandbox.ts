@@ -57,6 +57,12 @@ export interface LaunchOptions {
   binds?: readonly (readonly [string, string, "ro" | "rw"])[];
   timeoutMs?: number;
   input?: string;
+  /**
+   * Body (the unshare sandbox) only: a command run as root on the host that
+   * execs the rest of the launch, to give it what a launcher could (choom's
+   * oom_score_adj floor, a seccomp filter like an older engine's).
+   */
+  wrap?: readonly string[];
 }
 
 /** Where a body's files live, and how a launch of it is run (both sandboxes). */
@@ -224,7 +230,7 @@ export class Body extends LaunchBody {
       this.rootDir,
       ...launchTail(options),
     ];
-    return withTerminal(options, inner);
+    return withTerminal(options, [...(options.wrap ?? []), ...inner]);
   }
 }
 

@@ -10,7 +10,8 @@ import { chownSync } from "node:fs";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { rootTest } from "../helpers/privilege.ts";
-import { Body, IDS, SANDBOX_FIXTURES, SANDBOX_NODE } from "../helpers/sandbox.ts";
+import { Body, IDS, SANDBOX_FIXTURES, SANDBOX_NODE, type LaunchOptions } from "../helpers/sandbox.ts";
+import { WITHOUT_LANDLOCK, WITHOUT_SECCOMP } from "../helpers/seccomp-wrap.ts";
 
 const test = suite("confinement");
 const SERVICE = [SANDBOX_NODE, `${SANDBOX_FIXTURES}/stand-in-service.mjs`];
@@ -34,11 +35,27 @@ function seededBody(): Body {
   return body;
 }
 
-function confinement(body: Body, options: object = {}): Confinement {
-  const run = body.run({ as: "root", command: [...SERVICE, "confinement", JSON.stringify(options)], timeoutMs: 90_000 });
+function serviceJson<T>(body: Body, args: string[], launch: Partial<LaunchOptions> = {}): T {
+  const run = body.run({ as: "root", command: [...SERVICE, ...args], timeoutMs: 90_000, ...launch });
   const line = run.stdout.split("\n").find((l) => l.startsWith("{"));
   if (!line) throw new Error(`no JSON from the service (exit ${run.status}): ${run.stdout}\n${run.stderr}`);
-  return JSON.parse(line) as Confinement;
+  return JSON.parse(line) as T;
+}
+
+function confinement(body: Body, options: object = {}, launch: Partial<LaunchOptions> = {}): Confinement {
+  return serviceJson<Confinement>(body, ["confinement", JSON.stringify(options)], launch);
+}
+
+interface AgentResult {
+  exitCode: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+const ATTEMPTS = `${SANDBOX_FIXTURES}/confinement-attempts.pl`;
+
+function agent(body: Body, options: object, command: string[], launch: Partial<LaunchOptions> = {}): AgentResult {
+  return serviceJson<AgentResult>(body, ["agent", JSON.stringify(options), ...command], launch);
 }
 
 /** Each attempt, the errno the confined agent must get (the control must get "ok"). */
@@ -78,6 +95,78 @@ rootTest(test, "every attempt is denied to agent work and succeeds for the agent
     assert.is(result.confined.clone3, "ENOSYS");
     // The port rules deny what they name, nothing else: without them the same connect and bind work.
     assert.equal(Object.values(result.open), ["ok", "ok"]);
+  } finally {
+    body.cleanup();
+  }
+});
+
+rootTest(test, "the service's extra paths: --allow-write and --allow-read open what they name, and nothing through a symbolic link", () => {
+  const body = seededBody();
+  try {
+    // After the start, the service makes a directory for a worker's sockets under /state, open by its modes.
+    const serviceFiles = [["/state/run", "0755", null], ["/state/run/w1", "0777", null], ["/state/run/w1/hello", "0644", "hi\n"]];
+    const attempts = [ATTEMPTS, "read:/state/run/w1/hello", "write:/state/run/w1/new"];
+    const plain = agent(body, { serviceFiles }, ["/usr/bin/perl", ...attempts]);
+    assert.is(plain.stdout, "read EACCES\nwrite EACCES", plain.stderr);
+    const read = agent(body, { serviceFiles, allowRead: ["/state/run/w1"] }, ["/usr/bin/perl", ...attempts]);
+    assert.is(read.stdout, "read ok\nwrite EACCES", read.stderr);
+    const write = agent(body, { serviceFiles, allowWrite: ["/state/run/w1"] }, ["/usr/bin/perl", ...attempts]);
+    assert.is(write.stdout, "read ok\nwrite ok", write.stderr);
+    // The agent plants a link in /workspace to where it wants to write, and hopes the service names it.
+    const planted = agent(body, {}, ["/bin/ln", "-s", "/state/run/w1", "/workspace/sockets"]);
+    assert.is(planted.exitCode, 0, planted.stderr);
+    const linked = agent(body, { serviceFiles, allowWrite: ["/workspace/sockets"] }, ["/bin/true"]);
+    assert.is(linked.exitCode, 65);
+    assert.is(linked.stderr, "clankie-agent-exec: agent confinement: /workspace/sockets leads to /state/run/w1; name the path itself, without symbolic links");
+    const missing = agent(body, { serviceFiles, allowRead: ["/state/run/nothing"] }, ["/bin/true"]);
+    assert.is(missing.exitCode, 77);
+    assert.is(missing.stderr, "clankie-agent-exec: agent confinement: cannot open /state/run/nothing as the agent (ENOENT); name a path that exists and the agent can reach");
+  } finally {
+    body.cleanup();
+  }
+});
+
+rootTest(test, "--strict-confinement: runs where the kernel applies it all", () => {
+  const body = seededBody();
+  try {
+    const strict = agent(body, { strictConfinement: true }, ["/usr/bin/perl", ATTEMPTS, "oom", "io_uring"]);
+    assert.is(strict.exitCode, 0, strict.stderr);
+    assert.is(strict.stdout, "oom EACCES\nio_uring EPERM");
+  } finally {
+    body.cleanup();
+  }
+});
+
+const STRICT_FIX =
+  "run agent work on a kernel with Landlock ABI 6 or later (Linux 6.12+, lsm= including landlock) under an engine whose seccomp profile allows landlock_create_ruleset, landlock_add_rule and landlock_restrict_self (Docker 20.10.18+), or spawn without --strict-confinement to run it under the uid boundary alone";
+
+const WITHOUT: [string, readonly string[], string, string][] = [
+  ["Landlock", WITHOUT_LANDLOCK, "oom ok\nio_uring EPERM", "the kernel offers no Landlock (ENOSYS)"],
+  ["seccomp filters", WITHOUT_SECCOMP, "oom EACCES\nio_uring ok", "the kernel refused the seccomp filter (EINVAL)"],
+];
+for (const [what, wrap, best, refusal] of WITHOUT) {
+  rootTest(test, `a kernel without ${what}: agent work runs under what remains, and --strict-confinement refuses (77, one line)`, () => {
+    const body = seededBody();
+    try {
+      const plain = agent(body, {}, ["/usr/bin/perl", ATTEMPTS, "oom", "io_uring"], { wrap });
+      assert.is(plain.exitCode, 0, plain.stderr);
+      assert.is(plain.stdout, best);
+      const strict = agent(body, { strictConfinement: true }, ["/usr/bin/perl", ATTEMPTS, "oom"], { wrap });
+      assert.is(strict.exitCode, 77);
+      assert.is(strict.stderr, `clankie-agent-exec: agent confinement: ${refusal}; ${STRICT_FIX}`);
+    } finally {
+      body.cleanup();
+    }
+  });
+}
+
+rootTest(test, "--signal leaves oom_score_adj alone: with a floor the launcher set (choom 300) it still stops agent work", () => {
+  const body = seededBody();
+  try {
+    const stop = serviceJson<{ shimExit: number; signal: string; after: unknown[]; stderr?: string }>(body, ["stop"], { wrap: ["/usr/bin/choom", "-n", "300", "--"] });
+    assert.is(stop.shimExit, 0, JSON.stringify(stop));
+    assert.is(stop.signal, "SIGTERM");
+    assert.equal(stop.after, []);
   } finally {
     body.cleanup();
   }

@@ -1,0 +1,47 @@
+/*
+ * A launch wrapper (LaunchOptions.wrap) that makes the kernel look like one
+ * without Landlock, or without seccomp filters, to everything the launch
+ * starts: a seccomp filter, installed by root before the launch, that answers
+ * the named system calls with an errno, as a kernel built without them or an
+ * older engine's profile would. Assembled by the program's own assembler,
+ * whose jumps the unit tests check.
+ */
+import { assemble, SECCOMP_RET } from "../../src/agent-exec/confinement.ts";
+
+export interface Refused {
+  nr: number;
+  /** Only when the first argument's low word is this (prctl's option). */
+  arg0?: number;
+  errno: number;
+}
+
+const INSTALL = String.raw`
+my $p = pack "H*", shift @ARGV;
+shift @ARGV if @ARGV && $ARGV[0] eq "--";
+syscall(157, 22, 2, pack("S x6 p", length($p) / 8, $p), 0, 0) == 0 or die "seccomp-wrap: $!\n";
+exec { $ARGV[0] } @ARGV or die "seccomp-wrap: exec $ARGV[0]: $!\n";
+`;
+
+export function refusing(calls: readonly Refused[]): string[] {
+  const program = assemble([
+    { op: "ld", offset: 0 },
+    ...calls.map((c, i) => ({ op: "jeq" as const, k: c.nr, then: `r${i}` })),
+    { op: "ret", k: SECCOMP_RET.allow },
+    ...calls.flatMap((c, i) => [
+      { op: "label" as const, name: `r${i}` },
+      ...(c.arg0 === undefined ? [] : [{ op: "ld" as const, offset: 16 }, { op: "jeq" as const, k: c.arg0, then: `e${i}`, else: "allow" }]),
+      { op: "label" as const, name: `e${i}` },
+      { op: "ret" as const, k: SECCOMP_RET.errno | c.errno },
+    ]),
+    { op: "label", name: "allow" },
+    { op: "ret", k: SECCOMP_RET.allow },
+  ]);
+  return ["/usr/bin/perl", "-e", INSTALL, program.toString("hex"), "--"];
+}
+
+const ENOSYS = 38;
+const EINVAL = 22;
+/** A kernel without Landlock (x86-64): landlock_* answer ENOSYS. */
+export const WITHOUT_LANDLOCK = refusing([444, 445, 446].map((nr) => ({ nr, errno: ENOSYS })));
+/** A kernel without seccomp filters (x86-64): prctl(PR_SET_SECCOMP) and seccomp(2) answer EINVAL. */
+export const WITHOUT_SECCOMP = refusing([{ nr: 157, arg0: 22, errno: EINVAL }, { nr: 317, errno: EINVAL }]);
