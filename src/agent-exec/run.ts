@@ -94,20 +94,21 @@ export function runAgentExec(request: Extract<AgentExecRequest, { kind: "run" }>
   );
 }
 
+/**
+ * The signal stage's plan. It leaves oom_score_adj as it is: the stage runs
+ * no agent code, and writing 0 would lower a value the launcher raised,
+ * which a kernel that keeps oom_score_adj_min refuses without
+ * CAP_SYS_RESOURCE, so that agent work could no longer be stopped.
+ */
+export function signalPlan(request: Extract<AgentExecRequest, { kind: "signal" }>): { chain: AgentChain; oomScoreAdj: number | undefined } {
+  return {
+    chain: { needSetsid: false, nproc: undefined, cwd: "/", keepFds: [], action: { signal: request.signal, pgid: request.pgid } },
+    oomScoreAdj: undefined,
+  };
+}
+
 export function runSignal(request: Extract<AgentExecRequest, { kind: "signal" }>): never {
   const ids = checkedIdentities();
-  return execChain(
-    ids,
-    {
-      needSetsid: false,
-      nproc: undefined,
-      cwd: "/",
-      keepFds: [],
-      action: { signal: request.signal, pgid: request.pgid },
-    },
-    // Writing 0 here would lower a value the launcher raised, which the
-    // kernel refuses without CAP_SYS_RESOURCE (and which is not ours to lower).
-    undefined,
-    [],
-  );
+  const { chain, oomScoreAdj } = signalPlan(request);
+  return execChain(ids, chain, oomScoreAdj, []);
 }

@@ -4,6 +4,8 @@ import { SYSTEM_PATH } from "../../../src/constants.ts";
 import { VERIFIER_SOURCE } from "../../../src/verifier.ts";
 import { AGENT_HOME, AGENT_UMASK, agentChainArgv, agentEnvironment, agentGroups, type AgentChain } from "../../../src/agent-exec/plan.ts";
 import { imageIdentities } from "../helpers/identities.ts";
+import { confinementKeys, NO_EXTRA_CONFINEMENT } from "../../../src/agent-exec/confinement.ts";
+import { signalPlan } from "../../../src/agent-exec/run.ts";
 
 const ids = imageIdentities();
 const PERL = ["/usr/bin/perl", "-T", "-C0", "-e", VERIFIER_SOURCE, "--", "clankie-agent-exec", "agent"];
@@ -142,6 +144,22 @@ test("agentEnvironment: nothing of the service's own environment reaches the age
 test("the agent's home and umask", () => {
   assert.is(AGENT_HOME, "/state/agent");
   assert.is(AGENT_UMASK, 0o002);
+});
+
+test("the signal stage writes no oom_score_adj (a launcher's raised floor would refuse 0) and runs unconfined, so it can reach every job's domain", () => {
+  const { chain, oomScoreAdj } = signalPlan({ kind: "signal", signal: "SIGTERM", pgid: 4242 });
+  assert.is(oomScoreAdj, undefined);
+  const argv = agentChainArgv(ids, { ...chain, confinement: { ...NO_EXTRA_CONFINEMENT, strict: true } });
+  assert.equal(argv, [...PREFIX.slice(3), ...PERL, ...AGENT, "fds=", "signal=TERM", "pgid=4242", "--"]);
+});
+
+test("a command runs confined: the stage gets the confinement keys after the others, before the command", () => {
+  const argv = agentChainArgv(ids, { ...RUN, confinement: NO_EXTRA_CONFINEMENT });
+  const keys = confinementKeys(NO_EXTRA_CONFINEMENT);
+  const at = argv.indexOf("confine=best");
+  assert.ok(at > 0);
+  assert.equal(argv.slice(at, at + keys.length), keys);
+  assert.equal(argv.slice(at + keys.length), ["--", "/usr/bin/git", "git", "status"]);
 });
 
 test.run();
