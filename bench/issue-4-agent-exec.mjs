@@ -23,13 +23,14 @@ import { Body, IDS, SANDBOX_NODE } from "../test/helpers/bwrap-sandbox.ts";
 import { buildEmptySea } from "./lib/sea-variants.mjs";
 import { brokenLine, writeScript } from "./lib/tree.mjs";
 import { VERIFIER_SOURCE, verifierArgv } from "../src/verifier.ts";
+import { confinementKeys, NO_EXTRA_CONFINEMENT } from "../src/agent-exec/confinement.ts";
 
 const SHIM = "/usr/local/sbin/clankie-agent-exec";
 const AGENT_IDS = [`--reuid=${IDS.agent}`, `--regid=${IDS.agent}`, `--groups=${IDS.agent},${IDS.workspace}`];
 /** What the shim execs (plan.ts agentChainArgv, default --nproc 512 and --cwd /workspace). */
 const TOOLS_CHAIN = ["/usr/bin/prlimit", "--nproc=512:512", "--", "/usr/bin/setpriv", ...AGENT_IDS, "--inh-caps=-all", "--ambient-caps=-all", "--"];
 /** The verification stage as the shim execs it for `-- /bin/true`, with the program in /opt/bench/verifier.pl. */
-function verifyStage() {
+function verifyStage(confinement) {
   const argv = verifierArgv({
     program: "clankie-agent-exec",
     role: "agent",
@@ -41,6 +42,7 @@ function verifyStage() {
     keepFds: [],
     umask: 0o002,
     cwd: "/workspace",
+    ...(confinement ? { confinement: confinementKeys(confinement) } : {}),
     action: { path: "/bin/true", argv: ["/bin/true"] },
   });
   // perl ends its own options at the file name: the "--" that follows -e PROGRAM is not needed.
@@ -159,6 +161,8 @@ export async function benchAgentExec({ repo, work, plan, env }) {
     { name: "tools of the chain only (prlimit, setpriv)", argv: [...TOOLS_CHAIN, "/bin/true"] },
     { name: "clankie-agent-exec --version", argv: [SHIM, "--version"] },
     { name: "empty single executable (no main script: Node's start alone)", argv: [EMPTY_SEA] },
+    { name: "chain after the shim, confined (Landlock domain and seccomp filter, as the shim does by default)", argv: [...TOOLS_CHAIN, ...verifyStage(NO_EXTRA_CONFINEMENT)] },
+    { name: "chain after the shim, confined, one TCP port denied (--deny-connect 8080)", argv: [...TOOLS_CHAIN, ...verifyStage({ ...NO_EXTRA_CONFINEMENT, denyConnect: [8080] })] },
   ];
   writeFileSync(join(scripts, "verifier.pl"), `${VERIFIER_SOURCE}\n`, { mode: 0o644 });
   const spec = { warmup: plan.agent.warmup, runs: plan.agent.runs, json: "/opt/results/issue-4.json", commands };
@@ -172,6 +176,9 @@ export async function benchAgentExec({ repo, work, plan, env }) {
   const shimAlone = full.median - chain.median;
   const verifyStageMs = chain.median - tools.median;
   const empty = res[6];
+  const [confined, confinedPort] = [res[7], res[8]];
+  const confineMs = confined.median - chain.median;
+  const portMs = confinedPort.median - chain.median;
   // What no shim with this chain can beat: Node's bare start, then prlimit, setpriv, the stage and the command.
   const floor = empty.median + chain.median;
 
@@ -195,6 +202,10 @@ export async function benchAgentExec({ repo, work, plan, env }) {
       `Their sum, ${ms(floor)}, is **${ratio(floor, node.median)} \`node -e 0\`**: what the shim would take if its own checks cost nothing. ` +
       `The goal of 1.1x ${floor <= 1.1 * node.median ? "is above that floor" : "is below that floor: it cannot be met while the agent's process goes through setpriv and is checked from /proc by a stage of its own before its command runs (points 5 and 8)"}. ` +
       `The shim's own work is the rest: ${ms(full.median - floor)}.`,
+    "",
+    `Confinement (the Landlock domain and seccomp filter every agent command now runs under): the chain after the shim takes ${ms(confined.median)} confined ` +
+      `and ${ms(chain.median)} without, **${ms(confineMs)} more**. Goal: at most 2 ms more, same run: ${verdict(confineMs <= 2)}. ` +
+      `With one denied TCP port (Landlock's port rules are an allow list, one rule for each of the other 65,535 ports) it takes ${ms(confinedPort.median)}, ${ms(portMs)} more than without confinement.`,
     "",
     "Breakdown (differences of medians from the same run):",
     "",
@@ -244,6 +255,8 @@ export async function benchAgentExec({ repo, work, plan, env }) {
     summary: [
       { issue: "4", measure: "`clankie-agent-exec -- /bin/true` vs `node -e 0`", figure: ms(full.median), reference: ms(node.median), ratio: ratio(full.median, node.median), cpuRatio: ratio(full.cpu, node.cpu), goal: "<= 1.1x", met: full.median <= 1.1 * node.median },
       { issue: "4", measure: "floor: empty single executable + the chain after the shim, vs `node -e 0`", figure: ms(floor), reference: ms(node.median), ratio: ratio(floor, node.median), cpuRatio: "", goal: "(what 1.1x would need)", met: undefined },
+      { issue: "11", measure: "confinement: chain after the shim confined vs not", figure: ms(confined.median), reference: ms(chain.median), ratio: `+${ms(confineMs)}`, cpuRatio: ratio(confined.cpu, chain.cpu), goal: "<= +2 ms", met: confineMs <= 2 },
+      { issue: "11", measure: "confinement with one denied TCP port vs not", figure: ms(confinedPort.median), reference: ms(chain.median), ratio: `+${ms(portMs)}`, cpuRatio: ratio(confinedPort.cpu, chain.cpu), goal: "(no goal: the cost of port rules)", met: undefined },
       { issue: "4", measure: "resident after the exec: the shim's pid", figure: `${mem.shimProc?.exe ?? "?"}, ${mem.shimProc?.rssKb ?? "?"} kB`, reference: "", ratio: "", goal: "the command itself, no Node left", met: mem.met },
     ],
   };
