@@ -278,6 +278,50 @@ rootTest(image, "3. the ADR's flags: the scripted model attempts every row of th
   session.remove(model);
 });
 
+/* ----------------------------- 3b. confinement beyond the uid -- */
+
+/**
+ * What the uid alone does not guard (a /state file the service writes after
+ * the start with mode 0644, its own oom_score_adj, the service's abstract
+ * socket and TCP port, another agent job, io_uring and kin), attempted in the
+ * real image launched as docs/launch.md recommends: through the shim, and by
+ * the agent's uid and groups alone as the control. Where Docker's own profile
+ * already refuses an attempt (keyctl, a new user namespace), its control
+ * cannot succeed and the row proves nothing here; the rows listed in MUST
+ * have to be possible without the domain and denied with it.
+ */
+const MUST_CONFINE: Record<string, string> = {
+  read: "EACCES",
+  oom: "EACCES",
+  abstract: "EPERM",
+  environ: "EACCES",
+  kill: "EPERM",
+  ptrace: "EPERM",
+  connect: "EACCES",
+  bind: "EACCES",
+  io_uring: "EPERM",
+  vm_read: "EPERM",
+  traceme: "EPERM",
+};
+
+rootTest(image, "3b. confinement: what the uid does not guard is denied to agent work and possible to the agent's uid alone", () => {
+  needImage();
+  const { state, workspace } = ensureBody();
+  const run = session.run({ name: "confinement", flags: RECOMMENDED_FLAGS, state, workspace, command: ["node", STAND_IN, "confinement"], timeoutMs: 180_000 });
+  const line = run.stdout.split("\n").find((l) => l.startsWith("{"));
+  assert.ok(line, `the service printed its results (exit ${run.status}):\n${run.stdout}\n${run.stderr}`);
+  const result = JSON.parse(line!) as { confined: Record<string, string>; control: Record<string, string>; open: Record<string, string>; confinedExit: number; confinedStderr: string; controlStderr: string };
+  const rows = Object.keys(result.confined).map((id) => `${id.padEnd(12)} confined ${result.confined[id]!.padEnd(8)} uid alone ${result.control[id]}`);
+  process.stdout.write(`\n${rows.map((r) => `   ${r}`).join("\n")}\n`);
+  assert.is(result.confinedExit, 0, result.confinedStderr);
+  const controlFailed = Object.keys(MUST_CONFINE).filter((id) => result.control[id] !== "ok").map((id) => `${id}=${result.control[id]}`);
+  assert.equal(controlFailed, [], `these attempts fail even without the domain: they prove nothing (${result.controlStderr})`);
+  assert.equal(Object.fromEntries(Object.keys(MUST_CONFINE).map((id) => [id, result.confined[id]])), MUST_CONFINE);
+  // Every other attempt is denied too, whatever refused it.
+  for (const [id, outcome] of Object.entries(result.confined)) assert.is.not(outcome, "ok", `${id} is denied`);
+  assert.equal(Object.values(result.open), ["ok", "ok"], "without --deny-connect/--deny-bind the same port is reachable: the rule denies what it names");
+});
+
 /* ------------------------------------- 4. pane host and worker pane -- */
 
 rootTest(image, "4. increment 2: the pane host and a worker pane run as the agent; planted code runs as the agent, unable to touch /state", () => {
