@@ -43,6 +43,7 @@ const result = await esbuild.build({
   legalComments: "none",
   metafile: true,
   alias: { execa: join(root, "src/sea/execa-stub.ts") },
+  loader: { ".pl": "text" },
   define: { __CLANKIE_VERSION__: JSON.stringify(pkg.version) },
   logLevel: "warning",
 });
@@ -80,6 +81,7 @@ await esbuild.build({
   format: "esm",
   target: "node20",
   external: ["execa"],
+  loader: { ".pl": "text" },
   logLevel: "warning",
 });
 run(process.execPath, [

@@ -46,7 +46,7 @@ for (const file of files) {
   const name = relative(root, file);
   process.stdout.write(`\n== ${name}\n`);
   const started = Date.now();
-  const result = spawnSync(node, [file], { cwd: root, encoding: "utf8", env: { ...process.env, NO_COLOR: "1", FORCE_COLOR: "0" }, maxBuffer: 64 << 20 });
+  const result = spawnSync(node, ["--import", join(root, "scripts/text-modules.mjs"), file], { cwd: root, encoding: "utf8", env: { ...process.env, NO_COLOR: "1", FORCE_COLOR: "0" }, maxBuffer: 64 << 20 });
   const out = strip(result.stdout ?? "");
   process.stdout.write(out);
   process.stdout.write(strip(result.stderr ?? ""));

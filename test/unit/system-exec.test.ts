@@ -1,3 +1,4 @@
+import { NO_EXTRA_CONFINEMENT } from "../../src/agent-exec/confinement.ts";
 import { accessSync, chmodSync, chownSync, constants, existsSync, lstatSync, mkdirSync, mkdtempSync, rmdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { suite } from "uvu";
@@ -130,8 +131,11 @@ shim("every option, in a fixed order; variables by name in argv, by value in the
 
 shim("what the service sends is what the shim parses", () => {
   const { argv } = agentExecArguments("node", ["--cwd=/", "--"], { cwd: "/workspace/p", env: { B: "1", A: "2" }, keepFds: [17], nproc: 5, oomScoreAdj: -1000 });
-  assert.equal(parseAgentExecArgs(argv), { kind: "run", cwd: "/workspace/p", env: ["A", "B"], keepFds: [17], nproc: 5, oomScoreAdj: -1000, command: ["node", "--cwd=/", "--"] });
-  assert.equal(parseAgentExecArgs(agentExecArguments("true", []).argv), { kind: "run", cwd: "/workspace", env: [], keepFds: [], nproc: 512, oomScoreAdj: 500, command: ["true"] });
+  assert.equal(parseAgentExecArgs(argv), { kind: "run", cwd: "/workspace/p", env: ["A", "B"], keepFds: [17], nproc: 5, oomScoreAdj: -1000, confinement: NO_EXTRA_CONFINEMENT, command: ["node", "--cwd=/", "--"] });
+  assert.equal(parseAgentExecArgs(agentExecArguments("true", []).argv), { kind: "run", cwd: "/workspace", env: [], keepFds: [], nproc: 512, oomScoreAdj: 500, confinement: NO_EXTRA_CONFINEMENT, command: ["true"] });
+  const confinement = { strict: true, allowWrite: ["/state/run/w1"], allowRead: ["/opt/r"], denyConnect: [8081], denyBind: [8080, 8081] };
+  const confined = agentExecArguments("true", [], { allowWrite: confinement.allowWrite, allowRead: confinement.allowRead, denyConnect: confinement.denyConnect, denyBind: confinement.denyBind, strictConfinement: true });
+  assert.equal(parseAgentExecArgs(confined.argv), { kind: "run", cwd: "/workspace", env: [], keepFds: [], nproc: 512, oomScoreAdj: 500, confinement, command: ["true"] });
 });
 
 shim("a PATH for the agent is named but never given: the fixed PATH wins", () => {
