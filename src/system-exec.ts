@@ -93,19 +93,26 @@ function ancestors(path: string): string[] {
   return parts;
 }
 
+const TRUST_FIX = "install programs that root or the service run in a root-owned directory that only root can write (for example /usr/local/bin)";
+const INTERPRETER_FIX = "name a #! interpreter installed in a root-owned directory that only root can write (for example /usr/bin)";
+
 /**
  * Refuses unless `path` and every directory above it (as given and as
  * resolved) is owned by one of `trustedUids` and writable by nobody else.
+ * `via`: the scripts whose `#!` lines led to `path`, first the one asked for;
+ * the refusal names them.
  */
-export function checkTrustedExecutable(path: string, trustedUids: readonly number[]): void {
-  const fix = "install programs that root or the service run in a root-owned directory that only root can write (for example /usr/local/bin)";
+export function checkTrustedExecutable(path: string, trustedUids: readonly number[], via: readonly string[] = []): void {
+  const subject = via.length === 0 ? path : `${via[0]} (${[...via.slice(1), path].map((p) => `#! ${p}`).join(", ")})`;
+  const fix = via.length === 0 ? TRUST_FIX : INTERPRETER_FIX;
   let real: string;
   try {
     real = realpathSync(path);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === "ENOENT") throw new Refusal(EXIT.notFound, `${path}: no such file`, "check the command's path");
-    throw new Refusal(EXIT.notExecutable, `${path}: cannot be resolved (${code})`, fix);
+    const whose = via.length === 0 ? "" : ` (the #! interpreter of ${via.at(-1)})`;
+    if (code === "ENOENT") throw new Refusal(EXIT.notFound, `${path}: no such file${whose}`, "check the command's path");
+    throw new Refusal(EXIT.notExecutable, `${path}: cannot be resolved (${code})${whose}`, fix);
   }
   const seen = new Set<string>();
   for (const place of [...ancestors(path), ...ancestors(real)]) {
@@ -118,17 +125,30 @@ export function checkTrustedExecutable(path: string, trustedUids: readonly numbe
       throw new Refusal(EXIT.notExecutable, `${place}: cannot be checked (${(error as NodeJS.ErrnoException).code})`, fix);
     }
     if (!trustedUids.includes(st.uid)) {
-      throw new Refusal(EXIT.notExecutable, `refusing to execute ${path}: ${place} is owned by uid ${st.uid}, not ${trustedUids.join(" or ")}`, fix);
+      throw new Refusal(EXIT.notExecutable, `refusing to execute ${subject}: ${place} is owned by uid ${st.uid}, not ${trustedUids.join(" or ")}`, fix);
     }
     // A symlink's own mode is always 0777 and means nothing; its directory is what counts.
     if (!st.isSymbolicLink() && (st.mode & 0o022) !== 0) {
-      throw new Refusal(EXIT.notExecutable, `refusing to execute ${path}: ${place} is writable by group or other (mode ${(st.mode & 0o7777).toString(8)})`, fix);
+      throw new Refusal(EXIT.notExecutable, `refusing to execute ${subject}: ${place} is writable by group or other (mode ${(st.mode & 0o7777).toString(8)})`, fix);
     }
   }
 }
 
-/** What execve(2) would refuse, found before the call: Node's process.execve aborts the process on failure. */
-function checkExecutable(path: string): void {
+/**
+ * How many `#!` scripts execve(2) follows in a row before it fails with
+ * ELOOP: fs/exec.c allows binfmt rewrites while depth <= 5, and a chain of
+ * five scripts ending in an ELF ran here (kernel 6.18) where six failed.
+ */
+export const MAX_SCRIPT_DEPTH = 5;
+
+/**
+ * What execve(2) would refuse, found before the call (Node's process.execve
+ * aborts the process on failure), and the trust rule for every `#!`
+ * interpreter the kernel would run on the way: a trusted script is no better
+ * than the program that reads it, since that program runs with the caller's
+ * privileges. `trustedUids` undefined: no ownership rule (agent commands).
+ */
+function checkExecutable(path: string, trustedUids?: readonly number[], scripts: readonly string[] = []): void {
   let st;
   try {
     st = statSync(path);
@@ -147,10 +167,19 @@ function checkExecutable(path: string): void {
   const head = Buffer.alloc(256);
   let length = 0;
   try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    // The file as resolved: a symlink (/usr/bin/python3 -> python3.11) must
+    // not hide the #! line of what it points to. Both paths passed the trust rule.
+    fd = openSync(realpathSync(path), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
     length = readSync(fd, head, 0, head.length, 0);
-  } catch {
-    return; // execute-only files exist: the kernel will judge them
+  } catch (error) {
+    // An execute-only file: the kernel reads a #! line we cannot, and would
+    // run its interpreter with our privileges. Agent commands: the kernel judges.
+    if (trustedUids === undefined) return;
+    throw new Refusal(
+      EXIT.notExecutable,
+      `refusing to execute ${path}: it cannot be read to check for a #! interpreter (${(error as NodeJS.ErrnoException).code})`,
+      "make the program readable by the uid that runs it (mode 0755)",
+    );
   } finally {
     if (fd !== undefined) closeSync(fd);
   }
@@ -159,7 +188,14 @@ function checkExecutable(path: string): void {
     const line = head.subarray(2, length).toString("latin1").split("\n")[0]!.trim();
     const interpreter = line.split(/[ \t]/)[0] ?? "";
     if (!interpreter.startsWith("/")) throw new Refusal(EXIT.notExecutable, `${path}: #! line names no absolute interpreter`, "fix the script's #! line");
-    checkExecutable(interpreter);
+    const chain = [...scripts, path];
+    if (chain.length > MAX_SCRIPT_DEPTH) {
+      throw new Refusal(EXIT.notExecutable, `${chain[0]}: more than ${MAX_SCRIPT_DEPTH} #! scripts in a row (execve would fail with ELOOP)`, "make a shorter chain of #! interpreters");
+    }
+    if (trustedUids !== undefined) {
+      checkTrustedExecutable(interpreter, trustedUids, chain);
+    }
+    checkExecutable(interpreter, trustedUids, chain);
     return;
   }
   throw new Refusal(EXIT.notExecutable, `${path}: not an ELF binary or #! script (execve would fail with ENOEXEC)`, "name an executable program");
@@ -183,7 +219,7 @@ export interface ExecRequest {
 export function prepareExec(request: ExecRequest): { path: string; argv: string[]; env: Environment } {
   const path = resolveCommand(request.command);
   if (request.trustedUids) checkTrustedExecutable(path, request.trustedUids);
-  checkExecutable(path);
+  checkExecutable(path, request.trustedUids);
   for (const arg of request.args) {
     if (arg.includes("\0")) throw new Refusal(EXIT.usage, "an argument contains a NUL byte", "pass arguments without NUL bytes");
   }
@@ -243,8 +279,9 @@ export interface CaptureResult {
 /** The checks both capture paths make before anything starts: the resolved path and the child's environment. */
 function prepareCapture(request: CaptureRequest): { path: string; env: Environment } {
   const path = resolveCommand(request.command);
-  checkTrustedExecutable(path, request.trustedUids ?? [0]);
-  checkExecutable(path);
+  const trustedUids = request.trustedUids ?? [0];
+  checkTrustedExecutable(path, trustedUids);
+  checkExecutable(path, trustedUids);
   for (const arg of request.args) {
     if (arg.includes("\0")) throw new Refusal(EXIT.usage, "an argument contains a NUL byte", "pass arguments without NUL bytes");
   }
@@ -354,8 +391,9 @@ export interface SystemExecOptions extends Omit<ExecaOptions, "env" | "extendEnv
 export function systemExec(command: string, args: readonly string[] = [], options: SystemExecOptions = {}): ResultPromise {
   const { env, pass, trustedUids, ...rest } = options;
   const path = resolveCommand(command);
-  checkTrustedExecutable(path, trustedUids ?? [...new Set([0, process.geteuid!()])]);
-  checkExecutable(path);
+  const trusted = trustedUids ?? [...new Set([0, process.geteuid!()])];
+  checkTrustedExecutable(path, trusted);
+  checkExecutable(path, trusted);
   const childEnv = buildEnvironment({ from: process.env, pass, set: env });
   return execa(path, [...args], { ...rest, env: childEnv, extendEnv: false, shell: false, preferLocal: false });
 }
