@@ -4,7 +4,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { parseAgentExecArgs } from "../../src/cli.ts";
 import { EXIT, isAllowlisted, SYSTEM_PATH } from "../../src/constants.ts";
-import { agentExecArguments, buildEnvironment, checkTrustedExecutable, MAX_SCRIPT_DEPTH, prepareExec, resolveCommand, runCapture, startCapture, systemExec } from "../../src/system-exec.ts";
+import { agentExecArguments, buildEnvironment, checkTrustedExecutable, MAX_SCRIPT_DEPTH, prepareExec, resolveCommand, runCapture, spawnAgent, startCapture, systemExec } from "../../src/system-exec.ts";
 import { REPO } from "../helpers/paths.ts";
 import { rootTest } from "../helpers/privilege.ts";
 import { assertRefusal, catchRefusal } from "./helpers/refusal.ts";
@@ -139,6 +139,35 @@ shim("a PATH for the agent is named but never given: the fixed PATH wins", () =>
   const { argv, env } = agentExecArguments("x", [], { env: { PATH: "/workspace/bin" } });
   assert.equal(argv, ["--env", "PATH", "--", "x"]);
   assert.is(env.PATH, SYSTEM_PATH);
+});
+
+const SIGNALS_FIX = "use one of these";
+const SIGNALS_LIST = "SIGHUP, SIGINT, SIGQUIT, SIGKILL, SIGUSR1, SIGUSR2, SIGTERM, SIGCONT, SIGSTOP, SIGTSTP, SIGWINCH";
+
+shim("spawnAgent refuses a killSignal the shim cannot deliver (64), before anything starts", () => {
+  // /usr/bin/env stands in for the shim's path: it passes the trust rule, and nothing may start.
+  for (const [killSignal, shown] of [["SIGABRT", '"SIGABRT"'], [6, "6"], ["TERM", '"TERM"'], [999, "999"]] as const) {
+    assertRefusal(() => spawnAgent("/bin/true", [], { shim: "/usr/bin/env", killSignal: killSignal as NodeJS.Signals }), {
+      exitCode: EXIT.usage,
+      what: `killSignal ${shown}: the shim delivers only ${SIGNALS_LIST} to agent work`,
+      fix: SIGNALS_FIX,
+    });
+  }
+});
+
+shim("kill() refuses a signal the shim cannot deliver; kill(0) sends nothing and says whether the command runs", async () => {
+  // /usr/bin/env as the shim runs the command as this uid, so that it can be cleaned up here.
+  const child = spawnAgent("/bin/sleep", ["5"], { shim: "/usr/bin/env", reject: false });
+  try {
+    assertRefusal(() => child.kill("SIGABRT"), { exitCode: EXIT.usage, what: `kill() "SIGABRT": the shim delivers only ${SIGNALS_LIST} to agent work`, fix: SIGNALS_FIX });
+    assert.is(child.kill(0), true);
+  } finally {
+    process.kill(-child.pid!, "SIGKILL");
+  }
+  const result = await child;
+  assert.is(result.signal, "SIGKILL");
+  assert.is(child.kill(0), false);
+  assert.is(child.kill(), false, "nothing is sent once the command has exited: its pid may be someone else's");
 });
 
 shim.run();
