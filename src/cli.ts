@@ -2,7 +2,7 @@
  * Command-line parsing for both roles. Pure: argv in, a request out, or a
  * usage refusal (exit 64) that names the problem and the fix.
  */
-import { AGENT_DEFAULT_NPROC, AGENT_DEFAULT_OOM_SCORE_ADJ, EXIT, isCodeLoadingVariable, WORKSPACE_DIR } from "./constants.ts";
+import { AGENT_DEFAULT_NPROC, AGENT_DEFAULT_OOM_SCORE_ADJ, AGENT_SIGNALS, EXIT, isCodeLoadingVariable, WORKSPACE_DIR } from "./constants.ts";
 import { Refusal } from "./report.ts";
 import { type ConfinementRequest, extraPathProblem } from "./agent-exec/confinement.ts";
 
@@ -65,7 +65,7 @@ export function parseEntrypointArgs(argv: readonly string[]): EntrypointRequest 
   return { kind: "run", command: command(program, argv) };
 }
 
-const SIGNALS = new Set(["SIGHUP", "SIGINT", "SIGQUIT", "SIGKILL", "SIGUSR1", "SIGUSR2", "SIGTERM", "SIGCONT", "SIGSTOP", "SIGTSTP", "SIGWINCH"]);
+const SIGNALS: ReadonlySet<string> = new Set(AGENT_SIGNALS);
 
 function parseSignal(program: string, value: string | undefined): string {
   const name = value === undefined ? "" : value.startsWith("SIG") ? value : `SIG${value}`;

@@ -85,6 +85,8 @@ export const SERVICE_CAPABILITIES = ["SETUID", "SETGID"] as const;
 /** Agent containment defaults (clankie-agent-exec --nproc / --oom-score-adj). */
 export const AGENT_DEFAULT_NPROC = 512;
 export const AGENT_DEFAULT_OOM_SCORE_ADJ = 500;
+/** The signals `clankie-agent-exec --signal` delivers, and so the only ones spawnAgent's killSignal and kill() can use. */
+export const AGENT_SIGNALS: readonly NodeJS.Signals[] = ["SIGHUP", "SIGINT", "SIGQUIT", "SIGKILL", "SIGUSR1", "SIGUSR2", "SIGTERM", "SIGCONT", "SIGSTOP", "SIGTSTP", "SIGWINCH"];
 /** The agent's file mode creation mask: group-writable, so the service can share /workspace. */
 export const AGENT_UMASK = 0o002;
 

@@ -22,8 +22,9 @@
 import type * as ChildProcess from "node:child_process";
 import { accessSync, closeSync, constants, lstatSync, openSync, readSync, realpathSync, statSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
+import { constants as osConstants } from "node:os";
 import { execa, type Options as ExecaOptions, type ResultPromise } from "execa";
-import { AGENT_EXEC_PATH, EXIT, isAllowlisted, isCodeLoadingVariable, SYSTEM_PATH, SYSTEM_PATH_DIRS } from "./constants.ts";
+import { AGENT_EXEC_PATH, AGENT_SIGNALS, EXIT, isAllowlisted, isCodeLoadingVariable, SYSTEM_PATH, SYSTEM_PATH_DIRS } from "./constants.ts";
 import { Refusal } from "./report.ts";
 
 export { SYSTEM_PATH } from "./constants.ts";
@@ -93,19 +94,26 @@ function ancestors(path: string): string[] {
   return parts;
 }
 
+const TRUST_FIX = "install programs that root or the service run in a root-owned directory that only root can write (for example /usr/local/bin)";
+const INTERPRETER_FIX = "name a #! interpreter installed in a root-owned directory that only root can write (for example /usr/bin)";
+
 /**
  * Refuses unless `path` and every directory above it (as given and as
  * resolved) is owned by one of `trustedUids` and writable by nobody else.
+ * `via`: the scripts whose `#!` lines led to `path`, first the one asked for;
+ * the refusal names them.
  */
-export function checkTrustedExecutable(path: string, trustedUids: readonly number[]): void {
-  const fix = "install programs that root or the service run in a root-owned directory that only root can write (for example /usr/local/bin)";
+export function checkTrustedExecutable(path: string, trustedUids: readonly number[], via: readonly string[] = []): void {
+  const subject = via.length === 0 ? path : `${via[0]} (${[...via.slice(1), path].map((p) => `#! ${p}`).join(", ")})`;
+  const fix = via.length === 0 ? TRUST_FIX : INTERPRETER_FIX;
   let real: string;
   try {
     real = realpathSync(path);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === "ENOENT") throw new Refusal(EXIT.notFound, `${path}: no such file`, "check the command's path");
-    throw new Refusal(EXIT.notExecutable, `${path}: cannot be resolved (${code})`, fix);
+    const whose = via.length === 0 ? "" : ` (the #! interpreter of ${via.at(-1)})`;
+    if (code === "ENOENT") throw new Refusal(EXIT.notFound, `${path}: no such file${whose}`, "check the command's path");
+    throw new Refusal(EXIT.notExecutable, `${path}: cannot be resolved (${code})${whose}`, fix);
   }
   const seen = new Set<string>();
   for (const place of [...ancestors(path), ...ancestors(real)]) {
@@ -118,17 +126,30 @@ export function checkTrustedExecutable(path: string, trustedUids: readonly numbe
       throw new Refusal(EXIT.notExecutable, `${place}: cannot be checked (${(error as NodeJS.ErrnoException).code})`, fix);
     }
     if (!trustedUids.includes(st.uid)) {
-      throw new Refusal(EXIT.notExecutable, `refusing to execute ${path}: ${place} is owned by uid ${st.uid}, not ${trustedUids.join(" or ")}`, fix);
+      throw new Refusal(EXIT.notExecutable, `refusing to execute ${subject}: ${place} is owned by uid ${st.uid}, not ${trustedUids.join(" or ")}`, fix);
     }
     // A symlink's own mode is always 0777 and means nothing; its directory is what counts.
     if (!st.isSymbolicLink() && (st.mode & 0o022) !== 0) {
-      throw new Refusal(EXIT.notExecutable, `refusing to execute ${path}: ${place} is writable by group or other (mode ${(st.mode & 0o7777).toString(8)})`, fix);
+      throw new Refusal(EXIT.notExecutable, `refusing to execute ${subject}: ${place} is writable by group or other (mode ${(st.mode & 0o7777).toString(8)})`, fix);
     }
   }
 }
 
-/** What execve(2) would refuse, found before the call: Node's process.execve aborts the process on failure. */
-function checkExecutable(path: string): void {
+/**
+ * How many `#!` scripts execve(2) follows in a row before it fails with
+ * ELOOP: fs/exec.c allows binfmt rewrites while depth <= 5, and a chain of
+ * five scripts ending in an ELF ran here (kernel 6.18) where six failed.
+ */
+export const MAX_SCRIPT_DEPTH = 5;
+
+/**
+ * What execve(2) would refuse, found before the call (Node's process.execve
+ * aborts the process on failure), and the trust rule for every `#!`
+ * interpreter the kernel would run on the way: a trusted script is no better
+ * than the program that reads it, since that program runs with the caller's
+ * privileges. `trustedUids` undefined: no ownership rule (agent commands).
+ */
+function checkExecutable(path: string, trustedUids?: readonly number[], scripts: readonly string[] = []): void {
   let st;
   try {
     st = statSync(path);
@@ -147,10 +168,19 @@ function checkExecutable(path: string): void {
   const head = Buffer.alloc(256);
   let length = 0;
   try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    // The file as resolved: a symlink (/usr/bin/python3 -> python3.11) must
+    // not hide the #! line of what it points to. Both paths passed the trust rule.
+    fd = openSync(realpathSync(path), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
     length = readSync(fd, head, 0, head.length, 0);
-  } catch {
-    return; // execute-only files exist: the kernel will judge them
+  } catch (error) {
+    // An execute-only file: the kernel reads a #! line we cannot, and would
+    // run its interpreter with our privileges. Agent commands: the kernel judges.
+    if (trustedUids === undefined) return;
+    throw new Refusal(
+      EXIT.notExecutable,
+      `refusing to execute ${path}: it cannot be read to check for a #! interpreter (${(error as NodeJS.ErrnoException).code})`,
+      "make the program readable by the uid that runs it (mode 0755)",
+    );
   } finally {
     if (fd !== undefined) closeSync(fd);
   }
@@ -159,7 +189,14 @@ function checkExecutable(path: string): void {
     const line = head.subarray(2, length).toString("latin1").split("\n")[0]!.trim();
     const interpreter = line.split(/[ \t]/)[0] ?? "";
     if (!interpreter.startsWith("/")) throw new Refusal(EXIT.notExecutable, `${path}: #! line names no absolute interpreter`, "fix the script's #! line");
-    checkExecutable(interpreter);
+    const chain = [...scripts, path];
+    if (chain.length > MAX_SCRIPT_DEPTH) {
+      throw new Refusal(EXIT.notExecutable, `${chain[0]}: more than ${MAX_SCRIPT_DEPTH} #! scripts in a row (execve would fail with ELOOP)`, "make a shorter chain of #! interpreters");
+    }
+    if (trustedUids !== undefined) {
+      checkTrustedExecutable(interpreter, trustedUids, chain);
+    }
+    checkExecutable(interpreter, trustedUids, chain);
     return;
   }
   throw new Refusal(EXIT.notExecutable, `${path}: not an ELF binary or #! script (execve would fail with ENOEXEC)`, "name an executable program");
@@ -183,7 +220,7 @@ export interface ExecRequest {
 export function prepareExec(request: ExecRequest): { path: string; argv: string[]; env: Environment } {
   const path = resolveCommand(request.command);
   if (request.trustedUids) checkTrustedExecutable(path, request.trustedUids);
-  checkExecutable(path);
+  checkExecutable(path, request.trustedUids);
   for (const arg of request.args) {
     if (arg.includes("\0")) throw new Refusal(EXIT.usage, "an argument contains a NUL byte", "pass arguments without NUL bytes");
   }
@@ -243,8 +280,9 @@ export interface CaptureResult {
 /** The checks both capture paths make before anything starts: the resolved path and the child's environment. */
 function prepareCapture(request: CaptureRequest): { path: string; env: Environment } {
   const path = resolveCommand(request.command);
-  checkTrustedExecutable(path, request.trustedUids ?? [0]);
-  checkExecutable(path);
+  const trustedUids = request.trustedUids ?? [0];
+  checkTrustedExecutable(path, trustedUids);
+  checkExecutable(path, trustedUids);
   for (const arg of request.args) {
     if (arg.includes("\0")) throw new Refusal(EXIT.usage, "an argument contains a NUL byte", "pass arguments without NUL bytes");
   }
@@ -354,13 +392,14 @@ export interface SystemExecOptions extends Omit<ExecaOptions, "env" | "extendEnv
 export function systemExec(command: string, args: readonly string[] = [], options: SystemExecOptions = {}): ResultPromise {
   const { env, pass, trustedUids, ...rest } = options;
   const path = resolveCommand(command);
-  checkTrustedExecutable(path, trustedUids ?? [...new Set([0, process.geteuid!()])]);
-  checkExecutable(path);
+  const trusted = trustedUids ?? [...new Set([0, process.geteuid!()])];
+  checkTrustedExecutable(path, trusted);
+  checkExecutable(path, trusted);
   const childEnv = buildEnvironment({ from: process.env, pass, set: env });
   return execa(path, [...args], { ...rest, env: childEnv, extendEnv: false, shell: false, preferLocal: false });
 }
 
-export interface SpawnAgentOptions extends Omit<SystemExecOptions, "cwd" | "detached" | "trustedUids" | "pass"> {
+export interface SpawnAgentOptions extends Omit<SystemExecOptions, "cwd" | "detached" | "trustedUids" | "pass" | "killSignal"> {
   /** Working directory of the agent command (default /workspace). */
   cwd?: string;
   /** Variables for the agent, by value: they reach the shim through its environment, never argv. */
@@ -383,7 +422,12 @@ export interface SpawnAgentOptions extends Omit<SystemExecOptions, "cwd" | "deta
   strictConfinement?: boolean;
   /** Path of the shim; default CLANKIE_AGENT_EXEC's value of ADR 0272. */
   shim?: string;
+  /** What timeout, cancelSignal and kill() send (default SIGTERM): one the shim delivers (AGENT_SIGNALS). */
+  killSignal?: NodeJS.Signals | number;
 }
+
+/** The options spawnAgent hands to the shim; every other one is execa's. A new shim option goes here and in agentExecArguments. */
+const SHIM_OPTIONS = ["cwd", "env", "keepFds", "nproc", "oomScoreAdj", "allowWrite", "allowRead", "denyConnect", "denyBind", "strictConfinement", "shim"] as const satisfies readonly (keyof SpawnAgentOptions)[];
 
 /** Pure: the shim's argv and environment for an agent command. */
 export function agentExecArguments(command: string, args: readonly string[], options: SpawnAgentOptions = {}): { argv: string[]; env: Environment } {
@@ -408,15 +452,22 @@ export function agentExecArguments(command: string, args: readonly string[], opt
 
 /**
  * Starts model-directed work as clankie-agent through the shim. The child is
- * the agent's own process (the shim execs into it), in a new session and
- * process group: stop it with `signalAgent(child.pid, "SIGTERM")`.
+ * the agent's own process (the shim execs into it), spawned detached: it
+ * leads a new session and process group, pgid = child.pid.
+ *
+ * Every signal execa would send (timeout, cancelSignal, killSignal,
+ * forceKillAfterDelay, child.kill()) goes through the shim to that process
+ * group: see routeKillsThroughShim.
  */
 export function spawnAgent(command: string, args: readonly string[] = [], options: SpawnAgentOptions = {}): ResultPromise {
-  const { cwd: _cwd, env: _env, keepFds: _keep, nproc: _nproc, oomScoreAdj: _oom, allowWrite: _w, allowRead: _r, denyConnect: _c, denyBind: _b, strictConfinement: _s, shim, ...rest } = options;
-  const shimPath = shim ?? AGENT_EXEC_PATH;
+  const execaOptions: Record<string, unknown> = { ...options };
+  for (const name of SHIM_OPTIONS) delete execaOptions[name];
+  const shimPath = options.shim ?? AGENT_EXEC_PATH;
   checkTrustedExecutable(shimPath, [0]);
+  const stop = agentStopPlan(options);
   const { argv, env } = agentExecArguments(command, args, options);
-  return execa(shimPath, argv, { ...rest, env, extendEnv: false, shell: false, preferLocal: false, detached: true });
+  const subprocess = execa(shimPath, argv, { ...execaOptions, killSignal: stop.killSignal, env, extendEnv: false, shell: false, preferLocal: false, detached: true });
+  return routeKillsThroughShim(subprocess, shimPath, stop);
 }
 
 /** Delivers a signal to an agent process group, as the agent (the service's uid cannot). */
@@ -429,4 +480,140 @@ export function signalAgent(pgid: number, signal: NodeJS.Signals, options: { shi
     shell: false,
     preferLocal: false,
   });
+}
+
+/* ------------------------------------------------------------ agent stop -- */
+
+interface AgentStopPlan {
+  killSignal: NodeJS.Signals;
+  /** SIGKILL this long after killSignal when the command still runs; false: never (execa's option, default 5 s). */
+  forceKillAfterDelay: number | false;
+}
+
+/** The signal's name when the shim can deliver it; a number is taken as execa takes it. */
+function agentSignal(signal: string | number, where: string): NodeJS.Signals {
+  const name = typeof signal === "number" ? Object.entries(osConstants.signals).find(([, number]) => number === signal)?.[0] : signal;
+  if (name === undefined || !AGENT_SIGNALS.includes(name as NodeJS.Signals)) {
+    throw new Refusal(EXIT.usage, `${where} ${JSON.stringify(signal)}: the shim delivers only ${AGENT_SIGNALS.join(", ")} to agent work`, "use one of these");
+  }
+  return name as NodeJS.Signals;
+}
+
+function agentStopPlan(options: SpawnAgentOptions): AgentStopPlan {
+  const force = options.forceKillAfterDelay;
+  return {
+    killSignal: agentSignal(options.killSignal ?? "SIGTERM", "killSignal"),
+    // Other values: execa refuses them when it validates its options.
+    forceKillAfterDelay: force === false ? false : typeof force === "number" ? force : 5_000,
+  };
+}
+
+/** How often, and how far apart, a signal is retried while the process group still runs as the service (the shim has not yet dropped to the agent). */
+const SIGNAL_TRIES = 100;
+const SIGNAL_RETRY_MS = 20;
+
+/**
+ * Makes execa's ways of stopping a subprocess reach agent work. They all end
+ * in kill(2) as the service, which fails with EPERM for a process of another
+ * uid (the service holds no CAP_KILL): a job with a 3 s timeout ran its full
+ * 25 s and reported exit 0. So the subprocess's kill() is replaced by one that
+ * runs `clankie-agent-exec --signal SIG --pgid PID`, which signals the job's
+ * whole process group as the agent.
+ *
+ * execa's own timeout and cancelSignal handlers call `subprocess.kill()`
+ * (execa 9.6.0, lib/terminate/timeout.js and cancel.js), so they take this
+ * route too, and execa reports the job as it always does (timedOut,
+ * isCanceled, isTerminated, signal). forceKillAfterDelay lives inside the
+ * kill() execa made, so it is done here (SIGKILL to the group when the
+ * command still runs after the delay) and reported as isForcefullyTerminated.
+ * A signal the shim cannot deliver fails the job with the reason, as a failed
+ * kill(2) does ('error' on the subprocess).
+ */
+function routeKillsThroughShim(subprocess: ResultPromise, shim: string, plan: AgentStopPlan): ResultPromise {
+  const pgid = subprocess.pid;
+  const execaKill = subprocess.kill.bind(subprocess) as (signal: number, error: Error) => boolean;
+  const running = (): boolean => pgid !== undefined && subprocess.exitCode === null && subprocess.signalCode === null;
+  let forcedAfter: number | undefined;
+  let forceTimer: NodeJS.Timeout | undefined;
+  let failedWithError = false;
+  subprocess.once("exit", () => clearTimeout(forceTimer));
+
+  const fail = (error: Error): void => {
+    // Only while execa listens: an 'error' nobody listens to would throw.
+    if (running() && subprocess.listenerCount("error") > 0) subprocess.emit("error", error);
+  };
+
+  /** True once the shim delivered it; false when the group is gone or the job ended. */
+  const deliver = async (signal: NodeJS.Signals): Promise<boolean> => {
+    for (let attempt = 1; ; attempt++) {
+      if (!running()) return false;
+      const result = await signalAgent(pgid!, signal, { shim }).catch((error: { exitCode?: number; stderr?: unknown; message: string }) => error);
+      if (result.exitCode === EXIT.ok) return true;
+      if (result.exitCode === EXIT.dataRefused) return false; // no such process group: it has ended
+      // EXIT.launchRefused: the group is not the agent's, yet: the shim still runs as the service.
+      if (result.exitCode === EXIT.launchRefused && attempt < SIGNAL_TRIES) {
+        await new Promise((done) => setTimeout(done, SIGNAL_RETRY_MS));
+        continue;
+      }
+      fail(new Error(`cannot deliver ${signal} to agent process group ${pgid}: ${String(result.stderr ?? result.message).trim()}`));
+      return false;
+    }
+  };
+
+  const forceKillLater = (): void => {
+    // Not once the job has ended: the timer would only hold the service's event loop open.
+    if (plan.forceKillAfterDelay === false || forceTimer !== undefined || !running()) return;
+    const delay = plan.forceKillAfterDelay;
+    forceTimer = setTimeout(() => {
+      if (!running()) return;
+      // Marked now, as execa marks it when it sends: the job may be reported before the shim that killed it has exited.
+      forcedAfter = delay;
+      void deliver("SIGKILL");
+    }, delay);
+  };
+
+  const kill = (signalOrError?: NodeJS.Signals | number | Error, errorArgument?: Error): boolean => {
+    const [requested, error] = signalOrError instanceof Error ? [undefined, signalOrError] : [signalOrError, errorArgument];
+    if (requested === 0) return running();
+    const signal = agentSignal(requested ?? plan.killSignal, "kill()");
+    if (!running()) return false;
+    if (error !== undefined && !failedWithError && subprocess.listenerCount("error") > 0) {
+      // execa's own kill(0, error) fails the job with `error` as its cause, as
+      // kill(error) does; signal 0 sends nothing (the EPERM it meets is an
+      // 'error' that execa, still waiting for the exit, absorbs).
+      failedWithError = true;
+      execaKill(0, error);
+    }
+    void deliver(signal).then((delivered) => {
+      if (delivered && signal === plan.killSignal) forceKillLater();
+    });
+    return true;
+  };
+  subprocess.kill = kill as ResultPromise["kill"];
+
+  return reportForcedKill(subprocess, () => forcedAfter);
+}
+
+/** Marks a job ended by the force-kill as execa would: isForcefullyTerminated, and the message says after how long. */
+function reportForcedKill(subprocess: ResultPromise, forcedAfter: () => number | undefined): ResultPromise {
+  const mark = <T>(outcome: T): T => {
+    const delay = forcedAfter();
+    // execa's failures (thrown, or returned with reject: false) carry failed: true and these messages.
+    const failure = outcome as { failed?: boolean; signal?: string; isForcefullyTerminated?: boolean; shortMessage?: string; message?: string; escapedCommand?: string };
+    if (delay === undefined || failure.failed !== true || failure.signal !== "SIGKILL" || failure.isForcefullyTerminated) return outcome;
+    if (typeof failure.shortMessage !== "string" || typeof failure.message !== "string") return outcome;
+    const suffix = ` and was forcefully terminated after ${delay} milliseconds`;
+    const at = failure.shortMessage.indexOf(`: ${failure.escapedCommand}`);
+    const insert = (text: string): string => (at < 0 ? text : `${text.slice(0, at)}${suffix}${text.slice(at)}`);
+    Object.assign(failure, { isForcefullyTerminated: true, shortMessage: insert(failure.shortMessage), message: insert(failure.message) });
+    return outcome;
+  };
+  const decorated = subprocess.then(mark, (error: unknown) => {
+    throw mark(error);
+  });
+  // The subprocess is also its own promise (execa's mergePromise): it now settles with the marked outcome.
+  for (const name of ["then", "catch", "finally"] as const) {
+    Object.defineProperty(subprocess, name, { value: (Promise.prototype[name] as (...args: unknown[]) => unknown).bind(decorated), writable: true, configurable: true });
+  }
+  return subprocess;
 }

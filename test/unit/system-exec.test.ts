@@ -5,12 +5,13 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { parseAgentExecArgs } from "../../src/cli.ts";
 import { EXIT, isAllowlisted, SYSTEM_PATH } from "../../src/constants.ts";
-import { agentExecArguments, buildEnvironment, checkTrustedExecutable, resolveCommand, runCapture, startCapture } from "../../src/system-exec.ts";
+import { agentExecArguments, buildEnvironment, checkTrustedExecutable, MAX_SCRIPT_DEPTH, prepareExec, resolveCommand, runCapture, spawnAgent, startCapture, systemExec } from "../../src/system-exec.ts";
 import { REPO } from "../helpers/paths.ts";
 import { rootTest } from "../helpers/privilege.ts";
-import { assertRefusal } from "./helpers/refusal.ts";
+import { assertRefusal, catchRefusal } from "./helpers/refusal.ts";
 
 const FIX = "install programs that root or the service run in a root-owned directory that only root can write (for example /usr/local/bin)";
+const INTERPRETER_FIX = "name a #! interpreter installed in a root-owned directory that only root can write (for example /usr/bin)";
 const EUID = process.geteuid!();
 const TRUSTED = [...new Set([0, EUID])];
 const octal = (path: string): string => (lstatSync(path).mode & 0o7777).toString(8);
@@ -142,6 +143,35 @@ shim("a PATH for the agent is named but never given: the fixed PATH wins", () =>
   const { argv, env } = agentExecArguments("x", [], { env: { PATH: "/workspace/bin" } });
   assert.equal(argv, ["--env", "PATH", "--", "x"]);
   assert.is(env.PATH, SYSTEM_PATH);
+});
+
+const SIGNALS_FIX = "use one of these";
+const SIGNALS_LIST = "SIGHUP, SIGINT, SIGQUIT, SIGKILL, SIGUSR1, SIGUSR2, SIGTERM, SIGCONT, SIGSTOP, SIGTSTP, SIGWINCH";
+
+shim("spawnAgent refuses a killSignal the shim cannot deliver (64), before anything starts", () => {
+  // /usr/bin/env stands in for the shim's path: it passes the trust rule, and nothing may start.
+  for (const [killSignal, shown] of [["SIGABRT", '"SIGABRT"'], [6, "6"], ["TERM", '"TERM"'], [999, "999"]] as const) {
+    assertRefusal(() => spawnAgent("/bin/true", [], { shim: "/usr/bin/env", killSignal: killSignal as NodeJS.Signals }), {
+      exitCode: EXIT.usage,
+      what: `killSignal ${shown}: the shim delivers only ${SIGNALS_LIST} to agent work`,
+      fix: SIGNALS_FIX,
+    });
+  }
+});
+
+shim("kill() refuses a signal the shim cannot deliver; kill(0) sends nothing and says whether the command runs", async () => {
+  // /usr/bin/env as the shim runs the command as this uid, so that it can be cleaned up here.
+  const child = spawnAgent("/bin/sleep", ["5"], { shim: "/usr/bin/env", reject: false });
+  try {
+    assertRefusal(() => child.kill("SIGABRT"), { exitCode: EXIT.usage, what: `kill() "SIGABRT": the shim delivers only ${SIGNALS_LIST} to agent work`, fix: SIGNALS_FIX });
+    assert.is(child.kill(0), true);
+  } finally {
+    process.kill(-child.pid!, "SIGKILL");
+  }
+  const result = await child;
+  assert.is(result.signal, "SIGKILL");
+  assert.is(child.kill(0), false);
+  assert.is(child.kill(), false, "nothing is sent once the command has exited: its pid may be someone else's");
 });
 
 shim.run();
@@ -482,6 +512,145 @@ withTrustedScratch(
   },
   true,
 );
+
+/* A script's #! interpreter runs with the caller's privileges: it is held to the same rule as the script. */
+
+function writeScript(path: string, interpreter: string, mode = 0o755): string {
+  writeFileSync(path, `#!${interpreter} -e\necho hello\n`);
+  chmodSync(path, mode);
+  return path;
+}
+
+/** The three ways in which every rule-following caller (exec, capture, service exec) refuses, each with one line. */
+function assertEveryExecRefuses(program: string, want: { exitCode: number; what: string; fix?: string }): void {
+  assertRefusal(() => prepareExec({ command: program, args: [], env: {}, trustedUids: TRUSTED }), want);
+  assertRefusal(() => runCapture({ command: program, args: [], trustedUids: TRUSTED }), want);
+  assertRefusal(() => systemExec(program, [], { trustedUids: TRUSTED }), want);
+  const refusal = catchRefusal(() => prepareExec({ command: program, args: [], env: {}, trustedUids: TRUSTED }));
+  assert.not.match(`${refusal.message}; ${refusal.fix}`, /[\r\n]/, "one line on stderr");
+}
+
+withTrustedScratch("a trusted script whose #! interpreter lies in a 0777 directory is refused (126); with /bin/sh it passes", (dir) => {
+  const open = join(dir, "open");
+  mkdirSync(open);
+  chmodSync(open, 0o777);
+  const tool = writeProgram(join(open, "tool"));
+  const script = writeScript(join(dir, "run.sh"), tool);
+  assert.is(octal(script), "755");
+  assertEveryExecRefuses(script, {
+    exitCode: 126,
+    what: `refusing to execute ${script} (#! ${tool}): ${open} is writable by group or other (mode 777)`,
+    fix: INTERPRETER_FIX,
+  });
+  // The control: the same script with a trusted interpreter.
+  writeScript(script, "/bin/sh");
+  assert.is(prepareExec({ command: script, args: [], env: {}, trustedUids: TRUSTED }).path, script);
+  assert.is(runCapture({ command: script, args: [], trustedUids: TRUSTED }).stdout.toString(), "hello\n");
+});
+
+withTrustedScratch("a #! interpreter writable by group or by other is refused, whatever else is set", (dir) => {
+  for (const mode of [0o775, 0o757, 0o777]) {
+    const tool = writeProgram(join(dir, `tool-${mode.toString(8)}`), mode);
+    const script = writeScript(join(dir, `run-${mode.toString(8)}.sh`), tool);
+    assertEveryExecRefuses(script, {
+      exitCode: 126,
+      what: `refusing to execute ${script} (#! ${tool}): ${tool} is writable by group or other (mode ${mode.toString(8)})`,
+      fix: INTERPRETER_FIX,
+    });
+  }
+});
+
+withTrustedScratch(
+  "a #! interpreter owned by another uid is refused (chown)",
+  (dir) => {
+    const tool = writeProgram(join(dir, "tool"));
+    chownSync(tool, 4242, 4242);
+    const script = writeScript(join(dir, "run.sh"), tool);
+    assertEveryExecRefuses(script, {
+      exitCode: 126,
+      what: `refusing to execute ${script} (#! ${tool}): ${tool} is owned by uid 4242, not ${TRUSTED.join(" or ")}`,
+      fix: INTERPRETER_FIX,
+    });
+  },
+  true,
+);
+
+withTrustedScratch("the interpreter's interpreter is held to the rule too, and the refusal names the chain", (dir) => {
+  const open = join(dir, "open");
+  mkdirSync(open);
+  chmodSync(open, 0o777);
+  const tool = writeProgram(join(open, "tool"));
+  const middle = writeScript(join(dir, "middle"), tool);
+  const script = writeScript(join(dir, "run.sh"), middle);
+  assertEveryExecRefuses(script, {
+    exitCode: 126,
+    what: `refusing to execute ${script} (#! ${middle}, #! ${tool}): ${open} is writable by group or other (mode 777)`,
+    fix: INTERPRETER_FIX,
+  });
+});
+
+withTrustedScratch("a symlink to a script does not hide the script's #! line", (dir) => {
+  const open = join(dir, "open");
+  mkdirSync(open);
+  chmodSync(open, 0o777);
+  const tool = writeProgram(join(open, "tool"));
+  const script = writeScript(join(dir, "run.sh"), tool);
+  const link = join(dir, "link");
+  symlinkSync("run.sh", link);
+  assertEveryExecRefuses(link, {
+    exitCode: 126,
+    what: `refusing to execute ${link} (#! ${tool}): ${open} is writable by group or other (mode 777)`,
+    fix: INTERPRETER_FIX,
+  });
+});
+
+withTrustedScratch("a missing #! interpreter is not found (127), named with its script", (dir) => {
+  const script = writeScript(join(dir, "run.sh"), join(dir, "no-such-tool"));
+  assertEveryExecRefuses(script, { exitCode: 127, what: `${join(dir, "no-such-tool")}: no such file (the #! interpreter of ${script})`, fix: "check the command's path" });
+});
+
+withTrustedScratch(`#! chains: ${MAX_SCRIPT_DEPTH} scripts in a row run, as the kernel allows; one more is refused (ELOOP)`, (dir) => {
+  let interpreter = "/bin/sh";
+  const scripts: string[] = [];
+  for (let i = 0; i <= MAX_SCRIPT_DEPTH; i++) {
+    interpreter = writeScript(join(dir, `s${i}`), interpreter);
+    scripts.push(interpreter);
+  }
+  const longest = scripts[MAX_SCRIPT_DEPTH - 1]!;
+  assert.is(runCapture({ command: longest, args: [], trustedUids: TRUSTED }).status, 0, "the kernel runs the longest chain it allows");
+  const tooLong = scripts[MAX_SCRIPT_DEPTH]!;
+  const kernel = runCapture({ command: "/bin/sh", args: ["-c", 'exec "$0"', tooLong] });
+  assert.match(kernel.stderr.toString(), /Too many levels of symbolic links/, "the kernel refuses one more");
+  assertEveryExecRefuses(tooLong, {
+    exitCode: 126,
+    what: `${tooLong}: more than ${MAX_SCRIPT_DEPTH} #! scripts in a row (execve would fail with ELOOP)`,
+    fix: "make a shorter chain of #! interpreters",
+  });
+});
+
+withTrustedScratch(
+  "a script that cannot be read is refused for root and the service: its #! interpreter cannot be checked",
+  (dir) => {
+    const script = writeScript(join(dir, "run.sh"), "/bin/sh", 0o711);
+    // As root (DAC_OVERRIDE) it can be read; a service uid could not.
+    assert.is(prepareExec({ command: script, args: [], env: {}, trustedUids: TRUSTED }).path, script);
+    const asService = runCapture({
+      command: "/usr/bin/setpriv",
+      args: ["--reuid=65534", "--regid=65534", "--clear-groups", "--", process.execPath, "--input-type=module", "-e", `import("${join(REPO, "src/system-exec.ts")}").then((m) => { try { m.prepareExec({ command: ${JSON.stringify(script)}, args: [], env: {}, trustedUids: [0] }); console.log("passed"); } catch (e) { console.log(e.exitCode, e.message); } })`],
+    });
+    assert.is(asService.stdout.toString(), `126 refusing to execute ${script}: it cannot be read to check for a #! interpreter (EACCES)\n`, asService.stderr.toString());
+  },
+  true,
+);
+
+withTrustedScratch("agent commands (no trusted owners) are not held to the rule: the agent may run anything as itself", (dir) => {
+  const open = join(dir, "open");
+  mkdirSync(open);
+  chmodSync(open, 0o777);
+  const tool = writeProgram(join(open, "tool"));
+  const script = writeScript(join(dir, "run.sh"), tool);
+  assert.is(prepareExec({ command: script, args: [], env: {} }).path, script);
+});
 
 trust.after(() => {
   if (SCRATCH_BASE?.startsWith("/run/")) rmSync(SCRATCH_BASE, { recursive: true, force: true });

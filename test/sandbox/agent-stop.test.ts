@@ -1,0 +1,196 @@
+/*
+ * Stopping agent work: spawnAgent's timeout, cancelSignal, killSignal,
+ * forceKillAfterDelay and kill(), run by a stand-in service after a real ADR
+ * launch, against the real shim. The service (node) cannot signal the agent
+ * uid, so every stop must go through `clankie-agent-exec --signal`. Judged by
+ * the kernel (the command's /proc/<pid> entry and its process group, read
+ * inside the body) and by wall time, with generous bounds; each control runs
+ * the same shim command line with plain execa and finds the command still
+ * running long after its timeout, cancel or kill.
+ */
+import { chmodSync, chownSync, mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { rootTest } from "../helpers/privilege.ts";
+import { Body, IDS, SANDBOX_FIXTURES, SANDBOX_NODE } from "../helpers/sandbox.ts";
+
+const test = suite("agent-stop");
+const SHIM_LINE = "/usr/local/sbin/clankie-agent-exec -- /bin/sleep 30";
+
+interface Outcome {
+  pid: number;
+  acted?: unknown;
+  before?: { uid: number; name: string } | null;
+  wallMs: number;
+  failed: boolean;
+  timedOut: boolean;
+  isCanceled: boolean;
+  isTerminated: boolean;
+  isForcefullyTerminated: boolean;
+  signal: string | null;
+  exitCode: number | null;
+  shortMessage: string | null;
+  cause: string | null;
+  isError: boolean;
+  thrown?: boolean;
+  alive?: boolean;
+  group?: number[];
+  aliveLater?: { uid: number; name: string } | null;
+  aliveAfterMs?: number;
+  error?: string;
+}
+
+/** Runs one scenario of test/fixtures/agent-stop.mjs as the service of a fresh ADR launch. */
+function scenario(name: string): Outcome & { launchMs: number } {
+  const body = new Body();
+  try {
+    chownSync(body.state, IDS.service, IDS.service);
+    chownSync(body.workspace, IDS.service, IDS.service);
+    // A shim that waits a second before it starts, as a loaded machine might: root's, 0755, in a root-owned directory.
+    const slow = join(body.dir, "slow");
+    mkdirSync(slow, { mode: 0o755 });
+    chmodSync(slow, 0o755);
+    writeFileSync(join(slow, "clankie-agent-exec"), '#!/bin/sh\ncase "$1" in --signal) ;; *) sleep 1 ;; esac\nexec /usr/local/sbin/clankie-agent-exec "$@"\n', { mode: 0o755 });
+    const started = Date.now();
+    const run = body.run({ as: "root", command: [SANDBOX_NODE, `${SANDBOX_FIXTURES}/agent-stop.mjs`, name], binds: [[slow, "/opt/slow", "ro"]], timeoutMs: 90_000 });
+    const launchMs = Date.now() - started;
+    assert.is(run.status, 0, `${name}: exit ${run.status}\n${run.stdout}\n${run.stderr}`);
+    const outcome = JSON.parse(run.stdout) as Outcome;
+    assert.is(outcome.error, undefined, outcome.error);
+    return { ...outcome, launchMs };
+  } finally {
+    body.cleanup();
+  }
+}
+
+/** Ended by `signal`, reported as a failure, the command and its whole process group gone. */
+function assertStopped(o: Outcome, signal: string): void {
+  assert.is(o.signal, signal, JSON.stringify(o));
+  assert.is(o.isTerminated, true);
+  assert.is(o.failed, true);
+  assert.is(o.isError, true, "execa's failure is an ExecaError");
+  assert.is(o.exitCode, null);
+  assert.is(o.alive, false, `pid ${o.pid} still in /proc`);
+  if (o.group !== undefined) assert.equal(o.group, [], "nothing left in the process group");
+}
+
+rootTest(test, "timeout: the command is stopped through the shim and reported as timed out", () => {
+  const o = scenario("timeout");
+  assertStopped(o, "SIGTERM");
+  assert.is(o.timedOut, true);
+  assert.is(o.isCanceled, false);
+  assert.is(o.thrown, false, "reject: false returns the failure");
+  assert.is(o.shortMessage, `Command timed out after 1000 milliseconds: ${SHIM_LINE}`);
+  assert.ok(o.wallMs >= 900 && o.wallMs < 10_000, `ran ${o.wallMs} ms with a 1000 ms timeout`);
+});
+
+rootTest(test, "timeout with reject (the default): the promise rejects with the timed-out failure", () => {
+  const o = scenario("timeout-rejects");
+  assertStopped(o, "SIGTERM");
+  assert.is(o.thrown, true);
+  assert.is(o.timedOut, true);
+  assert.ok(o.wallMs < 10_000, `ran ${o.wallMs} ms`);
+});
+
+rootTest(test, "control: plain execa's timeout does not reach the agent (alive 3 s after a 1 s timeout)", () => {
+  const o = scenario("control-timeout");
+  assert.equal(o.aliveLater, { uid: IDS.agent, name: "sleep" });
+  assert.ok(o.aliveAfterMs! >= 3000, `checked after ${o.aliveAfterMs} ms`);
+});
+
+rootTest(test, "cancelSignal: aborting stops the command; reported as canceled with the abort's reason", () => {
+  const o = scenario("cancel");
+  assertStopped(o, "SIGTERM");
+  assert.is(o.isCanceled, true);
+  assert.is(o.timedOut, false);
+  assert.is(o.cause, "This operation was aborted");
+  assert.ok(o.wallMs < 10_000, `ran ${o.wallMs} ms`);
+});
+
+rootTest(test, "control: plain execa's cancelSignal does not reach the agent", () => {
+  const o = scenario("control-cancel");
+  assert.equal(o.aliveLater, { uid: IDS.agent, name: "sleep" });
+  assert.ok(o.aliveAfterMs! >= 3000);
+});
+
+rootTest(test, "kill(): returns true and stops the command with killSignal (SIGTERM)", () => {
+  const o = scenario("kill");
+  assert.is(o.acted, true);
+  assertStopped(o, "SIGTERM");
+  assert.is(o.timedOut, false);
+  assert.is(o.isCanceled, false);
+  assert.is(o.shortMessage, `Command was killed with SIGTERM (Termination): ${SHIM_LINE}`);
+  assert.ok(o.wallMs < 10_000);
+});
+
+rootTest(test, "control: plain execa's kill() meets EPERM and the agent runs on", () => {
+  const o = scenario("control-kill");
+  assert.equal(o.acted, { returned: false, errors: ["EPERM"] });
+  assert.equal(o.aliveLater, { uid: IDS.agent, name: "sleep" });
+  assert.ok(o.aliveAfterMs! >= 3000);
+});
+
+rootTest(test, "kill(signal): a name or a number, delivered as given", () => {
+  assertStopped(scenario("kill-sigint"), "SIGINT");
+  assertStopped(scenario("kill-number"), "SIGKILL");
+});
+
+rootTest(test, "kill(error): the command is stopped and the failure carries the error as its cause", () => {
+  const o = scenario("kill-error");
+  assertStopped(o, "SIGTERM");
+  assert.is(o.cause, "stopped by the owner");
+});
+
+rootTest(test, "killSignal: the timeout sends the signal asked for", () => {
+  const o = scenario("kill-signal-option");
+  assertStopped(o, "SIGHUP");
+  assert.is(o.timedOut, true);
+});
+
+rootTest(test, "kill() right after the spawn stops the command", () => {
+  const o = scenario("kill-at-once");
+  assert.is(o.acted, true);
+  assertStopped(o, "SIGTERM");
+  assert.ok(o.wallMs < 10_000, `ran ${o.wallMs} ms`);
+});
+
+rootTest(test, "kill() while the shim still runs as the service is retried until the agent's command can be reached", () => {
+  const o = scenario("kill-while-starting");
+  assert.is(o.before?.uid, IDS.service, `the process was already the agent's: ${JSON.stringify(o.before)}`);
+  assert.is(o.acted, true);
+  assertStopped(o, "SIGTERM");
+  assert.ok(o.wallMs >= 900 && o.wallMs < 10_000, `ran ${o.wallMs} ms`);
+});
+
+rootTest(test, "forceKillAfterDelay: a command that ignores SIGTERM gets SIGKILL after the delay, reported as forcefully terminated", () => {
+  const o = scenario("force");
+  assertStopped(o, "SIGKILL");
+  assert.is(o.timedOut, true);
+  assert.is(o.isForcefullyTerminated, true);
+  assert.match(o.shortMessage!, /^Command timed out after 1000 milliseconds and was forcefully terminated after 1000 milliseconds: /);
+  assert.ok(o.wallMs >= 1800 && o.wallMs < 12_000, `ran ${o.wallMs} ms (timeout 1000 + force 1000)`);
+});
+
+rootTest(test, "forceKillAfterDelay: false: a command that ignores SIGTERM is left running", () => {
+  const o = scenario("no-force");
+  assert.equal(o.acted, { uid: IDS.agent, name: "perl" }, "alive 3 s after its timeout");
+  assert.is(o.isForcefullyTerminated, false);
+});
+
+rootTest(test, "the whole process group is stopped, not only its leader", () => {
+  const o = scenario("group");
+  assert.is(o.acted, 3, "a shell and two children ran in the group");
+  assertStopped(o, "SIGTERM");
+  assert.equal(o.group, []);
+});
+
+rootTest(test, "a job that ends before its timeout: a success, and no timer holds the service open", () => {
+  const o = scenario("exits-first");
+  assert.is(o.failed, false);
+  assert.is(o.exitCode, 0);
+  assert.is(o.timedOut, false);
+  assert.ok(o.launchMs < 4000, `the launch took ${o.launchMs} ms with a 5000 ms timeout that never fired`);
+});
+
+test.run();
