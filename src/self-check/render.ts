@@ -34,6 +34,8 @@ export const CHECK_ORDER: readonly string[] = [
   "kernel.legacy-tiocsti",
   "kernel.protected-hardlinks",
   "kernel.protected-symlinks",
+  "kernel.protected-regular",
+  "kernel.protected-fifos",
   "probe",
   "probe.identity",
   "probe.capabilities",

@@ -19,13 +19,13 @@
  * each host directory that node cannot read (as the image has none).
  */
 import { spawnSync, type SpawnSyncReturns } from "node:child_process";
-import { chmodSync, chownSync, copyFileSync, linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, copyFileSync, linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { Body, DEFAULT_GROUP, haveBubblewrap, IDS, ROOT_CAPS, SANDBOX_FIXTURES, SANDBOX_NODE, SANDBOX_REPO, SYSTEM_PATH } from "../helpers/bwrap-sandbox.ts";
-import { DIST, REPO } from "../helpers/paths.ts";
+import { DIST, NODE24, REPO } from "../helpers/paths.ts";
 import { IS_ROOT, rootTest } from "../helpers/privilege.ts";
 
 const AUDIT = "/usr/local/sbin/clankie-separate";
@@ -95,19 +95,23 @@ function withStatus(audit: Audit, status: string): string[] {
   return audit.doc.checks.filter((c) => c.status === status).map((c) => c.id).sort();
 }
 
-const KERNEL_WARNINGS = [
-  ["kernel.legacy-tiocsti", "/proc/sys/dev/tty/legacy_tiocsti", "0"],
-  ["kernel.protected-hardlinks", "/proc/sys/fs/protected_hardlinks", "1"],
-  ["kernel.protected-symlinks", "/proc/sys/fs/protected_symlinks", "1"],
-]
-  .filter(([, path, good]) => {
-    try {
-      return readFileSync(path!, "latin1").trim() !== good;
-    } catch {
-      return true;
-    }
-  })
-  .map(([id]) => id!);
+const KERNEL_SETTINGS: ReadonlyArray<readonly [string, string, readonly string[]]> = [
+  ["kernel.legacy-tiocsti", "/proc/sys/dev/tty/legacy_tiocsti", ["0"]],
+  ["kernel.protected-hardlinks", "/proc/sys/fs/protected_hardlinks", ["1"]],
+  ["kernel.protected-symlinks", "/proc/sys/fs/protected_symlinks", ["1"]],
+  ["kernel.protected-regular", "/proc/sys/fs/protected_regular", ["1", "2"]],
+  ["kernel.protected-fifos", "/proc/sys/fs/protected_fifos", ["1", "2"]],
+];
+
+function sysctlValue(path: string): string | undefined {
+  try {
+    return readFileSync(path, "latin1").trim();
+  } catch {
+    return undefined;
+  }
+}
+
+const KERNEL_WARNINGS = KERNEL_SETTINGS.filter(([, path, good]) => !good.includes(sysctlValue(path) ?? "")).map(([id]) => id);
 
 /** The warnings every healthy separated body in this sandbox has: what the sandbox cannot change. */
 const SANDBOX_WARNINGS = ["boundary", "image.mounts", ...KERNEL_WARNINGS];
@@ -247,9 +251,7 @@ rootTest(SelfCheck, "doctor on a healthy separated body: every check passes but 
     assert.equal(check(audit, "process.capabilities").found.sets.CapAmb, { mask: "0x00000000000000c0", names: ["SETGID", "SETUID"] });
     assert.ok(check(audit, "state.layout").found.checked >= 10);
     assert.is(check(audit, "image.bundle").found.sha256, readFileSync(join(DIST, "SHA256SUMS"), "utf8").split(/\s+/)[0]);
-    for (const [id, path] of [["kernel.legacy-tiocsti", "/proc/sys/dev/tty/legacy_tiocsti"], ["kernel.protected-symlinks", "/proc/sys/fs/protected_symlinks"]]) {
-      assert.is(check(audit, id!).found.value, readFileSync(path!, "latin1").trim());
-    }
+    for (const [id, path] of KERNEL_SETTINGS) assert.is(check(audit, id).found.value, sysctlValue(path) ?? null, id);
   } finally {
     body.cleanup();
   }
@@ -261,7 +263,7 @@ rootTest(SelfCheck, "text form: one line per check, failures first with their fi
     const result = shDoctor(body, "touch /state/planted; chmod 0664 /state/planted", []);
     assert.is(result.status, 1);
     const out = result.stdout.trimEnd().split("\n");
-    assert.is(out.length, 24, result.stdout); // 23 checks without --probe, and the verdict
+    assert.is(out.length, 26, result.stdout); // 25 checks without --probe, and the verdict
     assert.match(out[0]!, /^FAIL state\.layout: 1 entry breaks the layout contract: \/state\/planted \(file 0664 1000:1000, want 0600 1000:1000\); fix: restart the container/);
     const statuses = out.slice(0, -1).map((line) => line.split(" ")[0]);
     assert.equal(statuses, [...statuses].sort((a, b) => ["FAIL", "WARN", "PASS"].indexOf(a!) - ["FAIL", "WARN", "PASS"].indexOf(b!)));
@@ -363,6 +365,69 @@ rootTest(SelfCheck, "image.mounts passes with a read-only / (it only ever warns)
   } finally {
     body.cleanup();
   }
+});
+
+rootTest(SelfCheck, "kernel.protected-regular and -fifos judge the value the kernel file holds: the host's, and 0, 1 and 2 bound over it", () => {
+  const body = seededBody();
+  const fake = join(scratch, "sysctl");
+  try {
+    mkdirSync(fake, { recursive: true });
+    const host = parse(shDoctor(body, ":", ["--json"]));
+    for (const id of ["kernel.protected-regular", "kernel.protected-fifos"]) {
+      const path = `/proc/sys/fs/${id.slice("kernel.".length).replace("-", "_")}`;
+      const value = sysctlValue(path);
+      assert.is(check(host, id).found.value, value ?? null);
+      assert.is(check(host, id).status, value === "1" || value === "2" ? "pass" : "warn", check(host, id).summary);
+      for (const [written, status] of [["0", "warn"], ["1", "pass"], ["2", "pass"]] as const) {
+        writeFileSync(join(fake, written), `${written}\n`);
+        const audit = parse(shDoctor(body, ":", ["--json"], { extra: ["--ro-bind", join(fake, written), path] }));
+        assert.is(check(audit, id).found.value, written);
+        assert.is(check(audit, id).status, status, check(audit, id).summary);
+        if (status === "warn") assert.match(check(audit, id).fix!, new RegExp(`sysctl -w fs\\.${path.split("/").pop()}=2`));
+      }
+    }
+  } finally {
+    body.cleanup();
+  }
+});
+
+/*
+ * The attack kernel.protected-regular warns about, as the control: in a sticky
+ * world-writable directory the agent creates the name first (mode 0666), and
+ * the service's Node writes its secret with writeFileSync (O_CREAT|O_TRUNC,
+ * no O_EXCL, mode 0600). With fs.protected_regular=0 the secret lands in the
+ * agent's file; with 1 the kernel refuses the open (EACCES). The setting is
+ * host-wide: it is set for the two attempts and restored in `finally`.
+ */
+rootTest(SelfCheck, "control: with fs.protected_regular=0 the agent's pre-created /tmp file receives the service's 0600 write; with 1 the open is refused", () => {
+  const path = "/proc/sys/fs/protected_regular";
+  const original = sysctlValue(path);
+  if (original === undefined) {
+    process.stderr.write("SKIPPED (no fs.protected_regular: Linux before 4.19)\n");
+    return;
+  }
+  const tmp = mkdtempSync(join(tmpdir(), "clankie-sticky-"));
+  chmodSync(tmp, 0o1777);
+  const target = join(tmp, "service-secret");
+  const as = (uid: number, argv: string[]) => spawnSync("/usr/bin/setpriv", [`--reuid=${uid}`, `--regid=${uid}`, "--clear-groups", "--", ...argv], { encoding: "utf8" });
+  const attempt = (setting: string) => {
+    writeFileSync(path, setting);
+    rmSync(target, { force: true });
+    const planted = as(IDS.agent, ["/bin/sh", "-c", 'umask 0; : > "$1"', "agent", target]);
+    assert.is(planted.status, 0, planted.stderr);
+    const wrote = as(IDS.service, [NODE24, "-e", `try { require("node:fs").writeFileSync(${JSON.stringify(target)}, "bearer s3cret", { mode: 0o600 }); console.log("written") } catch (e) { console.log(e.code) }`]);
+    return { said: wrote.stdout.trim(), uid: statSync(target).uid, mode: statSync(target).mode & 0o777, content: readFileSync(target, "utf8") };
+  };
+  try {
+    const open = attempt("0");
+    assert.equal(open, { said: "written", uid: IDS.agent, mode: 0o666, content: "bearer s3cret" }, "with protected_regular=0 the agent's file holds the secret");
+    const shut = attempt("1");
+    assert.equal(shut, { said: "EACCES", uid: IDS.agent, mode: 0o666, content: "" }, "with protected_regular=1 the open is refused");
+  } finally {
+    writeFileSync(path, original);
+    rmSync(tmp, { recursive: true, force: true });
+  }
+  assert.is(sysctlValue(path), original, "the host's setting is restored");
 });
 
 rootTest(SelfCheck, "node doctor through systemExec: --probe verifies from inside the agent; the service's declaration turns the label into a boundary", () => {

@@ -412,6 +412,26 @@ Kernel("each setting: the safe value passes, the other warns with its meaning, a
   assert.match(judgeKernelSetting(symlinks!, { error: "read x: EACCES" }).summary, /could not read/);
 });
 
+Kernel("protected_regular and protected_fifos: 1 and 2 pass, 0 and absence warn with the host's sysctl and the service's own remedy", () => {
+  for (const id of ["kernel.protected-regular", "kernel.protected-fifos"]) {
+    const setting = KERNEL_SETTINGS.find((s) => s.id === id)!;
+    assert.is(setting.path, `/proc/sys/fs/${id.slice("kernel.".length).replace("-", "_")}`);
+    const best = judgeKernelSetting(setting, { value: "2\n" });
+    assert.equal([best.status, best.fix], ["pass", null]);
+    assert.match(best.summary, /^2: an O_CREAT open of .* is refused, in group-writable sticky directories too/);
+    const one = judgeKernelSetting(setting, { value: "1\n" });
+    assert.is(one.status, "pass");
+    assert.match(one.summary, /^1: .*2 also covers group-writable sticky directories/);
+    const off = judgeKernelSetting(setting, { value: "0\n" });
+    assert.is(off.status, "warn");
+    assert.match(off.summary, /^0: off: the agent can create .* in \/tmp under a name the service will open/);
+    assert.match(off.fix!, new RegExp(`^on the host: sysctl -w fs\\.${setting.path.split("/").pop()}=2 .*O_EXCL`));
+    assert.match(judgeKernelSetting(setting, { error: "read x: ENOENT" }).summary, /^absent: no such setting \(Linux before 4\.19\)/);
+    assert.is(judgeKernelSetting(setting, { error: "read x: ENOENT" }).status, "warn");
+    assert.match(judgeKernelSetting(setting, { value: "7" }).summary, /^7: unexpected value 7/);
+  }
+});
+
 /* ------------------------------------------------------------- common -- */
 const Common = suite("check helpers");
 
