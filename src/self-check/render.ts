@@ -28,6 +28,7 @@ export const CHECK_ORDER: readonly string[] = [
   "image.setuid",
   "image.file-capabilities",
   "image.mounts",
+  "image.read-only-root",
   "processes.root",
   "processes.workspace-exe",
   "environment",

@@ -114,7 +114,7 @@ function sysctlValue(path: string): string | undefined {
 const KERNEL_WARNINGS = KERNEL_SETTINGS.filter(([, path, good]) => !good.includes(sysctlValue(path) ?? "")).map(([id]) => id);
 
 /** The warnings every healthy separated body in this sandbox has: what the sandbox cannot change. */
-const SANDBOX_WARNINGS = ["boundary", "image.mounts", ...KERNEL_WARNINGS];
+const SANDBOX_WARNINGS = ["boundary", "image.read-only-root", ...KERNEL_WARNINGS];
 
 function assertFailing(audit: Audit, expected: string[]): void {
   assert.equal(withStatus(audit, "fail"), [...expected].sort(), `failing checks; document:\n${audit.stdout}\n${audit.stderr}`);
@@ -263,7 +263,7 @@ rootTest(SelfCheck, "text form: one line per check, failures first with their fi
     const result = shDoctor(body, "touch /state/planted; chmod 0664 /state/planted", []);
     assert.is(result.status, 1);
     const out = result.stdout.trimEnd().split("\n");
-    assert.is(out.length, 26, result.stdout); // 25 checks without --probe, and the verdict
+    assert.is(out.length, 27, result.stdout); // 26 checks without --probe, and the verdict
     assert.match(out[0]!, /^FAIL state\.layout: 1 entry breaks the layout contract: \/state\/planted \(file 0664 1000:1000, want 0600 1000:1000\); fix: restart the container/);
     const statuses = out.slice(0, -1).map((line) => line.split(" ")[0]);
     assert.equal(statuses, [...statuses].sort((a, b) => ["FAIL", "WARN", "PASS"].indexOf(a!) - ["FAIL", "WARN", "PASS"].indexOf(b!)));
@@ -356,12 +356,68 @@ rootTest(SelfCheck, "image faults fail exactly their checks: a group-writable ex
   }
 });
 
-rootTest(SelfCheck, "image.mounts passes with a read-only / (it only ever warns)", () => {
+/*
+ * What the service's SETUID and SETGID give code running as node: it becomes
+ * uid 0 with setpriv, still without DAC_OVERRIDE, CHOWN or FOWNER, and owns
+ * every root-owned file on a writable root. bubblewrap's root is a tmpfs, as
+ * writable as a container's layer; /opt/etc/passwd is a root-owned 0644 file
+ * on it (--file from stdin). With a read-only / (--read-only) the same writes
+ * fail with EROFS, and image.read-only-root passes.
+ */
+const AS_ROOT_WITHOUT_DAC = [
+  "{",
+  'try() { if sh -c "$2" 2>/dev/null; then echo "$1: ok"; else echo "$1: refused"; fi; }',
+  'try "node appends to /opt/etc/passwd" "echo x >> /opt/etc/passwd"',
+  "/usr/bin/setpriv --reuid=0 --regid=0 --clear-groups -- /bin/sh -c '",
+  '  try() { if sh -c "$2" 2>/dev/null; then echo "$1: ok"; else echo "$1: refused"; fi; }',
+  '  grep -E "^(Uid|CapEff|CapBnd|NoNewPrivs):" /proc/self/status | tr -s "\t " " "',
+  '  try "uid 0 reads /state/credentials.json (node 0600)" "cat /state/credentials.json >/dev/null"',
+  '  try "uid 0 appends to /opt/etc/passwd (root 0644)" "echo evil:x:0:0::/:/bin/sh >> /opt/etc/passwd"',
+  '  try "uid 0 creates /opt/planted (root 0755 directory)" "echo x > /opt/planted"',
+  '  try "uid 0 makes /opt/etc/passwd 0666" "chmod 0666 /opt/etc/passwd"',
+  "'",
+  "cat /opt/etc/passwd",
+  "} >&2",
+].join("\n");
+
+function uidZeroAttempt(body: Body, readOnly: boolean): { audit: Audit; said: string[]; passwd: string } {
+  const layer = ["--perms", "0755", "--dir", "/opt/etc", "--perms", "0644", "--file", "0", "/opt/etc/passwd", ...(readOnly ? ["--remount-ro", "/"] : [])];
+  const result = body.run({ command: ["--", "/bin/sh", "-c", `set -e\n${AS_ROOT_WITHOUT_DAC}\nset +e\n${AUDIT} --self-check --json\nexit $?`], extra: [...MASKS, ...layer], input: "root:x:0:0:root:/root:/bin/sh\n" });
+  const said = result.stderr.split("\n").filter((line) => /^(Uid|CapEff|CapBnd|NoNewPrivs):|: (ok|refused)$/.test(line));
+  return { audit: parse(result), said, passwd: result.stderr.split("\n").filter((line) => line.includes(":x:0:0:")).join("\n") };
+}
+
+rootTest(SelfCheck, "the service's SETUID reaches uid 0 without DAC_OVERRIDE, which writes root-owned files on a writable /; a read-only / stops it and image.read-only-root passes", () => {
   const body = seededBody();
   try {
-    const audit = parse(shDoctor(body, ":", ["--json"], { extra: ["--remount-ro", "/"] }));
-    assertFailing(audit, []);
-    assert.is(check(audit, "image.mounts").status, "pass", check(audit, "image.mounts").summary);
+    const writable = uidZeroAttempt(body, false);
+    assert.equal(writable.said, [
+      "node appends to /opt/etc/passwd: refused",
+      "Uid: 0 0 0 0",
+      "CapEff: 00000000000000c0",
+      "CapBnd: 00000000000000c0",
+      "NoNewPrivs: 1",
+      "uid 0 reads /state/credentials.json (node 0600): refused",
+      "uid 0 appends to /opt/etc/passwd (root 0644): ok",
+      "uid 0 creates /opt/planted (root 0755 directory): ok",
+      "uid 0 makes /opt/etc/passwd 0666: ok",
+    ]);
+    assert.match(writable.passwd, /evil:x:0:0::\/:\/bin\/sh/);
+    assertFailing(writable.audit, []);
+    assert.is(check(writable.audit, "image.read-only-root").status, "warn");
+    assert.match(check(writable.audit, "image.read-only-root").summary, /^\/ is writable \(tmpfs, rw\): the service's SETUID and SETGID let code running as node become uid 0/);
+    assert.match(check(writable.audit, "image.read-only-root").fix!, /--read-only/);
+
+    const readOnly = uidZeroAttempt(body, true);
+    assert.equal(readOnly.said.filter((line) => line.startsWith("uid 0 ") && !line.includes("credentials")), [
+      "uid 0 appends to /opt/etc/passwd (root 0644): refused",
+      "uid 0 creates /opt/planted (root 0755 directory): refused",
+      "uid 0 makes /opt/etc/passwd 0666: refused",
+    ]);
+    assert.not.match(readOnly.passwd, /evil/);
+    assertFailing(readOnly.audit, []);
+    assert.is(check(readOnly.audit, "image.read-only-root").status, "pass", check(readOnly.audit, "image.read-only-root").summary);
+    assert.is(check(readOnly.audit, "image.mounts").status, "pass", check(readOnly.audit, "image.mounts").summary);
   } finally {
     body.cleanup();
   }
