@@ -37,6 +37,7 @@ export const CHECK_ORDER: readonly string[] = [
   "kernel.protected-symlinks",
   "kernel.protected-regular",
   "kernel.protected-fifos",
+  "agent.confinement",
   "probe",
   "probe.identity",
   "probe.capabilities",
@@ -45,6 +46,9 @@ export const CHECK_ORDER: readonly string[] = [
   "probe.read-credentials",
   "probe.signal-service",
   "probe.setpriv-node",
+  "probe.seccomp",
+  "probe.lower-oom-score",
+  "probe.abstract-socket",
 ];
 
 export interface SelfCheckDocument {

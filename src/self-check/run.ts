@@ -20,6 +20,7 @@ import { writeLine } from "../report.ts";
 import type { CaptureResult } from "../system-exec.ts";
 import { checkAccounts } from "./accounts.ts";
 import { cannotRun, type Check, guarded, reasonOf } from "./check.ts";
+import { checkConfinement } from "./confinement.ts";
 import { checkEnvironment } from "./environment.ts";
 import type { CapabilityScan } from "./file-caps.ts";
 import { checkBundle, checkExecutable, checkFileCapabilities, checkMounts, checkPrivilegedFiles, checkReadOnlyRoot, checkTools } from "./image.ts";
@@ -204,6 +205,7 @@ export async function runSelfCheck(request: { json: boolean; probe: boolean }): 
     ...guarded("processes.workspace-exe", "processes", "mount /proc in the container", () => checkWorkspaceExecutables(table, serviceUid, self.pid, readExe, mode)),
     checkEnvironment(process.env, { pid: judged.pid, self: isSelf, environ }),
     ...kernelChecks(),
+    ...guarded("agent.confinement", "Landlock and seccomp", "mount /proc in the container and keep perl-base in the image", checkConfinement),
     ...(request.probe ? guarded("probe", "the agent", "run the probe from the service", () => runProbe(mode, self.creds, ids, judged.pid)) : []),
   ];
 

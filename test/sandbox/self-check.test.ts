@@ -113,8 +113,22 @@ function sysctlValue(path: string): string | undefined {
 
 const KERNEL_WARNINGS = KERNEL_SETTINGS.filter(([, path, good]) => !good.includes(sysctlValue(path) ?? "")).map(([id]) => id);
 
+/** What this kernel answers perl's landlock_create_ruleset(NULL, 0, VERSION), and whether seccomp filters can fail a call with errno. */
+const HOST_LANDLOCK = spawnSync("/usr/bin/perl", ["-e", 'my $v = syscall(444, 0, 0, 1); print $v >= 0 ? $v : "none"'], { encoding: "utf8" }).stdout;
+const HOST_SECCOMP_ERRNO = (() => {
+  try {
+    return readFileSync("/proc/sys/kernel/seccomp/actions_avail", "latin1").split(/\s+/).includes("errno");
+  } catch {
+    return false;
+  }
+})();
+const CONFINEMENT_WARNINGS = Number(HOST_LANDLOCK) >= 6 && HOST_SECCOMP_ERRNO ? [] : ["agent.confinement"];
+
 /** The warnings every healthy separated body in this sandbox has: what the sandbox cannot change. */
-const SANDBOX_WARNINGS = ["boundary", "image.read-only-root", ...KERNEL_WARNINGS];
+const SANDBOX_WARNINGS = ["boundary", "image.read-only-root", ...KERNEL_WARNINGS, ...CONFINEMENT_WARNINGS];
+
+/** The checks only a Landlock domain or a seccomp filter of the spawn's own makes pass: "not confined" warns until the agent-side stage confines each spawn. */
+const CONFINED_PROBES = ["probe.seccomp", "probe.lower-oom-score", "probe.abstract-socket"];
 
 function assertFailing(audit: Audit, expected: string[]): void {
   assert.equal(withStatus(audit, "fail"), [...expected].sort(), `failing checks; document:\n${audit.stdout}\n${audit.stderr}`);
@@ -206,10 +220,14 @@ function execInto(running: Running, as: "root" | "node", argv: string[], env: Re
 
 const SCHEMA = JSON.parse(readFileSync(join(REPO, "docs/self-check.schema.json"), "utf8"));
 
-/** The subset of draft 2020-12 the published schema uses: type, const, enum, required, properties, items, $ref, minimum, pattern. */
+/** The subset of draft 2020-12 the published schema uses: type, const, enum, required, properties, items, $ref, minimum, pattern, allOf, if/then. */
 function validate(value: unknown, schema: any, path = "$"): string[] {
   if (schema.$ref) return validate(value, SCHEMA.$defs[schema.$ref.replace("#/$defs/", "")], path);
   const errors: string[] = [];
+  for (const part of schema.allOf ?? []) {
+    if (part.if && validate(value, part.if, path).length > 0) continue;
+    errors.push(...validate(value, part.then ?? part, path));
+  }
   const typeOf = (v: unknown): string => (v === null ? "null" : Array.isArray(v) ? "array" : Number.isInteger(v) ? "integer" : typeof v);
   if (schema.type) {
     const types: string[] = Array.isArray(schema.type) ? schema.type : [schema.type];
@@ -252,6 +270,9 @@ rootTest(SelfCheck, "doctor on a healthy separated body: every check passes but 
     assert.ok(check(audit, "state.layout").found.checked >= 10);
     assert.is(check(audit, "image.bundle").found.sha256, readFileSync(join(DIST, "SHA256SUMS"), "utf8").split(/\s+/)[0]);
     for (const [id, path] of KERNEL_SETTINGS) assert.is(check(audit, id).found.value, sysctlValue(path) ?? null, id);
+    // The ABI the audit reports is the one the kernel gives perl outside the sandbox.
+    assert.is(String(check(audit, "agent.confinement").found.landlock.abi ?? "none"), HOST_LANDLOCK);
+    assert.is(check(audit, "agent.confinement").found.seccomp.filtersAvailable, HOST_SECCOMP_ERRNO);
   } finally {
     body.cleanup();
   }
@@ -263,7 +284,7 @@ rootTest(SelfCheck, "text form: one line per check, failures first with their fi
     const result = shDoctor(body, "touch /state/planted; chmod 0664 /state/planted", []);
     assert.is(result.status, 1);
     const out = result.stdout.trimEnd().split("\n");
-    assert.is(out.length, 27, result.stdout); // 26 checks without --probe, and the verdict
+    assert.is(out.length, 28, result.stdout); // 27 checks without --probe, and the verdict
     assert.match(out[0]!, /^FAIL state\.layout: 1 entry breaks the layout contract: \/state\/planted \(file 0664 1000:1000, want 0600 1000:1000\); fix: restart the container/);
     const statuses = out.slice(0, -1).map((line) => line.split(" ")[0]);
     assert.equal(statuses, [...statuses].sort((a, b) => ["FAIL", "WARN", "PASS"].indexOf(a!) - ["FAIL", "WARN", "PASS"].indexOf(b!)));
@@ -493,6 +514,18 @@ rootTest(SelfCheck, "node doctor through systemExec: --probe verifies from insid
     assertFailing(audit, []);
     const probes = ["probe", "probe.identity", "probe.capabilities", "probe.no-new-privs", "probe.write-state", "probe.read-credentials", "probe.signal-service", "probe.setpriv-node"];
     for (const id of probes) assert.is(check(audit, id).status, "pass", `${id}: ${check(audit, id).summary}`);
+    // Confinement beyond the uid, shown by attempts inside the agent: either outcome, never a failure and never "could not tell".
+    const confined = { "probe.seccomp": /a filter of its own$/, "probe.lower-oom-score": /^the agent cannot lower its oom_score_adj: open \/proc\/self\/oom_score_adj for writing: EACCES$/, "probe.abstract-socket": /^the agent cannot connect to an abstract unix socket outside its domain: connect\(@clankie-probe-\d+-[0-9a-f]{16}\), the audit's socket outside the agent's domain: EPERM$/ };
+    const open = { "probe.seccomp": /^not confined: the agent runs under 0 seccomp filters \(Seccomp: 0\), no more than this audit's 0/, "probe.lower-oom-score": /^the agent CAN lower its oom_score_adj \(not confined: a raise the shim made can be undone\): wrote 499 over 500 to \/proc\/self\/oom_score_adj$/, "probe.abstract-socket": /^the agent CAN connect to an abstract unix socket outside its domain \(not confined\): connect\(@clankie-probe-\d+-[0-9a-f]{16}\), the audit's socket outside the agent's domain: connected$/ };
+    for (const id of CONFINED_PROBES) {
+      const found = check(audit, id);
+      if (found.status === "pass") assert.match(found.summary, confined[id as keyof typeof confined], id);
+      else {
+        assert.is(found.status, "warn", `${id}: ${found.summary}`);
+        assert.match(found.summary, open[id as keyof typeof open], `${id}: ${found.summary}`);
+        assert.match(found.fix!, /agent\.confinement/);
+      }
+    }
     assert.equal(check(audit, "probe.identity").found.uids, [IDS.agent, IDS.agent, IDS.agent, IDS.agent]);
     assert.match(check(audit, "probe.read-credentials").summary, /EACCES/);
     assert.match(check(audit, "probe.signal-service").summary, new RegExp(`kill\\(${audit.doc.judged.pid}, 0\\): EPERM`));
@@ -500,7 +533,8 @@ rootTest(SelfCheck, "node doctor through systemExec: --probe verifies from insid
     assert.is(check(audit, "boundary").status, "pass");
     assert.is(audit.doc.boundary.declared, true);
     assert.match(audit.doc.boundary.source!, /handed to this audit by the service/);
-    assert.equal(withStatus(audit, "warn"), SANDBOX_WARNINGS.filter((id) => id !== "boundary").sort());
+    const confinedWarnings = CONFINED_PROBES.filter((id) => check(audit, id).status === "warn");
+    assert.equal(withStatus(audit, "warn"), [...SANDBOX_WARNINGS.filter((id) => id !== "boundary"), ...confinedWarnings].sort());
   } finally {
     body.cleanup();
   }
