@@ -7,7 +7,7 @@
 //   dist/lib/system-exec.js  + .d.ts: `import { systemExec } from "clankie-separate/system-exec"`
 //
 // Run with any Node >= 20: the blob is made by the pinned Node 24.20.0 binary.
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { chmodSync, copyFileSync, linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { builtinModules } from "node:module";
@@ -24,6 +24,36 @@ const FUSE = "NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2";
 
 function run(file, args) {
   execFileSync(file, args, { cwd: root, stdio: ["ignore", "inherit", "inherit"] });
+}
+
+/*
+ * postject's ELF writer (LIEF) rebuilds the PT_NOTE segment and gives each note
+ * it writes a section header named after the note: ".note.100" for each GNU
+ * build-attribute note (type 0x100) of the Node binary, ".note" for the SEA
+ * blob. Those names are not in the binary's section-name table (.shstrtab),
+ * which LIEF does not extend, so it prints one warning per note and leaves the
+ * name empty (readelf -S shows them as nameless NOTE sections). Nothing reads
+ * section names at run time: the loader and Node's SEA lookup (postject-api.h,
+ * dl_iterate_phdr) use the program headers. Exactly these lines are dropped;
+ * every other line postject prints, and its exit status, still count.
+ */
+const HARMLESS_POSTJECT_LINES = new Set([
+  "warning: Can't find string offset for section name '.note.100'",
+  "warning: Can't find string offset for section name '.note'",
+]);
+
+function injectBlob(file, blob) {
+  const result = spawnSync(process.execPath, [join(root, "node_modules/postject/dist/cli.js"), file, "NODE_SEA_BLOB", blob, "--sentinel-fuse", FUSE], {
+    cwd: root,
+    stdio: ["ignore", "pipe", "pipe"],
+    encoding: "utf8",
+    maxBuffer: 16 << 20,
+  });
+  const keep = (text) => text.split(/(?<=\n)/).filter((line) => !HARMLESS_POSTJECT_LINES.has(line.replace(/\r?\n$/, ""))).join("");
+  process.stdout.write(keep(result.stdout ?? ""));
+  process.stderr.write(keep(result.stderr ?? ""));
+  if (result.error) throw result.error;
+  if (result.status !== 0) throw new Error(`postject failed (${result.signal ? `killed by ${result.signal}` : `exit ${result.status}`})`);
 }
 
 rmSync(build, { recursive: true, force: true });
@@ -68,7 +98,7 @@ chmodSync(base, 0o755);
 run("strip", ["--strip-all", base]);
 const exe = join(dist, "clankie-separate");
 copyFileSync(base, exe);
-run(process.execPath, [join(root, "node_modules/postject/dist/cli.js"), exe, "NODE_SEA_BLOB", join(build, "sea-prep.blob"), "--sentinel-fuse", FUSE]);
+injectBlob(exe, join(build, "sea-prep.blob"));
 chmodSync(exe, 0o755);
 linkSync(exe, join(dist, "clankie-agent-exec"));
 

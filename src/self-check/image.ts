@@ -14,6 +14,7 @@ import { bounded, type Check, fail, octal, pass, reasonOf, warn } from "./check.
 import type { CapabilityScan } from "./file-caps.ts";
 import type { ImageWalk, PrivilegedFile } from "./image-scan.ts";
 import { hasOption, type Mount, mountOf } from "./mounts.ts";
+import type { Mode } from "./mode.ts";
 import { SHOWN_ENTRIES } from "./state.ts";
 
 const REBUILD_FIX = "rebuild the image from this project's Dockerfile: it installs the executable root-owned, mode 0755, under both names";
@@ -184,22 +185,45 @@ export function checkFileCapabilities(walk: ImageWalk, scan: CapabilityScan | { 
   return pass(id, `no file capability on any of ${walk.executables} executables`, found);
 }
 
-/** Recommendations, never failures: a read-only root, and volumes that cannot carry set-user-ID programs or devices. */
+/*
+ * The service keeps CAP_SETUID and CAP_SETGID for its whole life, so code
+ * running as node can become uid 0 (setresuid(0)). That process has no
+ * DAC_OVERRIDE, CHOWN or FOWNER, but it owns every root-owned file and
+ * directory by uid: on a writable root it can rewrite /etc/passwd, the tools
+ * the shim runs, and this executable, which runs as root with the launch's
+ * six capabilities at the next start of the same container (docker restart
+ * keeps the writable layer). A read-only root leaves it nothing to change but
+ * the volumes and /tmp. Measured in docs/security.md, "The service's
+ * remaining power". A recommendation, never a failure.
+ */
+export function checkReadOnlyRoot(mounts: readonly Mount[], mode: Mode): Check {
+  const id = "image.read-only-root";
+  const root = mountOf(mounts, "/");
+  const fix = "run the container with --read-only --tmpfs /tmp (Kubernetes: readOnlyRootFilesystem: true); docs/launch.md";
+  if (!root) return warn(id, "no mount at / in /proc/self/mountinfo: cannot tell whether the root filesystem is read-only", { mountPoint: null }, fix);
+  const found = { mountPoint: root.point, options: root.options, fstype: root.fstype };
+  if (hasOption(root, "ro")) return pass(id, "/ is mounted read-only: uid 0 without DAC_OVERRIDE, which the service's SETUID reaches, has no root-owned file to change outside the volumes and /tmp", found);
+  const why =
+    mode === "single-uid"
+      ? "once the service holds SETUID and SETGID (the separated launch) it can become uid 0, which owns every root-owned file there"
+      : "the service's SETUID and SETGID let code running as node become uid 0, which, without DAC_OVERRIDE, still owns every root-owned file and directory there: /etc/passwd, the tools the shim runs, and this executable, which runs as root at the next start of this container";
+  return warn(id, `/ is writable (${root.fstype}, rw): ${why}`, found, fix);
+}
+
+/** Recommendations, never failures: volumes that cannot carry set-user-ID programs or devices (the root: image.read-only-root). */
 export function checkMounts(mounts: readonly Mount[]): Check {
   const id = "image.mounts";
-  const root = mountOf(mounts, "/");
   const describe = (path: string) => {
     const mount = mountOf(mounts, path);
     return { path, mountPoint: mount?.point ?? null, separate: mount?.point === path, options: mount?.options ?? [], fstype: mount?.fstype ?? null };
   };
   const found = { root: describe("/"), state: describe(STATE_DIR), workspace: describe(WORKSPACE_DIR) };
   const advice: string[] = [];
-  if (!hasOption(root, "ro")) advice.push("/ is writable (docker run --read-only)");
   for (const volume of [found.state, found.workspace]) {
     const missing = ["nosuid", "nodev"].filter((option) => !volume.options.includes(option));
     if (!volume.separate) advice.push(`${volume.path} is not a mount of its own`);
     else if (missing.length > 0) advice.push(`${volume.path} is mounted without ${missing.join(", ")}`);
   }
-  if (advice.length === 0) return pass(id, "/ is read-only; /state and /workspace are mounted nosuid,nodev", found);
-  return warn(id, `recommended: ${advice.join("; ")}`, found, "run the container with --read-only (and --tmpfs /tmp), and mount /state and /workspace with the options nosuid,nodev");
+  if (advice.length === 0) return pass(id, "/state and /workspace are mounts of their own, nosuid,nodev", found);
+  return warn(id, `recommended: ${advice.join("; ")}`, found, "mount /state and /workspace as volumes of their own with the options nosuid,nodev");
 }

@@ -49,7 +49,39 @@ export const KERNEL_SETTINGS: readonly KernelSetting[] = [
         : { ok: false, meaning: "symlinks in /tmp are followed for everyone: a service that writes a predictable path in /tmp can be redirected by the agent; the entrypoint and this audit never follow symlinks" },
     fix: "on the host: sysctl -w fs.protected_symlinks=1",
   },
+  /*
+   * O_CREAT without O_EXCL (what fs.writeFileSync and most libraries do)
+   * opens a file that is already there. In a sticky world-writable directory
+   * such as /tmp the agent can create the name first, mode 0666, and receive
+   * what the service writes there, whatever mode the service asked for (it
+   * only applies to a new file). protected_regular (Linux 4.19) makes the
+   * kernel refuse that open with EACCES when the file belongs to neither the
+   * opener nor the directory's owner; 1 covers world-writable sticky
+   * directories, 2 group-writable ones too. The setting is host-wide: a
+   * container cannot change it (/proc/sys is read-only there).
+   */
+  {
+    id: "kernel.protected-regular",
+    path: "/proc/sys/fs/protected_regular",
+    judge: (value) => judgeProtectedCreate(value, "a regular file", "receive what the service writes to a predictable name in /tmp (with O_CREAT but not O_EXCL, the mode the service asks for is ignored: the file is the agent's)"),
+    fix: "on the host: sysctl -w fs.protected_regular=2 (persist it in /etc/sysctl.d); a container cannot set it. Until then the service must create files in /tmp with O_EXCL (fs.mkdtempSync, flag \"wx\") or keep its temporary files in a directory only it can write",
+  },
+  {
+    id: "kernel.protected-fifos",
+    path: "/proc/sys/fs/protected_fifos",
+    judge: (value) => judgeProtectedCreate(value, "a FIFO", "read what the service writes to a predictable name in /tmp, or make the service's open block until it reads"),
+    fix: "on the host: sysctl -w fs.protected_fifos=2 (persist it in /etc/sysctl.d); a container cannot set it. Until then the service must create files in /tmp with O_EXCL (fs.mkdtempSync, flag \"wx\") or keep its temporary files in a directory only it can write",
+  },
 ];
+
+/** protected_regular and protected_fifos: 0 off, 1 world-writable sticky directories, 2 group-writable sticky ones too. */
+function judgeProtectedCreate(value: string | undefined, what: string, risk: string): { ok: boolean; meaning: string } {
+  const refused = `an O_CREAT open of ${what} someone else owns in a sticky world-writable directory (/tmp) is refused`;
+  if (value === "2") return { ok: true, meaning: `${refused}, in group-writable sticky directories too: the agent cannot plant ${what} for the service to write into` };
+  if (value === "1") return { ok: true, meaning: `${refused} (2 also covers group-writable sticky directories; /tmp is world-writable, so 1 is enough here): the agent cannot plant ${what} for the service to write into` };
+  const setting = value === undefined ? "no such setting (Linux before 4.19)" : value === "0" ? "off" : `unexpected value ${value}`;
+  return { ok: false, meaning: `${setting}: the agent can create ${what} in /tmp under a name the service will open and ${risk}` };
+}
 
 export function judgeKernelSetting(setting: KernelSetting, read: { value: string } | { error: string }): Check {
   const value = "value" in read ? read.value.trim() : undefined;

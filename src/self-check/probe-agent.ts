@@ -13,19 +13,35 @@
  *   read-credentials  open /state/credentials.json O_RDONLY, closed unread
  *   signal-service    kill(2) with signal 0: the permission check, no signal
  *   setpriv-node      setpriv --reuid=node ... -- /usr/bin/true
+ *   lower-oom-score   open /proc/self/oom_score_adj for writing and write
+ *                     one less than it holds: a Landlock domain refuses the
+ *                     open (EACCES); without one, only the kernel's floor
+ *                     (oom_score_adj_min) can refuse the value. Made by a
+ *                     perl child, in the probe's own domain, on its own
+ *                     value: nothing outlives it
+ *   abstract-socket   connect to the abstract unix socket the audit listens
+ *                     on (its name in CLANKIE_PROBE_SOCKET): Landlock ABI 6
+ *                     scoping refuses it (EPERM); closed at once, unwritten
+ *
+ * and reports the Seccomp: and Seccomp_filters: fields the kernel shows for
+ * it in /proc/self/status.
  */
-import { closeSync, constants, openSync, readdirSync } from "node:fs";
+import { closeSync, constants, openSync, readdirSync, readFileSync } from "node:fs";
+import { constants as osConstants } from "node:os";
 import { readIdentities } from "../accounts.ts";
 import { formatMask } from "../capabilities.ts";
 import { EXIT, PROBE_AGENT_FLAG, STATE_DIR, TOOLS } from "../constants.ts";
 import { readStatus } from "../proc-status.ts";
 import { Refusal, writeLine } from "../report.ts";
 import { runCapture } from "../system-exec.ts";
+import { parseSeccompStatus } from "./confinement.ts";
 
 /** The service's pid reaches the probe through the shim's --env, never argv. */
 export const PROBE_SERVICE_PID_VARIABLE = "CLANKIE_PROBE_SERVICE_PID";
 export const PROBE_CREDENTIALS = `${STATE_DIR}/credentials.json`;
 export const PROBE_TRUE = "/usr/bin/true";
+/** The name (without its leading NUL) of the abstract unix socket the audit listens on, through the shim's --env. */
+export const PROBE_SOCKET_VARIABLE = "CLANKIE_PROBE_SOCKET";
 
 /** open(2) O_TMPFILE (__O_TMPFILE | O_DIRECTORY) on x86_64 and arm64; Node does not export it. */
 const O_TMPFILE = 0o20200000;
@@ -33,7 +49,7 @@ const O_TMPFILE = 0o20200000;
 export type Outcome = "denied" | "possible" | "inconclusive";
 
 export interface Attempt {
-  id: "write-state" | "read-credentials" | "signal-service" | "setpriv-node";
+  id: "write-state" | "read-credentials" | "signal-service" | "setpriv-node" | "lower-oom-score" | "abstract-socket";
   outcome: Outcome;
   detail: string;
 }
@@ -46,6 +62,8 @@ export interface ProbeReport {
   groups: number[];
   sets: { CapInh: string; CapPrm: string; CapEff: string; CapAmb: string; CapBnd: string };
   noNewPrivs: 0 | 1;
+  /** The kernel's Seccomp: (0 off, 1 strict, 2 filter) and Seccomp_filters: for the probe; null where absent. */
+  seccomp: { mode: string | null; filters: number | null };
   attempts: Attempt[];
 }
 
@@ -120,6 +138,79 @@ export function trySetprivToService(serviceUid: number, serviceGid: number): Att
   return { id: "setpriv-node", outcome: result.status === 0 ? "possible" : "denied", detail };
 }
 
+/*
+ * Arguments: the socket name (may be empty). Output: "oom BEFORE OPEN WRITE"
+ * and "socket CONNECT", each result 0 or an errno number, "-" when not tried.
+ * sysopen O_WRONLY (1) without O_CREAT or O_TRUNC: only the write permission
+ * is asked for. AF_UNIX and SOCK_STREAM are 1 on Linux.
+ */
+export const CONFINEMENT_ATTEMPTS_SCRIPT = String.raw`
+my ($name) = @ARGV;
+my $path = "/proc/self/oom_score_adj";
+my $before = "?";
+if (open(my $r, "<", $path)) { my $line = <$r>; close $r; if (defined $line) { chomp $line; $before = $line } }
+my ($open, $write) = ("-", "-");
+if ($before =~ /^-?\d+$/ && $before > -1000) {
+  if (sysopen(my $w, $path, 1)) { $open = 0; $write = defined(syswrite($w, ($before - 1) . "\n")) ? 0 : $! + 0; close $w }
+  else { $open = $! + 0 }
+}
+print "oom $before $open $write\n";
+my $connect = "-";
+if (length $name) {
+  if (socket(my $s, 1, 1, 0)) { $connect = connect($s, pack("S", 1) . "\0" . $name) ? 0 : $! + 0; close $s }
+  else { $connect = "-" }
+}
+print "socket $connect\n";
+`.trim();
+
+const ERRNO_NAMES = new Map(Object.entries(osConstants.errno).map(([name, value]) => [value, name]));
+const errnoName = (text: string): string => ERRNO_NAMES.get(Number(text)) ?? `errno ${text}`;
+
+/** Pure: the two attempts from the perl child's output. */
+export function parseConfinementAttempts(stdout: string, socketName: string | undefined): Attempt[] {
+  const oom = /^oom (\S+) (\S+) (\S+)$/m.exec(stdout);
+  const socket = /^socket (\S+)$/m.exec(stdout);
+  let lower: Attempt;
+  if (!oom) lower = { id: "lower-oom-score", outcome: "inconclusive", detail: `no answer from the attempt: ${JSON.stringify(stdout.slice(0, 120))}` };
+  else {
+    const [, before, open, write] = oom as unknown as [string, string, string, string];
+    const target = Number(before) - 1;
+    if (open === "-") lower = { id: "lower-oom-score", outcome: "inconclusive", detail: `/proc/self/oom_score_adj holds ${before}: nothing lower to try` };
+    else if (open !== "0") {
+      const code = errnoName(open);
+      lower = { id: "lower-oom-score", outcome: code === "EACCES" || code === "EPERM" ? "denied" : "inconclusive", detail: `open /proc/self/oom_score_adj for writing: ${code}` };
+    } else if (write === "0") lower = { id: "lower-oom-score", outcome: "possible", detail: `wrote ${target} over ${before} to /proc/self/oom_score_adj` };
+    else {
+      const code = errnoName(write);
+      lower = { id: "lower-oom-score", outcome: code === "EACCES" ? "denied" : "inconclusive", detail: `open /proc/self/oom_score_adj for writing: opened; write ${target} over ${before}: ${code}${code === "EACCES" ? " (the kernel's floor, oom_score_adj_min)" : ""}` };
+    }
+  }
+  let connect: Attempt;
+  if (!socketName) connect = { id: "abstract-socket", outcome: "inconclusive", detail: `no socket name was handed to the probe (${PROBE_SOCKET_VARIABLE})` };
+  else if (!socket || socket[1] === "-") connect = { id: "abstract-socket", outcome: "inconclusive", detail: `no answer from the attempt: ${JSON.stringify(stdout.slice(0, 120))}` };
+  else if (socket[1] === "0") connect = { id: "abstract-socket", outcome: "possible", detail: `connect(@${socketName}), the audit's socket outside the agent's domain: connected` };
+  else {
+    const code = errnoName(socket[1]!);
+    connect = { id: "abstract-socket", outcome: code === "EPERM" || code === "EACCES" ? "denied" : "inconclusive", detail: `connect(@${socketName}), the audit's socket outside the agent's domain: ${code}` };
+  }
+  return [lower, connect];
+}
+
+export function tryConfinement(socketName: string | undefined): Attempt[] {
+  let result;
+  try {
+    result = runCapture({ command: TOOLS.perl, args: ["-e", CONFINEMENT_ATTEMPTS_SCRIPT, socketName ?? ""], timeoutMs: 10_000, maxBytes: 4096 });
+  } catch (error) {
+    const detail = `could not run perl: ${(error as Error).message}`;
+    return [{ id: "lower-oom-score", outcome: "inconclusive", detail }, { id: "abstract-socket", outcome: "inconclusive", detail }];
+  }
+  if (result.error !== undefined || result.status !== 0) {
+    const detail = `perl: ${result.error ?? (result.signal ? `killed by ${result.signal}` : `exit ${result.status}`)}`;
+    return [{ id: "lower-oom-score", outcome: "inconclusive", detail }, { id: "abstract-socket", outcome: "inconclusive", detail }];
+  }
+  return parseConfinementAttempts(result.stdout.toString("latin1"), socketName);
+}
+
 export function runProbeAgent(argv: readonly string[]): number {
   if (argv.length > 0) {
     throw new Refusal(EXIT.usage, `${PROBE_AGENT_FLAG} takes no arguments`, "this stage is started by clankie-separate --self-check --probe");
@@ -144,7 +235,14 @@ export function runProbeAgent(argv: readonly string[]): number {
       CapBnd: formatMask(status.capBnd),
     },
     noNewPrivs: status.noNewPrivs ? 1 : 0,
-    attempts: [tryWriteState(), tryReadCredentials(), trySignalService(process.env[PROBE_SERVICE_PID_VARIABLE]), trySetprivToService(ids.service.uid, ids.service.gid)],
+    seccomp: parseSeccompStatus(readFileSync("/proc/self/status", "latin1")),
+    attempts: [
+      tryWriteState(),
+      tryReadCredentials(),
+      trySignalService(process.env[PROBE_SERVICE_PID_VARIABLE]),
+      trySetprivToService(ids.service.uid, ids.service.gid),
+      ...tryConfinement(process.env[PROBE_SOCKET_VARIABLE] || undefined),
+    ],
   };
   writeLine(1, JSON.stringify(report));
   return EXIT.ok;

@@ -9,6 +9,9 @@
  * probe runs when the audit is the service's child (doctor); from
  * `docker exec` it cannot, and says so.
  */
+import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { createServer, type Server } from "node:net";
 import type { Identities } from "../accounts.ts";
 import { agentGroups } from "../agent-exec/plan.ts";
 import { maskOf, namesOf } from "../capabilities.ts";
@@ -18,16 +21,18 @@ import { Refusal } from "../report.ts";
 import { type CaptureRequest, type CaptureResult, runCapture } from "../system-exec.ts";
 import { type Check, fail, pass, reasonOf, warn } from "./check.ts";
 import type { Mode } from "./mode.ts";
-import { type Attempt, PROBE_SERVICE_PID_VARIABLE, type ProbeReport } from "./probe-agent.ts";
+import { type Attempt, PROBE_SERVICE_PID_VARIABLE, PROBE_SOCKET_VARIABLE, type ProbeReport } from "./probe-agent.ts";
+import { parseSeccompStatus } from "./confinement.ts";
 
 const DOCTOR_FIX = "run the probe as the service: have the service start clankie-separate --self-check --probe as its own child (doctor does); docker exec, even --user node, gets neither SETUID/SETGID nor NoNewPrivs (moby#37667)";
 
 /** Pure: what the audit runs. */
-export function probeRequest(servicePid: number): CaptureRequest {
+export function probeRequest(servicePid: number, socketName?: string): CaptureRequest {
+  const socket = socketName ? ["--env", PROBE_SOCKET_VARIABLE] : [];
   return {
     command: AGENT_EXEC_PATH,
-    args: ["--env", PROBE_SERVICE_PID_VARIABLE, "--", `${INSTALL_DIR}/${ENTRYPOINT_NAME}`, PROBE_AGENT_FLAG],
-    env: { [PROBE_SERVICE_PID_VARIABLE]: String(servicePid) },
+    args: ["--env", PROBE_SERVICE_PID_VARIABLE, ...socket, "--", `${INSTALL_DIR}/${ENTRYPOINT_NAME}`, PROBE_AGENT_FLAG],
+    env: { [PROBE_SERVICE_PID_VARIABLE]: String(servicePid), ...(socketName ? { [PROBE_SOCKET_VARIABLE]: socketName } : {}) },
     trustedUids: [0],
     timeoutMs: 30_000,
     maxBytes: 1 << 20,
@@ -56,6 +61,8 @@ export function parseProbeReport(text: string): ProbeReport {
     if (typeof value.sets?.[name] !== "string" || !HEX.test(value.sets[name])) throw new Error(`malformed ${name}`);
   }
   if (value.noNewPrivs !== 0 && value.noNewPrivs !== 1) throw new Error("malformed NoNewPrivs");
+  const seccomp = value.seccomp;
+  if (seccomp === null || typeof seccomp !== "object" || !(seccomp.mode === null || /^\d+$/.test(String(seccomp.mode))) || !(seccomp.filters === null || (Number.isInteger(seccomp.filters) && seccomp.filters >= 0))) throw new Error("malformed seccomp");
   if (!Array.isArray(value.attempts)) throw new Error("no attempts");
   for (const attempt of value.attempts) {
     if (!["denied", "possible", "inconclusive"].includes(attempt.outcome) || typeof attempt.detail !== "string") throw new Error("malformed attempt");
@@ -63,15 +70,38 @@ export function parseProbeReport(text: string): ProbeReport {
   return value;
 }
 
-const ATTEMPTS: ReadonlyArray<{ id: Attempt["id"]; what: string; fix: string }> = [
-  { id: "write-state", what: "write /state", fix: "restart the container: the entrypoint makes /state node-owned 0711 and every entry service-only" },
-  { id: "read-credentials", what: "read the credentials", fix: "restart the container: the entrypoint makes /state/credentials.json service-only (0600)" },
-  { id: "signal-service", what: "signal the service", fix: "check that the agent runs as its own uid (probe.identity) and holds no capability (probe.capabilities)" },
-  { id: "setpriv-node", what: "switch to node with setpriv --reuid=node", fix: "check probe.capabilities and probe.no-new-privs, and that no set-user-ID setpriv is installed (image.tools)" },
+/*
+ * What the uid boundary promises fails when possible. What only the Landlock
+ * domain of a spawn stops (the agent lowering its own oom_score_adj, reaching
+ * a socket outside its domain) warns: where the kernel or engine offers no
+ * Landlock, agent work runs under the uid boundary only (agent.confinement).
+ */
+const CONFINEMENT_FIX = "agent work is confined beyond its uid only where the kernel offers Landlock and seccomp filters (see agent.confinement) and the agent-side stage puts each spawn in a domain; until then this rests on the uid boundary only";
+const UNSURE_FIX = "seed the service's state (/state/credentials.json) and run the probe from the service";
+const ATTEMPTS: ReadonlyArray<{ id: Attempt["id"]; what: string; fix: string; possible: "fail" | "warn"; unsure?: string }> = [
+  { id: "write-state", what: "write /state", fix: "restart the container: the entrypoint makes /state node-owned 0711 and every entry service-only", possible: "fail" },
+  { id: "read-credentials", what: "read the credentials", fix: "restart the container: the entrypoint makes /state/credentials.json service-only (0600)", possible: "fail" },
+  { id: "signal-service", what: "signal the service", fix: "check that the agent runs as its own uid (probe.identity) and holds no capability (probe.capabilities)", possible: "fail" },
+  { id: "setpriv-node", what: "switch to node with setpriv --reuid=node", fix: "check probe.capabilities and probe.no-new-privs, and that no set-user-ID setpriv is installed (image.tools)", possible: "fail" },
+  { id: "lower-oom-score", what: "lower its oom_score_adj (not confined: a raise the shim made can be undone)", fix: CONFINEMENT_FIX, possible: "warn", unsure: "run the probe from the service (doctor)" },
+  { id: "abstract-socket", what: "connect to an abstract unix socket outside its domain (not confined)", fix: CONFINEMENT_FIX, possible: "warn", unsure: "run the probe from the service (doctor)" },
 ];
 
+/** Pure: the probe's seccomp against the auditor's own (the audit is the service's child: the filters it already had). */
+export function probeSeccompCheck(report: ProbeReport, auditor: { mode: string | null; filters: number | null } | undefined): Check {
+  const id = "probe.seccomp";
+  const found = { pid: report.pid, seccomp: report.seccomp, auditor: auditor ?? null };
+  const { mode, filters } = report.seccomp;
+  if (mode === null) return warn(id, "the kernel shows no Seccomp: field for the agent: no seccomp, agent work runs under the uid boundary only", found, CONFINEMENT_FIX);
+  if (filters === null || auditor?.filters === null || auditor === undefined) {
+    return warn(id, `the agent runs with Seccomp: ${mode}; the kernel does not count filters (Seccomp_filters:, Linux 5.9+), so whether it has one of its own cannot be told`, found, CONFINEMENT_FIX);
+  }
+  if (filters > auditor.filters) return pass(id, `the agent runs under ${filters} seccomp filter${filters === 1 ? "" : "s"} (Seccomp: ${mode}), ${filters - auditor.filters} more than this audit's ${auditor.filters}: a filter of its own`, found);
+  return warn(id, `not confined: the agent runs under ${filters} seccomp filter${filters === 1 ? "" : "s"} (Seccomp: ${mode}), no more than this audit's ${auditor.filters}: no filter of its own, agent work runs under the uid boundary${filters > 0 ? " and the engine's profile" : ""} only`, found, CONFINEMENT_FIX);
+}
+
 /** Pure: checks from a report. */
-export function probeChecks(report: ProbeReport, ids: Identities): Check[] {
+export function probeChecks(report: ProbeReport, ids: Identities, auditorSeccomp?: { mode: string | null; filters: number | null }): Check[] {
   const checks: Check[] = [];
   const wantGroups = agentGroups(ids);
   const idsFound = { pid: report.pid, uids: report.uids, gids: report.gids, groups: report.groups, want: { uid: ids.agent.uid, gid: ids.agent.gid, groups: wantGroups } };
@@ -90,13 +120,14 @@ export function probeChecks(report: ProbeReport, ids: Identities): Check[] {
   }
   if (report.noNewPrivs === 1) checks.push(pass("probe.no-new-privs", "the agent has NoNewPrivs 1", { pid: report.pid, noNewPrivs: 1 }));
   else checks.push(fail("probe.no-new-privs", "the agent has NoNewPrivs 0", { pid: report.pid, noNewPrivs: 0 }, "add --security-opt no-new-privileges to docker run"));
-  for (const { id, what, fix } of ATTEMPTS) {
+  checks.push(probeSeccompCheck(report, auditorSeccomp));
+  for (const { id, what, fix, possible, unsure } of ATTEMPTS) {
     const attempt = report.attempts.find((a) => a.id === id);
     const checkId = `probe.${id}`;
     if (!attempt) checks.push(fail(checkId, `the probe did not try to ${what}`, {}, "rebuild the image: the probe and the audit come from different builds"));
-    else if (attempt.outcome === "denied") checks.push(pass(checkId, `the agent cannot ${what}: ${attempt.detail}`, { ...attempt }));
-    else if (attempt.outcome === "possible") checks.push(fail(checkId, `the agent CAN ${what}: ${attempt.detail}`, { ...attempt }, fix));
-    else checks.push(warn(checkId, `could not tell whether the agent can ${what}: ${attempt.detail}`, { ...attempt }, "seed the service's state (/state/credentials.json) and run the probe from the service"));
+    else if (attempt.outcome === "denied") checks.push(pass(checkId, `the agent cannot ${what.replace(/ \(.*\)$/, "")}: ${attempt.detail}`, { ...attempt }));
+    else if (attempt.outcome === "possible") checks.push((possible === "fail" ? fail : warn)(checkId, `the agent CAN ${what}: ${attempt.detail}`, { ...attempt }, fix));
+    else checks.push(warn(checkId, `could not tell whether the agent can ${what.replace(/ \(.*\)$/, "")}: ${attempt.detail}`, { ...attempt }, unsure ?? UNSURE_FIX));
   }
   return checks;
 }
@@ -114,10 +145,13 @@ export function runProbe(mode: Mode, self: ProcessCredentials, ids: Identities |
   const blocker = probeBlocker(self, ids);
   if (blocker) return [fail("probe", `cannot start the probe: ${blocker}`, { uids: self.uids, capEff: namesOf(self.capEff), noNewPrivs: self.noNewPrivs ? 1 : 0 }, DOCTOR_FIX)];
   let result: CaptureResult;
+  const socket = listenAbstract();
   try {
-    result = runCapture(probeRequest(servicePid));
+    result = runCapture(probeRequest(servicePid, socket?.name));
   } catch (error) {
     return [fail("probe", `cannot start the probe: ${reasonOf(error)}`, { error: reasonOf(error) }, error instanceof Refusal ? error.fix : "check the installed executable (image.executable)")];
+  } finally {
+    socket?.server.close();
   }
   if (result.error !== undefined || result.status !== 0) return [probeStartFailure(result)];
   let report: ProbeReport;
@@ -126,5 +160,25 @@ export function runProbe(mode: Mode, self: ProcessCredentials, ids: Identities |
   } catch (error) {
     return [fail("probe", `the probe's report is unreadable: ${reasonOf(error)}`, { stdout: result.stdout.toString("utf8").slice(0, 500) }, "rebuild the image: the probe and the audit come from different builds")];
   }
-  return [pass("probe", `the probe ran through ${AGENT_EXEC_PATH} (pid ${report.pid})`, { pid: report.pid }), ...probeChecks(report, ids)];
+  const auditor = parseSeccompStatus(readFileSync("/proc/self/status", "latin1"));
+  return [pass("probe", `the probe ran through ${AGENT_EXEC_PATH} (pid ${report.pid})`, { pid: report.pid }), ...probeChecks(report, ids, auditor)];
+}
+
+/*
+ * The socket the probe tries to reach: an abstract unix socket (no file, so
+ * nothing to clean up; the name is random). listen() binds and listens before
+ * it returns, so the kernel completes a connect into the backlog while this
+ * process waits for the probe in spawnSync; nothing is ever accepted or read.
+ */
+function listenAbstract(): { name: string; server: Server } | undefined {
+  const name = `clankie-probe-${process.pid}-${randomBytes(8).toString("hex")}`;
+  const server = createServer((connection) => connection.destroy());
+  server.on("error", () => undefined); // the probe then reports ECONNREFUSED: inconclusive, never a pass
+  try {
+    server.listen({ path: `\0${name}` });
+  } catch {
+    return undefined;
+  }
+  server.unref();
+  return { name, server };
 }

@@ -28,12 +28,16 @@ export const CHECK_ORDER: readonly string[] = [
   "image.setuid",
   "image.file-capabilities",
   "image.mounts",
+  "image.read-only-root",
   "processes.root",
   "processes.workspace-exe",
   "environment",
   "kernel.legacy-tiocsti",
   "kernel.protected-hardlinks",
   "kernel.protected-symlinks",
+  "kernel.protected-regular",
+  "kernel.protected-fifos",
+  "agent.confinement",
   "probe",
   "probe.identity",
   "probe.capabilities",
@@ -42,6 +46,9 @@ export const CHECK_ORDER: readonly string[] = [
   "probe.read-credentials",
   "probe.signal-service",
   "probe.setpriv-node",
+  "probe.seccomp",
+  "probe.lower-oom-score",
+  "probe.abstract-socket",
 ];
 
 export interface SelfCheckDocument {

@@ -20,9 +20,10 @@ import { writeLine } from "../report.ts";
 import type { CaptureResult } from "../system-exec.ts";
 import { checkAccounts } from "./accounts.ts";
 import { cannotRun, type Check, guarded, reasonOf } from "./check.ts";
+import { checkConfinement } from "./confinement.ts";
 import { checkEnvironment } from "./environment.ts";
 import type { CapabilityScan } from "./file-caps.ts";
-import { checkBundle, checkExecutable, checkFileCapabilities, checkMounts, checkPrivilegedFiles, checkTools } from "./image.ts";
+import { checkBundle, checkExecutable, checkFileCapabilities, checkMounts, checkPrivilegedFiles, checkReadOnlyRoot, checkTools } from "./image.ts";
 import { excludedDirectories } from "./mounts.ts";
 import { IMAGE_WALK_SKIP, type ImageWalk, parseImageScan, startImageScan } from "./image-scan.ts";
 import { chooseJudged, handedDownByService, relationTo } from "./judged.ts";
@@ -116,7 +117,7 @@ function startImageFacts(): PendingImageScan | { error: unknown } {
   }
 }
 
-async function imageFacts(ids: Identities | undefined, pending: PendingImageScan | { error: unknown }): Promise<Check[]> {
+async function imageFacts(ids: Identities | undefined, mode: ModeVerdict["mode"], pending: PendingImageScan | { error: unknown }): Promise<Check[]> {
   const checks: Check[] = [
     ...guarded("image.executable", "this executable", "run the installed executable", checkExecutable),
     ...guarded("image.bundle", "the embedded bundle", "run the installed executable", checkBundle),
@@ -125,9 +126,10 @@ async function imageFacts(ids: Identities | undefined, pending: PendingImageScan
   if (!("mounts" in pending)) {
     const fix = "mount /proc in the container";
     const error = pending.error;
-    return [...checks, cannotRun("image.setuid", "the image's filesystems", error, fix), cannotRun("image.file-capabilities", "the image's filesystems", error, fix, "warn"), cannotRun("image.mounts", "the mounts", error, fix, "warn")];
+    return [...checks, cannotRun("image.setuid", "the image's filesystems", error, fix), cannotRun("image.file-capabilities", "the image's filesystems", error, fix, "warn"), cannotRun("image.mounts", "the mounts", error, fix, "warn"), cannotRun("image.read-only-root", "the mounts", error, fix, "warn")];
   }
   const { mounts, excluded } = pending;
+  checks.push(...guarded("image.read-only-root", "the mounts", "mount /proc in the container", () => checkReadOnlyRoot(mounts, mode)));
   let walked: { walk: ImageWalk; scan: CapabilityScan } | { error: string };
   const output = await pending.output;
   if (!("stdout" in output)) walked = { error: output.error }; // perl could not be started
@@ -189,7 +191,7 @@ export async function runSelfCheck(request: { json: boolean; probe: boolean }): 
    */
   const pendingImage = startImageFacts();
   const stateAndWorkspace = [...stateFacts(ids, mode), ...workspaceFacts(ids, mode)];
-  const image = await imageFacts(ids, pendingImage);
+  const image = await imageFacts(ids, mode, pendingImage);
   const checks: Check[] = [
     modeCheck(verdict, judged.pid),
     boundaryCheck(boundary, mode === "separated"),
@@ -203,6 +205,7 @@ export async function runSelfCheck(request: { json: boolean; probe: boolean }): 
     ...guarded("processes.workspace-exe", "processes", "mount /proc in the container", () => checkWorkspaceExecutables(table, serviceUid, self.pid, readExe, mode)),
     checkEnvironment(process.env, { pid: judged.pid, self: isSelf, environ }),
     ...kernelChecks(),
+    ...guarded("agent.confinement", "Landlock and seccomp", "mount /proc in the container and keep perl-base in the image", checkConfinement),
     ...(request.probe ? guarded("probe", "the agent", "run the probe from the service", () => runProbe(mode, self.creds, ids, judged.pid)) : []),
   ];
 

@@ -82,6 +82,50 @@ test("it runs nothing but its embedded code: NODE_OPTIONS --require and --import
   }
 });
 
+/*
+ * A real OpenSSL provider module: its constructor runs when OpenSSL dlopen()s
+ * it and writes a marker; it then fails the provider's initialisation, which
+ * Node turns into an abort. Node reads OPENSSL_CONF (section nodejs_conf) and
+ * loads the providers it names before any JavaScript runs.
+ */
+const PROVIDER_SOURCE = `
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+__attribute__((constructor)) static void mark(void) {
+  const char *path = getenv("PROVIDER_MARKER");
+  if (path) { int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600); if (fd >= 0) { (void)write(fd, "loaded\\n", 7); close(fd); } }
+}
+int OSSL_provider_init(const void *handle, const void *in, const void **out, void **ctx) { return 0; }
+`;
+
+const haveCc = spawnSync("cc", ["--version"]).status === 0;
+if (!haveCc) process.stderr.write("SKIPPED: no C compiler (cc) to build the OpenSSL provider module\n");
+(haveCc ? test : test.skip)("OPENSSL_CONF loads no provider into it: --openssl-config=/dev/null is in the SEA's execArgv (plain Node as the control)", () => {
+  const dir = mkdtempSync(join(tmpdir(), "clankie-openssl-"));
+  try {
+    writeFileSync(join(dir, "provider.c"), PROVIDER_SOURCE);
+    const cc = spawnSync("cc", ["-shared", "-fPIC", "-o", join(dir, "provider.so"), join(dir, "provider.c")], { encoding: "utf8" });
+    assert.is(cc.status, 0, cc.stderr);
+    const conf = join(dir, "openssl.cnf");
+    writeFileSync(conf, `nodejs_conf = init\nopenssl_conf = init\n[init]\nproviders = providers\n[providers]\nplanted = planted\n[planted]\nmodule = ${join(dir, "provider.so")}\nactivate = 1\n`);
+    const marker = join(dir, "loaded");
+    const env = { PATH: "/usr/bin:/bin", OPENSSL_CONF: conf, PROVIDER_MARKER: marker };
+    // Control: plain Node 24 loads the module (and aborts on its failed init).
+    spawnSync(NODE24, ["-e", "0"], { env });
+    assert.ok(existsSync(marker), "control failed: plain node did not load the provider named by OPENSSL_CONF");
+    rmSync(marker);
+    for (const file of [ENTRYPOINT, AGENT_EXEC]) {
+      const result = run(file, ["--version"], env);
+      assert.is(result.status, 0, result.stderr);
+      assert.is(result.stderr, "");
+      assert.not.ok(existsSync(marker), `${file} loaded the provider named by OPENSSL_CONF`);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test("the role follows the name it is started as (argv[0]), even through a symlink", () => {
   const dir = mkdtempSync(join(tmpdir(), "clankie-name-"));
   try {

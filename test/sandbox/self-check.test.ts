@@ -19,13 +19,13 @@
  * each host directory that node cannot read (as the image has none).
  */
 import { spawnSync, type SpawnSyncReturns } from "node:child_process";
-import { chmodSync, chownSync, copyFileSync, linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, copyFileSync, linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { Body, DEFAULT_GROUP, haveBubblewrap, IDS, ROOT_CAPS, SANDBOX_FIXTURES, SANDBOX_NODE, SANDBOX_REPO, SYSTEM_PATH } from "../helpers/bwrap-sandbox.ts";
-import { DIST, REPO } from "../helpers/paths.ts";
+import { DIST, NODE24, REPO } from "../helpers/paths.ts";
 import { IS_ROOT, rootTest } from "../helpers/privilege.ts";
 
 const AUDIT = "/usr/local/sbin/clankie-separate";
@@ -95,22 +95,40 @@ function withStatus(audit: Audit, status: string): string[] {
   return audit.doc.checks.filter((c) => c.status === status).map((c) => c.id).sort();
 }
 
-const KERNEL_WARNINGS = [
-  ["kernel.legacy-tiocsti", "/proc/sys/dev/tty/legacy_tiocsti", "0"],
-  ["kernel.protected-hardlinks", "/proc/sys/fs/protected_hardlinks", "1"],
-  ["kernel.protected-symlinks", "/proc/sys/fs/protected_symlinks", "1"],
-]
-  .filter(([, path, good]) => {
-    try {
-      return readFileSync(path!, "latin1").trim() !== good;
-    } catch {
-      return true;
-    }
-  })
-  .map(([id]) => id!);
+const KERNEL_SETTINGS: ReadonlyArray<readonly [string, string, readonly string[]]> = [
+  ["kernel.legacy-tiocsti", "/proc/sys/dev/tty/legacy_tiocsti", ["0"]],
+  ["kernel.protected-hardlinks", "/proc/sys/fs/protected_hardlinks", ["1"]],
+  ["kernel.protected-symlinks", "/proc/sys/fs/protected_symlinks", ["1"]],
+  ["kernel.protected-regular", "/proc/sys/fs/protected_regular", ["1", "2"]],
+  ["kernel.protected-fifos", "/proc/sys/fs/protected_fifos", ["1", "2"]],
+];
+
+function sysctlValue(path: string): string | undefined {
+  try {
+    return readFileSync(path, "latin1").trim();
+  } catch {
+    return undefined;
+  }
+}
+
+const KERNEL_WARNINGS = KERNEL_SETTINGS.filter(([, path, good]) => !good.includes(sysctlValue(path) ?? "")).map(([id]) => id);
+
+/** What this kernel answers perl's landlock_create_ruleset(NULL, 0, VERSION), and whether seccomp filters can fail a call with errno. */
+const HOST_LANDLOCK = spawnSync("/usr/bin/perl", ["-e", 'my $v = syscall(444, 0, 0, 1); print $v >= 0 ? $v : "none"'], { encoding: "utf8" }).stdout;
+const HOST_SECCOMP_ERRNO = (() => {
+  try {
+    return readFileSync("/proc/sys/kernel/seccomp/actions_avail", "latin1").split(/\s+/).includes("errno");
+  } catch {
+    return false;
+  }
+})();
+const CONFINEMENT_WARNINGS = Number(HOST_LANDLOCK) >= 6 && HOST_SECCOMP_ERRNO ? [] : ["agent.confinement"];
 
 /** The warnings every healthy separated body in this sandbox has: what the sandbox cannot change. */
-const SANDBOX_WARNINGS = ["boundary", "image.mounts", ...KERNEL_WARNINGS];
+const SANDBOX_WARNINGS = ["boundary", "image.read-only-root", ...KERNEL_WARNINGS, ...CONFINEMENT_WARNINGS];
+
+/** The checks only a Landlock domain or a seccomp filter of the spawn's own makes pass: "not confined" warns until the agent-side stage confines each spawn. */
+const CONFINED_PROBES = ["probe.seccomp", "probe.lower-oom-score", "probe.abstract-socket"];
 
 function assertFailing(audit: Audit, expected: string[]): void {
   assert.equal(withStatus(audit, "fail"), [...expected].sort(), `failing checks; document:\n${audit.stdout}\n${audit.stderr}`);
@@ -202,10 +220,14 @@ function execInto(running: Running, as: "root" | "node", argv: string[], env: Re
 
 const SCHEMA = JSON.parse(readFileSync(join(REPO, "docs/self-check.schema.json"), "utf8"));
 
-/** The subset of draft 2020-12 the published schema uses: type, const, enum, required, properties, items, $ref, minimum, pattern. */
+/** The subset of draft 2020-12 the published schema uses: type, const, enum, required, properties, items, $ref, minimum, pattern, allOf, if/then. */
 function validate(value: unknown, schema: any, path = "$"): string[] {
   if (schema.$ref) return validate(value, SCHEMA.$defs[schema.$ref.replace("#/$defs/", "")], path);
   const errors: string[] = [];
+  for (const part of schema.allOf ?? []) {
+    if (part.if && validate(value, part.if, path).length > 0) continue;
+    errors.push(...validate(value, part.then ?? part, path));
+  }
   const typeOf = (v: unknown): string => (v === null ? "null" : Array.isArray(v) ? "array" : Number.isInteger(v) ? "integer" : typeof v);
   if (schema.type) {
     const types: string[] = Array.isArray(schema.type) ? schema.type : [schema.type];
@@ -247,9 +269,10 @@ rootTest(SelfCheck, "doctor on a healthy separated body: every check passes but 
     assert.equal(check(audit, "process.capabilities").found.sets.CapAmb, { mask: "0x00000000000000c0", names: ["SETGID", "SETUID"] });
     assert.ok(check(audit, "state.layout").found.checked >= 10);
     assert.is(check(audit, "image.bundle").found.sha256, readFileSync(join(DIST, "SHA256SUMS"), "utf8").split(/\s+/)[0]);
-    for (const [id, path] of [["kernel.legacy-tiocsti", "/proc/sys/dev/tty/legacy_tiocsti"], ["kernel.protected-symlinks", "/proc/sys/fs/protected_symlinks"]]) {
-      assert.is(check(audit, id!).found.value, readFileSync(path!, "latin1").trim());
-    }
+    for (const [id, path] of KERNEL_SETTINGS) assert.is(check(audit, id).found.value, sysctlValue(path) ?? null, id);
+    // The ABI the audit reports is the one the kernel gives perl outside the sandbox.
+    assert.is(String(check(audit, "agent.confinement").found.landlock.abi ?? "none"), HOST_LANDLOCK);
+    assert.is(check(audit, "agent.confinement").found.seccomp.filtersAvailable, HOST_SECCOMP_ERRNO);
   } finally {
     body.cleanup();
   }
@@ -261,7 +284,7 @@ rootTest(SelfCheck, "text form: one line per check, failures first with their fi
     const result = shDoctor(body, "touch /state/planted; chmod 0664 /state/planted", []);
     assert.is(result.status, 1);
     const out = result.stdout.trimEnd().split("\n");
-    assert.is(out.length, 24, result.stdout); // 23 checks without --probe, and the verdict
+    assert.is(out.length, 28, result.stdout); // 27 checks without --probe, and the verdict
     assert.match(out[0]!, /^FAIL state\.layout: 1 entry breaks the layout contract: \/state\/planted \(file 0664 1000:1000, want 0600 1000:1000\); fix: restart the container/);
     const statuses = out.slice(0, -1).map((line) => line.split(" ")[0]);
     assert.equal(statuses, [...statuses].sort((a, b) => ["FAIL", "WARN", "PASS"].indexOf(a!) - ["FAIL", "WARN", "PASS"].indexOf(b!)));
@@ -354,15 +377,134 @@ rootTest(SelfCheck, "image faults fail exactly their checks: a group-writable ex
   }
 });
 
-rootTest(SelfCheck, "image.mounts passes with a read-only / (it only ever warns)", () => {
+/*
+ * What the service's SETUID and SETGID give code running as node: it becomes
+ * uid 0 with setpriv, still without DAC_OVERRIDE, CHOWN or FOWNER, and owns
+ * every root-owned file on a writable root. bubblewrap's root is a tmpfs, as
+ * writable as a container's layer; /opt/etc/passwd is a root-owned 0644 file
+ * on it (--file from stdin). With a read-only / (--read-only) the same writes
+ * fail with EROFS, and image.read-only-root passes.
+ */
+const AS_ROOT_WITHOUT_DAC = [
+  "{",
+  'try() { if sh -c "$2" 2>/dev/null; then echo "$1: ok"; else echo "$1: refused"; fi; }',
+  'try "node appends to /opt/etc/passwd" "echo x >> /opt/etc/passwd"',
+  "/usr/bin/setpriv --reuid=0 --regid=0 --clear-groups -- /bin/sh -c '",
+  '  try() { if sh -c "$2" 2>/dev/null; then echo "$1: ok"; else echo "$1: refused"; fi; }',
+  '  grep -E "^(Uid|CapEff|CapBnd|NoNewPrivs):" /proc/self/status | tr -s "\t " " "',
+  '  try "uid 0 reads /state/credentials.json (node 0600)" "cat /state/credentials.json >/dev/null"',
+  '  try "uid 0 appends to /opt/etc/passwd (root 0644)" "echo evil:x:0:0::/:/bin/sh >> /opt/etc/passwd"',
+  '  try "uid 0 creates /opt/planted (root 0755 directory)" "echo x > /opt/planted"',
+  '  try "uid 0 makes /opt/etc/passwd 0666" "chmod 0666 /opt/etc/passwd"',
+  "'",
+  "cat /opt/etc/passwd",
+  "} >&2",
+].join("\n");
+
+function uidZeroAttempt(body: Body, readOnly: boolean): { audit: Audit; said: string[]; passwd: string } {
+  const layer = ["--perms", "0755", "--dir", "/opt/etc", "--perms", "0644", "--file", "0", "/opt/etc/passwd", ...(readOnly ? ["--remount-ro", "/"] : [])];
+  const result = body.run({ command: ["--", "/bin/sh", "-c", `set -e\n${AS_ROOT_WITHOUT_DAC}\nset +e\n${AUDIT} --self-check --json\nexit $?`], extra: [...MASKS, ...layer], input: "root:x:0:0:root:/root:/bin/sh\n" });
+  const said = result.stderr.split("\n").filter((line) => /^(Uid|CapEff|CapBnd|NoNewPrivs):|: (ok|refused)$/.test(line));
+  return { audit: parse(result), said, passwd: result.stderr.split("\n").filter((line) => line.includes(":x:0:0:")).join("\n") };
+}
+
+rootTest(SelfCheck, "the service's SETUID reaches uid 0 without DAC_OVERRIDE, which writes root-owned files on a writable /; a read-only / stops it and image.read-only-root passes", () => {
   const body = seededBody();
   try {
-    const audit = parse(shDoctor(body, ":", ["--json"], { extra: ["--remount-ro", "/"] }));
-    assertFailing(audit, []);
-    assert.is(check(audit, "image.mounts").status, "pass", check(audit, "image.mounts").summary);
+    const writable = uidZeroAttempt(body, false);
+    assert.equal(writable.said, [
+      "node appends to /opt/etc/passwd: refused",
+      "Uid: 0 0 0 0",
+      "CapEff: 00000000000000c0",
+      "CapBnd: 00000000000000c0",
+      "NoNewPrivs: 1",
+      "uid 0 reads /state/credentials.json (node 0600): refused",
+      "uid 0 appends to /opt/etc/passwd (root 0644): ok",
+      "uid 0 creates /opt/planted (root 0755 directory): ok",
+      "uid 0 makes /opt/etc/passwd 0666: ok",
+    ]);
+    assert.match(writable.passwd, /evil:x:0:0::\/:\/bin\/sh/);
+    assertFailing(writable.audit, []);
+    assert.is(check(writable.audit, "image.read-only-root").status, "warn");
+    assert.match(check(writable.audit, "image.read-only-root").summary, /^\/ is writable \(tmpfs, rw\): the service's SETUID and SETGID let code running as node become uid 0/);
+    assert.match(check(writable.audit, "image.read-only-root").fix!, /--read-only/);
+
+    const readOnly = uidZeroAttempt(body, true);
+    assert.equal(readOnly.said.filter((line) => line.startsWith("uid 0 ") && !line.includes("credentials")), [
+      "uid 0 appends to /opt/etc/passwd (root 0644): refused",
+      "uid 0 creates /opt/planted (root 0755 directory): refused",
+      "uid 0 makes /opt/etc/passwd 0666: refused",
+    ]);
+    assert.not.match(readOnly.passwd, /evil/);
+    assertFailing(readOnly.audit, []);
+    assert.is(check(readOnly.audit, "image.read-only-root").status, "pass", check(readOnly.audit, "image.read-only-root").summary);
+    assert.is(check(readOnly.audit, "image.mounts").status, "pass", check(readOnly.audit, "image.mounts").summary);
   } finally {
     body.cleanup();
   }
+});
+
+rootTest(SelfCheck, "kernel.protected-regular and -fifos judge the value the kernel file holds: the host's, and 0, 1 and 2 bound over it", () => {
+  const body = seededBody();
+  const fake = join(scratch, "sysctl");
+  try {
+    mkdirSync(fake, { recursive: true });
+    const host = parse(shDoctor(body, ":", ["--json"]));
+    for (const id of ["kernel.protected-regular", "kernel.protected-fifos"]) {
+      const path = `/proc/sys/fs/${id.slice("kernel.".length).replace("-", "_")}`;
+      const value = sysctlValue(path);
+      assert.is(check(host, id).found.value, value ?? null);
+      assert.is(check(host, id).status, value === "1" || value === "2" ? "pass" : "warn", check(host, id).summary);
+      for (const [written, status] of [["0", "warn"], ["1", "pass"], ["2", "pass"]] as const) {
+        writeFileSync(join(fake, written), `${written}\n`);
+        const audit = parse(shDoctor(body, ":", ["--json"], { extra: ["--ro-bind", join(fake, written), path] }));
+        assert.is(check(audit, id).found.value, written);
+        assert.is(check(audit, id).status, status, check(audit, id).summary);
+        if (status === "warn") assert.match(check(audit, id).fix!, new RegExp(`sysctl -w fs\\.${path.split("/").pop()}=2`));
+      }
+    }
+  } finally {
+    body.cleanup();
+  }
+});
+
+/*
+ * The attack kernel.protected-regular warns about, as the control: in a sticky
+ * world-writable directory the agent creates the name first (mode 0666), and
+ * the service's Node writes its secret with writeFileSync (O_CREAT|O_TRUNC,
+ * no O_EXCL, mode 0600). With fs.protected_regular=0 the secret lands in the
+ * agent's file; with 1 the kernel refuses the open (EACCES). The setting is
+ * host-wide: it is set for the two attempts and restored in `finally`.
+ */
+rootTest(SelfCheck, "control: with fs.protected_regular=0 the agent's pre-created /tmp file receives the service's 0600 write; with 1 the open is refused", () => {
+  const path = "/proc/sys/fs/protected_regular";
+  const original = sysctlValue(path);
+  if (original === undefined) {
+    process.stderr.write("SKIPPED (no fs.protected_regular: Linux before 4.19)\n");
+    return;
+  }
+  const tmp = mkdtempSync(join(tmpdir(), "clankie-sticky-"));
+  chmodSync(tmp, 0o1777);
+  const target = join(tmp, "service-secret");
+  const as = (uid: number, argv: string[]) => spawnSync("/usr/bin/setpriv", [`--reuid=${uid}`, `--regid=${uid}`, "--clear-groups", "--", ...argv], { encoding: "utf8" });
+  const attempt = (setting: string) => {
+    writeFileSync(path, setting);
+    rmSync(target, { force: true });
+    const planted = as(IDS.agent, ["/bin/sh", "-c", 'umask 0; : > "$1"', "agent", target]);
+    assert.is(planted.status, 0, planted.stderr);
+    const wrote = as(IDS.service, [NODE24, "-e", `try { require("node:fs").writeFileSync(${JSON.stringify(target)}, "bearer s3cret", { mode: 0o600 }); console.log("written") } catch (e) { console.log(e.code) }`]);
+    return { said: wrote.stdout.trim(), uid: statSync(target).uid, mode: statSync(target).mode & 0o777, content: readFileSync(target, "utf8") };
+  };
+  try {
+    const open = attempt("0");
+    assert.equal(open, { said: "written", uid: IDS.agent, mode: 0o666, content: "bearer s3cret" }, "with protected_regular=0 the agent's file holds the secret");
+    const shut = attempt("1");
+    assert.equal(shut, { said: "EACCES", uid: IDS.agent, mode: 0o666, content: "" }, "with protected_regular=1 the open is refused");
+  } finally {
+    writeFileSync(path, original);
+    rmSync(tmp, { recursive: true, force: true });
+  }
+  assert.is(sysctlValue(path), original, "the host's setting is restored");
 });
 
 rootTest(SelfCheck, "node doctor through systemExec: --probe verifies from inside the agent; the service's declaration turns the label into a boundary", () => {
@@ -372,6 +514,18 @@ rootTest(SelfCheck, "node doctor through systemExec: --probe verifies from insid
     assertFailing(audit, []);
     const probes = ["probe", "probe.identity", "probe.capabilities", "probe.no-new-privs", "probe.write-state", "probe.read-credentials", "probe.signal-service", "probe.setpriv-node"];
     for (const id of probes) assert.is(check(audit, id).status, "pass", `${id}: ${check(audit, id).summary}`);
+    // Confinement beyond the uid, shown by attempts inside the agent: either outcome, never a failure and never "could not tell".
+    const confined = { "probe.seccomp": /a filter of its own$/, "probe.lower-oom-score": /^the agent cannot lower its oom_score_adj: open \/proc\/self\/oom_score_adj for writing: EACCES$/, "probe.abstract-socket": /^the agent cannot connect to an abstract unix socket outside its domain: connect\(@clankie-probe-\d+-[0-9a-f]{16}\), the audit's socket outside the agent's domain: EPERM$/ };
+    const open = { "probe.seccomp": /^not confined: the agent runs under 0 seccomp filters \(Seccomp: 0\), no more than this audit's 0/, "probe.lower-oom-score": /^the agent CAN lower its oom_score_adj \(not confined: a raise the shim made can be undone\): wrote 499 over 500 to \/proc\/self\/oom_score_adj$/, "probe.abstract-socket": /^the agent CAN connect to an abstract unix socket outside its domain \(not confined\): connect\(@clankie-probe-\d+-[0-9a-f]{16}\), the audit's socket outside the agent's domain: connected$/ };
+    for (const id of CONFINED_PROBES) {
+      const found = check(audit, id);
+      if (found.status === "pass") assert.match(found.summary, confined[id as keyof typeof confined], id);
+      else {
+        assert.is(found.status, "warn", `${id}: ${found.summary}`);
+        assert.match(found.summary, open[id as keyof typeof open], `${id}: ${found.summary}`);
+        assert.match(found.fix!, /agent\.confinement/);
+      }
+    }
     assert.equal(check(audit, "probe.identity").found.uids, [IDS.agent, IDS.agent, IDS.agent, IDS.agent]);
     assert.match(check(audit, "probe.read-credentials").summary, /EACCES/);
     assert.match(check(audit, "probe.signal-service").summary, new RegExp(`kill\\(${audit.doc.judged.pid}, 0\\): EPERM`));
@@ -379,7 +533,8 @@ rootTest(SelfCheck, "node doctor through systemExec: --probe verifies from insid
     assert.is(check(audit, "boundary").status, "pass");
     assert.is(audit.doc.boundary.declared, true);
     assert.match(audit.doc.boundary.source!, /handed to this audit by the service/);
-    assert.equal(withStatus(audit, "warn"), SANDBOX_WARNINGS.filter((id) => id !== "boundary").sort());
+    const confinedWarnings = CONFINED_PROBES.filter((id) => check(audit, id).status === "warn");
+    assert.equal(withStatus(audit, "warn"), [...SANDBOX_WARNINGS.filter((id) => id !== "boundary"), ...confinedWarnings].sort());
   } finally {
     body.cleanup();
   }

@@ -11,7 +11,7 @@ import { checkAccounts } from "../../src/self-check/accounts.ts";
 import { bounded, cannotRun, guarded, octal } from "../../src/self-check/check.ts";
 import { checkEnvironment, codeLoadingNames } from "../../src/self-check/environment.ts";
 import { decodeCapabilityXattr } from "../../src/self-check/file-caps.ts";
-import { checkFileCapabilities, checkMounts, checkPrivilegedFiles } from "../../src/self-check/image.ts";
+import { checkFileCapabilities, checkMounts, checkPrivilegedFiles, checkReadOnlyRoot } from "../../src/self-check/image.ts";
 import { IMAGE_SCAN_SCRIPT, type ImageWalk, parseImageScan } from "../../src/self-check/image-scan.ts";
 import { judgeKernelSetting, KERNEL_SETTINGS } from "../../src/self-check/kernel.ts";
 import { excludedDirectories, mountOf, parseMountinfo } from "../../src/self-check/mounts.ts";
@@ -329,12 +329,26 @@ Image("mountinfo: parsed, escapes undone, longest match wins, pseudo filesystems
   assert.equal([...excludedDirectories(mounts, ["/state"])].sort(), ["/dev/pts", "/proc", "/state"]);
 });
 
-Image("mounts: recommendations only; a writable / and a volume without nosuid,nodev warn", () => {
+Image("mounts: recommendations only; a volume without nosuid,nodev warns", () => {
   const check = checkMounts(parseMountinfo(MOUNTINFO));
   assert.is(check.status, "warn");
-  assert.is(check.summary, "recommended: / is writable (docker run --read-only); /workspace is mounted without nosuid, nodev");
-  const good = parseMountinfo(MOUNTINFO.replace("/ / rw,", "/ / ro,").replace("/workspace rw,relatime", "/workspace rw,nosuid,nodev"));
+  assert.is(check.summary, "recommended: /workspace is mounted without nosuid, nodev");
+  const good = parseMountinfo(MOUNTINFO.replace("/workspace rw,relatime", "/workspace rw,nosuid,nodev"));
   assert.is(checkMounts(good).status, "pass");
+});
+
+Image("read-only root: the mount at / with rw warns, naming what uid 0 owns there and --read-only; ro passes; the last mount at / counts", () => {
+  const writable = checkReadOnlyRoot(parseMountinfo(MOUNTINFO), "separated");
+  assert.is(writable.status, "warn");
+  assert.match(writable.summary, /^\/ is writable \(tmpfs, rw\): the service's SETUID and SETGID let code running as node become uid 0, which, without DAC_OVERRIDE, still owns every root-owned file/);
+  assert.match(writable.fix!, /^run the container with --read-only --tmpfs \/tmp/);
+  assert.match(checkReadOnlyRoot(parseMountinfo(MOUNTINFO), "single-uid").summary, /once the service holds SETUID and SETGID/);
+  const readOnly = checkReadOnlyRoot(parseMountinfo(MOUNTINFO.replace("/ / rw,", "/ / ro,")), "separated");
+  assert.equal([readOnly.status, readOnly.found.options], ["pass", ["ro", "nosuid", "nodev", "relatime"]]);
+  // A later mount over / (bubblewrap's remount) decides.
+  const remounted = parseMountinfo(`${MOUNTINFO}\n99 69 0:50 / / ro,nosuid - tmpfs tmpfs rw`);
+  assert.is(checkReadOnlyRoot(remounted, "separated").status, "pass");
+  assert.is(checkReadOnlyRoot([], "separated").status, "warn");
 });
 
 /* ---------------------------------------------------------- processes -- */
@@ -410,6 +424,26 @@ Kernel("each setting: the safe value passes, the other warns with its meaning, a
   assert.is(judgeKernelSetting(symlinks!, { value: "1" }).status, "pass");
   assert.is(judgeKernelSetting(symlinks!, { value: "0" }).status, "warn");
   assert.match(judgeKernelSetting(symlinks!, { error: "read x: EACCES" }).summary, /could not read/);
+});
+
+Kernel("protected_regular and protected_fifos: 1 and 2 pass, 0 and absence warn with the host's sysctl and the service's own remedy", () => {
+  for (const id of ["kernel.protected-regular", "kernel.protected-fifos"]) {
+    const setting = KERNEL_SETTINGS.find((s) => s.id === id)!;
+    assert.is(setting.path, `/proc/sys/fs/${id.slice("kernel.".length).replace("-", "_")}`);
+    const best = judgeKernelSetting(setting, { value: "2\n" });
+    assert.equal([best.status, best.fix], ["pass", null]);
+    assert.match(best.summary, /^2: an O_CREAT open of .* is refused, in group-writable sticky directories too/);
+    const one = judgeKernelSetting(setting, { value: "1\n" });
+    assert.is(one.status, "pass");
+    assert.match(one.summary, /^1: .*2 also covers group-writable sticky directories/);
+    const off = judgeKernelSetting(setting, { value: "0\n" });
+    assert.is(off.status, "warn");
+    assert.match(off.summary, /^0: off: the agent can create .* in \/tmp under a name the service will open/);
+    assert.match(off.fix!, new RegExp(`^on the host: sysctl -w fs\\.${setting.path.split("/").pop()}=2 .*O_EXCL`));
+    assert.match(judgeKernelSetting(setting, { error: "read x: ENOENT" }).summary, /^absent: no such setting \(Linux before 4\.19\)/);
+    assert.is(judgeKernelSetting(setting, { error: "read x: ENOENT" }).status, "warn");
+    assert.match(judgeKernelSetting(setting, { value: "7" }).summary, /^7: unexpected value 7/);
+  }
 });
 
 /* ------------------------------------------------------------- common -- */

@@ -6,8 +6,8 @@ import * as assert from "uvu/assert";
 import { resolveIdentities } from "../../src/accounts.ts";
 import type { ProcessCredentials } from "../../src/proc-status.ts";
 import { type Check, fail, pass, warn } from "../../src/self-check/check.ts";
-import { parseProbeReport, probeBlocker, probeChecks, probeRequest, probeStartFailure } from "../../src/self-check/probe.ts";
-import type { ProbeReport } from "../../src/self-check/probe-agent.ts";
+import { parseProbeReport, probeBlocker, probeChecks, probeRequest, probeSeccompCheck, probeStartFailure } from "../../src/self-check/probe.ts";
+import { parseConfinementAttempts, type ProbeReport } from "../../src/self-check/probe-agent.ts";
 import { buildDocument, CHECK_ORDER, renderText, verdictLine } from "../../src/self-check/render.ts";
 import { DEFAULT_GROUP, DEFAULT_PASSWD } from "../helpers/sandbox.ts";
 import { REPO } from "../helpers/paths.ts";
@@ -78,13 +78,17 @@ const agentReport: ProbeReport = {
   groups: [1001, 1002],
   sets: { CapInh: "0x0000000000000000", CapPrm: "0x0000000000000000", CapEff: "0x0000000000000000", CapAmb: "0x0000000000000000", CapBnd: "0x00000000000000c0" },
   noNewPrivs: 1,
+  seccomp: { mode: "2", filters: 2 },
   attempts: [
     { id: "write-state", outcome: "denied", detail: "EACCES" },
     { id: "read-credentials", outcome: "denied", detail: "EACCES" },
     { id: "signal-service", outcome: "denied", detail: "EPERM" },
     { id: "setpriv-node", outcome: "denied", detail: "exit 127" },
+    { id: "lower-oom-score", outcome: "denied", detail: "open /proc/self/oom_score_adj for writing: EACCES" },
+    { id: "abstract-socket", outcome: "denied", detail: "connect(@x): EPERM" },
   ],
 };
+const SERVICE_SECCOMP = { mode: "2", filters: 1 };
 
 Probe("the request goes through the shim with the service's pid in the environment, never argv", () => {
   const request = probeRequest(14);
@@ -92,6 +96,9 @@ Probe("the request goes through the shim with the service's pid in the environme
   assert.equal(request.args, ["--env", "CLANKIE_PROBE_SERVICE_PID", "--", "/usr/local/sbin/clankie-separate", "--probe-agent"]);
   assert.equal(request.env, { CLANKIE_PROBE_SERVICE_PID: "14" });
   assert.equal(request.trustedUids, [0]);
+  const withSocket = probeRequest(14, "clankie-probe-1-ab");
+  assert.equal(withSocket.args, ["--env", "CLANKIE_PROBE_SERVICE_PID", "--env", "CLANKIE_PROBE_SOCKET", "--", "/usr/local/sbin/clankie-separate", "--probe-agent"]);
+  assert.equal(withSocket.env, { CLANKIE_PROBE_SERVICE_PID: "14", CLANKIE_PROBE_SOCKET: "clankie-probe-1-ab" });
 });
 
 Probe("only the service, with SETUID, SETGID and NoNewPrivs, may start it", () => {
@@ -103,16 +110,21 @@ Probe("only the service, with SETUID, SETGID and NoNewPrivs, may start it", () =
 });
 
 Probe("a denied agent passes every probe check", () => {
-  const checks = probeChecks(parseProbeReport(JSON.stringify(agentReport)), ids);
+  const checks = probeChecks(parseProbeReport(JSON.stringify(agentReport)), ids, SERVICE_SECCOMP);
   assert.equal(checks.map((c) => [c.id, c.status]), [
     ["probe.identity", "pass"],
     ["probe.capabilities", "pass"],
     ["probe.no-new-privs", "pass"],
+    ["probe.seccomp", "pass"],
     ["probe.write-state", "pass"],
     ["probe.read-credentials", "pass"],
     ["probe.signal-service", "pass"],
     ["probe.setpriv-node", "pass"],
+    ["probe.lower-oom-score", "pass"],
+    ["probe.abstract-socket", "pass"],
   ]);
+  assert.match(checks.find((c) => c.id === "probe.seccomp")!.summary, /^the agent runs under 2 seccomp filters \(Seccomp: 2\), 1 more than this audit's 1: a filter of its own$/);
+  assert.is(checks.find((c) => c.id === "probe.lower-oom-score")!.summary, "the agent cannot lower its oom_score_adj: open /proc/self/oom_score_adj for writing: EACCES");
 });
 
 Probe("what the agent could do fails; what could not be told warns", () => {
@@ -127,16 +139,56 @@ Probe("what the agent could do fails; what could not be told warns", () => {
       { id: "signal-service", outcome: "denied", detail: "EPERM" },
     ],
   };
-  const statuses = Object.fromEntries(probeChecks(report, ids).map((c) => [c.id, c.status]));
+  const statuses = Object.fromEntries(probeChecks(report, ids, SERVICE_SECCOMP).map((c) => [c.id, c.status]));
   assert.equal(statuses, {
     "probe.identity": "fail",
     "probe.capabilities": "fail",
     "probe.no-new-privs": "fail",
+    "probe.seccomp": "pass",
     "probe.write-state": "fail",
     "probe.read-credentials": "warn",
     "probe.signal-service": "pass",
     "probe.setpriv-node": "fail",
+    "probe.lower-oom-score": "fail",
+    "probe.abstract-socket": "fail",
   });
+});
+
+Probe("not confined: what only a Landlock domain or a filter of its own stops warns, with the fix; never fails", () => {
+  const report: ProbeReport = {
+    ...agentReport,
+    seccomp: { mode: "0", filters: 0 },
+    attempts: [
+      ...agentReport.attempts.slice(0, 4),
+      { id: "lower-oom-score", outcome: "possible", detail: "wrote 499 over 500 to /proc/self/oom_score_adj" },
+      { id: "abstract-socket", outcome: "possible", detail: "connect(@x): connected" },
+    ],
+  };
+  const checks = probeChecks(report, ids, { mode: "0", filters: 0 });
+  const confined = checks.filter((c) => ["probe.seccomp", "probe.lower-oom-score", "probe.abstract-socket"].includes(c.id));
+  assert.equal(confined.map((c) => c.status), ["warn", "warn", "warn"]);
+  assert.match(confined[0]!.summary, /^not confined: the agent runs under 0 seccomp filters \(Seccomp: 0\), no more than this audit's 0: no filter of its own, agent work runs under the uid boundary only$/);
+  assert.is(confined[1]!.summary, "the agent CAN lower its oom_score_adj (not confined: a raise the shim made can be undone): wrote 499 over 500 to /proc/self/oom_score_adj");
+  assert.match(confined[2]!.fix!, /agent\.confinement/);
+  assert.is(checks.filter((c) => c.status === "fail").length, 0);
+  // Docker's profile is a filter too: as many as the service is still none of its own.
+  assert.is(probeSeccompCheck({ ...agentReport, seccomp: { mode: "2", filters: 1 } }, SERVICE_SECCOMP).status, "warn");
+  assert.is(probeSeccompCheck({ ...agentReport, seccomp: { mode: "2", filters: null } }, { mode: "2", filters: null }).status, "warn");
+  assert.throws(() => parseProbeReport(JSON.stringify({ ...agentReport, seccomp: { mode: "x", filters: 1 } })), /seccomp/);
+});
+
+Probe("the attempts' answers: the domain's EACCES at open, the kernel's floor at write, EPERM of scoping, a connect that went through", () => {
+  const [denied, socketDenied] = parseConfinementAttempts("oom 500 13 -\nsocket 1\n", "n");
+  assert.equal([denied!.outcome, denied!.detail], ["denied", "open /proc/self/oom_score_adj for writing: EACCES"]);
+  assert.equal([socketDenied!.outcome, socketDenied!.detail], ["denied", "connect(@n), the audit's socket outside the agent's domain: EPERM"]);
+  const [lowered, connected] = parseConfinementAttempts("oom 500 0 0\nsocket 0\n", "n");
+  assert.equal([lowered!.outcome, lowered!.detail], ["possible", "wrote 499 over 500 to /proc/self/oom_score_adj"]);
+  assert.is(connected!.outcome, "possible");
+  const [floor, refused] = parseConfinementAttempts("oom 500 0 13\nsocket 111\n", "n");
+  assert.equal([floor!.outcome, floor!.detail], ["denied", "open /proc/self/oom_score_adj for writing: opened; write 499 over 500: EACCES (the kernel's floor, oom_score_adj_min)"]);
+  assert.equal([refused!.outcome, refused!.detail], ["inconclusive", "connect(@n), the audit's socket outside the agent's domain: ECONNREFUSED"]);
+  assert.is(parseConfinementAttempts("oom -1000 - -\nsocket -\n", undefined)[0]!.outcome, "inconclusive");
+  assert.match(parseConfinementAttempts("", undefined)[1]!.detail, /no socket name was handed to the probe \(CLANKIE_PROBE_SOCKET\)/);
 });
 
 Probe("a malformed report is refused; a probe that did not start is one failure with the shim's words", () => {

@@ -1,0 +1,151 @@
+/*
+ * agent.confinement: what the kernel and the container engine offer to
+ * confine agent work beyond its uid. The agent-side verification stage puts
+ * every spawn in a Landlock domain and under a seccomp filter where they
+ * exist; where they do not, the spawn still runs, under the uid boundary
+ * only, and this check says so with its fix.
+ *
+ * Landlock: landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)
+ * returns the highest ABI the kernel offers, or -1 with ENOSYS (not built),
+ * EOPNOTSUPP (built, not enabled at boot) or, under a container engine whose
+ * seccomp profile does not know the call, EPERM or ENOSYS. Node cannot make
+ * a raw system call, so perl makes it (system-exec's runCapture: root-owned
+ * perl, fixed PATH, allowlisted environment). The number is 444 on x86-64
+ * and arm64 alike (include/uapi/asm-generic/unistd.h, syscall_64.tbl).
+ *
+ * seccomp: the Seccomp: field of /proc/self/status exists with
+ * CONFIG_SECCOMP; /proc/sys/kernel/seccomp/actions_avail lists "errno" when
+ * filters can make a call fail with an error (CONFIG_SECCOMP_FILTER).
+ *
+ * Both are read in this process's context, which is the service's when
+ * doctor runs the audit: the engine's seccomp profile applies here as it does
+ * to the agent. What a spawn actually runs under is --probe's to show
+ * (probe.seccomp, probe.lower-oom-score, probe.abstract-socket).
+ */
+import { readFileSync } from "node:fs";
+import { constants } from "node:os";
+import { TOOLS } from "../constants.ts";
+import { runCapture } from "../system-exec.ts";
+import { type Check, pass, reasonOf, warn } from "./check.ts";
+
+export const LANDLOCK_CREATE_RULESET = 444;
+export const LANDLOCK_CREATE_RULESET_VERSION = 1;
+export const SECCOMP_ACTIONS_FILE = "/proc/sys/kernel/seccomp/actions_avail";
+
+/** perl prints "abi N" or "errno N". */
+export const LANDLOCK_ABI_SCRIPT = `my $abi = syscall(${LANDLOCK_CREATE_RULESET}, 0, 0, ${LANDLOCK_CREATE_RULESET_VERSION}); print $abi >= 0 ? "abi $abi\\n" : "errno " . ($! + 0) . "\\n";`;
+
+/** What each Landlock ABI adds (Documentation/userspace-api/landlock.rst), and the Linux version that brought it. */
+export const LANDLOCK_ABI_RULES: ReadonlyArray<{ abi: number; linux: string; rule: string }> = [
+  { abi: 1, linux: "5.13", rule: "filesystem access (read, write, execute, create, remove)" },
+  { abi: 2, linux: "5.19", rule: "renames and links between directories" },
+  { abi: 3, linux: "6.2", rule: "truncation" },
+  { abi: 4, linux: "6.7", rule: "TCP bind and connect by port" },
+  { abi: 5, linux: "6.10", rule: "ioctl on devices" },
+  { abi: 6, linux: "6.12", rule: "scoping of abstract unix sockets and signals" },
+  { abi: 7, linux: "6.15", rule: "logging of denials" },
+];
+
+/** The ABI the issue's rules need in full: filesystem, TCP ports, scoping. */
+export const FULL_ABI = 6;
+
+export type LandlockFact = { abi: number } | { errno: string } | { error: string };
+
+export interface ConfinementFacts {
+  landlock: LandlockFact;
+  seccomp: {
+    /** The Seccomp: field of /proc/self/status (0 off, 1 strict, 2 filter), null when the kernel has no seccomp. */
+    mode: string | null;
+    /** The Seccomp_filters: field (Linux 5.9+), null when absent. */
+    filters: number | null;
+    /** The actions filters may take, or why they could not be read. */
+    actions: string[] | { error: string };
+  };
+}
+
+export function landlockRules(abi: number): string[] {
+  return LANDLOCK_ABI_RULES.filter((entry) => entry.abi <= abi).map((entry) => entry.rule);
+}
+
+const ERRNO_NAMES = new Map(Object.entries(constants.errno).map(([name, value]) => [value, name]));
+
+/** Pure: perl's one line. */
+export function parseLandlockAnswer(stdout: string): LandlockFact {
+  const match = /^(abi|errno) (\d+)\n?$/.exec(stdout);
+  if (!match) return { error: `unexpected answer ${JSON.stringify(stdout.slice(0, 80))}` };
+  const n = Number(match[2]);
+  return match[1] === "abi" ? { abi: n } : { errno: ERRNO_NAMES.get(n) ?? `errno ${n}` };
+}
+
+/** Pure: the two fields of a /proc/<pid>/status text. */
+export function parseSeccompStatus(status: string): { mode: string | null; filters: number | null } {
+  const mode = /^Seccomp:\s*(\d+)$/m.exec(status)?.[1] ?? null;
+  const filters = /^Seccomp_filters:\s*(\d+)$/m.exec(status)?.[1];
+  return { mode, filters: filters === undefined ? null : Number(filters) };
+}
+
+const LANDLOCK_FIX =
+  "run on a kernel built with CONFIG_SECURITY_LANDLOCK=y that enables it (landlock in the lsm= boot parameter; cat /sys/kernel/security/lsm), under a Docker engine >= 20.10.18, whose default seccomp profile allows system calls 444-446 (landlock_create_ruleset, landlock_add_rule, landlock_restrict_self), or a custom profile that allows them";
+const SECCOMP_FIX = "run on a kernel built with CONFIG_SECCOMP_FILTER, under a runtime that does not hide it (gVisor, for one, has its own)";
+
+/** Pure: the check from what was read. */
+export function judgeConfinement(facts: ConfinementFacts): Check {
+  const id = "agent.confinement";
+  const { landlock, seccomp } = facts;
+  const abi = "abi" in landlock ? landlock.abi : null;
+  const rules = abi === null ? [] : landlockRules(abi);
+  const seccompFilters = Array.isArray(seccomp.actions) && seccomp.mode !== null && seccomp.actions.includes("errno");
+  const found = {
+    landlock: { abi, rules, ...("errno" in landlock ? { errno: landlock.errno } : {}), ...("error" in landlock ? { error: landlock.error } : {}) },
+    seccomp: { status: seccomp.mode, filters: seccomp.filters, actions: Array.isArray(seccomp.actions) ? seccomp.actions : null, ...(!Array.isArray(seccomp.actions) ? { error: seccomp.actions.error } : {}), filtersAvailable: seccompFilters },
+  };
+  const problems: string[] = [];
+  const fixes: string[] = [];
+  if (abi === null) {
+    const why = "errno" in landlock ? `landlock_create_ruleset: ${landlock.errno}` : "error" in landlock ? landlock.error : "";
+    problems.push(`Landlock is not available (${why})`);
+    fixes.push(LANDLOCK_FIX);
+  } else if (abi < FULL_ABI) {
+    const missing = LANDLOCK_ABI_RULES.filter((entry) => entry.abi > abi && entry.abi <= FULL_ABI);
+    problems.push(`Landlock ABI ${abi} lacks ${missing.map((entry) => `${entry.rule} (ABI ${entry.abi})`).join(", ")}`);
+    fixes.push(`run on Linux ${LANDLOCK_ABI_RULES.find((entry) => entry.abi === FULL_ABI)!.linux} or later for Landlock ABI ${FULL_ABI}`);
+  }
+  if (!seccompFilters) {
+    const why = seccomp.mode === null ? "no Seccomp: field in /proc/self/status" : !Array.isArray(seccomp.actions) ? seccomp.actions.error : `${SECCOMP_ACTIONS_FILE} lists no errno action`;
+    problems.push(`seccomp filters are not available (${why})`);
+    fixes.push(SECCOMP_FIX);
+  }
+  const offered = abi === null ? "no Landlock" : `Landlock ABI ${abi} (${rules.join("; ")})`;
+  const filters = seccompFilters ? "seccomp filters (errno action)" : "no seccomp filters";
+  if (problems.length === 0) return pass(id, `the kernel offers ${offered} and ${filters}: every agent spawn can be confined beyond its uid`, found);
+  const consequence = abi === null || !seccompFilters ? "agent work then runs under the uid boundary only" : "those limits then rest on the uid boundary only";
+  return warn(id, `${problems.join("; ")}: ${consequence} (offered: ${offered}; ${filters})`, found, fixes.join("; and "));
+}
+
+/** Reads the facts: perl for Landlock, /proc for seccomp. */
+export function readConfinementFacts(): ConfinementFacts {
+  let landlock: LandlockFact;
+  try {
+    const result = runCapture({ command: TOOLS.perl, args: ["-e", LANDLOCK_ABI_SCRIPT], timeoutMs: 10_000, maxBytes: 4096 });
+    if (result.error !== undefined || result.status !== 0) {
+      const said = result.stderr.toString("utf8").split("\n")[0] ?? "";
+      landlock = { error: `${result.path} failed (${result.error ?? (result.signal ? `killed by ${result.signal}` : `exit ${result.status}`)})${said ? `: ${said}` : ""}` };
+    } else {
+      landlock = parseLandlockAnswer(result.stdout.toString("latin1"));
+    }
+  } catch (error) {
+    landlock = { error: `could not run perl: ${reasonOf(error)}` };
+  }
+  const status = parseSeccompStatus(readFileSync("/proc/self/status", "latin1"));
+  let actions: string[] | { error: string };
+  try {
+    actions = readFileSync(SECCOMP_ACTIONS_FILE, "latin1").trim().split(/\s+/);
+  } catch (error) {
+    actions = { error: `read ${SECCOMP_ACTIONS_FILE}: ${(error as NodeJS.ErrnoException).code ?? String(error)}` };
+  }
+  return { landlock, seccomp: { ...status, actions } };
+}
+
+export function checkConfinement(): Check {
+  return judgeConfinement(readConfinementFacts());
+}
