@@ -24,11 +24,11 @@
  */
 import { readFileSync } from "node:fs";
 import { constants } from "node:os";
-import { TOOLS } from "../constants.ts";
+import { syscallNumbers, TOOLS } from "../constants.ts";
 import { runCapture } from "../system-exec.ts";
 import { type Check, pass, reasonOf, warn } from "./check.ts";
 
-export const LANDLOCK_CREATE_RULESET = 444;
+export const LANDLOCK_CREATE_RULESET = syscallNumbers().landlockCreateRuleset;
 export const LANDLOCK_CREATE_RULESET_VERSION = 1;
 export const SECCOMP_ACTIONS_FILE = "/proc/sys/kernel/seccomp/actions_avail";
 

@@ -72,11 +72,14 @@ export function parseProbeReport(text: string): ProbeReport {
 
 /*
  * What the uid boundary promises fails when possible. What only the Landlock
- * domain of a spawn stops (the agent lowering its own oom_score_adj, reaching
- * a socket outside its domain) warns: where the kernel or engine offers no
- * Landlock, agent work runs under the uid boundary only (agent.confinement).
+ * domain and seccomp filter of a spawn stop (the agent lowering its own
+ * oom_score_adj, reaching a socket outside its domain) warns where the kernel
+ * or engine does not offer them (agent.confinement warns: agent work then runs
+ * under the uid boundary only), and fails where it does: the stage should
+ * have confined the probe and did not.
  */
-const CONFINEMENT_FIX = "agent work is confined beyond its uid only where the kernel offers Landlock and seccomp filters (see agent.confinement) and the agent-side stage puts each spawn in a domain; until then this rests on the uid boundary only";
+const CONFINEMENT_FIX = "agent work is confined beyond its uid only where the kernel offers Landlock and seccomp filters (see agent.confinement); until then this rests on the uid boundary only";
+const UNCONFINED_FIX = "the kernel offers Landlock ABI 6 and seccomp filters (agent.confinement) but the probe ran without them: check that the installed clankie-agent-exec is this build (image.executable) and report this output";
 const UNSURE_FIX = "seed the service's state (/state/credentials.json) and run the probe from the service";
 const ATTEMPTS: ReadonlyArray<{ id: Attempt["id"]; what: string; fix: string; possible: "fail" | "warn"; unsure?: string }> = [
   { id: "write-state", what: "write /state", fix: "restart the container: the entrypoint makes /state node-owned 0711 and every entry service-only", possible: "fail" },
@@ -88,7 +91,7 @@ const ATTEMPTS: ReadonlyArray<{ id: Attempt["id"]; what: string; fix: string; po
 ];
 
 /** Pure: the probe's seccomp against the auditor's own (the audit is the service's child: the filters it already had). */
-export function probeSeccompCheck(report: ProbeReport, auditor: { mode: string | null; filters: number | null } | undefined): Check {
+export function probeSeccompCheck(report: ProbeReport, auditor: { mode: string | null; filters: number | null } | undefined, offered = false): Check {
   const id = "probe.seccomp";
   const found = { pid: report.pid, seccomp: report.seccomp, auditor: auditor ?? null };
   const { mode, filters } = report.seccomp;
@@ -97,11 +100,11 @@ export function probeSeccompCheck(report: ProbeReport, auditor: { mode: string |
     return warn(id, `the agent runs with Seccomp: ${mode}; the kernel does not count filters (Seccomp_filters:, Linux 5.9+), so whether it has one of its own cannot be told`, found, CONFINEMENT_FIX);
   }
   if (filters > auditor.filters) return pass(id, `the agent runs under ${filters} seccomp filter${filters === 1 ? "" : "s"} (Seccomp: ${mode}), ${filters - auditor.filters} more than this audit's ${auditor.filters}: a filter of its own`, found);
-  return warn(id, `not confined: the agent runs under ${filters} seccomp filter${filters === 1 ? "" : "s"} (Seccomp: ${mode}), no more than this audit's ${auditor.filters}: no filter of its own, agent work runs under the uid boundary${filters > 0 ? " and the engine's profile" : ""} only`, found, CONFINEMENT_FIX);
+  return (offered ? fail : warn)(id, `not confined: the agent runs under ${filters} seccomp filter${filters === 1 ? "" : "s"} (Seccomp: ${mode}), no more than this audit's ${auditor.filters}: no filter of its own, agent work runs under the uid boundary${filters > 0 ? " and the engine's profile" : ""} only`, found, offered ? UNCONFINED_FIX : CONFINEMENT_FIX);
 }
 
 /** Pure: checks from a report. */
-export function probeChecks(report: ProbeReport, ids: Identities, auditorSeccomp?: { mode: string | null; filters: number | null }): Check[] {
+export function probeChecks(report: ProbeReport, ids: Identities, auditorSeccomp?: { mode: string | null; filters: number | null }, confinementOffered = false): Check[] {
   const checks: Check[] = [];
   const wantGroups = agentGroups(ids);
   const idsFound = { pid: report.pid, uids: report.uids, gids: report.gids, groups: report.groups, want: { uid: ids.agent.uid, gid: ids.agent.gid, groups: wantGroups } };
@@ -120,13 +123,16 @@ export function probeChecks(report: ProbeReport, ids: Identities, auditorSeccomp
   }
   if (report.noNewPrivs === 1) checks.push(pass("probe.no-new-privs", "the agent has NoNewPrivs 1", { pid: report.pid, noNewPrivs: 1 }));
   else checks.push(fail("probe.no-new-privs", "the agent has NoNewPrivs 0", { pid: report.pid, noNewPrivs: 0 }, "add --security-opt no-new-privileges to docker run"));
-  checks.push(probeSeccompCheck(report, auditorSeccomp));
+  checks.push(probeSeccompCheck(report, auditorSeccomp, confinementOffered));
   for (const { id, what, fix, possible, unsure } of ATTEMPTS) {
     const attempt = report.attempts.find((a) => a.id === id);
     const checkId = `probe.${id}`;
     if (!attempt) checks.push(fail(checkId, `the probe did not try to ${what}`, {}, "rebuild the image: the probe and the audit come from different builds"));
     else if (attempt.outcome === "denied") checks.push(pass(checkId, `the agent cannot ${what.replace(/ \(.*\)$/, "")}: ${attempt.detail}`, { ...attempt }));
-    else if (attempt.outcome === "possible") checks.push((possible === "fail" ? fail : warn)(checkId, `the agent CAN ${what}: ${attempt.detail}`, { ...attempt }, fix));
+    else if (attempt.outcome === "possible") {
+      const failing = possible === "fail" || confinementOffered;
+      checks.push((failing ? fail : warn)(checkId, `the agent CAN ${what}: ${attempt.detail}`, { ...attempt }, possible === "warn" && confinementOffered ? UNCONFINED_FIX : fix));
+    }
     else checks.push(warn(checkId, `could not tell whether the agent can ${what.replace(/ \(.*\)$/, "")}: ${attempt.detail}`, { ...attempt }, unsure ?? UNSURE_FIX));
   }
   return checks;
@@ -139,7 +145,7 @@ export function probeStartFailure(result: CaptureResult): Check {
   return fail("probe", `the probe did not run (${how})${said ? `: ${said}` : ""}`, { command: [result.path], status: result.status, signal: result.signal, error: result.error ?? null, stderr: said }, "fix what the shim names, then run the probe again");
 }
 
-export function runProbe(mode: Mode, self: ProcessCredentials, ids: Identities | undefined, servicePid: number): Check[] {
+export function runProbe(mode: Mode, self: ProcessCredentials, ids: Identities | undefined, servicePid: number, confinementOffered = false): Check[] {
   if (mode === "single-uid") return [warn("probe", "nothing to probe: no agent uid is configured", {}, null)];
   if (!ids) return [fail("probe", "cannot probe: the users and groups of ADR 0272 are not all defined", {}, "fix the accounts check first")];
   const blocker = probeBlocker(self, ids);
@@ -161,7 +167,7 @@ export function runProbe(mode: Mode, self: ProcessCredentials, ids: Identities |
     return [fail("probe", `the probe's report is unreadable: ${reasonOf(error)}`, { stdout: result.stdout.toString("utf8").slice(0, 500) }, "rebuild the image: the probe and the audit come from different builds")];
   }
   const auditor = parseSeccompStatus(readFileSync("/proc/self/status", "latin1"));
-  return [pass("probe", `the probe ran through ${AGENT_EXEC_PATH} (pid ${report.pid})`, { pid: report.pid }), ...probeChecks(report, ids, auditor)];
+  return [pass("probe", `the probe ran through ${AGENT_EXEC_PATH} (pid ${report.pid})`, { pid: report.pid }), ...probeChecks(report, ids, auditor, confinementOffered)];
 }
 
 /*

@@ -192,6 +192,9 @@ export async function runSelfCheck(request: { json: boolean; probe: boolean }): 
   const pendingImage = startImageFacts();
   const stateAndWorkspace = [...stateFacts(ids, mode), ...workspaceFacts(ids, mode)];
   const image = await imageFacts(ids, mode, pendingImage);
+  // Where the kernel offers all of it, an agent the probe finds unconfined is a fault, not a limit of the host.
+  const confinement = guarded("agent.confinement", "Landlock and seccomp", "mount /proc in the container and keep perl-base in the image", checkConfinement);
+  const confinementOffered = confinement.every((c) => c.status === "pass");
   const checks: Check[] = [
     modeCheck(verdict, judged.pid),
     boundaryCheck(boundary, mode === "separated"),
@@ -205,8 +208,8 @@ export async function runSelfCheck(request: { json: boolean; probe: boolean }): 
     ...guarded("processes.workspace-exe", "processes", "mount /proc in the container", () => checkWorkspaceExecutables(table, serviceUid, self.pid, readExe, mode)),
     checkEnvironment(process.env, { pid: judged.pid, self: isSelf, environ }),
     ...kernelChecks(),
-    ...guarded("agent.confinement", "Landlock and seccomp", "mount /proc in the container and keep perl-base in the image", checkConfinement),
-    ...(request.probe ? guarded("probe", "the agent", "run the probe from the service", () => runProbe(mode, self.creds, ids, judged.pid)) : []),
+    ...confinement,
+    ...(request.probe ? guarded("probe", "the agent", "run the probe from the service", () => runProbe(mode, self.creds, ids, judged.pid, confinementOffered)) : []),
   ];
 
   /* 4. One document, in the form asked for. */

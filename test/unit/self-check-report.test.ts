@@ -154,7 +154,25 @@ Probe("what the agent could do fails; what could not be told warns", () => {
   });
 });
 
-Probe("not confined: what only a Landlock domain or a filter of its own stops warns, with the fix; never fails", () => {
+Probe("not confined where the kernel offers Landlock ABI 6 and seccomp filters: the same findings fail", () => {
+  const report: ProbeReport = {
+    ...agentReport,
+    seccomp: { mode: "0", filters: 0 },
+    attempts: [
+      ...agentReport.attempts.slice(0, 4),
+      { id: "lower-oom-score", outcome: "possible", detail: "wrote 499 over 500 to /proc/self/oom_score_adj" },
+      { id: "abstract-socket", outcome: "possible", detail: "connect(@x): connected" },
+    ],
+  };
+  const checks = probeChecks(report, ids, { mode: "0", filters: 0 }, true);
+  const confined = checks.filter((c) => ["probe.seccomp", "probe.lower-oom-score", "probe.abstract-socket"].includes(c.id));
+  assert.equal(confined.map((c) => c.status), ["fail", "fail", "fail"]);
+  for (const c of confined) assert.match(c.fix!, /^the kernel offers Landlock ABI 6 and seccomp filters \(agent\.confinement\) but the probe ran without them/);
+  // Confined, the same checks pass whatever the kernel offers.
+  assert.equal(probeChecks(agentReport, ids, SERVICE_SECCOMP, true).filter((c) => c.status !== "pass").map((c) => c.id), []);
+});
+
+Probe("not confined where the kernel does not offer it all: what only a Landlock domain or a filter of its own stops warns, with the fix; never fails", () => {
   const report: ProbeReport = {
     ...agentReport,
     seccomp: { mode: "0", filters: 0 },
