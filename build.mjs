@@ -61,7 +61,7 @@ rmSync(dist, { recursive: true, force: true });
 mkdirSync(build, { recursive: true });
 mkdirSync(join(dist, "lib"), { recursive: true });
 
-// 1. The bundle. execa is replaced by a stub: the executable's roles only exec-replace.
+// 1. The bundle: the executable's roles start programs through src/exec/ only, never execa (checked below).
 const result = await esbuild.build({
   entryPoints: [join(root, "src/main.ts")],
   outfile: join(build, "bundle.cjs"),
@@ -72,7 +72,6 @@ const result = await esbuild.build({
   minify: true,
   legalComments: "none",
   metafile: true,
-  alias: { execa: join(root, "src/sea/execa-stub.ts") },
   loader: { ".pl": "text" },
   define: { __CLANKIE_VERSION__: JSON.stringify(pkg.version) },
   logLevel: "warning",

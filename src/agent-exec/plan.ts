@@ -27,7 +27,7 @@
  */
 import type { Identities } from "../accounts.ts";
 import { AGENT_EXEC_NAME, AGENT_UMASK, STATE_AGENT_NAME, STATE_DIR, TOOLS } from "../constants.ts";
-import { buildEnvironment, type Environment } from "../system-exec.ts";
+import { buildEnvironment, type Environment } from "../exec/environment.ts";
 import { verifierArgv } from "../verifier.ts";
 import { type ConfinementRequest, confinementKeys } from "./confinement.ts";
 

@@ -9,7 +9,7 @@ import { readIdentities } from "../accounts.ts";
 import { STATE_DIR, TOOLS } from "../constants.ts";
 import { readStatus } from "../proc-status.ts";
 import { info, warn } from "../report.ts";
-import { execReplace, prepareExec } from "../system-exec.ts";
+import { execReplace, prepareExec } from "../exec/replace.ts";
 import { SETPRIV, serviceCommandLine, setprivToServiceArgs, verifyStageArgs } from "./drop.ts";
 import { classifyLaunch } from "./launch-check.ts";
 import { serviceEnvironment } from "./service-env.ts";

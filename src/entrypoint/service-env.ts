@@ -6,7 +6,7 @@
  */
 import type { Identities } from "../accounts.ts";
 import { AGENT_EXEC_PATH, isCodeLoadingVariable, SERVICE_ENV, SYSTEM_PATH } from "../constants.ts";
-import type { Environment } from "../system-exec.ts";
+import type { Environment } from "../exec/environment.ts";
 
 export interface ServiceEnvironment {
   env: Environment;

@@ -25,7 +25,7 @@
 import { readFileSync } from "node:fs";
 import { constants } from "node:os";
 import { syscallNumbers, TOOLS } from "../constants.ts";
-import { runCapture } from "../system-exec.ts";
+import { runCapture } from "../exec/capture.ts";
 import { type Check, pass, reasonOf, warn } from "./check.ts";
 
 export const LANDLOCK_CREATE_RULESET = syscallNumbers().landlockCreateRuleset;

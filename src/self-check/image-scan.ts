@@ -22,7 +22,7 @@
  * Names are bytes throughout, so names that are not UTF-8 are reported too.
  */
 import { constants } from "node:os";
-import { type CaptureResult, startCapture } from "../system-exec.ts";
+import { type CaptureResult, startCapture } from "../exec/capture.ts";
 import { STATE_DIR, syscallNumbers, TOOLS, WORKSPACE_DIR } from "../constants.ts";
 import { octal } from "./check.ts";
 import { type CapabilityScan, decodeCapabilityXattr } from "./file-caps.ts";

@@ -9,7 +9,7 @@ import { builtInBundleSha256 } from "../build-info.ts";
 import { AGENT_EXEC_NAME, ENTRYPOINT_NAME, INSTALL_DIR, STATE_DIR, TOOLS, WORKSPACE_DIR } from "../constants.ts";
 import { embeddedBundleSha256 } from "../embedded-bundle.ts";
 import { Refusal } from "../report.ts";
-import { checkTrustedExecutable } from "../system-exec.ts";
+import { checkTrustedExecutable } from "../exec/rules.ts";
 import { bounded, type Check, fail, octal, pass, reasonOf, warn } from "./check.ts";
 import type { CapabilityScan } from "./file-caps.ts";
 import type { ImageWalk, PrivilegedFile } from "./image-scan.ts";

@@ -33,7 +33,7 @@ import { formatMask } from "../capabilities.ts";
 import { EXIT, PROBE_AGENT_FLAG, STATE_DIR, TOOLS } from "../constants.ts";
 import { readStatus } from "../proc-status.ts";
 import { Refusal, writeLine } from "../report.ts";
-import { runCapture } from "../system-exec.ts";
+import { runCapture } from "../exec/capture.ts";
 import { parseSeccompStatus } from "./confinement.ts";
 
 /** The service's pid reaches the probe through the shim's --env, never argv. */

@@ -18,7 +18,7 @@ import { maskOf, namesOf } from "../capabilities.ts";
 import { AGENT_EXEC_PATH, ENTRYPOINT_NAME, INSTALL_DIR, PROBE_AGENT_FLAG, SERVICE_CAPABILITIES } from "../constants.ts";
 import type { ProcessCredentials } from "../proc-status.ts";
 import { Refusal } from "../report.ts";
-import { type CaptureRequest, type CaptureResult, runCapture } from "../system-exec.ts";
+import { type CaptureRequest, type CaptureResult, runCapture } from "../exec/capture.ts";
 import { type Check, fail, pass, reasonOf, warn } from "./check.ts";
 import type { Mode } from "./mode.ts";
 import { type Attempt, PROBE_SERVICE_PID_VARIABLE, PROBE_SOCKET_VARIABLE, type ProbeReport } from "./probe-agent.ts";

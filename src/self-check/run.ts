@@ -17,7 +17,7 @@ import { namesOf } from "../capabilities.ts";
 import { EXIT, GROUP_FILE, PASSWD_FILE, SERVICE_USER, STATE_DIR } from "../constants.ts";
 import { PROGRAM_VERSION } from "../build-info.ts";
 import { writeLine } from "../report.ts";
-import type { CaptureResult } from "../system-exec.ts";
+import type { CaptureResult } from "../exec/capture.ts";
 import { checkAccounts } from "./accounts.ts";
 import { cannotRun, type Check, guarded, reasonOf } from "./check.ts";
 import { checkConfinement } from "./confinement.ts";

@@ -11,7 +11,8 @@ import { parseAgentExecArgs, parseEntrypointArgs } from "../../src/cli.ts";
 import { EXIT } from "../../src/constants.ts";
 import { serviceEnvironment } from "../../src/entrypoint/service-env.ts";
 import { parseProcessStatus, parseStat } from "../../src/proc-status.ts";
-import { agentExecArguments, buildEnvironment, resolveCommand } from "../../src/system-exec.ts";
+import { agentExecArguments, buildEnvironment } from "../../src/system-exec.ts";
+import { resolveCommand } from "../../src/exec/rules.ts";
 import { imageIdentities } from "./helpers/identities.ts";
 import { catchRefusal } from "./helpers/refusal.ts";
 

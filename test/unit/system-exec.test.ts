@@ -5,7 +5,10 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { parseAgentExecArgs } from "../../src/cli.ts";
 import { EXIT, isAllowlisted, SYSTEM_PATH } from "../../src/constants.ts";
-import { agentExecArguments, buildEnvironment, checkTrustedExecutable, MAX_SCRIPT_DEPTH, prepareExec, resolveCommand, runCapture, spawnAgent, startCapture, systemExec } from "../../src/system-exec.ts";
+import { agentExecArguments, buildEnvironment, spawnAgent, systemExec } from "../../src/system-exec.ts";
+import { checkTrustedExecutable, MAX_SCRIPT_DEPTH, resolveCommand } from "../../src/exec/rules.ts";
+import { prepareExec } from "../../src/exec/replace.ts";
+import { runCapture, startCapture } from "../../src/exec/capture.ts";
 import { REPO } from "../helpers/paths.ts";
 import { rootTest } from "../helpers/privilege.ts";
 import { assertRefusal, catchRefusal } from "./helpers/refusal.ts";
@@ -636,7 +639,7 @@ withTrustedScratch(
     assert.is(prepareExec({ command: script, args: [], env: {}, trustedUids: TRUSTED }).path, script);
     const asService = runCapture({
       command: "/usr/bin/setpriv",
-      args: ["--reuid=65534", "--regid=65534", "--clear-groups", "--", process.execPath, "--input-type=module", "-e", `import("${join(REPO, "src/system-exec.ts")}").then((m) => { try { m.prepareExec({ command: ${JSON.stringify(script)}, args: [], env: {}, trustedUids: [0] }); console.log("passed"); } catch (e) { console.log(e.exitCode, e.message); } })`],
+      args: ["--reuid=65534", "--regid=65534", "--clear-groups", "--", process.execPath, "--input-type=module", "-e", `import("${join(REPO, "src/exec/replace.ts")}").then((m) => { try { m.prepareExec({ command: ${JSON.stringify(script)}, args: [], env: {}, trustedUids: [0] }); console.log("passed"); } catch (e) { console.log(e.exitCode, e.message); } })`],
     });
     assert.is(asService.stdout.toString(), `126 refusing to execute ${script}: it cannot be read to check for a #! interpreter (EACCES)\n`, asService.stderr.toString());
   },

@@ -1,0 +1,38 @@
+/*
+ * The executable's exec primitive: the entrypoint and the shim replace
+ * themselves (execve(2)) with the next program of their chain, through the
+ * gate of src/exec/rules.ts. Nothing else in this repository calls
+ * process.execve.
+ */
+import { SYSTEM_PATH } from "../constants.ts";
+import type { Environment } from "./environment.ts";
+import { gateExec } from "./rules.ts";
+
+export interface ExecRequest {
+  /** Command name (looked up in SYSTEM_PATH) or absolute path. */
+  command: string;
+  args: readonly string[];
+  /** The complete environment of the new program (PATH is forced to SYSTEM_PATH). */
+  env: Environment;
+  /** Owners allowed for the file and its directories; undefined skips the ownership rule (agent commands). */
+  trustedUids?: readonly number[];
+  /** argv[0]; default: the command as given. */
+  argv0?: string;
+}
+
+/** Pure: the resolved path, argv and env that `execReplace` would pass to execve(2). */
+export function prepareExec(request: ExecRequest): { path: string; argv: string[]; env: Environment } {
+  const path = gateExec(request);
+  return { path, argv: [request.argv0 ?? request.command, ...request.args], env: { ...request.env, PATH: SYSTEM_PATH } };
+}
+
+/**
+ * Replaces this process with the program (execve(2)); never returns.
+ * Everything execve could refuse is checked first, because Node 24 aborts
+ * (SIGABRT, exit 134, a stack trace on stderr) when the call itself fails.
+ */
+export function execReplace(request: ExecRequest): never {
+  const { path, argv, env } = prepareExec(request);
+  process.execve!(path, argv, env);
+  throw new Error("process.execve returned"); // unreachable
+}
