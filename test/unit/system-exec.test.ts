@@ -183,6 +183,13 @@ shim.run();
 
 const resolve = suite("resolveCommand");
 
+resolve("one gate for every audience: an argument with a NUL byte is refused before anything starts (exec, capture, the service's systemExec)", () => {
+  const nul = { exitCode: EXIT.usage, what: "an argument contains a NUL byte", fix: "pass arguments without NUL bytes" };
+  assertRefusal(() => prepareExec({ command: "/bin/true", args: ["a\0b"], env: {}, trustedUids: [0] }), nul);
+  assertRefusal(() => runCapture({ command: "/bin/true", args: ["a\0b"] }), nul);
+  assertRefusal(() => systemExec("/bin/true", ["a\0b"]), nul);
+});
+
 resolve("refuses an empty command and a NUL byte (exit 64)", () => {
   assertRefusal(() => resolveCommand(""), { exitCode: EXIT.usage, what: "the command is empty", fix: "name a program to run" });
   assertRefusal(() => resolveCommand("env\0x"), { exitCode: EXIT.usage, what: "the command contains a NUL byte", fix: "name a program to run" });
