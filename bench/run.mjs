@@ -25,10 +25,10 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
-import { benchStartup } from "./issue-2-startup.mjs";
-import { benchTreeWalk } from "./issue-3-tree-walk.mjs";
-import { benchAgentExec } from "./issue-4-agent-exec.mjs";
-import { benchSelfCheck } from "./issue-5-self-check.mjs";
+import { benchStartup } from "./startup.mjs";
+import { benchTreeWalk } from "./tree-walk.mjs";
+import { benchAgentExec } from "./agent-exec.mjs";
+import { benchSelfCheck } from "./self-check.mjs";
 import { machineFacts } from "./lib/machine.mjs";
 import { table, verdict } from "./lib/markdown.mjs";
 import { run } from "./lib/process.mjs";

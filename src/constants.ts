@@ -126,10 +126,13 @@ export const CODE_LOADING_VARIABLES: readonly string[] = [
   "JDK_JAVA_OPTIONS",
 ];
 
+/** Whether `name` is one of `patterns`: a name, or a prefix ending in `*`. */
+function matchesName(patterns: readonly string[], name: string): boolean {
+  return patterns.some((pattern) => (pattern.endsWith("*") ? name.startsWith(pattern.slice(0, -1)) : name === pattern));
+}
+
 export function isCodeLoadingVariable(name: string): boolean {
-  return CODE_LOADING_VARIABLES.some((pattern) =>
-    pattern.endsWith("*") ? name.startsWith(pattern.slice(0, -1)) : name === pattern,
-  );
+  return matchesName(CODE_LOADING_VARIABLES, name);
 }
 
 /**
@@ -140,12 +143,10 @@ export function isCodeLoadingVariable(name: string): boolean {
 export const ENV_ALLOWLIST: readonly string[] = ["TERM", "COLORTERM", "LANG", "LANGUAGE", "LC_*", "TZ", "NO_COLOR"];
 
 export function isAllowlisted(name: string): boolean {
-  return ENV_ALLOWLIST.some((pattern) =>
-    pattern.endsWith("*") ? name.startsWith(pattern.slice(0, -1)) : name === pattern,
-  );
+  return matchesName(ENV_ALLOWLIST, name);
 }
 
-/** Variables the entrypoint sets for the service (ADR 0272, issue 3 point 8). */
+/** Variables the entrypoint sets for the service (ADR 0272; src/entrypoint/service-env.ts). */
 export const SERVICE_ENV = {
   separation: "CLANKIE_SEPARATION",
   agentUser: "CLANKIE_AGENT_USER",

@@ -10,7 +10,7 @@
  * The walk is a perl process, started first and collected last, so that it
  * runs on one CPU while this process audits /state on the other: both walks
  * spend their time in the kernel (lstat), and the audit's wall time becomes
- * the longer of the two instead of their sum (docs/benchmarks.md, issue 5).
+ * the longer of the two instead of their sum (docs/benchmarks.md, "The audit").
  * perl is also what can read the attribute at all: Node has no getxattr, and
  * perl makes the lgetxattr(2) system call itself. perl-base is Essential in
  * Debian; the run goes through startCapture (root-owned perl, fixed PATH,
@@ -22,6 +22,7 @@
  * Names are bytes throughout, so names that are not UTF-8 are reported too.
  */
 import { constants } from "node:os";
+import IMAGE_SCAN_TEMPLATE from "../perl/image-scan.pl";
 import { type CaptureResult, startCapture } from "../exec/capture.ts";
 import { STATE_DIR, syscallNumbers, TOOLS, WORKSPACE_DIR } from "../constants.ts";
 import { octal } from "./check.ts";
@@ -51,53 +52,8 @@ export interface ImageWalk {
 
 export const IMAGE_WALK_SKIP: readonly string[] = ["/proc", "/sys", STATE_DIR, WORKSPACE_DIR];
 
-/*
- * Arguments: the lgetxattr(2) number, ENODATA, EOPNOTSUPP, the root ("/").
- * Standard input: the directories not to enter, as NUL-terminated bytes
- * (mount points need not be UTF-8, and argv would be). Output, NUL-terminated fields:
- *   S path mode uid gid     a regular file with a set-user-ID or set-group-ID bit
- *   C path hex              an executable's security.capability
- *   E path errno            an executable whose attribute could not be read
- *   P path syscall errno    an entry the walk could not read
- *   V visited executables   the last record: the walk ran to its end
- * ENOENT is not reported: the entry was removed since readdir listed it.
- */
-export const IMAGE_SCAN_SCRIPT = String.raw`
-my ($nr, $enodata, $enotsup, $root) = @ARGV;
-my %skip;
-{ local $/ = "\0"; binmode STDIN; while (my $x = <STDIN>) { chomp $x; $skip{$x} = 1 if length $x } }
-my $attribute = "security.capability"; # a variable: syscall() hands out writable pointers
-binmode STDOUT;
-my ($visited, $executables) = (0, 0);
-my @stack;
-if (lstat $root) { $visited = 1; @stack = ($root) } else { print "P\0$root\0lstat\0", $! + 0, "\0" }
-while (@stack) {
-  my $d = pop @stack;
-  my $h;
-  unless (opendir $h, $d) { print "P\0$d\0readdir\0", $! + 0, "\0" unless $! == 2; next }
-  my @names = readdir $h;
-  closedir $h;
-  for my $name (@names) {
-    next if $name eq "." || $name eq "..";
-    my $p = $d eq "/" ? "/$name" : "$d/$name";
-    my @st = lstat $p;
-    unless (@st) { print "P\0$p\0lstat\0", $! + 0, "\0" unless $! == 2; next }
-    $visited++;
-    my $mode = $st[2];
-    my $type = $mode & 0170000;
-    if ($type == 0040000) { push @stack, $p unless $skip{$p}; next }
-    next unless $type == 0100000;
-    print "S\0$p\0$mode\0$st[4]\0$st[5]\0" if $mode & 06000;
-    next unless $mode & 0111;
-    $executables++;
-    my $buf = "\0" x 64;
-    my $n = syscall($nr + 0, $p, $attribute, $buf, 64);
-    if ($n > 0) { print "C\0$p\0", unpack("H*", substr($buf, 0, $n)), "\0" }
-    elsif ($n < 0 && $! != $enodata && $! != $enotsup && $! != 2) { print "E\0$p\0", $! + 0, "\0" }
-  }
-}
-print "V\0$visited\0$executables\0";
-`.trim();
+/** The walk, src/perl/image-scan.pl (its header says what it reads and prints). */
+export const IMAGE_SCAN_SCRIPT = IMAGE_SCAN_TEMPLATE.trim();
 
 /** Starts the walk; throws (Refusal or Error) when perl cannot be run under the exec rules. */
 export function startImageScan(excluded: ReadonlySet<string>, root = "/"): Promise<CaptureResult> {

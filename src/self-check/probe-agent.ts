@@ -26,6 +26,7 @@
  * and reports the Seccomp: and Seccomp_filters: fields the kernel shows for
  * it in /proc/self/status.
  */
+import PROBE_CONFINEMENT_TEMPLATE from "../perl/probe-confinement.pl";
 import { closeSync, constants, openSync, readdirSync, readFileSync } from "node:fs";
 import { constants as osConstants } from "node:os";
 import { readIdentities } from "../accounts.ts";
@@ -138,30 +139,8 @@ export function trySetprivToService(serviceUid: number, serviceGid: number): Att
   return { id: "setpriv-node", outcome: result.status === 0 ? "possible" : "denied", detail };
 }
 
-/*
- * Arguments: the socket name (may be empty). Output: "oom BEFORE OPEN WRITE"
- * and "socket CONNECT", each result 0 or an errno number, "-" when not tried.
- * sysopen O_WRONLY (1) without O_CREAT or O_TRUNC: only the write permission
- * is asked for. AF_UNIX and SOCK_STREAM are 1 on Linux.
- */
-export const CONFINEMENT_ATTEMPTS_SCRIPT = String.raw`
-my ($name) = @ARGV;
-my $path = "/proc/self/oom_score_adj";
-my $before = "?";
-if (open(my $r, "<", $path)) { my $line = <$r>; close $r; if (defined $line) { chomp $line; $before = $line } }
-my ($open, $write) = ("-", "-");
-if ($before =~ /^-?\d+$/ && $before > -1000) {
-  if (sysopen(my $w, $path, 1)) { $open = 0; $write = defined(syswrite($w, ($before - 1) . "\n")) ? 0 : $! + 0; close $w }
-  else { $open = $! + 0 }
-}
-print "oom $before $open $write\n";
-my $connect = "-";
-if (length $name) {
-  if (socket(my $s, 1, 1, 0)) { $connect = connect($s, pack("S", 1) . "\0" . $name) ? 0 : $! + 0; close $s }
-  else { $connect = "-" }
-}
-print "socket $connect\n";
-`.trim();
+/** The attempts, src/perl/probe-confinement.pl (its header says what it prints). */
+export const CONFINEMENT_ATTEMPTS_SCRIPT = PROBE_CONFINEMENT_TEMPLATE.trim();
 
 const ERRNO_NAMES = new Map(Object.entries(osConstants.errno).map(([name, value]) => [value, name]));
 const errnoName = (text: string): string => ERRNO_NAMES.get(Number(text)) ?? `errno ${text}`;

@@ -9,11 +9,15 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { REPO } from "../helpers/paths.ts";
 import { VERIFIER_SOURCE } from "../../src/verifier.ts";
+import { IMAGE_SCAN_SCRIPT } from "../../src/self-check/image-scan.ts";
+import { CONFINEMENT_ATTEMPTS_SCRIPT } from "../../src/self-check/probe-agent.ts";
 
 const test = suite("perl programs");
 
 const PROGRAMS: Record<string, { source: string; flags: string[] }> = {
   "verifier.pl": { source: VERIFIER_SOURCE, flags: ["-T", "-C0"] },
+  "image-scan.pl": { source: IMAGE_SCAN_SCRIPT, flags: [] },
+  "probe-confinement.pl": { source: CONFINEMENT_ATTEMPTS_SCRIPT, flags: [] },
 };
 
 test("every file in src/perl is one of the programs checked here", () => {
