@@ -79,6 +79,15 @@ export const AGENT_DEFAULT_NPROC = 512;
 export const AGENT_DEFAULT_OOM_SCORE_ADJ = 500;
 /** The agent's file mode creation mask: group-writable, so the service can share /workspace. */
 export const AGENT_UMASK = 0o002;
+/**
+ * The service's umask, set by the verification stage of the drop. Nothing for
+ * others: /state is 0711, so a file the service writes there after the start
+ * with Node's default mode (0666 & ~umask) must not be readable by other, or
+ * the agent opens it by name. The group keeps read and write: in /workspace
+ * (set-group-ID directories) that group is clankie-workspace, which the agent
+ * shares; in /state it is node's own group, which the agent is not in.
+ */
+export const SERVICE_UMASK = 0o007;
 
 /**
  * Variables that make a process load code chosen by whoever set them. The

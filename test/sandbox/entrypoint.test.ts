@@ -198,6 +198,54 @@ rootTest(test, "/state becomes service-only: 0711 top, node-owned, no group/othe
   }
 });
 
+interface UmaskRun {
+  umask: { started: string | null; now: string | null };
+  modes: { secret: string; shared: string; sharedDir: string };
+  readSecret: { exitCode: number | null; stdout: string; stderr: string };
+  readShared: { exitCode: number | null; stdout: string; stderr: string };
+  writeShared: { exitCode: number | null; stdout: string; stderr: string };
+  writeInSharedDir: { exitCode: number | null; stdout: string; stderr: string };
+}
+
+function umaskRun(body: Body, control?: string): UmaskRun {
+  const run = body.run({ as: "root", command: [...SERVICE, "umask", ...(control === undefined ? [] : [control])] });
+  assert.is(run.status, 0, `exit ${run.status}: ${run.stderr}`);
+  return JSON.parse(run.stdout) as UmaskRun;
+}
+
+rootTest(test, "the service's umask 0007: what it writes to /state after the start is closed to the agent, what it writes to /workspace is shared", () => {
+  const body = legacyBody();
+  try {
+    const after = umaskRun(body);
+    assert.equal(after.umask, { started: "0007", now: "0007" }, "Umask: in the service's /proc/self/status");
+    assert.equal(after.modes, { secret: "0660", shared: "0660", sharedDir: "2770" });
+    assert.is(listTree(join(body.state, "x.json"))[0]!.gid, IDS.service, "a new /state entry has node's group, which the agent is not in");
+    assert.is(after.readSecret.exitCode, 1, "the agent cannot read /state/x.json");
+    assert.match(after.readSecret.stderr, /Permission denied/);
+    assert.is(after.readShared.exitCode, 0, after.readShared.stderr);
+    assert.is(after.readShared.stdout, "the service's"); // execa strips the final newline
+    assert.is(after.writeShared.exitCode, 0, after.writeShared.stderr);
+    assert.is(after.writeShared.stdout, "the service's\nthe agent's");
+    assert.is(after.writeInSharedDir.exitCode, 0, after.writeInSharedDir.stderr);
+    const shared = listTree(join(body.workspace, "project/from-service.txt"))[0]!;
+    assert.is(`${shared.uid}:${shared.gid}`, `${IDS.service}:${IDS.workspace}`);
+
+    // Control: the same writes under umask 0022 (what the service had before) are readable by the agent.
+    rmSync(join(body.state, "x.json"));
+    rmSync(join(body.workspace, "project/from-service.txt"));
+    rmSync(join(body.workspace, "project/from-service"), { recursive: true });
+    const control = umaskRun(body, "022");
+    assert.equal(control.umask, { started: "0007", now: "0022" });
+    assert.is(control.modes.secret, "0644");
+    assert.is(control.readSecret.exitCode, 0, "under 0022 the agent reads the service's new file by name");
+    assert.match(control.readSecret.stdout, /written-after-start/);
+    assert.is(control.modes.shared, "0644");
+    assert.match(control.writeShared.stderr, /Permission denied/, "and under 0022 it cannot write what the service shares");
+  } finally {
+    body.cleanup();
+  }
+});
+
 rootTest(test, "/workspace gets the shared group: setgid dirs g+rwx, files g+rw, owners kept; later starts do not walk", () => {
   const body = legacyBody();
   try {
