@@ -246,6 +246,52 @@ rootTest(test, "the service's umask 0007: what it writes to /state after the sta
   }
 });
 
+rootTest(test, "the release root: what the release keeps private stays private to the agent, its tools stay runnable", () => {
+  const body = legacyBody();
+  try {
+    const install = join(body.state, "install");
+    // A secret of the release (npm writes its .npmrc 0600), a private directory, and a
+    // release the service unpacked under its umask 0007 (directories 0770, files 0660/0770).
+    writeFileSync(join(install, ".npmrc"), "//registry.example/:_authToken=npm_secret\n", { mode: 0o600 });
+    mkdirSync(join(install, "private"), { mode: 0o700 });
+    writeFileSync(join(install, "private/notes"), "kept\n", { mode: 0o644 });
+    mkdirSync(join(install, "next/bin"), { recursive: true });
+    chmodSync(join(install, "next"), 0o770);
+    chmodSync(join(install, "next/bin"), 0o770);
+    writeFileSync(join(install, "next/bin/tool"), "#!/bin/sh\necho next tool\n", { mode: 0o770 });
+    writeFileSync(join(install, "next/server.js"), "// v2\n", { mode: 0o660 });
+    for (const path of ["install/.npmrc", "install/private", "install/private/notes", "install/next", "install/next/bin", "install/next/bin/tool", "install/next/server.js"]) {
+      chownSync(join(body.state, path), IDS.service, IDS.service);
+    }
+    const script = [
+      "for f in /state/install/.npmrc /state/install/private/notes /state/install/current/server.js /state/install/next/server.js; do",
+      '  if cat "$f" >/dev/null 2>&1; then echo "read $f"; else echo "denied $f"; fi',
+      "done",
+      "/state/install/current/bin/tool",
+      "/state/install/next/bin/tool",
+    ].join("\n");
+    const run = body.run({ as: "root", command: [...SERVICE, "agent", "{}", "/bin/sh", "-c", script] });
+    assert.is(run.status, 0, run.stderr);
+    const agent = JSON.parse(run.stdout) as { exitCode: number; stdout: string; stderr: string };
+    assert.is(agent.exitCode, 0, agent.stderr);
+    assert.equal(lines(agent.stdout), [
+      "denied /state/install/.npmrc",
+      "denied /state/install/private/notes",
+      "read /state/install/current/server.js",
+      "read /state/install/next/server.js",
+      "release tool",
+      "next tool",
+    ]);
+    const mode = (path: string): string => octal(listTree(join(install, path))[0]!.mode);
+    assert.equal(
+      [".npmrc", "private", "private/notes", "next", "next/bin", "next/bin/tool", "next/server.js", "current/bin/tool", "current/server.js"].map((p) => `${p} ${mode(p)}`),
+      [".npmrc 0600", "private 0700", "private/notes 0644", "next 0755", "next/bin 0755", "next/bin/tool 0755", "next/server.js 0644", "current/bin/tool 0755", "current/server.js 0644"],
+    );
+  } finally {
+    body.cleanup();
+  }
+});
+
 rootTest(test, "/workspace gets the shared group: setgid dirs g+rwx, files g+rw, owners kept; later starts do not walk", () => {
   const body = legacyBody();
   try {
