@@ -6,7 +6,8 @@
  * those rules would set, or when the rules refuse it (a device node, a hard
  * link to another user's file) or could not reach it (another filesystem
  * mounted inside /state). The agent's home is pruned by the rules, as the
- * entrypoint never walks it; its top is checked on its own.
+ * entrypoint never walks it, also when it is a mount of its own; its top is
+ * checked on its own, and whether it shares /state's filesystem too.
  */
 import { lstatSync } from "node:fs";
 import type { Identities } from "../accounts.ts";
@@ -80,6 +81,8 @@ function describe(entry: WalkedEntry): Omit<StateViolation, "want" | "reason" | 
   return { path: displayPath(entry.fsPath), kind: entry.kind, mode: octal(entry.st.mode), uid: entry.st.uid, gid: entry.st.gid };
 }
 
+const MOUNTED_INSIDE = "another filesystem is mounted here; the entrypoint does not enter it";
+
 /**
  * Pure given the entry: what the entrypoint's rules say about it. Returns
  * the violation (if any) and the zone to descend with (if any).
@@ -89,17 +92,17 @@ export function judgeStateEntry(
   entry: WalkedEntry,
   zone: StateZone,
 ): { violation?: StateViolation; descend?: StateZone; pruned?: boolean } {
-  if (entry.otherDevice) {
-    return { violation: { ...describe(entry), reason: "another filesystem is mounted here; the entrypoint does not enter it" } };
-  }
   let decision;
   try {
     decision = rules(new LazyEntryView(entry), zone);
   } catch (error) {
-    if (error instanceof Refusal) return { violation: { ...describe(entry), reason: error.message, fix: error.fix } };
-    throw error;
+    if (!(error instanceof Refusal)) throw error;
+    if (entry.otherDevice) return { violation: { ...describe(entry), reason: MOUNTED_INSIDE } };
+    return { violation: { ...describe(entry), reason: error.message, fix: error.fix } };
   }
+  // A mount point the rules leave to someone else (the agent's home) is not a fault; any other is.
   if (decision.action === "prune") return { pruned: true };
+  if (entry.otherDevice) return { violation: { ...describe(entry), reason: MOUNTED_INSIDE } };
   if (decision.action === "skip") return { violation: { ...describe(entry), reason: decision.reason } };
   const current = entry.st.mode & 0o7777;
   const uid = decision.uid < 0 ? entry.st.uid : decision.uid;
@@ -212,3 +215,35 @@ export function checkAgentHome(ids: Identities, mode: Mode, root: string = STATE
   const fix = `remove it (rm -rf ${path}) and restart the container: the entrypoint recreates it empty for ${ids.agent.name}`;
   return separated ? fail(id, summary, found, fix) : warn(id, `${summary} (${SINGLE_UID_NOTE})`, found, null);
 }
+
+/**
+ * /state/agent on a filesystem of its own (st_dev differs from /state's).
+ * On the same filesystem the agent can fill it, and the service's own writes
+ * (credentials, event logs) then fail with ENOSPC. A warning, not a failure:
+ * the launch decides, and a quota on a shared filesystem (which st_dev cannot
+ * see) would also do.
+ */
+export function checkAgentVolume(mode: Mode, root: string = STATE_DIR): Check {
+  const id = "state.agent-volume";
+  const path = `${root}/${STATE_AGENT_NAME}`;
+  let top;
+  let home;
+  try {
+    top = lstatSync(root);
+    home = lstatSync(path);
+  } catch (error) {
+    return cannotRun(id, path, error, "restart the container: the entrypoint creates /state/agent at every separated start", "warn");
+  }
+  const found = { path, dev: home.dev, stateDev: top.dev };
+  if (home.dev !== top.dev) return pass(id, `${path} is a filesystem of its own: the agent cannot fill /state`, found);
+  const note = mode === "single-uid" ? ` (${SINGLE_UID_NOTE})` : "";
+  return warn(
+    id,
+    `${path} is on the filesystem of ${root}: the agent can fill it, and the service's writes to ${root} then fail with ENOSPC${note}`,
+    found,
+    AGENT_VOLUME_FIX,
+  );
+}
+
+export const AGENT_VOLUME_FIX =
+  "give the agent's home a filesystem of its own: add --tmpfs /state/agent:rw,exec,nosuid,nodev,size=1g to docker run, or -v VOLUME:/state/agent with a volume on another filesystem (docs/launch.md, \"The agent's home\")";

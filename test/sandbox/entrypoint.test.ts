@@ -470,6 +470,71 @@ rootTest(test, "a bind mount of the same filesystem deeper inside /state is not 
   }
 });
 
+/** A tmpfs of its own on the host (the sandbox binds it where the test says); unmounted by the caller. */
+function hostTmpfs(path: string, size: string): void {
+  mkdirSync(path, { recursive: true });
+  const mounted = spawnSync("mount", ["-t", "tmpfs", "-o", `size=${size},mode=0755`, "tmpfs", path], { encoding: "utf8" });
+  assert.is(mounted.status, 0, mounted.stderr);
+}
+
+function unmount(path: string): void {
+  spawnSync("umount", ["-l", path]);
+}
+
+rootTest(test, "/state/agent as a mount of its own (a tmpfs): the start takes it over without a warning, never walks inside, and the agent uses it", () => {
+  const body = legacyBody();
+  const home = join(body.dir, "agent-home");
+  hostTmpfs(home, "4m");
+  try {
+    writeFileSync(join(home, "from-before"), "x", { mode: 0o644 }); // root's, inside: the walk must not touch it
+    const run = body.run({ as: "root", command: [...SERVICE, "agent", "{}", "/bin/sh", "-c", 'echo kept > "$HOME/file" && cat "$HOME/file" && stat -c "%u:%g %a" "$HOME"'], binds: [[home, "/state/agent", "rw"]] });
+    assert.is(run.status, 0, run.stderr);
+    assert.equal(lines(run.stderr).length, 1, `only the summary line, no "left alone" warning: ${run.stderr}`);
+    assert.match(lines(run.stderr)[0]!, SUMMARY);
+    const agent = JSON.parse(run.stdout) as { exitCode: number; stdout: string; stderr: string };
+    assert.is(agent.exitCode, 0, agent.stderr);
+    assert.is(agent.stdout, "kept\n1001:1001 700");
+    const top = listTree(home)[0]!;
+    assert.is(`${top.uid}:${top.gid} ${octal(top.mode)}`, "1001:1001 0700", "the mount's root is the agent's");
+    const before = listTree(join(home, "from-before"))[0]!;
+    assert.is(`${before.uid}:${before.gid} ${octal(before.mode)}`, "0:0 0644", "nothing inside was walked");
+    assert.is(statSync(join(home, "file")).uid, IDS.agent);
+  } finally {
+    unmount(home);
+    body.cleanup();
+  }
+});
+
+/** The agent fills its home; then the service rewrites its credentials as a service does (a new file, then rename). */
+const FILL_THEN_WRITE = [
+  "/usr/local/sbin/clankie-agent-exec -- /bin/sh -c 'dd if=/dev/zero of=\"$HOME/fill\" bs=64k 2>/dev/null; exit 0'",
+  'if cat /state/credentials.json > /state/credentials.json.new 2>/dev/null && mv /state/credentials.json.new /state/credentials.json; then echo "service wrote"; else echo "service ENOSPC"; fi',
+].join("\n");
+
+rootTest(test, "an agent that fills /state/agent: on /state's filesystem the service's next write fails, on a tmpfs of its own it does not", () => {
+  const body = new Body();
+  const smallState = body.state;
+  hostTmpfs(smallState, "2m");
+  const home = join(body.dir, "agent-home");
+  hostTmpfs(home, "1m");
+  try {
+    chownSync(smallState, IDS.service, IDS.service);
+    chownSync(body.workspace, IDS.service, IDS.service);
+    const seeded = body.run({ as: "node", command: [...SERVICE, "seed"] });
+    assert.is(seeded.status, 0, seeded.stderr);
+    const shared = body.run({ as: "root", command: ["/bin/sh", "-c", FILL_THEN_WRITE] });
+    assert.is(shared.stdout, "service ENOSPC\n", `control: one filesystem (${shared.stderr})`);
+    rmSync(join(smallState, "agent"), { recursive: true });
+    const own = body.run({ as: "root", command: ["/bin/sh", "-c", FILL_THEN_WRITE], binds: [[home, "/state/agent", "rw"]] });
+    assert.is(own.stdout, "service wrote\n", own.stderr);
+    assert.ok(statSync(join(home, "fill")).size > 512 * 1024, "the agent did fill its own tmpfs");
+  } finally {
+    unmount(home);
+    unmount(smallState);
+    body.cleanup();
+  }
+});
+
 rootTest(test, "a service command the agent could have written is refused before anything changes (exit 126)", () => {
   const body = legacyBody();
   try {

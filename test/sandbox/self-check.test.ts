@@ -109,8 +109,12 @@ const KERNEL_WARNINGS = [
   })
   .map(([id]) => id!);
 
-/** The warnings every healthy separated body in this sandbox has: what the sandbox cannot change. */
-const SANDBOX_WARNINGS = ["boundary", "image.mounts", ...KERNEL_WARNINGS];
+/**
+ * The warnings every healthy separated body in this sandbox has: what the
+ * sandbox cannot change, and its /state/agent on /state's filesystem (the
+ * launch of ADR 0272 without the agent's own volume).
+ */
+const SANDBOX_WARNINGS = ["boundary", "image.mounts", "state.agent-volume", ...KERNEL_WARNINGS];
 
 function assertFailing(audit: Audit, expected: string[]): void {
   assert.equal(withStatus(audit, "fail"), [...expected].sort(), `failing checks; document:\n${audit.stdout}\n${audit.stderr}`);
@@ -255,13 +259,36 @@ rootTest(SelfCheck, "doctor on a healthy separated body: every check passes but 
   }
 });
 
+rootTest(SelfCheck, "the agent's home on a filesystem of its own (a tmpfs at /state/agent) passes state.agent-volume and the layout checks; on /state's filesystem it warns with the launcher flag", () => {
+  const body = seededBody();
+  try {
+    const own = parse(shDoctor(body, ":", ["--json"], { extra: ["--tmpfs", "/state/agent"] }));
+    assertFailing(own, []);
+    assert.equal(withStatus(own, "warn"), SANDBOX_WARNINGS.filter((id) => id !== "state.agent-volume").sort(), own.stdout);
+    const volume = check(own, "state.agent-volume");
+    assert.is(volume.status, "pass");
+    assert.ok(volume.found.dev !== volume.found.stateDev);
+    assert.is(check(own, "state.agent-home").status, "pass", "the mount's root was given to the agent");
+    assert.equal(check(own, "state.layout").found.violations.count, 0, "a mount at /state/agent is not 'another filesystem mounted inside'");
+
+    const shared = parse(shDoctor(body, ":", ["--json"]));
+    const same = check(shared, "state.agent-volume");
+    assert.is(same.status, "warn");
+    assert.is(same.found.dev, same.found.stateDev);
+    assert.match(same.summary, /^\/state\/agent is on the filesystem of \/state: the agent can fill it, and the service's writes to \/state then fail with ENOSPC$/);
+    assert.match(same.fix!, /--tmpfs \/state\/agent:rw,exec,nosuid,nodev,size=/);
+  } finally {
+    body.cleanup();
+  }
+});
+
 rootTest(SelfCheck, "text form: one line per check, failures first with their fix, then the verdict", () => {
   const body = seededBody();
   try {
     const result = shDoctor(body, "touch /state/planted; chmod 0664 /state/planted", []);
     assert.is(result.status, 1);
     const out = result.stdout.trimEnd().split("\n");
-    assert.is(out.length, 24, result.stdout); // 23 checks without --probe, and the verdict
+    assert.is(out.length, 25, result.stdout); // 24 checks without --probe, and the verdict
     assert.match(out[0]!, /^FAIL state\.layout: 1 entry breaks the layout contract: \/state\/planted \(file 0664 1000:1000, want 0600 1000:1000\); fix: restart the container/);
     const statuses = out.slice(0, -1).map((line) => line.split(" ")[0]);
     assert.equal(statuses, [...statuses].sort((a, b) => ["FAIL", "WARN", "PASS"].indexOf(a!) - ["FAIL", "WARN", "PASS"].indexOf(b!)));

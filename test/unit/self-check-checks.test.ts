@@ -120,8 +120,13 @@ State("entries that follow the rules pass; the zone is handed down", () => {
   assert.equal(judgeStateEntry(rules, walked("/state/link", "symlink", 0o777, 1), "private"), { descend: undefined });
 });
 
-State("the agent's home is pruned, not judged", () => {
+State("the agent's home is pruned, not judged, also when it is a mount of its own", () => {
   assert.equal(judgeStateEntry(rules, walked("/state/agent", "directory", 0o755, 1, 1001), "top"), { pruned: true });
+  assert.equal(judgeStateEntry(rules, walked("/state/agent", "directory", 0o700, 1, 1001, { otherDevice: true }), "top"), { pruned: true });
+  // Only at the top: a mount called agent deeper down is another filesystem inside /state.
+  assert.match(judgeStateEntry(rules, walked("/state/sub/agent", "directory", 0o700, 2, 1000, { otherDevice: true }), "private").violation!.reason!, /another filesystem is mounted here/);
+  // A device mounted inside /state is reported as a mount (it is never entered), as before.
+  assert.match(judgeStateEntry(rules, walked("/state/d", "device", 0o600, 1, 0, { otherDevice: true }), "top").violation!.reason!, /another filesystem is mounted here/);
 });
 
 State("wrong mode, wrong owner, setuid, devices, foreign hard links and mounts are violations", () => {
