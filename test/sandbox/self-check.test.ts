@@ -250,6 +250,7 @@ rootTest(SelfCheck, "doctor on a healthy separated body: every check passes but 
     assert.is(audit.doc.auditor.relation, "descendant");
     assert.equal(check(audit, "process.capabilities").found.sets.CapAmb, { mask: "0x00000000000000c0", names: ["SETGID", "SETUID"] });
     assert.ok(check(audit, "state.layout").found.checked >= 10);
+    assert.is(check(audit, "state.layout").found.umaskGroupBits, 0);
     assert.is(check(audit, "image.bundle").found.sha256, readFileSync(join(DIST, "SHA256SUMS"), "utf8").split(/\s+/)[0]);
     for (const [id, path] of [["kernel.legacy-tiocsti", "/proc/sys/dev/tty/legacy_tiocsti"], ["kernel.protected-symlinks", "/proc/sys/fs/protected_symlinks"]]) {
       assert.is(check(audit, id!).found.value, readFileSync(path!, "latin1").trim());
@@ -282,6 +283,22 @@ rootTest(SelfCheck, "the agent's home on a filesystem of its own (a tmpfs at /st
   }
 });
 
+rootTest(SelfCheck, "what the service writes to /state after the start under its umask (node:node 0660, 0770) passes state.layout, counted; a file it makes readable by others fails", () => {
+  const body = seededBody();
+  try {
+    const umask = parse(shDoctor(body, "echo '{}' > /state/credentials.json.new && mv /state/credentials.json.new /state/credentials.json; mkdir /state/spool", ["--json"]));
+    assertFailing(umask, []);
+    const layout = check(umask, "state.layout");
+    assert.is(layout.found.umaskGroupBits, 2, layout.summary);
+    assert.match(layout.summary, /\(2 made by the service since the start keep its umask's group bits/);
+    const exposed = parse(shDoctor(body, "echo '{}' > /state/settings.json && chmod 0644 /state/settings.json", ["--json"]));
+    assertFailing(exposed, ["state.layout"]);
+    assert.equal(check(exposed, "state.layout").found.violations.shown.map((v: any) => `${v.path} ${v.mode}`), ["/state/settings.json 0644"]);
+  } finally {
+    body.cleanup();
+  }
+});
+
 rootTest(SelfCheck, "text form: one line per check, failures first with their fix, then the verdict", () => {
   const body = seededBody();
   try {
@@ -302,8 +319,8 @@ rootTest(SelfCheck, "faults the service can plant in /state, /workspace and its 
   const body = seededBody();
   try {
     const plant = [
-      // state.layout: 60 group-writable files (output bounded to 50, with the count)
-      "for i in $(seq 1 60); do touch /state/group-writable-$i; chmod 0660 /state/group-writable-$i; done",
+      // state.layout: 60 files readable by others (output bounded to 50, with the count)
+      "for i in $(seq 1 60); do touch /state/readable-$i; chmod 0664 /state/readable-$i; done",
       // state.release: a release file anyone may write
       "chmod 0666 /state/install/current/server.js",
       // state.agent-home: the agent's home replaced by one of the service's
@@ -320,7 +337,7 @@ rootTest(SelfCheck, "faults the service can plant in /state, /workspace and its 
     const layout = check(audit, "state.layout").found.violations;
     assert.is(layout.count, 61, "60 planted files and /state/agent.old");
     assert.is(layout.shown.length, 50);
-    assert.ok(layout.shown.some((v: any) => v.path === "/state/group-writable-1" && v.mode === "0660" && v.want.mode === "0600"));
+    assert.ok(layout.shown.some((v: any) => v.path === "/state/readable-1" && v.mode === "0664" && v.want.mode === "0600"));
     assert.equal(check(audit, "state.release").found.violations.shown, [{ path: "/state/install/current/server.js", kind: "file", mode: "0666", uid: 1000, gid: 1000, want: { uid: 1000, gid: 1000, mode: "0644" } }]);
     assert.match(check(audit, "state.agent-home").summary, /owned by 1000:1000, want 1001:1001/);
     assert.match(check(audit, "workspace.top").summary, /mode 0775, want 2775/);
