@@ -61,7 +61,7 @@ export const GROUP_FILE = "/etc/group";
 /** The volumes. */
 export const STATE_DIR = "/state";
 export const WORKSPACE_DIR = "/workspace";
-/** Below STATE_DIR: the release root, readable by all, and the agent's home. */
+/** Below STATE_DIR: the release root (open to all but what it keeps private) and the agent's home. */
 export const STATE_INSTALL_NAME = "install";
 export const STATE_AGENT_NAME = "agent";
 /** Below STATE_DIR: where the entrypoint records what it has done (service-only). */
