@@ -69,7 +69,7 @@ export const GROUP_FILE = "/etc/group";
 /** The volumes. */
 export const STATE_DIR = "/state";
 export const WORKSPACE_DIR = "/workspace";
-/** Below STATE_DIR: the release root, readable by all, and the agent's home. */
+/** Below STATE_DIR: the release root (open to all but what it keeps private) and the agent's home. */
 export const STATE_INSTALL_NAME = "install";
 export const STATE_AGENT_NAME = "agent";
 /** Below STATE_DIR: where the entrypoint records what it has done (service-only). */
@@ -89,6 +89,15 @@ export const AGENT_DEFAULT_OOM_SCORE_ADJ = 500;
 export const AGENT_SIGNALS: readonly NodeJS.Signals[] = ["SIGHUP", "SIGINT", "SIGQUIT", "SIGKILL", "SIGUSR1", "SIGUSR2", "SIGTERM", "SIGCONT", "SIGSTOP", "SIGTSTP", "SIGWINCH"];
 /** The agent's file mode creation mask: group-writable, so the service can share /workspace. */
 export const AGENT_UMASK = 0o002;
+/**
+ * The service's umask, set by the verification stage of the drop. Nothing for
+ * others: /state is 0711, so a file the service writes there after the start
+ * with Node's default mode (0666 & ~umask) must not be readable by other, or
+ * the agent opens it by name. The group keeps read and write: in /workspace
+ * (set-group-ID directories) that group is clankie-workspace, which the agent
+ * shares; in /state it is node's own group, which the agent is not in.
+ */
+export const SERVICE_UMASK = 0o007;
 
 /**
  * Variables that make a process load code chosen by whoever set them. The

@@ -25,7 +25,7 @@ clankie-separate [--] SERVICE-COMMAND [ARG...]
   --cap-add CHOWN --cap-add DAC_OVERRIDE --cap-add FOWNER --cap-add SETPCAP
   --cap-add SETUID --cap-add SETGID --security-opt no-new-privileges) it makes
   /state service-only, gives /workspace the clankie-workspace group, and
-  drops to node keeping only SETUID and SETGID.
+  drops to node keeping only SETUID and SETGID, with umask 0007.
 
 clankie-separate --self-check [--json] [--probe]
   Audits the body: mode, process, users, /state, /workspace, image,

@@ -12,7 +12,7 @@
  */
 import type { Identities } from "../accounts.ts";
 import { maskOf, setprivCapList } from "../capabilities.ts";
-import { ENTRYPOINT_NAME, SERVICE_CAPABILITIES, TOOLS } from "../constants.ts";
+import { ENTRYPOINT_NAME, SERVICE_CAPABILITIES, SERVICE_UMASK, TOOLS } from "../constants.ts";
 import { verifierArgv } from "../verifier.ts";
 
 /** setpriv argv (without argv[0]) that becomes the service and runs `next`. */
@@ -38,7 +38,8 @@ export function serviceCommandLine(command: readonly string[], path: string, pid
 
 /**
  * The verification stage, as the service: checks what the drop asked for,
- * then execs `line` (the service command, or tini running it).
+ * sets the service's umask (constants.ts, SERVICE_UMASK: what it creates is
+ * never other's), then execs `line` (the service command, or tini running it).
  */
 export function verifyStageArgs(ids: Identities, line: { path: string; argv: readonly string[] }, unset?: string): string[] {
   // What the drop asks for: the service's ids and groups, SETUID+SETGID in every set, NoNewPrivs.
@@ -50,6 +51,7 @@ export function verifyStageArgs(ids: Identities, line: { path: string; argv: rea
     gid: ids.service.gid,
     groups: ids.serviceGroups,
     caps: { inh: caps, prm: caps, eff: caps, amb: caps, bnd: caps },
+    umask: SERVICE_UMASK,
     ...(unset === undefined ? {} : { unset }),
     action: line,
   });

@@ -17,7 +17,10 @@
  *     the file, open(2)); regular files are opened with O_NONBLOCK|O_NOCTTY;
  *   - depth is bounded by open files, not PATH_MAX: paths stay short;
  *   - names are bytes (Buffer), never decoded: non-UTF-8 names work;
- *   - other filesystems (st_dev differs) are never entered or changed.
+ *   - other filesystems (st_dev differs, or a mount point in mountinfo) are
+ *     never entered or changed; the rules are asked about a mount point only
+ *     so that one they prune (left to someone else, as /state/agent) is not
+ *     reported as skipped.
  *
  * The walk is idempotent: every change moves an entry toward its rule, so a
  * walk killed midway is completed by the next one.
@@ -352,6 +355,16 @@ function fixDirectory<C>(fd: number, st: Stats, decision: Extract<Decision<C>, {
   if (applyByFd(fd, st, uid, gid, mode, { path })) stats.fixed++;
 }
 
+/** Whether the rules leave this entry to someone else; a rule's refusal means no (the entry is skipped, as before). */
+function prunedByRules<C>(rules: Rules<C>, view: EntryView, context: C): boolean {
+  try {
+    return rules(view, context).action === "prune";
+  } catch (error) {
+    if (error instanceof Refusal) return false;
+    throw error;
+  }
+}
+
 function visitEntry<C>(
   frame: Frame<C>,
   name: Buffer,
@@ -373,7 +386,8 @@ function visitEntry<C>(
   const kind = kindOf(st);
   const view = new WalkEntry(frame.path, name, kind, st, frame.depth + 1);
   if (st.dev !== rootDev || (frame.holdsMounts && mounts.has(view.path))) {
-    decide(() => ({ action: "skip", reason: "another filesystem is mounted here; it was not entered" }), view, frame.context, stats);
+    const pruned = prunedByRules(rules, view, frame.context);
+    decide(() => (pruned ? { action: "prune" } : { action: "skip", reason: "another filesystem is mounted here; it was not entered" }), view, frame.context, stats);
     return undefined;
   }
   const decision = decide(rules, view, frame.context, stats);

@@ -20,6 +20,7 @@ export const CHECK_ORDER: readonly string[] = [
   "state.layout",
   "state.release",
   "state.agent-home",
+  "state.agent-volume",
   "workspace.top",
   "workspace.marker",
   "image.executable",

@@ -36,7 +36,7 @@ import { parseProcessStatus, type ProcessEntry, readProcessTable } from "../proc
 import { lineage, type Readable, readEnviron, readExe } from "./proc-table.ts";
 import { buildDocument, renderJson, renderText } from "./render.ts";
 import { checkCapabilities, checkNoNewPrivs, checkProcessIds } from "./service-process.ts";
-import { auditState, checkAgentHome, stateChecks } from "./state.ts";
+import { auditState, checkAgentHome, checkAgentVolume, stateChecks } from "./state.ts";
 import { workspaceChecks } from "./workspace.ts";
 
 function readText(path: string): string {
@@ -71,13 +71,16 @@ function accountsFacts(): { checks: Check[]; ids: Identities | undefined } {
 }
 
 function stateFacts(ids: Identities | undefined, mode: ModeVerdict["mode"]): Check[] {
+  // Which filesystem the agent's home is on needs no accounts.
+  const volume = guarded("state.agent-volume", `${STATE_DIR}/agent`, "run the audit as root", () => checkAgentVolume(mode));
   if (!ids) {
     const why = new Error("the users and groups of ADR 0272 are not all defined (see accounts)");
-    return ["state.layout", "state.release", "state.agent-home"].map((id) => cannotRun(id, STATE_DIR, why, "fix the accounts check first"));
+    return [...["state.layout", "state.release", "state.agent-home"].map((id) => cannotRun(id, STATE_DIR, why, "fix the accounts check first")), ...volume];
   }
   return [
     ...guarded(["state.layout", "state.release"], STATE_DIR, "run the audit as root", () => stateChecks(auditState(ids), mode)),
     ...guarded("state.agent-home", `${STATE_DIR}/agent`, "run the audit as root", () => checkAgentHome(ids, mode)),
+    ...volume,
   ];
 }
 

@@ -6,7 +6,8 @@
  * those rules would set, or when the rules refuse it (a device node, a hard
  * link to another user's file) or could not reach it (another filesystem
  * mounted inside /state). The agent's home is pruned by the rules, as the
- * entrypoint never walks it; its top is checked on its own.
+ * entrypoint never walks it, also when it is a mount of its own; its top is
+ * checked on its own, and whether it shares /state's filesystem too.
  */
 import { lstatSync } from "node:fs";
 import type { Identities } from "../accounts.ts";
@@ -46,6 +47,8 @@ export interface StateAudit {
   release: StateViolation[];
   releasePresent: boolean;
   problems: WalkProblem[];
+  /** Entries outside the release that differ from the layout only by group bits of node's own group (the service's umask). */
+  umaskGroupBits: number;
 }
 
 function isName(name: WalkedEntry["name"], wanted: string): boolean {
@@ -80,6 +83,8 @@ function describe(entry: WalkedEntry): Omit<StateViolation, "want" | "reason" | 
   return { path: displayPath(entry.fsPath), kind: entry.kind, mode: octal(entry.st.mode), uid: entry.st.uid, gid: entry.st.gid };
 }
 
+const MOUNTED_INSIDE = "another filesystem is mounted here; the entrypoint does not enter it";
+
 /**
  * Pure given the entry: what the entrypoint's rules say about it. Returns
  * the violation (if any) and the zone to descend with (if any).
@@ -88,18 +93,18 @@ export function judgeStateEntry(
   rules: ReturnType<typeof stateRules>,
   entry: WalkedEntry,
   zone: StateZone,
-): { violation?: StateViolation; descend?: StateZone; pruned?: boolean } {
-  if (entry.otherDevice) {
-    return { violation: { ...describe(entry), reason: "another filesystem is mounted here; the entrypoint does not enter it" } };
-  }
+): { violation?: StateViolation; descend?: StateZone; pruned?: boolean; umaskGroupBits?: boolean } {
   let decision;
   try {
     decision = rules(new LazyEntryView(entry), zone);
   } catch (error) {
-    if (error instanceof Refusal) return { violation: { ...describe(entry), reason: error.message, fix: error.fix } };
-    throw error;
+    if (!(error instanceof Refusal)) throw error;
+    if (entry.otherDevice) return { violation: { ...describe(entry), reason: MOUNTED_INSIDE } };
+    return { violation: { ...describe(entry), reason: error.message, fix: error.fix } };
   }
+  // A mount point the rules leave to someone else (the agent's home) is not a fault; any other is.
   if (decision.action === "prune") return { pruned: true };
+  if (entry.otherDevice) return { violation: { ...describe(entry), reason: MOUNTED_INSIDE } };
   if (decision.action === "skip") return { violation: { ...describe(entry), reason: decision.reason } };
   const current = entry.st.mode & 0o7777;
   const uid = decision.uid < 0 ? entry.st.uid : decision.uid;
@@ -107,6 +112,11 @@ export function judgeStateEntry(
   // A symlink's own mode means nothing and is never changed (tree-walk.ts).
   const mode = entry.kind === "symlink" ? undefined : decision.mode ? decision.mode(current) : current;
   const descend = entry.kind === "directory" ? decision.descend : undefined;
+  // What the service's umask (0007) leaves on an entry it created since the start: group bits of
+  // node's own group, which the agent is not in (accounts). Not a fault; the next start removes them.
+  if (decision.mode === stateModes.private && entry.st.uid === uid && entry.st.gid === gid && mode !== current && (current & ~0o070) === mode) {
+    return { descend, umaskGroupBits: true };
+  }
   if (entry.st.uid !== uid || entry.st.gid !== gid || (mode !== undefined && mode !== current)) {
     return { violation: { ...describe(entry), want: { uid, gid, ...(mode !== undefined ? { mode: octal(mode) } : {}) } }, descend };
   }
@@ -116,7 +126,7 @@ export function judgeStateEntry(
 /** Walks /state once, read-only. */
 export function auditState(ids: Identities, root: string = STATE_DIR): StateAudit {
   const rules = stateRules(ids);
-  const audit: StateAudit = { root, checked: 0, layout: [], release: [], releasePresent: false, problems: [] };
+  const audit: StateAudit = { root, checked: 0, layout: [], release: [], releasePresent: false, problems: [], umaskGroupBits: 0 };
   audit.checked = walkReadOnly<StateZone>(
     root,
     "top",
@@ -126,6 +136,7 @@ export function auditState(ids: Identities, root: string = STATE_DIR): StateAudi
       if (releaseTop) audit.releasePresent = true;
       const inRelease = zone === "release" || releaseTop;
       if (verdict.violation) (inRelease ? audit.release : audit.layout).push(verdict.violation);
+      if (verdict.umaskGroupBits) audit.umaskGroupBits++;
       return verdict.descend;
     },
     audit.problems,
@@ -170,7 +181,13 @@ export function stateChecks(audit: StateAudit, mode: Mode): Check[] {
     ["state.release", releaseRoot, audit.release, " of the release root", unreadable(audit.problems.filter(inRelease))] as const,
   ];
   for (const [id, where, violations, phrase, problems] of groups) {
-    const found = { root: where, checked: audit.checked, violations: bounded(violations, SHOWN_ENTRIES), unreadable: bounded(problems, SHOWN_ENTRIES) };
+    const found = {
+      root: where,
+      checked: audit.checked,
+      violations: bounded(violations, SHOWN_ENTRIES),
+      unreadable: bounded(problems, SHOWN_ENTRIES),
+      ...(id === "state.layout" ? { umaskGroupBits: audit.umaskGroupBits } : {}),
+    };
     if (violations.length > 0) {
       const count = violations.length === 1 ? `1 entry${phrase} breaks` : `${violations.length} entries${phrase} break`;
       const summary = `${count} the layout contract: ${examples(violations)}`;
@@ -181,7 +198,11 @@ export function stateChecks(audit: StateAudit, mode: Mode): Check[] {
     } else if (id === "state.release" && !audit.releasePresent) {
       results.push(warn(id, `no release root at ${where}`, found, "install the release under /state/install (the service's updater does), or ignore this if the service runs the release built into the image"));
     } else {
-      results.push(pass(id, `${audit.checked} entries checked; every one ${id === "state.release" ? "of the release root " : ""}follows the layout contract`, found));
+      const since =
+        id === "state.layout" && audit.umaskGroupBits > 0
+          ? ` (${audit.umaskGroupBits} made by the service since the start keep${audit.umaskGroupBits === 1 ? "s" : ""} its umask's group bits, of node's own group: the agent is not in it, and the next start removes them)`
+          : "";
+      results.push(pass(id, `${audit.checked} entries checked; every one ${id === "state.release" ? "of the release root " : ""}follows the layout contract${since}`, found));
     }
   }
   return results;
@@ -212,3 +233,35 @@ export function checkAgentHome(ids: Identities, mode: Mode, root: string = STATE
   const fix = `remove it (rm -rf ${path}) and restart the container: the entrypoint recreates it empty for ${ids.agent.name}`;
   return separated ? fail(id, summary, found, fix) : warn(id, `${summary} (${SINGLE_UID_NOTE})`, found, null);
 }
+
+/**
+ * /state/agent on a filesystem of its own (st_dev differs from /state's).
+ * On the same filesystem the agent can fill it, and the service's own writes
+ * (credentials, event logs) then fail with ENOSPC. A warning, not a failure:
+ * the launch decides, and a quota on a shared filesystem (which st_dev cannot
+ * see) would also do.
+ */
+export function checkAgentVolume(mode: Mode, root: string = STATE_DIR): Check {
+  const id = "state.agent-volume";
+  const path = `${root}/${STATE_AGENT_NAME}`;
+  let top;
+  let home;
+  try {
+    top = lstatSync(root);
+    home = lstatSync(path);
+  } catch (error) {
+    return cannotRun(id, path, error, "restart the container: the entrypoint creates /state/agent at every separated start", "warn");
+  }
+  const found = { path, dev: home.dev, stateDev: top.dev };
+  if (home.dev !== top.dev) return pass(id, `${path} is a filesystem of its own: the agent cannot fill /state`, found);
+  const note = mode === "single-uid" ? ` (${SINGLE_UID_NOTE})` : "";
+  return warn(
+    id,
+    `${path} is on the filesystem of ${root}: the agent can fill it, and the service's writes to ${root} then fail with ENOSPC${note}`,
+    found,
+    AGENT_VOLUME_FIX,
+  );
+}
+
+export const AGENT_VOLUME_FIX =
+  "give the agent's home a filesystem of its own: add --tmpfs /state/agent:rw,exec,nosuid,nodev,size=1g to docker run, or -v VOLUME:/state/agent with a volume on another filesystem (docs/launch.md, \"The agent's home\")";

@@ -198,6 +198,100 @@ rootTest(test, "/state becomes service-only: 0711 top, node-owned, no group/othe
   }
 });
 
+interface UmaskRun {
+  umask: { started: string | null; now: string | null };
+  modes: { secret: string; shared: string; sharedDir: string };
+  readSecret: { exitCode: number | null; stdout: string; stderr: string };
+  readShared: { exitCode: number | null; stdout: string; stderr: string };
+  writeShared: { exitCode: number | null; stdout: string; stderr: string };
+  writeInSharedDir: { exitCode: number | null; stdout: string; stderr: string };
+}
+
+function umaskRun(body: Body, control?: string): UmaskRun {
+  const run = body.run({ as: "root", command: [...SERVICE, "umask", ...(control === undefined ? [] : [control])] });
+  assert.is(run.status, 0, `exit ${run.status}: ${run.stderr}`);
+  return JSON.parse(run.stdout) as UmaskRun;
+}
+
+rootTest(test, "the service's umask 0007: what it writes to /state after the start is closed to the agent, what it writes to /workspace is shared", () => {
+  const body = legacyBody();
+  try {
+    const after = umaskRun(body);
+    assert.equal(after.umask, { started: "0007", now: "0007" }, "Umask: in the service's /proc/self/status");
+    assert.equal(after.modes, { secret: "0660", shared: "0660", sharedDir: "2770" });
+    assert.is(listTree(join(body.state, "x.json"))[0]!.gid, IDS.service, "a new /state entry has node's group, which the agent is not in");
+    assert.is(after.readSecret.exitCode, 1, "the agent cannot read /state/x.json");
+    assert.match(after.readSecret.stderr, /Permission denied/);
+    assert.is(after.readShared.exitCode, 0, after.readShared.stderr);
+    assert.is(after.readShared.stdout, "the service's"); // execa strips the final newline
+    assert.is(after.writeShared.exitCode, 0, after.writeShared.stderr);
+    assert.is(after.writeShared.stdout, "the service's\nthe agent's");
+    assert.is(after.writeInSharedDir.exitCode, 0, after.writeInSharedDir.stderr);
+    const shared = listTree(join(body.workspace, "project/from-service.txt"))[0]!;
+    assert.is(`${shared.uid}:${shared.gid}`, `${IDS.service}:${IDS.workspace}`);
+
+    // Control: the same writes under umask 0022 (what the service had before) are readable by the agent.
+    rmSync(join(body.state, "x.json"));
+    rmSync(join(body.workspace, "project/from-service.txt"));
+    rmSync(join(body.workspace, "project/from-service"), { recursive: true });
+    const control = umaskRun(body, "022");
+    assert.equal(control.umask, { started: "0007", now: "0022" });
+    assert.is(control.modes.secret, "0644");
+    assert.is(control.readSecret.exitCode, 0, "under 0022 the agent reads the service's new file by name");
+    assert.match(control.readSecret.stdout, /written-after-start/);
+    assert.is(control.modes.shared, "0644");
+    assert.match(control.writeShared.stderr, /Permission denied/, "and under 0022 it cannot write what the service shares");
+  } finally {
+    body.cleanup();
+  }
+});
+
+rootTest(test, "the release root: what the release keeps private stays private to the agent, its tools stay runnable", () => {
+  const body = legacyBody();
+  try {
+    const install = join(body.state, "install");
+    // A secret of the release (npm writes its .npmrc 0600), a private directory, and a
+    // release the service unpacked under its umask 0007 (directories 0770, files 0660/0770).
+    writeFileSync(join(install, ".npmrc"), "//registry.example/:_authToken=npm_secret\n", { mode: 0o600 });
+    mkdirSync(join(install, "private"), { mode: 0o700 });
+    writeFileSync(join(install, "private/notes"), "kept\n", { mode: 0o644 });
+    mkdirSync(join(install, "next/bin"), { recursive: true });
+    chmodSync(join(install, "next"), 0o770);
+    chmodSync(join(install, "next/bin"), 0o770);
+    writeFileSync(join(install, "next/bin/tool"), "#!/bin/sh\necho next tool\n", { mode: 0o770 });
+    writeFileSync(join(install, "next/server.js"), "// v2\n", { mode: 0o660 });
+    for (const path of ["install/.npmrc", "install/private", "install/private/notes", "install/next", "install/next/bin", "install/next/bin/tool", "install/next/server.js"]) {
+      chownSync(join(body.state, path), IDS.service, IDS.service);
+    }
+    const script = [
+      "for f in /state/install/.npmrc /state/install/private/notes /state/install/current/server.js /state/install/next/server.js; do",
+      '  if cat "$f" >/dev/null 2>&1; then echo "read $f"; else echo "denied $f"; fi',
+      "done",
+      "/state/install/current/bin/tool",
+      "/state/install/next/bin/tool",
+    ].join("\n");
+    const run = body.run({ as: "root", command: [...SERVICE, "agent", "{}", "/bin/sh", "-c", script] });
+    assert.is(run.status, 0, run.stderr);
+    const agent = JSON.parse(run.stdout) as { exitCode: number; stdout: string; stderr: string };
+    assert.is(agent.exitCode, 0, agent.stderr);
+    assert.equal(lines(agent.stdout), [
+      "denied /state/install/.npmrc",
+      "denied /state/install/private/notes",
+      "read /state/install/current/server.js",
+      "read /state/install/next/server.js",
+      "release tool",
+      "next tool",
+    ]);
+    const mode = (path: string): string => octal(listTree(join(install, path))[0]!.mode);
+    assert.equal(
+      [".npmrc", "private", "private/notes", "next", "next/bin", "next/bin/tool", "next/server.js", "current/bin/tool", "current/server.js"].map((p) => `${p} ${mode(p)}`),
+      [".npmrc 0600", "private 0700", "private/notes 0644", "next 0755", "next/bin 0755", "next/bin/tool 0755", "next/server.js 0644", "current/bin/tool 0755", "current/server.js 0644"],
+    );
+  } finally {
+    body.cleanup();
+  }
+});
+
 rootTest(test, "/workspace gets the shared group: setgid dirs g+rwx, files g+rw, owners kept; later starts do not walk", () => {
   const body = legacyBody();
   try {
@@ -372,6 +466,71 @@ rootTest(test, "a bind mount of the same filesystem deeper inside /state is not 
     assert.is(listTree(join(other, "secret"))[0]!.uid, 0);
     assert.is(statSync(join(body.state, "a", "mnt-sibling")).uid, 1000);
   } finally {
+    body.cleanup();
+  }
+});
+
+/** A tmpfs of its own on the host (the sandbox binds it where the test says); unmounted by the caller. */
+function hostTmpfs(path: string, size: string): void {
+  mkdirSync(path, { recursive: true });
+  const mounted = spawnSync("mount", ["-t", "tmpfs", "-o", `size=${size},mode=0755`, "tmpfs", path], { encoding: "utf8" });
+  assert.is(mounted.status, 0, mounted.stderr);
+}
+
+function unmount(path: string): void {
+  spawnSync("umount", ["-l", path]);
+}
+
+rootTest(test, "/state/agent as a mount of its own (a tmpfs): the start takes it over without a warning, never walks inside, and the agent uses it", () => {
+  const body = legacyBody();
+  const home = join(body.dir, "agent-home");
+  hostTmpfs(home, "4m");
+  try {
+    writeFileSync(join(home, "from-before"), "x", { mode: 0o644 }); // root's, inside: the walk must not touch it
+    const run = body.run({ as: "root", command: [...SERVICE, "agent", "{}", "/bin/sh", "-c", 'echo kept > "$HOME/file" && cat "$HOME/file" && stat -c "%u:%g %a" "$HOME"'], binds: [[home, "/state/agent", "rw"]] });
+    assert.is(run.status, 0, run.stderr);
+    assert.equal(lines(run.stderr).length, 1, `only the summary line, no "left alone" warning: ${run.stderr}`);
+    assert.match(lines(run.stderr)[0]!, SUMMARY);
+    const agent = JSON.parse(run.stdout) as { exitCode: number; stdout: string; stderr: string };
+    assert.is(agent.exitCode, 0, agent.stderr);
+    assert.is(agent.stdout, "kept\n1001:1001 700");
+    const top = listTree(home)[0]!;
+    assert.is(`${top.uid}:${top.gid} ${octal(top.mode)}`, "1001:1001 0700", "the mount's root is the agent's");
+    const before = listTree(join(home, "from-before"))[0]!;
+    assert.is(`${before.uid}:${before.gid} ${octal(before.mode)}`, "0:0 0644", "nothing inside was walked");
+    assert.is(statSync(join(home, "file")).uid, IDS.agent);
+  } finally {
+    unmount(home);
+    body.cleanup();
+  }
+});
+
+/** The agent fills its home; then the service rewrites its credentials as a service does (a new file, then rename). */
+const FILL_THEN_WRITE = [
+  "/usr/local/sbin/clankie-agent-exec -- /bin/sh -c 'dd if=/dev/zero of=\"$HOME/fill\" bs=64k 2>/dev/null; exit 0'",
+  'if cat /state/credentials.json > /state/credentials.json.new 2>/dev/null && mv /state/credentials.json.new /state/credentials.json; then echo "service wrote"; else echo "service ENOSPC"; fi',
+].join("\n");
+
+rootTest(test, "an agent that fills /state/agent: on /state's filesystem the service's next write fails, on a tmpfs of its own it does not", () => {
+  const body = new Body();
+  const smallState = body.state;
+  hostTmpfs(smallState, "2m");
+  const home = join(body.dir, "agent-home");
+  hostTmpfs(home, "1m");
+  try {
+    chownSync(smallState, IDS.service, IDS.service);
+    chownSync(body.workspace, IDS.service, IDS.service);
+    const seeded = body.run({ as: "node", command: [...SERVICE, "seed"] });
+    assert.is(seeded.status, 0, seeded.stderr);
+    const shared = body.run({ as: "root", command: ["/bin/sh", "-c", FILL_THEN_WRITE] });
+    assert.is(shared.stdout, "service ENOSPC\n", `control: one filesystem (${shared.stderr})`);
+    rmSync(join(smallState, "agent"), { recursive: true });
+    const own = body.run({ as: "root", command: ["/bin/sh", "-c", FILL_THEN_WRITE], binds: [[home, "/state/agent", "rw"]] });
+    assert.is(own.stdout, "service wrote\n", own.stderr);
+    assert.ok(statSync(join(home, "fill")).size > 512 * 1024, "the agent did fill its own tmpfs");
+  } finally {
+    unmount(home);
+    unmount(smallState);
     body.cleanup();
   }
 });

@@ -124,8 +124,12 @@ const HOST_SECCOMP_ERRNO = (() => {
 })();
 const CONFINEMENT_WARNINGS = Number(HOST_LANDLOCK) >= 6 && HOST_SECCOMP_ERRNO ? [] : ["agent.confinement"];
 
-/** The warnings every healthy separated body in this sandbox has: what the sandbox cannot change. */
-const SANDBOX_WARNINGS = ["boundary", "image.read-only-root", ...KERNEL_WARNINGS, ...CONFINEMENT_WARNINGS];
+/**
+ * The warnings every healthy separated body in this sandbox has: what the
+ * sandbox cannot change, and its /state/agent on /state's filesystem (the
+ * launch of ADR 0272 without the agent's own volume).
+ */
+const SANDBOX_WARNINGS = ["boundary", "image.read-only-root", "state.agent-volume", ...KERNEL_WARNINGS, ...CONFINEMENT_WARNINGS];
 
 /** The checks only a Landlock domain or a seccomp filter of the spawn's own makes pass: "not confined" warns where the kernel does not offer them, and fails where it does. */
 const CONFINED_PROBES = ["probe.seccomp", "probe.lower-oom-score", "probe.abstract-socket"];
@@ -268,11 +272,51 @@ rootTest(SelfCheck, "doctor on a healthy separated body: every check passes but 
     assert.is(audit.doc.auditor.relation, "descendant");
     assert.equal(check(audit, "process.capabilities").found.sets.CapAmb, { mask: "0x00000000000000c0", names: ["SETGID", "SETUID"] });
     assert.ok(check(audit, "state.layout").found.checked >= 10);
+    assert.is(check(audit, "state.layout").found.umaskGroupBits, 0);
     assert.is(check(audit, "image.bundle").found.sha256, readFileSync(join(DIST, "SHA256SUMS"), "utf8").split(/\s+/)[0]);
     for (const [id, path] of KERNEL_SETTINGS) assert.is(check(audit, id).found.value, sysctlValue(path) ?? null, id);
     // The ABI the audit reports is the one the kernel gives perl outside the sandbox.
     assert.is(String(check(audit, "agent.confinement").found.landlock.abi ?? "none"), HOST_LANDLOCK);
     assert.is(check(audit, "agent.confinement").found.seccomp.filtersAvailable, HOST_SECCOMP_ERRNO);
+  } finally {
+    body.cleanup();
+  }
+});
+
+rootTest(SelfCheck, "the agent's home on a filesystem of its own (a tmpfs at /state/agent) passes state.agent-volume and the layout checks; on /state's filesystem it warns with the launcher flag", () => {
+  const body = seededBody();
+  try {
+    const own = parse(shDoctor(body, ":", ["--json"], { extra: ["--tmpfs", "/state/agent"] }));
+    assertFailing(own, []);
+    assert.equal(withStatus(own, "warn"), SANDBOX_WARNINGS.filter((id) => id !== "state.agent-volume").sort(), own.stdout);
+    const volume = check(own, "state.agent-volume");
+    assert.is(volume.status, "pass");
+    assert.ok(volume.found.dev !== volume.found.stateDev);
+    assert.is(check(own, "state.agent-home").status, "pass", "the mount's root was given to the agent");
+    assert.equal(check(own, "state.layout").found.violations.count, 0, "a mount at /state/agent is not 'another filesystem mounted inside'");
+
+    const shared = parse(shDoctor(body, ":", ["--json"]));
+    const same = check(shared, "state.agent-volume");
+    assert.is(same.status, "warn");
+    assert.is(same.found.dev, same.found.stateDev);
+    assert.match(same.summary, /^\/state\/agent is on the filesystem of \/state: the agent can fill it, and the service's writes to \/state then fail with ENOSPC$/);
+    assert.match(same.fix!, /--tmpfs \/state\/agent:rw,exec,nosuid,nodev,size=/);
+  } finally {
+    body.cleanup();
+  }
+});
+
+rootTest(SelfCheck, "what the service writes to /state after the start under its umask (node:node 0660, 0770) passes state.layout, counted; a file it makes readable by others fails", () => {
+  const body = seededBody();
+  try {
+    const umask = parse(shDoctor(body, "echo '{}' > /state/credentials.json.new && mv /state/credentials.json.new /state/credentials.json; mkdir /state/spool", ["--json"]));
+    assertFailing(umask, []);
+    const layout = check(umask, "state.layout");
+    assert.is(layout.found.umaskGroupBits, 2, layout.summary);
+    assert.match(layout.summary, /\(2 made by the service since the start keep its umask's group bits/);
+    const exposed = parse(shDoctor(body, "echo '{}' > /state/settings.json && chmod 0644 /state/settings.json", ["--json"]));
+    assertFailing(exposed, ["state.layout"]);
+    assert.equal(check(exposed, "state.layout").found.violations.shown.map((v: any) => `${v.path} ${v.mode}`), ["/state/settings.json 0644"]);
   } finally {
     body.cleanup();
   }
@@ -284,7 +328,7 @@ rootTest(SelfCheck, "text form: one line per check, failures first with their fi
     const result = shDoctor(body, "touch /state/planted; chmod 0664 /state/planted", []);
     assert.is(result.status, 1);
     const out = result.stdout.trimEnd().split("\n");
-    assert.is(out.length, 28, result.stdout); // 27 checks without --probe, and the verdict
+    assert.is(out.length, 29, result.stdout); // 28 checks without --probe, and the verdict
     assert.match(out[0]!, /^FAIL state\.layout: 1 entry breaks the layout contract: \/state\/planted \(file 0664 1000:1000, want 0600 1000:1000\); fix: restart the container/);
     const statuses = out.slice(0, -1).map((line) => line.split(" ")[0]);
     assert.equal(statuses, [...statuses].sort((a, b) => ["FAIL", "WARN", "PASS"].indexOf(a!) - ["FAIL", "WARN", "PASS"].indexOf(b!)));
@@ -298,8 +342,8 @@ rootTest(SelfCheck, "faults the service can plant in /state, /workspace and its 
   const body = seededBody();
   try {
     const plant = [
-      // state.layout: 60 group-writable files (output bounded to 50, with the count)
-      "for i in $(seq 1 60); do touch /state/group-writable-$i; chmod 0660 /state/group-writable-$i; done",
+      // state.layout: 60 files readable by others (output bounded to 50, with the count)
+      "for i in $(seq 1 60); do touch /state/readable-$i; chmod 0664 /state/readable-$i; done",
       // state.release: a release file anyone may write
       "chmod 0666 /state/install/current/server.js",
       // state.agent-home: the agent's home replaced by one of the service's
@@ -316,7 +360,7 @@ rootTest(SelfCheck, "faults the service can plant in /state, /workspace and its 
     const layout = check(audit, "state.layout").found.violations;
     assert.is(layout.count, 61, "60 planted files and /state/agent.old");
     assert.is(layout.shown.length, 50);
-    assert.ok(layout.shown.some((v: any) => v.path === "/state/group-writable-1" && v.mode === "0660" && v.want.mode === "0600"));
+    assert.ok(layout.shown.some((v: any) => v.path === "/state/readable-1" && v.mode === "0664" && v.want.mode === "0600"));
     assert.equal(check(audit, "state.release").found.violations.shown, [{ path: "/state/install/current/server.js", kind: "file", mode: "0666", uid: 1000, gid: 1000, want: { uid: 1000, gid: 1000, mode: "0644" } }]);
     assert.match(check(audit, "state.agent-home").summary, /owned by 1000:1000, want 1001:1001/);
     assert.match(check(audit, "workspace.top").summary, /mode 0775, want 2775/);

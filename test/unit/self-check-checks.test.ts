@@ -120,8 +120,27 @@ State("entries that follow the rules pass; the zone is handed down", () => {
   assert.equal(judgeStateEntry(rules, walked("/state/link", "symlink", 0o777, 1), "private"), { descend: undefined });
 });
 
-State("the agent's home is pruned, not judged", () => {
+State("the agent's home is pruned, not judged, also when it is a mount of its own", () => {
   assert.equal(judgeStateEntry(rules, walked("/state/agent", "directory", 0o755, 1, 1001), "top"), { pruned: true });
+  assert.equal(judgeStateEntry(rules, walked("/state/agent", "directory", 0o700, 1, 1001, { otherDevice: true }), "top"), { pruned: true });
+  // Only at the top: a mount called agent deeper down is another filesystem inside /state.
+  assert.match(judgeStateEntry(rules, walked("/state/sub/agent", "directory", 0o700, 2, 1000, { otherDevice: true }), "private").violation!.reason!, /another filesystem is mounted here/);
+  // A device mounted inside /state is reported as a mount (it is never entered), as before.
+  assert.match(judgeStateEntry(rules, walked("/state/d", "device", 0o600, 1, 0, { otherDevice: true }), "top").violation!.reason!, /another filesystem is mounted here/);
+});
+
+State("group bits of node's own group (the service's umask 0007 since the start) are not a violation; other bits, another group or a release entry are", () => {
+  assert.equal(judgeStateEntry(rules, walked("/state/credentials.json", "file", 0o660, 1), "top"), { descend: undefined, umaskGroupBits: true });
+  assert.equal(judgeStateEntry(rules, walked("/state/logs", "directory", 0o770, 1), "top"), { descend: "private", umaskGroupBits: true });
+  assert.equal(judgeStateEntry(rules, walked("/state/x", "file", 0o664, 1), "top").violation!.want!.mode, "0600");
+  assert.equal(judgeStateEntry(rules, walked("/state/x", "file", 0o661, 1), "top").violation!.want!.mode, "0600");
+  const foreignGroup = { ...walked("/state/x", "file", 0o660, 1), st: stats("file", 0o660, 1000, 1002, {}) };
+  assert.ok(judgeStateEntry(rules, foreignGroup, "top").violation);
+  assert.equal(judgeStateEntry(rules, walked("/state/install/s", "file", 0o660, 2), "release").violation!.want!.mode, "0644");
+  const [layout] = stateChecks(audit({ umaskGroupBits: 2 }), "separated");
+  assert.is(layout!.status, "pass");
+  assert.match(layout!.summary, /\(2 made by the service since the start keep its umask's group bits, of node's own group: the agent is not in it, and the next start removes them\)$/);
+  assert.is(layout!.found.umaskGroupBits, 2);
 });
 
 State("wrong mode, wrong owner, setuid, devices, foreign hard links and mounts are violations", () => {
@@ -140,7 +159,7 @@ State("wrong mode, wrong owner, setuid, devices, foreign hard links and mounts a
 });
 
 function audit(partial: Partial<StateAudit>): StateAudit {
-  return { root: "/state", checked: 10, layout: [], release: [], releasePresent: true, problems: [], ...partial };
+  return { root: "/state", checked: 10, layout: [], release: [], releasePresent: true, problems: [], umaskGroupBits: 0, ...partial };
 }
 const violation = { path: "/state/x", kind: "file", mode: "0664", uid: 1000, gid: 1000, want: { uid: 1000, gid: 1000, mode: "0600" } };
 

@@ -45,6 +45,7 @@ test("the whole drop: setpriv, the verification stage as the service, then tini 
     "amb=c0",
     "bnd=c0",
     "nnp=1",
+    "umask=0007",
     "--",
     "/usr/bin/tini",
     "tini",
