@@ -202,6 +202,7 @@ interface UmaskRun {
   umask: { started: string | null; now: string | null };
   modes: { secret: string; shared: string; sharedDir: string };
   readSecret: { exitCode: number | null; stdout: string; stderr: string };
+  readSecretConfined: { exitCode: number | null; stdout: string; stderr: string };
   readShared: { exitCode: number | null; stdout: string; stderr: string };
   writeShared: { exitCode: number | null; stdout: string; stderr: string };
   writeInSharedDir: { exitCode: number | null; stdout: string; stderr: string };
@@ -220,8 +221,9 @@ rootTest(test, "the service's umask 0007: what it writes to /state after the sta
     assert.equal(after.umask, { started: "0007", now: "0007" }, "Umask: in the service's /proc/self/status");
     assert.equal(after.modes, { secret: "0660", shared: "0660", sharedDir: "2770" });
     assert.is(listTree(join(body.state, "x.json"))[0]!.gid, IDS.service, "a new /state entry has node's group, which the agent is not in");
-    assert.is(after.readSecret.exitCode, 1, "the agent cannot read /state/x.json");
+    assert.is(after.readSecret.exitCode, 1, "the agent's uid cannot read /state/x.json");
     assert.match(after.readSecret.stderr, /Permission denied/);
+    assert.is(after.readSecretConfined.exitCode, 1, "nor can agent work through the shim");
     assert.is(after.readShared.exitCode, 0, after.readShared.stderr);
     assert.is(after.readShared.stdout, "the service's"); // execa strips the final newline
     assert.is(after.writeShared.exitCode, 0, after.writeShared.stderr);
@@ -239,6 +241,7 @@ rootTest(test, "the service's umask 0007: what it writes to /state after the sta
     assert.is(control.modes.secret, "0644");
     assert.is(control.readSecret.exitCode, 0, "under 0022 the agent reads the service's new file by name");
     assert.match(control.readSecret.stdout, /written-after-start/);
+    assert.is(control.readSecretConfined.exitCode, 1, "agent work through the shim cannot, even then: its Landlock domain keeps /state closed");
     assert.is(control.modes.shared, "0644");
     assert.match(control.writeShared.stderr, /Permission denied/, "and under 0022 it cannot write what the service shares");
   } finally {
