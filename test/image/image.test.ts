@@ -416,6 +416,11 @@ rootTest(image, "5. doctor: --self-check --json --probe run by the service passe
   for (const id of ["probe.identity", "probe.capabilities", "probe.write-state", "probe.signal-service", "probe.setpriv-node"]) {
     assert.is(fromService.checks.find((c) => c.id === id)?.status, "pass", `--probe: ${id}`);
   }
+  // This engine and kernel offer Landlock ABI 6+ and seccomp filters, the probe ran confined, and the agent's home has its own filesystem.
+  for (const id of ["agent.confinement", "probe.seccomp", "probe.lower-oom-score", "probe.abstract-socket", "state.agent-volume"]) {
+    const found = fromService.checks.find((c) => c.id === id);
+    assert.is(found?.status, "pass", `${id}: ${JSON.stringify(found)}`);
+  }
 
   const operator = docker(["exec", "--user", "node", doctor, "clankie-separate", "--self-check", "--json"]);
   const fromOperator = parseVerdict(operator.stdout, "docker exec --user node ... --self-check --json");

@@ -29,10 +29,17 @@ export const ADR_FLAGS: readonly string[] = [
 
 /**
  * The launch docs/launch.md recommends: the ADR's flags, a read-only root
- * filesystem and a private /tmp (exec: the agent runs what it builds there;
- * nosuid, nodev). The volumes come from Session.hardenedVolume.
+ * filesystem, a private /tmp (exec: the agent runs what it builds there;
+ * nosuid, nodev) and the agent's home on a tmpfs of its own. The volumes come
+ * from Session.hardenedVolume.
  */
-export const RECOMMENDED_FLAGS: readonly string[] = [...ADR_FLAGS, "--read-only", "--tmpfs", "/tmp:rw,exec,nosuid,nodev,mode=1777"];
+export const RECOMMENDED_FLAGS: readonly string[] = [
+  ...ADR_FLAGS,
+  "--read-only",
+  "--tmpfs", "/tmp:rw,exec,nosuid,nodev,mode=1777",
+  // The agent's home on a filesystem of its own: filling it cannot fill /state.
+  "--tmpfs", "/state/agent:rw,exec,nosuid,nodev,size=64m",
+];
 
 /** The ADR's flags without no-new-privileges: the entrypoint must refuse. */
 export const ROOT_WITHOUT_NNP_FLAGS: readonly string[] = ADR_FLAGS.filter((flag, i, all) => flag !== "--security-opt" && all[i - 1] !== "--security-opt");
