@@ -23,7 +23,7 @@ import { Body, IDS, SANDBOX_NODE } from "../test/helpers/bwrap-sandbox.ts";
 import { buildEmptySea } from "./lib/sea-variants.mjs";
 import { brokenLine, writeScript } from "./lib/tree.mjs";
 import { VERIFIER_SOURCE, verifierArgv } from "../src/verifier.ts";
-import { confinementKeys, NO_EXTRA_CONFINEMENT } from "../src/agent-exec/confinement.ts";
+import { confinementKeys, NO_EXTRA_CONFINEMENT } from "../src/confinement.ts";
 
 const SHIM = "/usr/local/sbin/clankie-agent-exec";
 const AGENT_IDS = [`--reuid=${IDS.agent}`, `--regid=${IDS.agent}`, `--groups=${IDS.agent},${IDS.workspace}`];

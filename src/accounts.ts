@@ -125,3 +125,8 @@ export function resolveIdentities(passwdText: string, groupText: string): Identi
 export function readIdentities(): Identities {
   return resolveIdentities(readDatabase(PASSWD_FILE), readDatabase(GROUP_FILE));
 }
+
+/** The agent's groups: its own and clankie-workspace (ADR 0272), as the shim sets them and the audit expects them. */
+export function agentGroups(ids: Identities): number[] {
+  return [...new Set([ids.agent.gid, ids.workspaceGroup.gid])].sort((a, b) => a - b);
+}

@@ -4,7 +4,7 @@
  */
 import { AGENT_DEFAULT_NPROC, AGENT_DEFAULT_OOM_SCORE_ADJ, AGENT_SIGNALS, EXIT, isCodeLoadingVariable, WORKSPACE_DIR } from "./constants.ts";
 import { Refusal } from "./report.ts";
-import { type ConfinementRequest, extraPathProblem } from "./agent-exec/confinement.ts";
+import { type ConfinementRequest, extraPathProblem } from "./confinement.ts";
 
 export type EntrypointRequest =
   | { kind: "help" }

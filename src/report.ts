@@ -72,11 +72,13 @@ export function writeLine(fd: 1 | 2, line: string): void {
   }
 }
 
-export function warn(what: string): void {
+/** One "PROGRAM: warning: ..." line on stderr (the audit's Check with status "warn" is another thing: src/self-check/check.ts). */
+export function printWarning(what: string): void {
   writeLine(2, `${programName}: warning: ${oneLine(what)}`);
 }
 
-export function info(what: string): void {
+/** One "PROGRAM: ..." line on stderr. */
+export function printInfo(what: string): void {
   writeLine(2, `${programName}: ${oneLine(what)}`);
 }
 

@@ -11,7 +11,6 @@ import { checkTrustedExecutable, gateExec } from "./exec/rules.ts";
 import { Refusal } from "./report.ts";
 import { agentStopPlan, routeKillsThroughShim, signalAgent } from "./service/agent-stop.ts";
 
-export { SYSTEM_PATH } from "./constants.ts";
 export { buildEnvironment, type Environment } from "./exec/environment.ts";
 export { signalAgent } from "./service/agent-stop.ts";
 

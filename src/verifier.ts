@@ -2,14 +2,14 @@
  * The verification stage: the last step of both privilege changes, in the
  * process that is about to become the service or the agent's command.
  *
- * setpriv exits 0 even when an ambient raise failed (issue 3 point 7), so the
- * process setpriv became must read its own /proc/self/status and refuse on any
- * difference before the command runs (issue 3 point 7, issue 4 point 8). That
- * stage used to be this executable started a second time, which costs a whole
- * Node start (about 100 ms here) on every agent spawn. It is now a short Perl
- * program, carried in this executable and passed to perl(1) with -e: nothing
- * of it lies on disk, perl-base is Essential in every Debian image, and it
- * starts in a few milliseconds.
+ * setpriv exits 0 even when an ambient raise failed (docs/security.md, "Why
+ * each step verifies"), so the process setpriv became
+ * must read its own /proc/self/status and refuse on any difference before the
+ * command runs. A second start of this executable would cost a whole Node
+ * start on every agent spawn; the stage is a short Perl program
+ * (src/perl/verifier.pl), carried in this executable and passed to perl(1)
+ * with -e: nothing of it lies on disk, perl-base is Essential in every Debian
+ * image, and it starts in a few milliseconds.
  *
  * perl runs with -T (taint mode), which makes it ignore PERL5OPT, PERL5LIB and
  * PERLLIB: the agent's environment (which the service may extend with --env)

@@ -1,11 +1,11 @@
 /*
- * Who may call the shim (issue 4 point 1): only the service uid, holding
+ * Who may call the shim: only the service uid, holding
  * SETUID and SETGID, with NoNewPrivs set. Pure.
  */
 import type { Identities } from "../accounts.ts";
-import { maskOf, namesOf } from "../capabilities.ts";
+import { maskOf, namesOf } from "../os/capabilities.ts";
 import { AGENT_USER, EXIT, SERVICE_CAPABILITIES, SERVICE_USER } from "../constants.ts";
-import type { ProcessCredentials } from "../proc-status.ts";
+import type { ProcessCredentials } from "../os/proc-status.ts";
 import { Refusal } from "../report.ts";
 
 export function checkCaller(status: ProcessCredentials, ids: Identities): void {

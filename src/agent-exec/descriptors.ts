@@ -1,5 +1,5 @@
 /*
- * File descriptors (issue 4 point 4): only 0, 1, 2 and the ones named with
+ * File descriptors: only 0, 1, 2 and the ones named with
  * --keep-fd reach the agent. Node cannot fcntl(2); it can read each fd's
  * flags from /proc/self/fdinfo (proc(5)) and close(2) any fd. An fd with
  * O_CLOEXEC is closed by execve(2) anyway (Node's own are all such); any other

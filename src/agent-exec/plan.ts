@@ -25,18 +25,14 @@
  *                                   filter of confinement.ts, execve
  *    -> COMMAND
  */
-import type { Identities } from "../accounts.ts";
+import { agentGroups, type Identities } from "../accounts.ts";
 import { AGENT_EXEC_NAME, AGENT_UMASK, STATE_AGENT_NAME, STATE_DIR, TOOLS } from "../constants.ts";
 import { buildEnvironment, type Environment } from "../exec/environment.ts";
 import { verifierArgv } from "../verifier.ts";
-import { type ConfinementRequest, confinementKeys } from "./confinement.ts";
+import { type ConfinementRequest, confinementKeys } from "../confinement.ts";
 
 export const AGENT_HOME = `${STATE_DIR}/${STATE_AGENT_NAME}`;
-export { AGENT_UMASK };
 
-export function agentGroups(ids: Identities): number[] {
-  return [...new Set([ids.agent.gid, ids.workspaceGroup.gid])].sort((a, b) => a - b);
-}
 
 /** The agent's environment: the allowlist and the named variables of the shim's own environment, plus ours. */
 export function agentEnvironment(shimEnv: NodeJS.ProcessEnv, names: readonly string[], ids: Identities): Environment {

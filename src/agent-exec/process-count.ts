@@ -6,7 +6,7 @@
  * counts the agent uid's tasks first and refuses, in one line, when the new
  * agent process would not fit.
  */
-import { readProcessTable } from "../proc-status.ts";
+import { readProcessTable } from "../os/proc-status.ts";
 
 /** Tasks the new agent process adds: itself (the verification stage is single-threaded perl). */
 export const NEW_AGENT_TASKS = 1;

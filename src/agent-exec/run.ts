@@ -9,7 +9,7 @@ import { writeFileSync } from "node:fs";
 import { type Identities, readIdentities } from "../accounts.ts";
 import type { AgentExecRequest } from "../cli.ts";
 import { EXIT, TOOLS } from "../constants.ts";
-import { readSession, readStatus } from "../proc-status.ts";
+import { readSession, readStatus } from "../os/proc-status.ts";
 import { osFailure, Refusal } from "../report.ts";
 import { execReplace, prepareExec } from "../exec/replace.ts";
 import { resolveCommand } from "../exec/rules.ts";

@@ -11,7 +11,7 @@
  * process setpriv became, re-reads /proc/self/status before the service runs.
  */
 import type { Identities } from "../accounts.ts";
-import { maskOf, setprivCapList } from "../capabilities.ts";
+import { maskOf, setprivCapList } from "../os/capabilities.ts";
 import { ENTRYPOINT_NAME, SERVICE_CAPABILITIES, SERVICE_UMASK, TOOLS } from "../constants.ts";
 import { verifierArgv } from "../verifier.ts";
 
@@ -57,4 +57,3 @@ export function verifyStageArgs(ids: Identities, line: { path: string; argv: rea
   });
 }
 
-export const SETPRIV = TOOLS.setpriv;

@@ -5,9 +5,9 @@
  *     --security-opt no-new-privileges ...
  * Pure: takes what /proc/self/status said, returns the mode or refuses.
  */
-import { maskOf, namesOf } from "../capabilities.ts";
+import { maskOf, namesOf } from "../os/capabilities.ts";
 import { EXIT, ROOT_CAPABILITIES } from "../constants.ts";
-import type { ProcessCredentials } from "../proc-status.ts";
+import type { ProcessCredentials } from "../os/proc-status.ts";
 import { Refusal } from "../report.ts";
 
 export type LaunchMode = { mode: "legacy"; uid: number } | { mode: "root"; extraCapabilities: string[] };

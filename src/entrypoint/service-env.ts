@@ -1,5 +1,5 @@
 /*
- * The service's environment (issue 3 point 8): the launcher's variables, less
+ * The service's environment: the launcher's variables, less
  * those that load code into a process, plus the fixed PATH, node's HOME, USER
  * and LOGNAME, and the CLANKIE_* variables that tell the service an agent uid
  * is configured. Pure.

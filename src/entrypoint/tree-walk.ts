@@ -42,7 +42,10 @@ import {
 } from "node:fs";
 import { EXIT } from "../constants.ts";
 import { osFailure, printablePath, Refusal } from "../report.ts";
-import { parseMountinfo } from "../self-check/mounts.ts";
+import { parseMountinfo } from "../os/mountinfo.ts";
+import { type EntryKind, kindOf } from "../os/file-kind.ts";
+import type { Decision, EntryView, Rules } from "../layout/rules.ts";
+
 
 /** open(2) O_PATH on x86_64 and aarch64 (asm-generic/fcntl.h); Node does not export it. */
 const O_PATH = 0o10000000;
@@ -51,33 +54,6 @@ const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOL
 const FILE_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY | O_NOATIME;
 const PATH_FLAGS = O_PATH | constants.O_NOFOLLOW;
 
-export type EntryKind = "directory" | "file" | "symlink" | "fifo" | "socket" | "device";
-
-export function kindOf(st: Stats): EntryKind {
-  if (st.isDirectory()) return "directory";
-  if (st.isFile()) return "file";
-  if (st.isSymbolicLink()) return "symlink";
-  if (st.isFIFO()) return "fifo";
-  if (st.isSocket()) return "socket";
-  return "device";
-}
-
-/** What the rules want for one entry. uid/gid -1 keep the current value; mode undefined keeps it. */
-export type Decision<C> =
-  | { action: "fix"; uid: number; gid: number; mode?: (current: number) => number; descend?: C }
-  | { action: "skip"; reason: string }
-  | { action: "prune" };
-
-export interface EntryView {
-  /** Display path (printable, never used for syscalls). */
-  readonly path: string;
-  readonly name: Buffer;
-  readonly kind: EntryKind;
-  readonly st: Stats;
-  readonly depth: number;
-}
-
-export type Rules<C> = (entry: EntryView, context: C) => Decision<C>;
 
 export interface WalkStats {
   checked: number;

@@ -1,60 +1,17 @@
 /*
- * The /workspace contract (issue 3 point 5): the top is node:clankie-workspace,
- * every directory is group clankie-workspace with group read/write/search and
- * set-group-ID (so new entries inherit the group), every file is group
- * clankie-workspace with group read/write. Owners below the top are kept:
- * what the agent made stays the agent's. Set-user-ID and set-group-ID bits of
- * files are stripped.
- *
- * The first separated start walks the tree; a marker in /state (which the
- * agent cannot write) records the layout version and the volume's identity,
- * so later starts check the top only.
+ * Phase shareWorkspace: /workspace given the shared group by the contract of
+ * src/layout/workspace.ts. The first separated start walks the tree; a
+ * marker in /state (which the agent cannot write, src/layout/marker.ts)
+ * records the layout version and the volume's identity, so later starts
+ * check the top only.
  */
 import { closeSync, constants, fchownSync, fsyncSync, lstatSync, openSync, readFileSync, renameSync, writeSync, type Stats } from "node:fs";
 import type { Identities } from "../accounts.ts";
-import { EXIT, STATE_DIR, STATE_MARKER_NAME, WORKSPACE_DIR, WORKSPACE_LAYOUT_VERSION } from "../constants.ts";
+import { EXIT, WORKSPACE_DIR, WORKSPACE_LAYOUT_VERSION } from "../constants.ts";
 import { osFailure, Refusal } from "../report.ts";
-import { type Decision, type EntryView, newWalkStats, walkTree, type WalkStats } from "./tree-walk.ts";
-
-export const workspaceModes = {
-  directory: (mode: number): number => (mode & 0o1777) | 0o2070,
-  file: (mode: number): number => (mode & 0o777) | 0o060 | (mode & 0o100 ? 0o010 : 0),
-  other: (mode: number): number => (mode & 0o777) | 0o060,
-} as const;
-
-export const WORKSPACE_MARKER = `${STATE_DIR}/${STATE_MARKER_NAME}/workspace-layout`;
-
-export function workspaceRules(ids: Identities, stateDev: number) {
-  const group = ids.workspaceGroup.gid;
-  const owners = new Set([ids.service.uid, ids.agent.uid]);
-  return (entry: EntryView): Decision<null> => {
-    if (entry.depth === 0) return { action: "fix", uid: ids.service.uid, gid: group, mode: workspaceModes.directory, descend: null };
-    if (entry.kind === "device") return { action: "skip", reason: "device node: left alone" };
-    if (entry.kind === "symlink") return { action: "prune" }; // a symlink's group and mode mean nothing
-    if (entry.kind !== "directory" && entry.st.nlink > 1 && (!owners.has(entry.st.uid) || entry.st.dev === stateDev)) {
-      return { action: "skip", reason: `hard link (${entry.st.nlink} names) that may lead outside /workspace: left alone` };
-    }
-    if (entry.kind === "directory") return { action: "fix", uid: -1, gid: group, mode: workspaceModes.directory, descend: null };
-    if (entry.kind === "file") return { action: "fix", uid: -1, gid: group, mode: workspaceModes.file };
-    return { action: "fix", uid: -1, gid: group, mode: workspaceModes.other };
-  };
-}
-
-export interface MarkerContent {
-  version: number;
-  dev: number;
-  ino: number;
-}
-
-export function formatMarker(marker: MarkerContent): string {
-  return `version=${marker.version} dev=${marker.dev} ino=${marker.ino}\n`;
-}
-
-export function parseMarker(text: string): MarkerContent | undefined {
-  const match = /^version=(\d+) dev=(\d+) ino=(\d+)\n$/.exec(text);
-  if (!match) return undefined;
-  return { version: Number(match[1]), dev: Number(match[2]), ino: Number(match[3]) };
-}
+import { formatMarker, MARKER_DIR, type MarkerContent, parseMarker, WORKSPACE_MARKER } from "../layout/marker.ts";
+import { workspaceRules } from "../layout/workspace.ts";
+import { newWalkStats, walkTree, type WalkStats } from "./tree-walk.ts";
 
 function readMarker(): MarkerContent | undefined {
   try {
@@ -68,7 +25,7 @@ function readMarker(): MarkerContent | undefined {
 
 /** Writes the marker atomically (write, fsync, rename), owned by the service, in a service-only directory. */
 function writeMarker(ids: Identities, marker: MarkerContent): void {
-  const dir = `${STATE_DIR}/${STATE_MARKER_NAME}`;
+  const dir = MARKER_DIR;
   let dirSt: Stats;
   try {
     dirSt = lstatSync(dir);
@@ -104,8 +61,13 @@ export interface WorkspaceResult {
   stats: WalkStats;
 }
 
-/** Phase: give /workspace the shared group; walk it only when the marker is missing or stale. */
-export function shareWorkspace(ids: Identities, stateDev: number, ensureMarkerDir: () => void): WorkspaceResult {
+/**
+ * Phase: give /workspace the shared group; walk it only when the marker is
+ * missing or stale. After joinWorkspaceGroup: chmod(2) keeps S_ISGID only
+ * for a caller in the file's group (or with CAP_FSETID, which the launch
+ * does not grant).
+ */
+export function shareWorkspace(ids: Identities, stateDev: number): WorkspaceResult {
   let top: Stats;
   try {
     top = lstatSync(WORKSPACE_DIR);
@@ -114,14 +76,6 @@ export function shareWorkspace(ids: Identities, stateDev: number, ensureMarkerDi
   }
   if (!top.isDirectory()) {
     throw new Refusal(EXIT.dataRefused, `${WORKSPACE_DIR} is not a directory`, `mount a volume (a directory) at ${WORKSPACE_DIR}`);
-  }
-  // chmod(2) clears S_ISGID unless the caller is in the file's group or holds
-  // CAP_FSETID, which the launch does not grant: join the group first. The
-  // final groups are set by setpriv at the drop.
-  try {
-    process.setgroups!([ids.workspaceGroup.gid]);
-  } catch (error) {
-    throw osFailure("setgroups", String(ids.workspaceGroup.gid), error);
   }
   const marker = readMarker();
   const current = marker !== undefined && marker.version === WORKSPACE_LAYOUT_VERSION && marker.dev === top.dev && marker.ino === top.ino;
@@ -136,7 +90,20 @@ export function shareWorkspace(ids: Identities, stateDev: number, ensureMarkerDi
     return { walked: false, stats };
   }
   walkTree(WORKSPACE_DIR, rules, null, stats);
-  ensureMarkerDir();
   writeMarker(ids, { version: WORKSPACE_LAYOUT_VERSION, dev: top.dev, ino: top.ino });
   return { walked: true, stats };
+}
+
+/**
+ * Phase: root joins clankie-workspace, so that the walk's chmod(2) can set
+ * S_ISGID on directories of that group (inode_init_owner/setattr_prepare:
+ * the bit is cleared for a caller outside the group without CAP_FSETID).
+ * The service's final groups are set by setpriv at the drop.
+ */
+export function joinWorkspaceGroup(ids: Identities): void {
+  try {
+    process.setgroups!([ids.workspaceGroup.gid]);
+  } catch (error) {
+    throw osFailure("setgroups", String(ids.workspaceGroup.gid), error);
+  }
 }

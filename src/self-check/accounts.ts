@@ -4,9 +4,8 @@
  * (resolveIdentities in src/accounts.ts, which refuses the first thing
  * wrong); this turns its verdict into a check. Pure.
  */
-import { type Identities, resolveIdentities } from "../accounts.ts";
+import { agentGroups, type Identities, resolveIdentities } from "../accounts.ts";
 import { AGENT_USER, GROUP_FILE, PASSWD_FILE, SERVICE_USER, WORKSPACE_GROUP } from "../constants.ts";
-import { agentGroups } from "../agent-exec/plan.ts";
 import { Refusal } from "../report.ts";
 import { type Check, fail, pass } from "./check.ts";
 

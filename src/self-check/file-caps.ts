@@ -4,7 +4,7 @@
  * scan (image-scan.ts) reads the attribute in perl with lgetxattr(2), which
  * does not follow symlinks and changes nothing. This module decodes it.
  */
-import { namesOf } from "../capabilities.ts";
+import { namesOf } from "../os/capabilities.ts";
 
 export interface FileCapability {
   path: string;

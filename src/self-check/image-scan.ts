@@ -27,7 +27,7 @@ import { type CaptureResult, startCapture } from "../exec/capture.ts";
 import { STATE_DIR, syscallNumbers, TOOLS, WORKSPACE_DIR } from "../constants.ts";
 import { octal } from "./check.ts";
 import { type CapabilityScan, decodeCapabilityXattr } from "./file-caps.ts";
-import { hasOption, type Mount, mountOf } from "./mounts.ts";
+import { hasOption, type Mount, mountOf } from "../os/mountinfo.ts";
 import { displayPath, type WalkProblem } from "./walk.ts";
 
 export interface PrivilegedFile {

@@ -13,7 +13,7 @@ import { checkTrustedExecutable } from "../exec/rules.ts";
 import { bounded, type Check, fail, octal, pass, reasonOf, warn } from "./check.ts";
 import type { CapabilityScan } from "./file-caps.ts";
 import type { ImageWalk, PrivilegedFile } from "./image-scan.ts";
-import { hasOption, type Mount, mountOf } from "./mounts.ts";
+import { hasOption, type Mount, mountOf } from "../os/mountinfo.ts";
 import type { Mode } from "./mode.ts";
 import { SHOWN_ENTRIES } from "./state.ts";
 
@@ -34,7 +34,7 @@ export function programProblems(path: string): string[] {
   return problems;
 }
 
-export function checkExecutable(): Check {
+export function checkInstalledExecutable(): Check {
   const id = "image.executable";
   const running = readlinkSync("/proc/self/exe");
   const installed = [`${INSTALL_DIR}/${ENTRYPOINT_NAME}`, `${INSTALL_DIR}/${AGENT_EXEC_NAME}`];

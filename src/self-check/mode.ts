@@ -12,9 +12,9 @@
  *   misconfigured  anything in between, or a service running as root
  */
 import type { Identities } from "../accounts.ts";
-import { maskOf } from "../capabilities.ts";
+import { maskOf } from "../os/capabilities.ts";
 import { AGENT_EXEC_PATH, SERVICE_CAPABILITIES, SERVICE_ENV } from "../constants.ts";
-import type { ProcessCredentials } from "../proc-status.ts";
+import type { ProcessCredentials } from "../os/proc-status.ts";
 import { type Check, fail, pass, warn } from "./check.ts";
 import type { Readable } from "./proc-table.ts";
 

@@ -12,11 +12,10 @@
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
-import type { Identities } from "../accounts.ts";
-import { agentGroups } from "../agent-exec/plan.ts";
-import { maskOf, namesOf } from "../capabilities.ts";
+import { agentGroups, type Identities } from "../accounts.ts";
+import { maskOf, namesOf } from "../os/capabilities.ts";
 import { AGENT_EXEC_PATH, ENTRYPOINT_NAME, INSTALL_DIR, PROBE_AGENT_FLAG, SERVICE_CAPABILITIES } from "../constants.ts";
-import type { ProcessCredentials } from "../proc-status.ts";
+import type { ProcessCredentials } from "../os/proc-status.ts";
 import { Refusal } from "../report.ts";
 import { type CaptureRequest, type CaptureResult, runCapture } from "../exec/capture.ts";
 import { type Check, fail, pass, reasonOf, warn } from "./check.ts";

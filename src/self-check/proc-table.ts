@@ -11,7 +11,7 @@
  * can. Each reader says why it could not read.
  */
 import { readFileSync, readlinkSync } from "node:fs";
-import type { ProcessEntry } from "../proc-status.ts";
+import type { ProcessEntry } from "../os/proc-status.ts";
 
 export type Readable<T> = { ok: true; value: T } | { ok: false; error: string };
 

@@ -12,7 +12,7 @@
 import { WORKSPACE_DIR } from "../constants.ts";
 import { bounded, type Check, fail, pass, warn } from "./check.ts";
 import type { Mode } from "./mode.ts";
-import type { ProcessEntry } from "../proc-status.ts";
+import type { ProcessEntry } from "../os/proc-status.ts";
 import type { Readable } from "./proc-table.ts";
 import { SHOWN_ENTRIES } from "./state.ts";
 

@@ -11,9 +11,8 @@
  * bad command line.
  */
 import { lstatSync, readFileSync } from "node:fs";
-import { type Identities, parsePasswd } from "../accounts.ts";
-import { agentGroups } from "../agent-exec/plan.ts";
-import { namesOf } from "../capabilities.ts";
+import { agentGroups, type Identities, parsePasswd } from "../accounts.ts";
+import { namesOf } from "../os/capabilities.ts";
 import { EXIT, GROUP_FILE, PASSWD_FILE, SERVICE_USER, STATE_DIR } from "../constants.ts";
 import { PROGRAM_VERSION } from "../build-info.ts";
 import { writeLine } from "../report.ts";
@@ -23,16 +22,15 @@ import { cannotRun, type Check, guarded, reasonOf } from "./check.ts";
 import { checkConfinement } from "./confinement.ts";
 import { checkEnvironment } from "./environment.ts";
 import type { CapabilityScan } from "./file-caps.ts";
-import { checkBundle, checkExecutable, checkFileCapabilities, checkMounts, checkPrivilegedFiles, checkReadOnlyRoot, checkTools } from "./image.ts";
-import { excludedDirectories } from "./mounts.ts";
+import { checkBundle, checkInstalledExecutable, checkFileCapabilities, checkMounts, checkPrivilegedFiles, checkReadOnlyRoot, checkTools } from "./image.ts";
+import { excludedDirectories, type Mount, parseMountinfo } from "../os/mountinfo.ts";
 import { IMAGE_WALK_SKIP, type ImageWalk, parseImageScan, startImageScan } from "./image-scan.ts";
 import { chooseJudged, handedDownByService, relationTo } from "./judged.ts";
 import { kernelChecks } from "./kernel.ts";
 import { boundaryCheck, boundaryOf, classifyMode, modeCheck, type ModeVerdict } from "./mode.ts";
-import { type Mount, parseMountinfo } from "./mounts.ts";
 import { runProbe } from "./probe.ts";
 import { checkRootProcesses, checkWorkspaceExecutables } from "./processes.ts";
-import { parseProcessStatus, type ProcessEntry, readProcessTable } from "../proc-status.ts";
+import { parseProcessStatus, type ProcessEntry, readProcessTable } from "../os/proc-status.ts";
 import { lineage, type Readable, readEnviron, readExe } from "./proc-table.ts";
 import { buildDocument, renderJson, renderText } from "./render.ts";
 import { checkCapabilities, checkNoNewPrivs, checkProcessIds } from "./service-process.ts";
@@ -122,7 +120,7 @@ function startImageFacts(): PendingImageScan | { error: unknown } {
 
 async function imageFacts(ids: Identities | undefined, mode: ModeVerdict["mode"], pending: PendingImageScan | { error: unknown }): Promise<Check[]> {
   const checks: Check[] = [
-    ...guarded("image.executable", "this executable", "run the installed executable", checkExecutable),
+    ...guarded("image.executable", "this executable", "run the installed executable", checkInstalledExecutable),
     ...guarded("image.bundle", "the embedded bundle", "run the installed executable", checkBundle),
     ...guarded("image.tools", "the tools", "run the audit as root", checkTools),
   ];

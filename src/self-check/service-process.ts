@@ -12,9 +12,9 @@
  *     are recommended
  */
 import type { Identities } from "../accounts.ts";
-import { type CapabilityMask, formatMask, maskOf, namesOf } from "../capabilities.ts";
+import { type CapabilityMask, formatMask, maskOf, namesOf } from "../os/capabilities.ts";
 import { SERVICE_CAPABILITIES } from "../constants.ts";
-import type { ProcessCredentials } from "../proc-status.ts";
+import type { ProcessCredentials } from "../os/proc-status.ts";
 import { type Check, fail, pass, warn } from "./check.ts";
 import type { Mode } from "./mode.ts";
 

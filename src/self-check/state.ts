@@ -12,8 +12,8 @@
 import { lstatSync } from "node:fs";
 import type { Identities } from "../accounts.ts";
 import { STATE_AGENT_NAME, STATE_DIR, STATE_INSTALL_NAME } from "../constants.ts";
-import { stateModes, stateRules } from "../entrypoint/state-layout.ts";
-import type { EntryView } from "../entrypoint/tree-walk.ts";
+import { stateModes, stateRules } from "../layout/state.ts";
+import type { EntryView } from "../layout/rules.ts";
 import { Refusal } from "../report.ts";
 import { bounded, cannotRun, type Check, fail, octal, pass, warn } from "./check.ts";
 import type { Mode } from "./mode.ts";

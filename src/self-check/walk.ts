@@ -12,7 +12,7 @@
  */
 import { lstatSync, readdirSync, type Stats } from "node:fs";
 import { printablePath } from "../report.ts";
-import { type EntryKind, kindOf } from "../entrypoint/tree-walk.ts";
+import { type EntryKind, kindOf } from "../os/file-kind.ts";
 
 export type FsPath = string | Buffer;
 

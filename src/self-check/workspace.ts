@@ -8,8 +8,9 @@
 import { lstatSync, readFileSync, type Stats } from "node:fs";
 import type { Identities } from "../accounts.ts";
 import { WORKSPACE_DIR, WORKSPACE_GROUP, WORKSPACE_LAYOUT_VERSION } from "../constants.ts";
-import { parseMarker, WORKSPACE_MARKER, workspaceRules } from "../entrypoint/workspace-layout.ts";
-import { kindOf } from "../entrypoint/tree-walk.ts";
+import { parseMarker, WORKSPACE_MARKER } from "../layout/marker.ts";
+import { workspaceRules } from "../layout/workspace.ts";
+import { kindOf } from "../os/file-kind.ts";
 import { type Check, cannotRun, fail, octal, pass, warn } from "./check.ts";
 import type { Mode } from "./mode.ts";
 

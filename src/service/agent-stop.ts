@@ -9,7 +9,6 @@ import { AGENT_EXEC_PATH, AGENT_SIGNALS, EXIT } from "../constants.ts";
 import { buildEnvironment } from "../exec/environment.ts";
 import { checkTrustedExecutable } from "../exec/rules.ts";
 import { Refusal } from "../report.ts";
-import type { SpawnAgentOptions } from "../system-exec.ts";
 
 /** Delivers a signal to an agent process group, as the agent (the service's uid cannot). */
 export function signalAgent(pgid: number, signal: NodeJS.Signals, options: { shim?: string } = {}): ResultPromise {
@@ -38,7 +37,13 @@ function agentSignal(signal: string | number, where: string): NodeJS.Signals {
   return name as NodeJS.Signals;
 }
 
-export function agentStopPlan(options: SpawnAgentOptions): AgentStopPlan {
+/** What spawnAgent takes from execa's options to stop agent work. */
+export interface AgentStopOptions {
+  killSignal?: NodeJS.Signals | number;
+  forceKillAfterDelay?: number | boolean;
+}
+
+export function agentStopPlan(options: AgentStopOptions): AgentStopPlan {
   const force = options.forceKillAfterDelay;
   return {
     killSignal: agentSignal(options.killSignal ?? "SIGTERM", "killSignal"),

@@ -6,7 +6,7 @@
  * older engine's profile would. Assembled by the program's own assembler,
  * whose jumps the unit tests check.
  */
-import { assemble, SECCOMP_RET } from "../../src/agent-exec/confinement.ts";
+import { assemble, SECCOMP_RET } from "../../src/confinement.ts";
 
 export interface Refused {
   nr: number;

@@ -1,5 +1,5 @@
 /*
- * The image end-to-end test (issue 6; ADR 0272 increments 1 and 2): the
+ * The image end-to-end test (ADR 0272 increments 1 and 2): the
  * Dockerfile built on a local stand-in base with the single executable from
  * the host, then one body's life in a real Docker engine, in order:
  *
@@ -236,7 +236,7 @@ rootTest(image, "3. the ADR's flags: the scripted model attempts every row of th
   const first = session.run({ name: "first-separated", flags: RECOMMENDED_FLAGS, state, workspace, command: ["node", STAND_IN, "status"] });
   assert.is(first.status, 0, first.stderr);
   assert.match(first.stderr, /^clankie-separate: separated: service node \(1000\), agent clankie-agent \(1001\); /m);
-  const layout = checkStateLayout(body.statePath, { service: SERVICE, agent: AGENT });
+  const layout = checkStateLayout(body.statePath, { service: SERVICE, agent: AGENT }, { agentHomeMounted: RECOMMENDED_FLAGS.some((f) => f.startsWith("/state/agent:")) });
   assert.equal(layout.wrong, [], "the /state contract holds on every entry");
   const credentials = readFileSync(join(body.statePath, "credentials.json"));
   const stateBefore = treeDigest(body.statePath, ["agent"]);

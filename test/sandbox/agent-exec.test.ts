@@ -1,5 +1,5 @@
 /*
- * The spawn shim in the launch sandbox (issue 4), run by the stand-in service
+ * The spawn shim in the launch sandbox, run by the stand-in service
  * after a real ADR launch. Every "It cannot" of ADR 0272 is attempted from the
  * agent side and must be denied; every "It can still" must work; and each
  * attempt is shown to succeed when the service itself makes it, so a denial

@@ -1,5 +1,5 @@
 /*
- * The root entrypoint in the launch sandbox (issue 3). Judged by what the
+ * The root entrypoint in the launch sandbox. Judged by what the
  * kernel reports: /proc/<pid>/status read inside the body, and lstat of the
  * volumes from the host. Never by the program's own summary.
  */

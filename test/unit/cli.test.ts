@@ -1,6 +1,6 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { extraPathProblem } from "../../src/agent-exec/confinement.ts";
+import { extraPathProblem } from "../../src/confinement.ts";
 import { type AgentExecRequest, type EntrypointRequest, parseAgentExecArgs, parseEntrypointArgs } from "../../src/cli.ts";
 import { EXIT } from "../../src/constants.ts";
 import { assertRefusal } from "./helpers/refusal.ts";

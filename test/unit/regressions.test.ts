@@ -10,7 +10,7 @@ import * as assert from "uvu/assert";
 import { parseAgentExecArgs, parseEntrypointArgs } from "../../src/cli.ts";
 import { EXIT } from "../../src/constants.ts";
 import { serviceEnvironment } from "../../src/entrypoint/service-env.ts";
-import { parseProcessStatus, parseStat } from "../../src/proc-status.ts";
+import { parseProcessStatus, parseStat } from "../../src/os/proc-status.ts";
 import { agentExecArguments, buildEnvironment } from "../../src/system-exec.ts";
 import { resolveCommand } from "../../src/exec/rules.ts";
 import { imageIdentities } from "./helpers/identities.ts";

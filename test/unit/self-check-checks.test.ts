@@ -14,15 +14,15 @@ import { decodeCapabilityXattr } from "../../src/self-check/file-caps.ts";
 import { checkFileCapabilities, checkMounts, checkPrivilegedFiles, checkReadOnlyRoot } from "../../src/self-check/image.ts";
 import { IMAGE_SCAN_SCRIPT, type ImageWalk, parseImageScan } from "../../src/self-check/image-scan.ts";
 import { judgeKernelSetting, KERNEL_SETTINGS } from "../../src/self-check/kernel.ts";
-import { excludedDirectories, mountOf, parseMountinfo } from "../../src/self-check/mounts.ts";
+import { excludedDirectories, mountOf, parseMountinfo } from "../../src/os/mountinfo.ts";
 import { checkRootProcesses, checkWorkspaceExecutables, underWorkspace } from "../../src/self-check/processes.ts";
-import { parseProcessStatus, type ProcessCredentials, type ProcessEntry } from "../../src/proc-status.ts";
+import { parseProcessStatus, type ProcessCredentials, type ProcessEntry } from "../../src/os/proc-status.ts";
 import { lineage, parseEnviron } from "../../src/self-check/proc-table.ts";
 import { checkCapabilities, checkNoNewPrivs, checkProcessIds } from "../../src/self-check/service-process.ts";
 import { judgeStateEntry, stateChecks, type StateAudit } from "../../src/self-check/state.ts";
 import { judgeWorkspaceMarker, judgeWorkspaceTop } from "../../src/self-check/workspace.ts";
 import type { WalkedEntry } from "../../src/self-check/walk.ts";
-import { stateRules } from "../../src/entrypoint/state-layout.ts";
+import { stateRules } from "../../src/layout/state.ts";
 import { Refusal } from "../../src/report.ts";
 import { DEFAULT_GROUP, DEFAULT_PASSWD } from "../helpers/sandbox.ts";
 

@@ -4,7 +4,7 @@ import * as assert from "uvu/assert";
 import { resolveIdentities } from "../../src/accounts.ts";
 import { chooseJudged, handedDownByService, relationTo } from "../../src/self-check/judged.ts";
 import { boundaryCheck, boundaryOf, classifyMode, modeCheck, NOT_YET } from "../../src/self-check/mode.ts";
-import type { ProcessCredentials, ProcessEntry } from "../../src/proc-status.ts";
+import type { ProcessCredentials, ProcessEntry } from "../../src/os/proc-status.ts";
 import type { Readable } from "../../src/self-check/proc-table.ts";
 import { DEFAULT_GROUP, DEFAULT_PASSWD } from "../helpers/sandbox.ts";
 

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { resolveIdentities } from "../../src/accounts.ts";
-import type { ProcessCredentials } from "../../src/proc-status.ts";
+import type { ProcessCredentials } from "../../src/os/proc-status.ts";
 import { type Check, fail, pass, warn } from "../../src/self-check/check.ts";
 import { parseProbeReport, probeBlocker, probeChecks, probeRequest, probeSeccompCheck, probeStartFailure } from "../../src/self-check/probe.ts";
 import { parseConfinementAttempts, type ProbeReport } from "../../src/self-check/probe-agent.ts";

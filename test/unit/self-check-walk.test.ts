@@ -3,7 +3,7 @@
  * user: names that are not UTF-8, symlinks that are never followed, mounts
  * (other devices) never entered. And the audit's promise that it changes
  * nothing, checked on the source: no module of src/self-check imports a call
- * that writes, and none starts a program except through system-exec.
+ * that writes, and none starts a program except through src/exec/capture.ts.
  */
 import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -143,7 +143,7 @@ Source("no module of src/self-check imports a call that writes a file", () => {
   }
 });
 
-Source("no module of src/self-check starts a program but through system-exec", () => {
+Source("no module of src/self-check starts a program but through src/exec/capture.ts", () => {
   for (const file of readdirSync(dir)) {
     const text = readFileSync(join(dir, file), "utf8");
     assert.not.match(text, /from\s+"(node:)?child_process"|from\s+"execa"|process\.execve|process\.kill\(\s*-/, file);

@@ -1,4 +1,4 @@
-import { NO_EXTRA_CONFINEMENT } from "../../src/agent-exec/confinement.ts";
+import { NO_EXTRA_CONFINEMENT } from "../../src/confinement.ts";
 import { accessSync, chmodSync, chownSync, constants, existsSync, lstatSync, mkdirSync, mkdtempSync, rmdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { suite } from "uvu";

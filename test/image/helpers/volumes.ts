@@ -63,7 +63,13 @@ export interface LayoutCount {
  * owned by node and readable by all, writable by node only; everything else
  * owned by node with no group or other bits; no setuid or setgid bit anywhere.
  */
-export function checkStateLayout(state: string, ids: { service: number; agent: number }): LayoutCount {
+/**
+ * `agentHomeMounted`: the launch mounted a filesystem of its own at
+ * /state/agent (RECOMMENDED_FLAGS' tmpfs); the volume then holds only the
+ * engine's mount point there, which the entrypoint never saw, and the home
+ * itself is judged inside the running body (doctor: state.agent-home).
+ */
+export function checkStateLayout(state: string, ids: { service: number; agent: number }, options: { agentHomeMounted?: boolean } = {}): LayoutCount {
   const wrong: string[] = [];
   let entries = 0;
   const note = (path: string, what: string): void => {
@@ -72,7 +78,9 @@ export function checkStateLayout(state: string, ids: { service: number; agent: n
   const top = lstatSync(state);
   if (top.uid !== ids.service || (top.mode & 0o7777) !== 0o711) note(state, `top ${top.uid} ${(top.mode & 0o7777).toString(8)}`);
   const agent = lstatSync(join(state, "agent"));
-  if (agent.uid !== ids.agent || agent.gid !== ids.agent || (agent.mode & 0o7777) !== 0o700) {
+  if (options.agentHomeMounted) {
+    if (!agent.isDirectory()) note(join(state, "agent"), "agent home mount point is not a directory");
+  } else if (agent.uid !== ids.agent || agent.gid !== ids.agent || (agent.mode & 0o7777) !== 0o700) {
     note(join(state, "agent"), `agent home ${agent.uid}:${agent.gid} ${(agent.mode & 0o7777).toString(8)}`);
   }
   const walk = (dir: string, release: boolean): void => {

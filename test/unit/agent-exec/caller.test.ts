@@ -1,7 +1,7 @@
 import { test } from "uvu";
 import { checkCaller } from "../../../src/agent-exec/caller.ts";
 import { EXIT } from "../../../src/constants.ts";
-import type { ProcessCredentials } from "../../../src/proc-status.ts";
+import type { ProcessCredentials } from "../../../src/os/proc-status.ts";
 import { assertRefusal } from "../helpers/refusal.ts";
 import { imageIdentities } from "../helpers/identities.ts";
 

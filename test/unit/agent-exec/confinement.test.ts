@@ -6,20 +6,7 @@
  */
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import {
-  AGENT_DEVICE_PATHS,
-  AGENT_WRITABLE_PATHS,
-  confinementKeys,
-  DENIED_IOCTLS,
-  ENOSYS,
-  EPERM,
-  extraPathProblem,
-  NEW_NAMESPACE_FLAGS,
-  NO_EXTRA_CONFINEMENT,
-  SECCOMP_ARCHES,
-  SECCOMP_RET,
-  seccompProgram,
-} from "../../../src/agent-exec/confinement.ts";
+import { AGENT_DEVICE_PATHS, AGENT_WRITABLE_PATHS, confinementKeys, DENIED_IOCTLS, ENOSYS, EPERM, extraPathProblem, NEW_NAMESPACE_FLAGS, NO_EXTRA_CONFINEMENT, SECCOMP_ARCHES, SECCOMP_RET, seccompProgram } from "../../../src/confinement.ts";
 
 const test = suite("confinement");
 

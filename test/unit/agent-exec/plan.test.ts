@@ -1,10 +1,11 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { SYSTEM_PATH } from "../../../src/constants.ts";
+import { AGENT_UMASK, SYSTEM_PATH } from "../../../src/constants.ts";
 import { VERIFIER_SOURCE } from "../../../src/verifier.ts";
-import { AGENT_HOME, AGENT_UMASK, agentChainArgv, agentEnvironment, agentGroups, type AgentChain } from "../../../src/agent-exec/plan.ts";
+import { AGENT_HOME, agentChainArgv, agentEnvironment, type AgentChain } from "../../../src/agent-exec/plan.ts";
+import { agentGroups } from "../../../src/accounts.ts";
 import { imageIdentities } from "../helpers/identities.ts";
-import { confinementKeys, NO_EXTRA_CONFINEMENT } from "../../../src/agent-exec/confinement.ts";
+import { confinementKeys, NO_EXTRA_CONFINEMENT } from "../../../src/confinement.ts";
 import { signalPlan } from "../../../src/agent-exec/run.ts";
 
 const ids = imageIdentities();

@@ -1,6 +1,6 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { stateModes } from "../../../src/entrypoint/state-layout.ts";
+import { stateModes } from "../../../src/layout/state.ts";
 
 const octal = (mode: number): string => mode.toString(8).padStart(4, "0");
 

@@ -1,6 +1,7 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { formatMarker, parseMarker, WORKSPACE_MARKER, workspaceModes } from "../../../src/entrypoint/workspace-layout.ts";
+import { formatMarker, parseMarker, WORKSPACE_MARKER } from "../../../src/layout/marker.ts";
+import { workspaceModes } from "../../../src/layout/workspace.ts";
 
 const octal = (mode: number): string => mode.toString(8).padStart(4, "0");
 

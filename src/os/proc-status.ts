@@ -5,7 +5,7 @@
  */
 import { readdirSync, readFileSync } from "node:fs";
 import type { CapabilityMask } from "./capabilities.ts";
-import { osFailure } from "./report.ts";
+import { osFailure } from "../report.ts";
 
 export interface ProcessCredentials {
   /** real, effective, saved, filesystem */

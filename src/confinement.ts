@@ -24,7 +24,7 @@
  * The stage applies both best effort by the kernel's Landlock ABI and
  * refuses instead with `strict`.
  */
-import { STATE_AGENT_NAME, STATE_DIR, STATE_INSTALL_NAME, WORKSPACE_DIR } from "../constants.ts";
+import { STATE_AGENT_NAME, STATE_DIR, STATE_INSTALL_NAME, WORKSPACE_DIR } from "./constants.ts";
 
 /** Where agent work may create, write, remove and execute files. */
 export const AGENT_WRITABLE_PATHS: readonly string[] = [WORKSPACE_DIR, "/tmp", "/dev/shm", `${STATE_DIR}/${STATE_AGENT_NAME}`];

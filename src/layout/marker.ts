@@ -1,0 +1,28 @@
+/*
+ * The entrypoint's own records, in a directory below /state that only the
+ * service can read or write (so the agent cannot forge them): today the
+ * /workspace layout marker, which lets later starts skip the walk of a
+ * /workspace already migrated (src/entrypoint/workspace-layout.ts) and which
+ * the audit reads (src/self-check/workspace.ts).
+ */
+import { STATE_DIR, STATE_MARKER_NAME } from "../constants.ts";
+
+/** The directory of the entrypoint's records, made (service-only, 0700) by the entrypoint's secureState phase. */
+export const MARKER_DIR = `${STATE_DIR}/${STATE_MARKER_NAME}`;
+export const WORKSPACE_MARKER = `${MARKER_DIR}/workspace-layout`;
+
+export interface MarkerContent {
+  version: number;
+  dev: number;
+  ino: number;
+}
+
+export function formatMarker(marker: MarkerContent): string {
+  return `version=${marker.version} dev=${marker.dev} ino=${marker.ino}\n`;
+}
+
+export function parseMarker(text: string): MarkerContent | undefined {
+  const match = /^version=(\d+) dev=(\d+) ino=(\d+)\n$/.exec(text);
+  if (!match) return undefined;
+  return { version: Number(match[1]), dev: Number(match[2]), ino: Number(match[3]) };
+}

@@ -1,0 +1,24 @@
+/*
+ * The shape of a layout rule: what the entrypoint's walk (src/entrypoint/
+ * tree-walk.ts) asks of /state's and /workspace's rules for each entry, and
+ * what the audit asks of the same rules to judge what it finds.
+ */
+import type { Stats } from "node:fs";
+import type { EntryKind } from "../os/file-kind.ts";
+
+/** What the rules want for one entry. uid/gid -1 keep the current value; mode undefined keeps it. */
+export type Decision<C> =
+  | { action: "fix"; uid: number; gid: number; mode?: (current: number) => number; descend?: C }
+  | { action: "skip"; reason: string }
+  | { action: "prune" };
+
+export interface EntryView {
+  /** Display path (printable, never used for syscalls). */
+  readonly path: string;
+  readonly name: Buffer;
+  readonly kind: EntryKind;
+  readonly st: Stats;
+  readonly depth: number;
+}
+
+export type Rules<C> = (entry: EntryView, context: C) => Decision<C>;

@@ -1,0 +1,99 @@
+/*
+ * The walk changes the inode it looked at, never whatever the name holds a
+ * moment later: a rule callback runs between the walk's lstat and its open,
+ * so a test can swap the entry there, deterministically, as a racing writer
+ * of the volume would. Each swap must be refused (exit 65, "changed while it
+ * was being taken over") and the swapped-in entry left as it was; the control
+ * (no swap) shows the same walk does change the entry.
+ */
+import { chmodSync, lstatSync, mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { EXIT } from "../../../src/constants.ts";
+import { walkTree } from "../../../src/entrypoint/tree-walk.ts";
+import type { Decision, EntryView } from "../../../src/layout/rules.ts";
+import { assertRefusal } from "../helpers/refusal.ts";
+
+const test = suite("tree-walk");
+
+/** A tree with one entry, `victim` (a file or a directory, 0644/0755), and a rule that makes everything 0600/0700. */
+function tree(kind: "file" | "directory"): string {
+  const root = mkdtempSync(join(tmpdir(), "clankie-walk-"));
+  if (kind === "file") writeFileSync(join(root, "victim"), "v\n", { mode: 0o644 });
+  else mkdirSync(join(root, "victim"), { mode: 0o755 });
+  chmodSync(join(root, "victim"), kind === "file" ? 0o644 : 0o755);
+  return root;
+}
+
+/** The rule: 0600 for files, 0700 for directories (owners kept); `swap` runs once, when the rule is asked about `victim`. */
+function rules(swap?: () => void) {
+  let swapped = false;
+  return (entry: EntryView): Decision<null> => {
+    if (entry.depth > 0 && entry.name.toString() === "victim" && swap && !swapped) {
+      swapped = true;
+      swap();
+    }
+    return { action: "fix", uid: -1, gid: -1, mode: () => (entry.kind === "directory" ? 0o700 : 0o600), descend: entry.kind === "directory" ? null : undefined };
+  };
+}
+
+const mode = (path: string): number => lstatSync(path).mode & 0o7777;
+
+test("control: without a swap the walk changes the entry it looked at", () => {
+  for (const kind of ["file", "directory"] as const) {
+    const root = tree(kind);
+    try {
+      walkTree(root, rules(), null);
+      assert.is(mode(join(root, "victim")), kind === "file" ? 0o600 : 0o700, kind);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  }
+});
+
+const SWAPS: [string, "file" | "directory", (root: string) => void, number][] = [
+  ["a file replaced by another file (a new inode under the same name)", "file", (root) => {
+    renameSync(join(root, "victim"), join(root, "old"));
+    writeFileSync(join(root, "victim"), "planted\n", { mode: 0o644 });
+    chmodSync(join(root, "victim"), 0o644);
+  }, 0o644],
+  ["a file replaced by a symbolic link", "file", (root) => {
+    writeFileSync(join(root, "elsewhere"), "x\n", { mode: 0o644 });
+    chmodSync(join(root, "elsewhere"), 0o644);
+    rmSync(join(root, "victim"));
+    symlinkSync(join(root, "elsewhere"), join(root, "victim"));
+  }, 0o644],
+  ["a directory replaced by another directory", "directory", (root) => {
+    renameSync(join(root, "victim"), join(root, "old"));
+    mkdirSync(join(root, "victim"), { mode: 0o755 });
+    chmodSync(join(root, "victim"), 0o755);
+  }, 0o755],
+  ["a directory replaced by a symbolic link to a directory", "directory", (root) => {
+    mkdirSync(join(root, "elsewhere"), { mode: 0o755 });
+    chmodSync(join(root, "elsewhere"), 0o755);
+    rmSync(join(root, "victim"), { recursive: true });
+    symlinkSync(join(root, "elsewhere"), join(root, "victim"));
+  }, 0o755],
+];
+
+for (const [what, kind, swap, untouched] of SWAPS) {
+  test(`${what} between lstat and open: refused (65), and what was swapped in is untouched`, () => {
+    const root = tree(kind);
+    try {
+      assertRefusal(() => walkTree(root, rules(() => swap(root)), null), {
+        exitCode: EXIT.dataRefused,
+        what: `${root}/victim changed while it was being taken over (another process is writing this tree)`,
+        fix: "stop every other container that mounts this volume, then start again",
+      });
+      // lstat's own mode for a new entry, the target's for a link: neither was changed.
+      const target = lstatSync(join(root, "victim")).isSymbolicLink() ? join(root, "elsewhere") : join(root, "victim");
+      assert.is(mode(target), untouched);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+}
+
+test.run();
