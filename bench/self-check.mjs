@@ -1,5 +1,5 @@
 /*
- * Issue 5: the full audit without --probe (`clankie-separate --self-check
+ * The audit: the full audit without --probe (`clankie-separate --self-check
  * --json`) on a /state of 100,000 entries; goal under one second.
  *
  * Three bodies are started for real in the launch sandbox (bwrap + setpriv,
@@ -88,15 +88,15 @@ function auditArgv(pid1) {
 }
 
 export async function benchSelfCheck({ repo, work, plan, env }) {
-  const scripts = join(work, "issue-5-scripts");
+  const scripts = join(work, "audit-scripts");
   mkdirSync(scripts, { recursive: true, mode: 0o755 });
   const { dirs, files } = plan.tree;
-  process.stdout.write(`\n== issue 5: the image's /usr from ${BASE_IMAGE}\n`);
+  process.stdout.write(`\n== audit: the image's /usr from ${BASE_IMAGE}\n`);
   const baseUsr = imageUsr(repo, work, env);
   const full = new Body({ dir: join(work, "audit-full") });
   const empty = new Body({ dir: join(work, "audit-empty") });
   const inImage = new Body({ dir: join(work, "audit-image"), usr: baseUsr, state: full.state, workspace: full.workspace });
-  process.stdout.write(`\n== issue 5: making ${dirs} directories x ${files} files in ${full.state}\n`);
+  process.stdout.write(`\n== audit: making ${dirs} directories x ${files} files in ${full.state}\n`);
   const entries = makeTree(full.state, dirs, files);
   const count = (dir) => capture("find", [dir, "-xdev"], { maxBuffer: 256 << 20 }).split("\n").filter(Boolean).length;
   const usrEntries = count("/usr");
@@ -104,7 +104,7 @@ export async function benchSelfCheck({ repo, work, plan, env }) {
 
   const bodies = [];
   try {
-    process.stdout.write("== issue 5: starting both bodies (the entrypoint takes /state over first)\n");
+    process.stdout.write("== audit: starting both bodies (the entrypoint takes /state over first)\n");
     const a = await startBody(full, join(scripts, "body-full.sh"), env);
     bodies.push(a);
     const b = await startBody(empty, join(scripts, "body-empty.sh"), env);
@@ -135,14 +135,14 @@ export async function benchSelfCheck({ repo, work, plan, env }) {
     }
     const visitedOf = (doc) => doc.checks.find((check) => check.id === "image.setuid")?.found?.visited ?? "?";
 
-    process.stdout.write(`\n== issue 5: the audit on ${entries} entries and on an empty /state (load average ${loadAverage()})\n`);
+    process.stdout.write(`\n== audit: the audit on ${entries} entries and on an empty /state (load average ${loadAverage()})\n`);
     const load = loadAverage();
     const measured = runHyperfine(
       {
         warmup: plan.audit.warmup,
         runs: plan.audit.runs,
         ignoreFailure: true,
-        json: join(work, "issue-5.json"),
+        json: join(work, "audit.json"),
         commands: [
           { name: `audit, /state of ${entries.toLocaleString("en-US")} entries, the image's /usr`, argv: auditArgv(c.pid1) },
           { name: `audit, /state of ${entries.toLocaleString("en-US")} entries, the host's /usr`, argv: auditArgv(a.pid1) },
@@ -154,7 +154,7 @@ export async function benchSelfCheck({ repo, work, plan, env }) {
     const [fig, host, ref] = measured.results;
     const met = fig.median < GOAL_MS;
     const markdown = [
-      "## Issue 5: the audit (`--self-check --json`, no --probe)",
+      "## The audit (`--self-check --json`, no --probe)",
       "",
       `Goal: the full audit without --probe under ${ms(GOAL_MS)} on a /state of 100,000 entries.`,
       "",
@@ -164,7 +164,7 @@ export async function benchSelfCheck({ repo, work, plan, env }) {
         `the same with an empty /state: ${ms(ref.median)}. The image walk (perl) runs beside the /state walk (Node), one per CPU, so the audit takes about the longer of the two. ` +
         `One audit of each outside hyperfine (a wall time as measured from Node): ${ms(seenImage.wall)}, ${ms(seenFull.wall)}, ${ms(seenEmpty.wall)}.`,
       "",
-      `How: three bodies started for real in the launch sandbox (bwrap + setpriv as for issue 3; the entrypoint took /state over, dropped to node and runs \`sleep\` as the service). ` +
+      `How: three bodies started for real in the launch sandbox (bwrap + setpriv as for the tree walk; the entrypoint took /state over, dropped to node and runs \`sleep\` as the service). ` +
         `/state holds ${dirs.toLocaleString("en-US")} directories of ${files} empty files (bench/lib/tree.mjs; the image body shares it and /workspace with the host-/usr body, so that the layout marker fits both), or nothing. ` +
         `The image's /usr is that of ${BASE_IMAGE} (scripts/image/make-base.sh: debootstrap bookworm minbase plus Node 24.20.0, the image test's stand-in for node:24.20.0-bookworm-slim), exported from Docker and bound read-only. ` +
         "Each command is what `docker exec CONTAINER clankie-separate --self-check --json` does as root: nsenter into the body's mount, pid and IPC namespaces, " +
@@ -185,7 +185,7 @@ export async function benchSelfCheck({ repo, work, plan, env }) {
       markdown,
       summary: [
         {
-          issue: "5",
+          part: "audit",
           measure: `--self-check --json as root, /state of ${entries.toLocaleString("en-US")} entries, the image's /usr`,
           figure: ms(fig.median),
           reference: `host's /usr ${ms(host.median)}`,

@@ -1,5 +1,5 @@
 /*
- * Issue 2: start-up of the single executable against `node -e 0` of the same
+ * Start-up of the single executable against `node -e 0` of the same
  * Node 24.20.0, in one hyperfine run; the sea-config variants (code cache,
  * snapshot, unstripped Node) in that same run; and the sizes.
  */
@@ -14,7 +14,7 @@ const GOAL = 1.1;
 
 export function benchStartup({ repo, work, nodeBinary, plan, env }) {
   const dir = join(work, "sea-variants");
-  process.stdout.write(`\n== issue 2: building single-executable variants in ${dir}\n`);
+  process.stdout.write(`\n== startup: building single-executable variants in ${dir}\n`);
   const { variants, missing, sizes } = buildSeaVariants({ repo, dir, nodeBinary });
   const dist = join(repo, "dist/clankie-separate");
   const commands = [
@@ -22,8 +22,8 @@ export function benchStartup({ repo, work, nodeBinary, plan, env }) {
     { name: "dist/clankie-separate --version", argv: [dist, "--version"] },
     ...variants.map((v) => ({ name: `${v.key}: clankie-separate --version`, argv: [v.exe, "--version"] })),
   ];
-  const spec = { warmup: plan.startup.warmup, runs: plan.startup.runs, json: join(work, "issue-2.json"), commands };
-  process.stdout.write(`\n== issue 2: start-up (load average ${loadAverage()})\n`);
+  const spec = { warmup: plan.startup.warmup, runs: plan.startup.runs, json: join(work, "startup.json"), commands };
+  process.stdout.write(`\n== startup: --version against node -e 0 (load average ${loadAverage()})\n`);
   const before = loadAverage();
   const { invocation, results } = runHyperfine(spec, { env });
   const after = loadAverage();
@@ -42,7 +42,7 @@ export function benchStartup({ repo, work, nodeBinary, plan, env }) {
   const configs = variants.map((v) => `# ${v.key}: ${v.configPath}\n${JSON.stringify(v.seaConfig)}`).join("\n");
 
   const markdown = [
-    "## Issue 2: start-up of the single executable",
+    "## Start-up of the single executable",
     "",
     `Goal: \`dist/clankie-separate --version\` at most ${GOAL}x \`node -e 0\` of the same Node 24.20.0 binary (ratio of medians, same hyperfine run).`,
     "",
@@ -79,6 +79,6 @@ export function benchStartup({ repo, work, nodeBinary, plan, env }) {
   ].join("\n");
   return {
     markdown,
-    summary: [{ issue: "2", measure: "`clankie-separate --version` vs `node -e 0`", figure: ms(sea.median), reference: ms(node.median), ratio: ratio(sea.median, node.median), cpuRatio: ratio(sea.cpu, node.cpu), goal: `<= ${GOAL}x`, met, metCpu: sea.cpu / node.cpu <= GOAL }],
+    summary: [{ part: "startup", measure: "`clankie-separate --version` vs `node -e 0`", figure: ms(sea.median), reference: ms(node.median), ratio: ratio(sea.median, node.median), cpuRatio: ratio(sea.cpu, node.cpu), goal: `<= ${GOAL}x`, met, metCpu: sea.cpu / node.cpu <= GOAL }],
   };
 }

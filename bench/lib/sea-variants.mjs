@@ -1,5 +1,5 @@
 /*
- * Single-executable variants for issue 2, built into a temporary directory
+ * Single-executable variants for the start-up benchmark, built into a temporary directory
  * with build.mjs's own steps (steps 2 and 3): a sea-config, the blob made by
  * the pinned Node 24, postject into a copy of the Node binary. The bundle is
  * the one build.mjs left in .build/bundle.cjs, the stripped Node its
@@ -74,7 +74,7 @@ export function buildSeaVariants({ repo, dir, nodeBinary }) {
 /**
  * A single executable whose main script is empty, from the same stripped
  * Node and the same SEA settings: the start-up no program in it can go below
- * (issue 4 compares the shim with it). Returns the executable's path.
+ * (the agent spawn benchmark compares the shim with it). Returns the executable's path.
  */
 export function buildEmptySea({ repo, dir, nodeBinary }) {
   mkdirSync(dir, { recursive: true });
