@@ -5,47 +5,26 @@
  * attempt is shown to succeed when the service itself makes it, so a denial
  * means the boundary, not a broken attempt.
  */
-import { chownSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { rootTest } from "../helpers/privilege.ts";
-import { Body, IDS, SANDBOX_FIXTURES, SANDBOX_NODE, statusFields, type LaunchOptions } from "../helpers/sandbox.ts";
+import { type Body, statusFields, type LaunchOptions } from "../helpers/sandbox.ts";
+import { type AgentResult, agentRun, seededBody, serviceJson as runService, type ServiceRun } from "../helpers/stand-in.ts";
 
 const test = suite("agent-exec");
-const SERVICE = [SANDBOX_NODE, `${SANDBOX_FIXTURES}/stand-in-service.mjs`];
 /** Reads through fd 20 itself: re-opening /proc/self/fd/20 would check the file's permissions instead. */
 const READ_FD_20 = ["perl", "-e", 'open(my $f, "<&=", 20) or die "fd 20: $!\\n"; print <$f>'];
 const ENV = { TERM: "xterm", LANG: "C.UTF-8", SERVICE_SECRET: "bearer-in-the-service-env" };
 
-function seededBody(): Body {
-  const body = new Body();
-  chownSync(body.state, IDS.service, IDS.service);
-  chownSync(body.workspace, IDS.service, IDS.service);
-  const seeded = body.run({ as: "node", command: [...SERVICE, "seed"] });
-  assert.is(seeded.status, 0, seeded.stderr);
-  return body;
-}
-
-/** Runs the stand-in service as the ADR launch and parses the JSON line it prints. */
-function serviceJson<T>(body: Body, args: string[], options: Partial<LaunchOptions> = {}): { json: T; stderr: string; status: number | null } {
-  const run = body.run({ as: "root", command: [...SERVICE, ...args], env: ENV, ...options });
-  // On a terminal, characters the control injected with TIOCSTI are echoed before the JSON.
-  const line = run.stdout.split(/\r?\n/).find((l) => l.includes("{\""));
-  if (!line) throw new Error(`no JSON from the service (exit ${run.status}): ${run.stdout}\n${run.stderr}`);
-  return { json: JSON.parse(line.slice(line.indexOf("{"))) as T, stderr: run.stderr, status: run.status };
-}
-
-interface AgentResult {
-  pid: number;
-  exitCode: number | null;
-  signal: string | null;
-  stdout: string;
-  stderr: string;
+/** The stand-in service as the ADR launch, with the launcher's environment of these tests. */
+function serviceJson<T>(body: Body, args: string[], options: Partial<LaunchOptions> = {}): ServiceRun<T> {
+  return runService<T>(body, args, { env: ENV, ...options });
 }
 
 function agent(body: Body, options: object, command: string[], launch: Partial<LaunchOptions> = {}): AgentResult {
-  return serviceJson<AgentResult>(body, ["agent", JSON.stringify(options), ...command], launch).json;
+  return agentRun(body, options, command, { env: ENV, ...launch });
 }
 
 interface ModelRow {

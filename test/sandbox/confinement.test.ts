@@ -6,15 +6,14 @@
  * uid and groups without the domain, must succeed (the control), so that a
  * denial is the confinement's and not a broken attempt.
  */
-import { chownSync } from "node:fs";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { rootTest } from "../helpers/privilege.ts";
-import { Body, IDS, SANDBOX_FIXTURES, SANDBOX_NODE, type LaunchOptions } from "../helpers/sandbox.ts";
+import { type Body, SANDBOX_FIXTURES, type LaunchOptions } from "../helpers/sandbox.ts";
+import { agentRun, seededBody, serviceJson } from "../helpers/stand-in.ts";
 import { WITHOUT_LANDLOCK, WITHOUT_SECCOMP } from "../helpers/seccomp-wrap.ts";
 
 const test = suite("confinement");
-const SERVICE = [SANDBOX_NODE, `${SANDBOX_FIXTURES}/stand-in-service.mjs`];
 
 interface Confinement {
   port: number;
@@ -26,37 +25,13 @@ interface Confinement {
   controlStderr: string;
 }
 
-function seededBody(): Body {
-  const body = new Body();
-  chownSync(body.state, IDS.service, IDS.service);
-  chownSync(body.workspace, IDS.service, IDS.service);
-  const seeded = body.run({ as: "node", command: [...SERVICE, "seed"] });
-  assert.is(seeded.status, 0, seeded.stderr);
-  return body;
-}
-
-function serviceJson<T>(body: Body, args: string[], launch: Partial<LaunchOptions> = {}): T {
-  const run = body.run({ as: "root", command: [...SERVICE, ...args], timeoutMs: 90_000, ...launch });
-  const line = run.stdout.split("\n").find((l) => l.startsWith("{"));
-  if (!line) throw new Error(`no JSON from the service (exit ${run.status}): ${run.stdout}\n${run.stderr}`);
-  return JSON.parse(line) as T;
-}
-
 function confinement(body: Body, options: object = {}, launch: Partial<LaunchOptions> = {}): Confinement {
-  return serviceJson<Confinement>(body, ["confinement", JSON.stringify(options)], launch);
-}
-
-interface AgentResult {
-  exitCode: number | null;
-  stdout: string;
-  stderr: string;
+  return serviceJson<Confinement>(body, ["confinement", JSON.stringify(options)], launch).json;
 }
 
 const ATTEMPTS = `${SANDBOX_FIXTURES}/confinement-attempts.pl`;
 
-function agent(body: Body, options: object, command: string[], launch: Partial<LaunchOptions> = {}): AgentResult {
-  return serviceJson<AgentResult>(body, ["agent", JSON.stringify(options), ...command], launch);
-}
+const agent = agentRun;
 
 /** Each attempt, the errno the confined agent must get (the control must get "ok"). */
 const DENIED: Record<string, string> = {

@@ -13,20 +13,14 @@ import { Body, IDS, SANDBOX_FIXTURES, SANDBOX_NODE, statusFields, DEFAULT_GROUP,
 import { listTree, octal, treeDigest } from "../helpers/tree.ts";
 import { verifyStageArgs } from "../../src/entrypoint/drop.ts";
 import { imageIdentities } from "../unit/helpers/identities.ts";
+import { seededBody } from "../helpers/stand-in.ts";
 
 const test = suite("entrypoint");
 const SERVICE = [SANDBOX_NODE, `${SANDBOX_FIXTURES}/stand-in-service.mjs`];
 const SUMMARY = /^clankie-separate: separated: service node \(1000\), agent clankie-agent \(1001\); \/state \d+ checked, \d+ fixed; \/workspace (migrated|top only \(layout marker current\)), \d+ checked, \d+ fixed; \d+ ms$/;
 
 /** A body as today's single-uid image leaves it: everything node's, seeded by the service itself. */
-function legacyBody(options?: { passwd?: string; group?: string }): Body {
-  const body = new Body(options);
-  chownSync(body.state, IDS.service, IDS.service);
-  chownSync(body.workspace, IDS.service, IDS.service);
-  const seeded = body.run({ as: "node", command: [...SERVICE, "seed"] });
-  assert.is(seeded.status, 0, seeded.stderr);
-  return body;
-}
+const legacyBody = seededBody;
 
 function lines(text: string): string[] {
   return text.split("\n").filter((line) => line !== "");

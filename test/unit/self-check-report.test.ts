@@ -154,16 +154,19 @@ Probe("what the agent could do fails; what could not be told warns", () => {
   });
 });
 
+/** The probe as an agent without its own filter or domain reports it. */
+const unconfinedReport: ProbeReport = {
+  ...agentReport,
+  seccomp: { mode: "0", filters: 0 },
+  attempts: [
+    ...agentReport.attempts.slice(0, 4),
+    { id: "lower-oom-score", outcome: "possible", detail: "wrote 499 over 500 to /proc/self/oom_score_adj" },
+    { id: "abstract-socket", outcome: "possible", detail: "connect(@x): connected" },
+  ],
+};
+
 Probe("not confined where the kernel offers Landlock ABI 6 and seccomp filters: the same findings fail", () => {
-  const report: ProbeReport = {
-    ...agentReport,
-    seccomp: { mode: "0", filters: 0 },
-    attempts: [
-      ...agentReport.attempts.slice(0, 4),
-      { id: "lower-oom-score", outcome: "possible", detail: "wrote 499 over 500 to /proc/self/oom_score_adj" },
-      { id: "abstract-socket", outcome: "possible", detail: "connect(@x): connected" },
-    ],
-  };
+  const report = unconfinedReport;
   const checks = probeChecks(report, ids, { mode: "0", filters: 0 }, true);
   const confined = checks.filter((c) => ["probe.seccomp", "probe.lower-oom-score", "probe.abstract-socket"].includes(c.id));
   assert.equal(confined.map((c) => c.status), ["fail", "fail", "fail"]);
@@ -173,15 +176,7 @@ Probe("not confined where the kernel offers Landlock ABI 6 and seccomp filters: 
 });
 
 Probe("not confined where the kernel does not offer it all: what only a Landlock domain or a filter of its own stops warns, with the fix; never fails", () => {
-  const report: ProbeReport = {
-    ...agentReport,
-    seccomp: { mode: "0", filters: 0 },
-    attempts: [
-      ...agentReport.attempts.slice(0, 4),
-      { id: "lower-oom-score", outcome: "possible", detail: "wrote 499 over 500 to /proc/self/oom_score_adj" },
-      { id: "abstract-socket", outcome: "possible", detail: "connect(@x): connected" },
-    ],
-  };
+  const report = unconfinedReport;
   const checks = probeChecks(report, ids, { mode: "0", filters: 0 });
   const confined = checks.filter((c) => ["probe.seccomp", "probe.lower-oom-score", "probe.abstract-socket"].includes(c.id));
   assert.equal(confined.map((c) => c.status), ["warn", "warn", "warn"]);
