@@ -65,6 +65,20 @@ export interface LaunchOptions {
   wrap?: readonly string[];
 }
 
+/** Runs `fn` with `body`, then removes the body's files, whatever `fn` did (after its promise settles, if it returns one). */
+export function inBody<B extends { cleanup(): void }, R>(body: B, fn: (body: B) => R): R {
+  let result: R;
+  try {
+    result = fn(body);
+  } catch (error) {
+    body.cleanup();
+    throw error;
+  }
+  if (result instanceof Promise) return result.finally(() => body.cleanup()) as R;
+  body.cleanup();
+  return result;
+}
+
 /** Where a body's files live, and how a launch of it is run (both sandboxes). */
 export abstract class LaunchBody<O extends LaunchOptions = LaunchOptions> {
   readonly dir: string;

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { rootTest } from "../helpers/privilege.ts";
-import { type Body, statusFields, type LaunchOptions } from "../helpers/sandbox.ts";
+import { type Body, statusFields, type LaunchOptions, inBody } from "../helpers/sandbox.ts";
 import { type AgentResult, agentRun, seededBody, serviceJson as runService, type ServiceRun } from "../helpers/stand-in.ts";
 
 const test = suite("agent-exec");
@@ -37,34 +37,27 @@ interface ModelRow {
 }
 
 rootTest(test, "the scripted model: every 'cannot' is denied and every 'can' works", () => {
-  const body = seededBody();
-  try {
+  inBody(seededBody(), (body) => {
     const { json, stderr, status } = serviceJson<{ results: ModelRow[] }>(body, ["model"]);
     process.stdout.write(`${stderr.split("\n").slice(1).join("\n")}\n`);
     assert.equal(json.results.filter((r) => !r.ok), []);
     assert.is(status, 0);
     assert.ok(json.results.length >= 30);
-  } finally {
-    body.cleanup();
-  }
+  });
 });
 
 rootTest(test, "controls: each attempt succeeds when the service makes it, so the denials are the boundary's", () => {
-  const body = seededBody();
-  try {
+  inBody(seededBody(), (body) => {
     const { json } = serviceJson<{ results: { id: string; exitCode: number; stderr: string }[] }>(body, ["control"]);
     assert.ok(json.results.length >= 18, `only ${json.results.length} controls ran`);
     const notPossible = json.results.filter((r) => r.exitCode !== 0 && r.id !== "tiocsti");
     assert.equal(notPossible, [], "these attempts fail even as the service: they prove nothing");
-  } finally {
-    body.cleanup();
-  }
+  });
 });
 
 rootTest(test, "TIOCSTI: with a real controlling terminal, the service can inject into it and the agent cannot", () => {
   const legacy = readFileSync("/proc/sys/dev/tty/legacy_tiocsti", "utf8").trim();
-  const body = seededBody();
-  try {
+  inBody(seededBody(), (body) => {
     const model = serviceJson<{ results: ModelRow[] }>(body, ["model"], { tty: true });
     const row = model.json.results.find((r) => r.id === "tiocsti")!;
     assert.is(row.outcome, "denied", JSON.stringify(row));
@@ -74,14 +67,11 @@ rootTest(test, "TIOCSTI: with a real controlling terminal, the service can injec
     } else {
       process.stderr.write("note: dev.tty.legacy_tiocsti=0 here: TIOCSTI is refused to everyone, the control cannot run\n");
     }
-  } finally {
-    body.cleanup();
-  }
+  });
 });
 
 rootTest(test, "what the agent gets: ids, groups, no capabilities, NoNewPrivs, own session without tty, umask, cwd, HOME, limits", () => {
-  const body = seededBody();
-  try {
+  inBody(seededBody(), (body) => {
     const script = [
       "grep -E '^(Uid|Gid|Groups|CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|SigIgn|SigBlk):' /proc/self/status",
       "echo umask=$(umask) cwd=$(pwd) pid=$$",
@@ -115,75 +105,58 @@ rootTest(test, "what the agent gets: ids, groups, no capabilities, NoNewPrivs, o
       "TERM=xterm",
       "USER=clankie-agent",
     ]);
-  } finally {
-    body.cleanup();
-  }
+  });
 });
 
 rootTest(test, "the service sees the real pid, the exit status and the signal of the command", () => {
-  const body = seededBody();
-  try {
+  inBody(seededBody(), (body) => {
     const exited = agent(body, {}, ["/bin/sh", "-c", "exit 42"]);
     assert.is(exited.exitCode, 42);
     const killed = agent(body, {}, ["/bin/sh", "-c", "kill -TERM $$"]);
     assert.is(killed.signal, "SIGTERM");
     const pid = agent(body, {}, ["/bin/sh", "-c", "echo $$"]);
     assert.is(pid.stdout.trim(), String(pid.pid));
-  } finally {
-    body.cleanup();
-  }
+  });
 });
 
 rootTest(test, "--oom-score-adj and --nproc are adjustable", () => {
-  const body = seededBody();
-  try {
+  inBody(seededBody(), (body) => {
     const result = agent(body, { oomScoreAdj: 900, nproc: 64 }, ["/bin/sh", "-c", "cat /proc/$$/oom_score_adj; grep 'Max processes' /proc/$$/limits"]);
     assert.match(result.stdout, /^900\nMax processes\s+64\s+64\s+processes/);
-  } finally {
-    body.cleanup();
-  }
+  });
 });
 
 rootTest(test, "fds: one named with --keep-fd reaches the agent, the same fd unnamed does not", () => {
-  const body = seededBody();
-  try {
+  inBody(seededBody(), (body) => {
     const kept = agent(body, { passFile: "/state/settings.json", keepFds: [20] }, READ_FD_20);
     assert.is(kept.exitCode, 0, kept.stderr);
     assert.is(kept.stdout, '{"theme":"dark"}'); // execa strips the final newline
     const dropped = agent(body, { passFile: "/state/settings.json" }, READ_FD_20);
     assert.is.not(dropped.exitCode, 0);
     assert.is(dropped.stdout, "");
-  } finally {
-    body.cleanup();
-  }
+  });
 });
 
 rootTest(test, "--signal stops an agent process group the service cannot signal itself", () => {
-  const body = seededBody();
-  try {
+  inBody(seededBody(), (body) => {
     const { json } = serviceJson<{ during: { pid: number; name: string }[]; direct: string; shimExit: number; signal: string; after: unknown[] }>(body, ["stop"]);
     assert.ok(json.during.length >= 2, `agent processes while running: ${JSON.stringify(json.during)}`);
     assert.is(json.direct, "EPERM");
     assert.is(json.shimExit, 0);
     assert.is(json.signal, "SIGTERM");
     assert.equal(json.after, [], "the whole process group is gone");
-  } finally {
-    body.cleanup();
-  }
+  });
 });
 
 rootTest(test, "a fork bomb under --nproc leaves the service able to start processes; more agent work is refused (75)", () => {
-  const body = seededBody();
-  try {
+  inBody(seededBody(), (body) => {
     const { json } = serviceJson<{ agentCount: number; serviceExit: number; bombStderr: string; moreExit: number; moreStderr: string }>(body, ["forkbomb"]);
     assert.ok(json.agentCount <= 40 && json.agentCount >= 30, `agent processes: ${json.agentCount}`);
     assert.is(json.serviceExit, 0);
     assert.match(json.bombStderr, /fork/i);
     assert.is(json.moreExit, 75);
     assert.match(json.moreStderr, /^clankie-agent-exec: the agent uid already runs \d+ tasks and the limit is 40 \(--nproc\); stop agent work \(clankie-agent-exec --signal TERM --pgid PGID\) or raise --nproc, then try again$/);
-  } finally {
-    body.cleanup();
-  }
+  });
 });
 
 const refusals: [string, Partial<LaunchOptions>, string][] = [
@@ -204,17 +177,14 @@ for (const [who, launch, message] of refusals) {
 }
 
 rootTest(test, "refused when the agent calls it, and when the agent cannot enter --cwd", () => {
-  const body = seededBody();
-  try {
+  inBody(seededBody(), (body) => {
     const nested = agent(body, {}, ["/usr/local/sbin/clankie-agent-exec", "--", "/bin/true"]);
     assert.is(nested.exitCode, 77);
     assert.is(nested.stderr, "clankie-agent-exec: started by the agent uid 1001; agent work cannot start agent work through the shim; run the program directly");
     const cwd = agent(body, { cwd: "/state/.clankie-separate" }, ["/bin/true"]);
     assert.is(cwd.exitCode, 77);
     assert.is(cwd.stderr, "clankie-agent-exec: the agent cannot enter /state/.clankie-separate (EACCES); pass a --cwd under /workspace that group clankie-workspace can search");
-  } finally {
-    body.cleanup();
-  }
+  });
 });
 
 test.run();

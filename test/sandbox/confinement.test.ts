@@ -9,7 +9,7 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { rootTest } from "../helpers/privilege.ts";
-import { type Body, SANDBOX_FIXTURES, type LaunchOptions } from "../helpers/sandbox.ts";
+import { type Body, SANDBOX_FIXTURES, type LaunchOptions, inBody } from "../helpers/sandbox.ts";
 import { agentRun, seededBody, serviceJson } from "../helpers/stand-in.ts";
 import { WITHOUT_LANDLOCK, WITHOUT_SECCOMP } from "../helpers/seccomp-wrap.ts";
 
@@ -51,8 +51,7 @@ const DENIED: Record<string, string> = {
 };
 
 rootTest(test, "every attempt is denied to agent work and succeeds for the agent's uid without the domain", () => {
-  const body = seededBody();
-  try {
+  inBody(seededBody(), (body) => {
     const result = confinement(body);
     const ids = Object.keys(DENIED);
     assert.is(result.confinedExit, 0, result.confinedStderr);
@@ -70,14 +69,11 @@ rootTest(test, "every attempt is denied to agent work and succeeds for the agent
     assert.is(result.confined.clone3, "ENOSYS");
     // The port rules deny what they name, nothing else: without them the same connect and bind work.
     assert.equal(Object.values(result.open), ["ok", "ok"]);
-  } finally {
-    body.cleanup();
-  }
+  });
 });
 
 rootTest(test, "the service's extra paths: --allow-write and --allow-read open what they name, and nothing through a symbolic link", () => {
-  const body = seededBody();
-  try {
+  inBody(seededBody(), (body) => {
     // After the start, the service makes a directory for a worker's sockets under /state, open by its modes.
     const serviceFiles = [["/state/run", "0755", null], ["/state/run/w1", "0777", null], ["/state/run/w1/hello", "0644", "hi\n"]];
     const attempts = [ATTEMPTS, "read:/state/run/w1/hello", "write:/state/run/w1/new"];
@@ -96,20 +92,15 @@ rootTest(test, "the service's extra paths: --allow-write and --allow-read open w
     const missing = agent(body, { serviceFiles, allowRead: ["/state/run/nothing"] }, ["/bin/true"]);
     assert.is(missing.exitCode, 77);
     assert.is(missing.stderr, "clankie-agent-exec: agent confinement: cannot open /state/run/nothing as the agent (ENOENT); name a path that exists and the agent can reach");
-  } finally {
-    body.cleanup();
-  }
+  });
 });
 
 rootTest(test, "--strict-confinement: runs where the kernel applies it all", () => {
-  const body = seededBody();
-  try {
+  inBody(seededBody(), (body) => {
     const strict = agent(body, { strictConfinement: true }, ["/usr/bin/perl", ATTEMPTS, "oom", "io_uring"]);
     assert.is(strict.exitCode, 0, strict.stderr);
     assert.is(strict.stdout, "oom EACCES\nio_uring EPERM");
-  } finally {
-    body.cleanup();
-  }
+  });
 });
 
 const STRICT_FIX =

@@ -25,6 +25,7 @@ import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { Body, DEFAULT_GROUP, haveBubblewrap, IDS, ROOT_CAPS, SANDBOX_FIXTURES, SANDBOX_NODE, SANDBOX_REPO, SYSTEM_PATH } from "../helpers/bwrap-sandbox.ts";
+import { inBody } from "../helpers/sandbox.ts";
 import { DIST, NODE24, REPO } from "../helpers/paths.ts";
 import { IS_ROOT, rootTest } from "../helpers/privilege.ts";
 
@@ -257,8 +258,7 @@ function validate(value: unknown, schema: any, path = "$"): string[] {
 if (!haveBubblewrap()) process.stderr.write("SKIPPED: bubblewrap is not installed\n");
 
 rootTest(SelfCheck, "doctor on a healthy separated body: every check passes but the sandbox's warnings; exit 0; the document follows the schema", () => {
-  const body = seededBody();
-  try {
+  inBody(seededBody(), (body) => {
     const audit = parse(shDoctor(body, ":", ["--json"]));
     assertFailing(audit, []);
     assert.equal(withStatus(audit, "warn"), [...SANDBOX_WARNINGS].sort(), audit.stdout);
@@ -278,14 +278,11 @@ rootTest(SelfCheck, "doctor on a healthy separated body: every check passes but 
     // The ABI the audit reports is the one the kernel gives perl outside the sandbox.
     assert.is(String(check(audit, "agent.confinement").found.landlock.abi ?? "none"), HOST_LANDLOCK);
     assert.is(check(audit, "agent.confinement").found.seccomp.filtersAvailable, HOST_SECCOMP_ERRNO);
-  } finally {
-    body.cleanup();
-  }
+  });
 });
 
 rootTest(SelfCheck, "the agent's home on a filesystem of its own (a tmpfs at /state/agent) passes state.agent-volume and the layout checks; on /state's filesystem it warns with the launcher flag", () => {
-  const body = seededBody();
-  try {
+  inBody(seededBody(), (body) => {
     const own = parse(shDoctor(body, ":", ["--json"], { extra: ["--tmpfs", "/state/agent"] }));
     assertFailing(own, []);
     assert.equal(withStatus(own, "warn"), SANDBOX_WARNINGS.filter((id) => id !== "state.agent-volume").sort(), own.stdout);
@@ -301,14 +298,11 @@ rootTest(SelfCheck, "the agent's home on a filesystem of its own (a tmpfs at /st
     assert.is(same.found.dev, same.found.stateDev);
     assert.match(same.summary, /^\/state\/agent is on the filesystem of \/state: the agent can fill it, and the service's writes to \/state then fail with ENOSPC$/);
     assert.match(same.fix!, /--tmpfs \/state\/agent:rw,exec,nosuid,nodev,size=/);
-  } finally {
-    body.cleanup();
-  }
+  });
 });
 
 rootTest(SelfCheck, "what the service writes to /state after the start under its umask (node:node 0660, 0770) passes state.layout, counted; a file it makes readable by others fails", () => {
-  const body = seededBody();
-  try {
+  inBody(seededBody(), (body) => {
     const umask = parse(shDoctor(body, "echo '{}' > /state/credentials.json.new && mv /state/credentials.json.new /state/credentials.json; mkdir /state/spool", ["--json"]));
     assertFailing(umask, []);
     const layout = check(umask, "state.layout");
@@ -317,14 +311,11 @@ rootTest(SelfCheck, "what the service writes to /state after the start under its
     const exposed = parse(shDoctor(body, "echo '{}' > /state/settings.json && chmod 0644 /state/settings.json", ["--json"]));
     assertFailing(exposed, ["state.layout"]);
     assert.equal(check(exposed, "state.layout").found.violations.shown.map((v: any) => `${v.path} ${v.mode}`), ["/state/settings.json 0644"]);
-  } finally {
-    body.cleanup();
-  }
+  });
 });
 
 rootTest(SelfCheck, "text form: one line per check, failures first with their fix, then the verdict", () => {
-  const body = seededBody();
-  try {
+  inBody(seededBody(), (body) => {
     const result = shDoctor(body, "touch /state/planted; chmod 0664 /state/planted", []);
     assert.is(result.status, 1);
     const out = result.stdout.trimEnd().split("\n");
@@ -333,14 +324,11 @@ rootTest(SelfCheck, "text form: one line per check, failures first with their fi
     const statuses = out.slice(0, -1).map((line) => line.split(" ")[0]);
     assert.equal(statuses, [...statuses].sort((a, b) => ["FAIL", "WARN", "PASS"].indexOf(a!) - ["FAIL", "WARN", "PASS"].indexOf(b!)));
     assert.match(out.at(-1)!, /^verdict: FAILED: 1 failed, \d+ warnings, \d+ passed; separated; not a boundary yet: workers still run as node; judged pid \d+ \(sh, uid 1000\)/);
-  } finally {
-    body.cleanup();
-  }
+  });
 });
 
 rootTest(SelfCheck, "faults the service can plant in /state, /workspace and its own processes fail exactly their checks", () => {
-  const body = seededBody();
-  try {
+  inBody(seededBody(), (body) => {
     const plant = [
       // state.layout: 60 files readable by others (output bounded to 50, with the count)
       "for i in $(seq 1 60); do touch /state/readable-$i; chmod 0664 /state/readable-$i; done",
@@ -366,9 +354,7 @@ rootTest(SelfCheck, "faults the service can plant in /state, /workspace and its 
     assert.match(check(audit, "workspace.top").summary, /mode 0775, want 2775/);
     assert.match(check(audit, "workspace.marker").summary, /no readable layout marker: read \/state\/\.clankie-separate\/workspace-layout: ENOENT/);
     assert.is(check(audit, "processes.workspace-exe").found.underWorkspace.shown[0].exe, "/workspace/sleeper");
-  } finally {
-    body.cleanup();
-  }
+  });
 });
 
 rootTest(SelfCheck, "image faults fail exactly their checks: a group-writable executable, a wrong bundle hash, a foreign tool, a set-user-ID file and a file capability in bind-mounted dirs", () => {
@@ -453,8 +439,7 @@ function uidZeroAttempt(body: Body, readOnly: boolean): { audit: Audit; said: st
 }
 
 rootTest(SelfCheck, "the service's SETUID reaches uid 0 without DAC_OVERRIDE, which writes root-owned files on a writable /; a read-only / stops it and image.read-only-root passes", () => {
-  const body = seededBody();
-  try {
+  inBody(seededBody(), (body) => {
     const writable = uidZeroAttempt(body, false);
     assert.equal(writable.said, [
       "node appends to /opt/etc/passwd: refused",
@@ -483,9 +468,7 @@ rootTest(SelfCheck, "the service's SETUID reaches uid 0 without DAC_OVERRIDE, wh
     assertFailing(readOnly.audit, []);
     assert.is(check(readOnly.audit, "image.read-only-root").status, "pass", check(readOnly.audit, "image.read-only-root").summary);
     assert.is(check(readOnly.audit, "image.mounts").status, "pass", check(readOnly.audit, "image.mounts").summary);
-  } finally {
-    body.cleanup();
-  }
+  });
 });
 
 rootTest(SelfCheck, "kernel.protected-regular and -fifos judge the value the kernel file holds: the host's, and 0, 1 and 2 bound over it", () => {
@@ -552,8 +535,7 @@ rootTest(SelfCheck, "control: with fs.protected_regular=0 the agent's pre-create
 });
 
 rootTest(SelfCheck, "node doctor through systemExec: --probe verifies from inside the agent; the service's declaration turns the label into a boundary", () => {
-  const body = seededBody();
-  try {
+  inBody(seededBody(), (body) => {
     const audit = parse(nodeDoctor(body, ["--json", "--probe"], { DOCTOR_DECLARE: "1" }));
     assertFailing(audit, []);
     const probes = ["probe", "probe.identity", "probe.capabilities", "probe.no-new-privs", "probe.write-state", "probe.read-credentials", "probe.signal-service", "probe.setpriv-node"];
@@ -583,37 +565,28 @@ rootTest(SelfCheck, "node doctor through systemExec: --probe verifies from insid
     assert.match(audit.doc.boundary.source!, /handed to this audit by the service/);
     const confinedWarnings = CONFINED_PROBES.filter((id) => check(audit, id).status === "warn");
     assert.equal(withStatus(audit, "warn"), [...SANDBOX_WARNINGS.filter((id) => id !== "boundary"), ...confinedWarnings].sort());
-  } finally {
-    body.cleanup();
-  }
+  });
 });
 
 rootTest(SelfCheck, "credentials readable by mode: the audit fails state.layout, and the probe, confined by Landlock, still cannot read them", () => {
-  const body = seededBody();
-  try {
+  inBody(seededBody(), (body) => {
     const audit = parse(shDoctor(body, "chmod 0644 /state/credentials.json", ["--json", "--probe"]));
     assertFailing(audit, ["state.layout"]);
     assert.match(check(audit, "probe.read-credentials").summary, /^the agent cannot read the credentials: open \/state\/credentials\.json: EACCES/);
     assert.is(check(audit, "probe.write-state").status, "pass");
-  } finally {
-    body.cleanup();
-  }
+  });
 });
 
 rootTest(SelfCheck, "process.ids fails when the service's groups differ from node's", () => {
-  const body = seededBody();
-  try {
+  inBody(seededBody(), (body) => {
     const audit = parse(nodeDoctor(body, ["--json"], { DOCTOR_GROUPS: String(IDS.service) }));
     assertFailing(audit, ["process.ids"]);
     assert.match(check(audit, "process.ids").summary, /groups 1000 \(want 1000,1002\)/);
-  } finally {
-    body.cleanup();
-  }
+  });
 });
 
 rootTest(SelfCheck, "a service that lost its capabilities is misconfigured: mode and process.capabilities fail", () => {
-  const body = seededBody();
-  try {
+  inBody(seededBody(), (body) => {
     const script = `${AUDIT} --self-check --json; exit $?`;
     const result = body.run({ command: ["--", "/usr/bin/setpriv", "--inh-caps=-all", "--ambient-caps=-all", "--", "/bin/sh", "-c", script], extra: MASKS });
     const audit = parse(result);
@@ -621,14 +594,11 @@ rootTest(SelfCheck, "a service that lost its capabilities is misconfigured: mode
     assert.is(audit.doc.mode, "misconfigured");
     assert.match(check(audit, "mode").summary, /CapInh, CapPrm, CapEff, CapAmb not exactly SETUID and SETGID/);
     assert.is(audit.doc.boundary.label, "no boundary: the separation is misconfigured");
-  } finally {
-    body.cleanup();
-  }
+  });
 });
 
 rootTest(SelfCheck, "legacy single-uid body: mode single-uid (a warning), exit 0", () => {
-  const body = seededBody();
-  try {
+  inBody(seededBody(), (body) => {
     const audit = parse(body.run({ as: "node", command: ["--", AUDIT, "--self-check", "--json", "--probe"], extra: MASKS }));
     assertFailing(audit, []);
     assert.is(audit.doc.mode, "single-uid");
@@ -640,26 +610,20 @@ rootTest(SelfCheck, "legacy single-uid body: mode single-uid (a warning), exit 0
     // The layout is the entrypoint's to apply: not applied here, reported, not failed.
     assert.is(check(audit, "state.layout").status, "warn");
     assert.is(check(audit, "workspace.top").status, "warn");
-  } finally {
-    body.cleanup();
-  }
+  });
 });
 
 rootTest(SelfCheck, "a forged CLANKIE_SEPARATION in a single-uid launch is misconfigured", () => {
-  const body = seededBody();
-  try {
+  inBody(seededBody(), (body) => {
     const audit = parse(body.run({ as: "node", command: ["--", AUDIT, "--self-check", "--json"], extra: MASKS, env: { CLANKIE_SEPARATION: "1" } }));
     assert.is(audit.doc.mode, "misconfigured");
     assert.ok(withStatus(audit, "fail").includes("mode"));
     assert.is(audit.status, 1);
-  } finally {
-    body.cleanup();
-  }
+  });
 });
 
 rootTest(SelfCheck, "environment: LD_PRELOAD fails a legacy body; the entrypoint drops it from a separated one", () => {
-  const body = seededBody();
-  try {
+  inBody(seededBody(), (body) => {
     const env = { LD_PRELOAD: "/nonexistent/preload.so", NODE_OPTIONS: "--require /nonexistent.js" };
     const legacy = parse(body.run({ as: "node", command: ["--", AUDIT, "--self-check", "--json"], extra: MASKS, env }));
     assertFailing(legacy, ["environment"]);
@@ -667,22 +631,17 @@ rootTest(SelfCheck, "environment: LD_PRELOAD fails a legacy body; the entrypoint
     const separated = parse(shDoctor(body, ":", ["--json"], { env }));
     assertFailing(separated, []);
     assert.equal(check(separated, "environment").found.service.variables, []);
-  } finally {
-    body.cleanup();
-  }
+  });
 });
 
 rootTest(SelfCheck, "accounts: a missing clankie-workspace group fails, and what depends on it cannot run (never passes)", () => {
-  const body = seededBody({ group: DEFAULT_GROUP.replace(/^clankie-workspace:.*\n/m, "") });
-  try {
+  inBody(seededBody({ group: DEFAULT_GROUP.replace(/^clankie-workspace:.*\n/m, "") }), (body) => {
     const audit = parse(body.run({ as: "node", command: ["--", AUDIT, "--self-check", "--json"], extra: MASKS }));
     assertFailing(audit, ["accounts", "state.layout", "state.release", "state.agent-home", "workspace.top", "workspace.marker"]);
     assert.is(check(audit, "accounts").summary, "group clankie-workspace is missing from /etc/group");
     assert.match(check(audit, "accounts").fix!, /rebuild the image/);
     assert.match(check(audit, "state.layout").summary, /could not check \/state: the users and groups of ADR 0272 are not all defined/);
-  } finally {
-    body.cleanup();
-  }
+  });
 });
 
 rootTest(SelfCheck, "docker exec as root and as node judge the service, not themselves", async () => {
@@ -737,8 +696,7 @@ rootTest(SelfCheck, "processes.root fails while a root process outlives startup"
 });
 
 rootTest(SelfCheck, "a directory the doctor cannot read is a failure, never a pass; root reads it", async () => {
-  const body = seededBody();
-  try {
+  await inBody(seededBody(), async (body) => {
     const doctor = parse(shDoctor(body, "mkdir -m 0700 /state/sealed; touch /state/sealed/inside; chmod 0 /state/sealed", ["--json"]));
     assertFailing(doctor, ["state.layout"]);
     assert.match(check(doctor, "state.layout").summary, /could not read 1 entry under \/state: readdir \/state\/sealed: EACCES/);
@@ -749,21 +707,16 @@ rootTest(SelfCheck, "a directory the doctor cannot read is a failure, never a pa
     } finally {
       running.stop();
     }
-  } finally {
-    body.cleanup();
-  }
+  });
 });
 
 rootTest(SelfCheck, "a bad option is a usage error: exit 64, one line", () => {
-  const body = seededBody();
-  try {
+  inBody(seededBody(), (body) => {
     const result = shDoctor(body, ":", ["--bogus"]);
     assert.is(result.status, 64);
     assert.is(result.stdout, "");
     assert.match(result.stderr, /^clankie-separate: unknown --self-check option "--bogus"; use --json and --probe only \(see clankie-separate --help\)$/m);
-  } finally {
-    body.cleanup();
-  }
+  });
 });
 
 SelfCheck.after(() => rmSync(scratch, { recursive: true, force: true }));
