@@ -20,6 +20,8 @@ packages=(
   libcap2-bin   # getcap: file capabilities in the audit's tests
   docker.io     # the image end-to-end test
   debootstrap   # the image test's local stand-in for node:24.20.0-bookworm-slim
+  gcc           # cc: the OpenSSL provider module the CLI test builds (OPENSSL_CONF must load none)
+  libc6-dev
   ca-certificates
 )
 missing=()
