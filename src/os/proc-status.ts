@@ -137,3 +137,10 @@ export function readProcessTable(): ProcessEntry[] {
   }
   return entries.sort((a, b) => a.pid - b.pid);
 }
+
+/** Pure: the Seccomp: and Seccomp_filters: fields of a /proc/<pid>/status text (null when the kernel shows none). */
+export function parseSeccompStatus(status: string): { mode: string | null; filters: number | null } {
+  const mode = /^Seccomp:\s*(\d+)$/m.exec(status)?.[1] ?? null;
+  const filters = /^Seccomp_filters:\s*(\d+)$/m.exec(status)?.[1];
+  return { mode, filters: filters === undefined ? null : Number(filters) };
+}

@@ -9,7 +9,7 @@
  * returns the highest ABI the kernel offers, or -1 with ENOSYS (not built),
  * EOPNOTSUPP (built, not enabled at boot) or, under a container engine whose
  * seccomp profile does not know the call, EPERM or ENOSYS. Node cannot make
- * a raw system call, so perl makes it (system-exec's runCapture: root-owned
+ * a raw system call, so perl makes it (runCapture of src/exec/capture.ts: root-owned
  * perl, fixed PATH, allowlisted environment). The number is 444 on x86-64
  * and arm64 alike (include/uapi/asm-generic/unistd.h, syscall_64.tbl).
  *
@@ -23,8 +23,9 @@
  * (probe.seccomp, probe.lower-oom-score, probe.abstract-socket).
  */
 import { readFileSync } from "node:fs";
-import { constants } from "node:os";
 import { syscallNumbers, TOOLS } from "../constants.ts";
+import { errnoName } from "../os/errno.ts";
+import { parseSeccompStatus } from "../os/proc-status.ts";
 import { runCapture } from "../exec/capture.ts";
 import { type Check, pass, reasonOf, warn } from "./check.ts";
 
@@ -67,21 +68,12 @@ export function landlockRules(abi: number): string[] {
   return LANDLOCK_ABI_RULES.filter((entry) => entry.abi <= abi).map((entry) => entry.rule);
 }
 
-const ERRNO_NAMES = new Map(Object.entries(constants.errno).map(([name, value]) => [value, name]));
-
 /** Pure: perl's one line. */
 export function parseLandlockAnswer(stdout: string): LandlockFact {
   const match = /^(abi|errno) (\d+)\n?$/.exec(stdout);
   if (!match) return { error: `unexpected answer ${JSON.stringify(stdout.slice(0, 80))}` };
   const n = Number(match[2]);
-  return match[1] === "abi" ? { abi: n } : { errno: ERRNO_NAMES.get(n) ?? `errno ${n}` };
-}
-
-/** Pure: the two fields of a /proc/<pid>/status text. */
-export function parseSeccompStatus(status: string): { mode: string | null; filters: number | null } {
-  const mode = /^Seccomp:\s*(\d+)$/m.exec(status)?.[1] ?? null;
-  const filters = /^Seccomp_filters:\s*(\d+)$/m.exec(status)?.[1];
-  return { mode, filters: filters === undefined ? null : Number(filters) };
+  return match[1] === "abi" ? { abi: n } : { errno: errnoName(n) };
 }
 
 const LANDLOCK_FIX =

@@ -25,6 +25,7 @@ import { constants } from "node:os";
 import IMAGE_SCAN_TEMPLATE from "../perl/image-scan.pl";
 import { type CaptureResult, startCapture } from "../exec/capture.ts";
 import { STATE_DIR, syscallNumbers, TOOLS, WORKSPACE_DIR } from "../constants.ts";
+import { errnoName } from "../os/errno.ts";
 import { octal } from "./check.ts";
 import { type CapabilityScan, decodeCapabilityXattr } from "./file-caps.ts";
 import { hasOption, type Mount, mountOf } from "../os/mountinfo.ts";
@@ -67,11 +68,7 @@ export function startImageScan(excluded: ReadonlySet<string>, root = "/"): Promi
   });
 }
 
-const ERRNO_NAMES = new Map(Object.entries(constants.errno).map(([name, value]) => [value, name]));
 
-function errnoName(text: string): string {
-  return ERRNO_NAMES.get(Number(text)) ?? `errno ${text}`;
-}
 
 /** Pure: the walk's output, with the mounts to say where each privileged file lies. */
 export function parseImageScan(stdout: Buffer, mounts: readonly Mount[], excluded: ReadonlySet<string>): { walk: ImageWalk; scan: CapabilityScan } {

@@ -28,14 +28,14 @@
  */
 import PROBE_CONFINEMENT_TEMPLATE from "../perl/probe-confinement.pl";
 import { closeSync, constants, openSync, readdirSync, readFileSync } from "node:fs";
-import { constants as osConstants } from "node:os";
 import { readIdentities } from "../accounts.ts";
 import { formatMask } from "../os/capabilities.ts";
 import { EXIT, PROBE_AGENT_FLAG, STATE_DIR, TOOLS } from "../constants.ts";
+import { errnoName } from "../os/errno.ts";
 import { readStatus } from "../os/proc-status.ts";
 import { Refusal, writeLine } from "../report.ts";
 import { runCapture } from "../exec/capture.ts";
-import { parseSeccompStatus } from "./confinement.ts";
+import { parseSeccompStatus } from "../os/proc-status.ts";
 
 /** The service's pid reaches the probe through the shim's --env, never argv. */
 export const PROBE_SERVICE_PID_VARIABLE = "CLANKIE_PROBE_SERVICE_PID";
@@ -142,8 +142,6 @@ export function trySetprivToService(serviceUid: number, serviceGid: number): Att
 /** The attempts, src/perl/probe-confinement.pl (its header says what it prints). */
 export const CONFINEMENT_ATTEMPTS_SCRIPT = PROBE_CONFINEMENT_TEMPLATE.trim();
 
-const ERRNO_NAMES = new Map(Object.entries(osConstants.errno).map(([name, value]) => [value, name]));
-const errnoName = (text: string): string => ERRNO_NAMES.get(Number(text)) ?? `errno ${text}`;
 
 /** Pure: the two attempts from the perl child's output. */
 export function parseConfinementAttempts(stdout: string, socketName: string | undefined): Attempt[] {

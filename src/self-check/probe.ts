@@ -21,7 +21,7 @@ import { type CaptureRequest, type CaptureResult, runCapture } from "../exec/cap
 import { type Check, fail, pass, reasonOf, warn } from "./check.ts";
 import type { Mode } from "./mode.ts";
 import { type Attempt, PROBE_SERVICE_PID_VARIABLE, PROBE_SOCKET_VARIABLE, type ProbeReport } from "./probe-agent.ts";
-import { parseSeccompStatus } from "./confinement.ts";
+import { parseSeccompStatus } from "../os/proc-status.ts";
 
 const DOCTOR_FIX = "run the probe as the service: have the service start clankie-separate --self-check --probe as its own child (doctor does); docker exec, even --user node, gets neither SETUID/SETGID nor NoNewPrivs (moby#37667)";
 

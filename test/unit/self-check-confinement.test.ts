@@ -9,7 +9,8 @@ import { createServer } from "node:net";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { CONFINEMENT_ATTEMPTS_SCRIPT, parseConfinementAttempts } from "../../src/self-check/probe-agent.ts";
-import { type ConfinementFacts, judgeConfinement, LANDLOCK_ABI_SCRIPT, landlockRules, parseLandlockAnswer, parseSeccompStatus } from "../../src/self-check/confinement.ts";
+import { type ConfinementFacts, judgeConfinement, LANDLOCK_ABI_SCRIPT, landlockRules, parseLandlockAnswer } from "../../src/self-check/confinement.ts";
+import { parseSeccompStatus } from "../../src/os/proc-status.ts";
 
 const Confinement = suite("agent.confinement");
 
