@@ -71,7 +71,7 @@ export function confinementKeys(request: ConfinementRequest, arch: string = proc
   const list = (ports: readonly number[]) => [...new Set(ports)].sort((a, b) => a - b).join(",");
   return [
     `confine=${request.strict ? "strict" : "best"}`,
-    ...[...AGENT_WRITABLE_PATHS.map((p) => `rw=${p}`)],
+    ...AGENT_WRITABLE_PATHS.map((p) => `rw=${p}`),
     ...request.allowWrite.map((p) => `rw+=${p}`),
     ...AGENT_DEVICE_PATHS.map((p) => `dev=${p}`),
     ...AGENT_READABLE_PATHS.map((p) => `ro=${p}`),

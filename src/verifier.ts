@@ -3,9 +3,8 @@
  * process that is about to become the service or the agent's command.
  *
  * setpriv exits 0 even when an ambient raise failed (docs/security.md, "Why
- * each step verifies"), so the process setpriv became
- * must read its own /proc/self/status and refuse on any difference before the
- * command runs. A second start of this executable would cost a whole Node
+ * each step verifies"), so the process setpriv became must read its own
+ * /proc/self/status and refuse on any difference before the command runs. A second start of this executable would cost a whole Node
  * start on every agent spawn; the stage is a short Perl program
  * (src/perl/verifier.pl), carried in this executable and passed to perl(1)
  * with -e: nothing of it lies on disk, perl-base is Essential in every Debian
@@ -36,7 +35,7 @@
  *   unset=NAME           remove NAME from the environment before the exec
  *                        (PERL_BADLANG, which only perl itself needed)
  *   confine=best|strict  last before the exec: the agent's Landlock domain and
- *                        seccomp filter (src/agent-exec/confinement.ts), from
+ *                        seccomp filter (src/confinement.ts), from
  *                        rw= rw+= dev= ro= ro+= hide= noconnect= nobind=
  *                        seccomp=HEX; each applied layer is checked by what it
  *                        must deny. "strict" refuses where the kernel falls short.
@@ -69,7 +68,7 @@ export interface VerifierRequest {
   cwd?: string;
   /** A variable stageEnvironment added for perl alone, to remove before the exec. */
   unset?: string;
-  /** The agent's Landlock domain and seccomp filter, as keys (src/agent-exec/confinement.ts). */
+  /** The agent's Landlock domain and seccomp filter, as keys (src/confinement.ts). */
   confinement?: readonly string[];
   /** Either a program to exec (absolute path, then its argv with argv[0]) or a signal for a process group. */
   action: { path: string; argv: readonly string[] } | { signal: string; pgid: number };

@@ -33,7 +33,6 @@ import { type ConfinementRequest, confinementKeys } from "../confinement.ts";
 
 export const AGENT_HOME = `${STATE_DIR}/${STATE_AGENT_NAME}`;
 
-
 /** The agent's environment: the allowlist and the named variables of the shim's own environment, plus ours. */
 export function agentEnvironment(shimEnv: NodeJS.ProcessEnv, names: readonly string[], ids: Identities): Environment {
   return buildEnvironment({

@@ -46,14 +46,12 @@ import { parseMountinfo } from "../os/mountinfo.ts";
 import { type EntryKind, kindOf } from "../os/file-kind.ts";
 import type { Decision, EntryView, Rules } from "../layout/rules.ts";
 
-
 /** open(2) O_PATH on x86_64 and aarch64 (asm-generic/fcntl.h); Node does not export it. */
 const O_PATH = 0o10000000;
 const O_NOATIME = 0o1000000;
 const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 const FILE_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY | O_NOATIME;
 const PATH_FLAGS = O_PATH | constants.O_NOFOLLOW;
-
 
 export interface WalkStats {
   checked: number;

@@ -25,14 +25,13 @@ function readMarker(): MarkerContent | undefined {
 
 /** Writes the marker atomically (write, fsync, rename), owned by the service, in a service-only directory. */
 function writeMarker(ids: Identities, marker: MarkerContent): void {
-  const dir = MARKER_DIR;
   let dirSt: Stats;
   try {
-    dirSt = lstatSync(dir);
+    dirSt = lstatSync(MARKER_DIR);
   } catch {
-    throw new Refusal(EXIT.dataRefused, `${dir} is missing after /state was secured`, "start again");
+    throw new Refusal(EXIT.dataRefused, `${MARKER_DIR} is missing after /state was secured`, "start again");
   }
-  if (!dirSt.isDirectory()) throw new Refusal(EXIT.dataRefused, `${dir} is not a directory`, `remove it (rm -rf ${dir}) and start again`);
+  if (!dirSt.isDirectory()) throw new Refusal(EXIT.dataRefused, `${MARKER_DIR} is not a directory`, `remove it (rm -rf ${MARKER_DIR}) and start again`);
   const temporary = `${WORKSPACE_MARKER}.${process.pid}`;
   let fd: number;
   try {

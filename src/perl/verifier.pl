@@ -93,7 +93,7 @@ my @envp = map { /\A(.*)\z/s; $1 } map { "$_=$ENV{$_}" } sort keys %ENV;
 syscall(@SYS_EXECVE@, $path, pack("p*", @argv, undef), pack("p*", @envp, undef));
 refuse($! == 2 ? @NOTFOUND@ : @NOTEXEC@, "cannot execute $path: " . errname(), "check the command's path and permissions");
 
-# The agent's Landlock domain and seccomp filter (src/agent-exec/confinement.ts),
+# The agent's Landlock domain and seccomp filter (src/confinement.ts),
 # best effort by the kernel's Landlock ABI, or all of it with confine=strict.
 # landlock(7): ABI 1 files, 2 REFER, 3 TRUNCATE, 4 TCP, 5 IOCTL_DEV, 6 scoping.
 sub confine {

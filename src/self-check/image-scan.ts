@@ -68,8 +68,6 @@ export function startImageScan(excluded: ReadonlySet<string>, root = "/"): Promi
   });
 }
 
-
-
 /** Pure: the walk's output, with the mounts to say where each privileged file lies. */
 export function parseImageScan(stdout: Buffer, mounts: readonly Mount[], excluded: ReadonlySet<string>): { walk: ImageWalk; scan: CapabilityScan } {
   // Every record ends with a NUL, so the text splits into fields plus one empty tail.

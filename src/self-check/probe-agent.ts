@@ -142,7 +142,6 @@ export function trySetprivToService(serviceUid: number, serviceGid: number): Att
 /** The attempts, src/perl/probe-confinement.pl (its header says what it prints). */
 export const CONFINEMENT_ATTEMPTS_SCRIPT = PROBE_CONFINEMENT_TEMPLATE.trim();
 
-
 /** Pure: the two attempts from the perl child's output. */
 export function parseConfinementAttempts(stdout: string, socketName: string | undefined): Attempt[] {
   const oom = /^oom (\S+) (\S+) (\S+)$/m.exec(stdout);

@@ -2,7 +2,7 @@
  * What the uid alone does not guard, attempted as agent work in the launch
  * sandbox (the stand-in service's "confinement" mode): each attempt must be
  * denied through the shim (the Landlock domain and seccomp filter of
- * src/agent-exec/confinement.ts), and the same attempt, made by the agent's
+ * src/confinement.ts), and the same attempt, made by the agent's
  * uid and groups without the domain, must succeed (the control), so that a
  * denial is the confinement's and not a broken attempt.
  */
