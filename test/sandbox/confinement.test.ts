@@ -11,7 +11,8 @@ import * as assert from "uvu/assert";
 import { rootTest } from "../helpers/privilege.ts";
 import { type Body, SANDBOX_FIXTURES, type LaunchOptions, inBody } from "../helpers/sandbox.ts";
 import { agentRun, seededBody, serviceJson } from "../helpers/stand-in.ts";
-import { WITHOUT_LANDLOCK, WITHOUT_SECCOMP } from "../helpers/seccomp-wrap.ts";
+import { LANDLOCK_LIES, SECCOMP_LIES, WITHOUT_LANDLOCK, WITHOUT_SECCOMP } from "../helpers/seccomp-wrap.ts";
+import { seccompProgram } from "../../src/confinement.ts";
 
 const test = suite("confinement");
 
@@ -120,6 +121,49 @@ for (const [what, wrap, best, refusal] of WITHOUT) {
       const strict = agent(body, { strictConfinement: true }, ["/usr/bin/perl", ATTEMPTS, "oom"], { wrap });
       assert.is(strict.exitCode, 77);
       assert.is(strict.stderr, `clankie-agent-exec: agent confinement: ${refusal}; ${STRICT_FIX}`);
+    } finally {
+      body.cleanup();
+    }
+  });
+}
+
+const AGENT_FIX = "do not start agent work on this body; run clankie-separate --self-check --probe and report its output";
+
+/*
+ * A kernel that answers success and enforces nothing: only the stage's
+ * post-checks (what the domain and the filter must deny) can see it. The
+ * control runs the same calls as root under the same wrapper and shows the
+ * lie: the call returns 0 and what it should deny still works.
+ */
+const LIES: [string, readonly string[], string, string, string, string][] = [
+  [
+    "landlock_restrict_self",
+    LANDLOCK_LIES,
+    // A domain that handles WRITE_FILE and grants it nowhere.
+    'my $attr = pack("Q", 2); my $rs = syscall(444, $attr, 8, 0); my $r = syscall(446, $rs, 0); print "restrict $r ", (open(my $f, ">", "/proc/self/oom_score_adj") ? "oom writable" : "oom denied")',
+    "restrict 0 oom denied",
+    "restrict 0 oom writable",
+    "its Landlock domain lets it open /proc/self/oom_score_adj for writing",
+  ],
+  [
+    "prctl(PR_SET_SECCOMP) and seccomp(2)",
+    SECCOMP_LIES,
+    `my $p = pack "H*", "${seccompProgram("x64").toString("hex")}"; my $fprog = pack("S x6 p", length($p) / 8, $p); my $r = syscall(157, 22, 2, $fprog, 0, 0); syscall(16, -1, 0x5412, 0); print "prctl $r ioctl ", $! + 0`,
+    "prctl 0 ioctl 1",
+    "prctl 0 ioctl 9",
+    "its seccomp filter is not in force (ioctl TIOCSTI: EBADF)",
+  ],
+];
+for (const [call, wrap, script, honest, lie, what] of LIES) {
+  rootTest(test, `a kernel whose ${call} answers 0 and does nothing: the stage's check refuses the spawn (70, one line)`, () => {
+    const body = seededBody();
+    try {
+      const control = (w: readonly string[]) => body.run({ as: "root", direct: true, command: ["/usr/bin/perl", "-e", script], wrap: w });
+      assert.is(control([]).stdout, honest, "the control: the real kernel enforces");
+      assert.is(control(wrap).stdout, lie, "the wrapper lies: 0, and nothing enforced");
+      const spawned = agent(body, {}, ["/bin/true"], { wrap });
+      assert.is(spawned.exitCode, 70, spawned.stderr);
+      assert.is(spawned.stderr, `clankie-agent-exec: the agent process is not what was asked: ${what}; ${AGENT_FIX}`);
     } finally {
       body.cleanup();
     }
