@@ -90,27 +90,10 @@ export const SCOPE = { abstractUnixSocket: 1 << 0, signal: 1 << 1 } as const;
 const READ_EXECUTE = FS_ACCESS.execute | FS_ACCESS.readFile | FS_ACCESS.readDir;
 const DEVICE = FS_ACCESS.writeFile | FS_ACCESS.readFile | FS_ACCESS.truncate | FS_ACCESS.ioctlDev;
 
-/** A rule on a path. `must`: the service asked for it, so a path the agent cannot open, or one reached through a symbolic link, refuses the spawn; otherwise it is left out. */
-export interface PathRule {
-  access: number;
-  must: boolean;
-  path: string;
-}
-
+/** `must`: the service asked for the path, so one the agent cannot open, or reached through a symbolic link, refuses the spawn; a default one is left out. */
+export type PathRule = { access: number; must: boolean; path: string };
 /** The same access for every TCP port from `low` to `high`. */
-export interface PortRule {
-  access: number;
-  low: number;
-  high: number;
-}
-
-export interface LandlockRules {
-  /** handled_access_net: the network rights the domain governs (0: none). */
-  net: number;
-  scope: number;
-  paths: PathRule[];
-  ports: PortRule[];
-}
+export type PortRule = { access: number; low: number; high: number };
 
 /** The top-level directories of `/` (not symbolic links), as absolute paths, but the hidden ones. */
 export function imageTopLevel(root = "/"): string[] {
@@ -142,7 +125,7 @@ export function portRules(denyConnect: readonly number[], denyBind: readonly num
 }
 
 /** The agent's Landlock rules for `request`, given the image's top-level directories. */
-export function landlockRules(request: ConfinementRequest, topLevel: readonly string[]): LandlockRules {
+export function landlockRules(request: ConfinementRequest, topLevel: readonly string[]): { net: number; scope: number; paths: PathRule[]; ports: PortRule[] } {
   const rule = (access: number, must: boolean) => (path: string): PathRule => ({ access, must, path });
   return {
     ...portRules(request.denyConnect, request.denyBind),

@@ -1,23 +1,13 @@
-# The verification stage: the last step of both privilege changes, in the
-# process setpriv became, before the service or the agent's command runs.
-# src/stage/stage.ts builds its argv and says why it is perl:
-#
-#   perl -T -C0 -e PROGRAM -- NAME ROLE KEY=VALUE... -- PATH ARGV0 [ARG...]
-#
-# It is never written to disk. Only the system call numbers (@SYS_...@) are
-# filled in, per architecture, from src/constants.ts; exit codes and messages
-# are literals here (test/unit/perl-programs.test.ts compares the exit codes
-# with EXIT of src/constants.ts).
-#
-# The protocol is closed: ROLE names exactly which keys must come, each once
-# (path= and port= may repeat, or be absent), each value of its own form.
-# An unknown, repeated, missing or malformed key is a usage error (64): a
-# check cannot be skipped by leaving its key out.
-#
-# The steps, in order: request, session, ids, capabilities, descriptors
-# (all read from /proc/self and refused together, 70), then for the signal
-# role the signal and nothing else; otherwise signals, umask and working
-# directory, confinement, exec.
+# The verification stage, the last step of both privilege changes, run by
+# `perl -T -C0 -e` in the process setpriv became (src/stage/stage.ts builds
+# its argv and says why it is perl; nothing of it is on disk). Only system
+# call numbers (names between at signs) are filled in per architecture; exit codes and
+# messages are literals (test/unit/perl-programs.test.ts holds the exit codes
+# to EXIT of src/constants.ts). The protocol is closed: the role names the
+# keys that must come, each once (path= and port= may repeat), each of its
+# form; anything else is a usage error (64), so no check is skipped by
+# leaving its key out. The steps run in the order of the lines that call
+# them, below the tables.
 
 sub EXIT_OK () { 0 }
 sub EXIT_USAGE () { 64 }
@@ -28,20 +18,12 @@ sub EXIT_LAUNCH_REFUSED () { 77 }
 sub EXIT_NOT_EXECUTABLE () { 126 }
 sub EXIT_NOT_FOUND () { 127 }
 
-my %ROLE_WHAT = (
-  service => 'after the drop to the service the kernel reports',
-  agent => 'the agent process is not what was asked:',
-  signal => 'the agent process is not what was asked:',
-);
+my $AGENT_WHAT = 'the agent process is not what was asked:';
 my $AGENT_FIX = 'do not start agent work on this body; run clankie-separate --self-check --probe and report its output';
-my %ROLE_FIX = (
-  service => 'check that the launch has --cap-add SETPCAP, SETUID and SETGID and that the kernel supports ambient capabilities (Linux 4.3+)',
-  agent => $AGENT_FIX,
-  signal => $AGENT_FIX,
-);
+my $SERVICE_WHAT = 'after the drop to the service the kernel reports';
+my $SERVICE_FIX = 'check that the launch has --cap-add SETPCAP, SETUID and SETGID and that the kernel supports ambient capabilities (Linux 4.3+)';
 my $CONFINEMENT_FIX = 'run agent work on a kernel with Landlock ABI 6 or later (Linux 6.12+, lsm= including landlock) under an engine whose seccomp profile allows landlock_create_ruleset, landlock_add_rule and landlock_restrict_self (Docker 20.10.18+), or spawn without --strict-confinement to run it under the uid boundary alone';
 my $STAGE_FIX = 'this stage is started by clankie-separate itself';
-my $PROC_FIX = 'mount /proc in the container';
 my $KERNEL_FIX = 'report this with the kernel version (uname -r)';
 
 # The keys of each role, and the form of each value.
@@ -75,13 +57,13 @@ sub usage { refuse(EXIT_USAGE, "verification stage: $_[0]", $STAGE_FIX) }
 # Linux's errno numbers, the same on x86-64 and arm64 (%! would load Errno.pm, over a millisecond).
 my %ERRNO = (1, "EPERM", 2, "ENOENT", 3, "ESRCH", 5, "EIO", 7, "E2BIG", 8, "ENOEXEC", 9, "EBADF", 11, "EAGAIN", 12, "ENOMEM", 13, "EACCES", 20, "ENOTDIR", 21, "EISDIR", 22, "EINVAL", 24, "EMFILE", 26, "ETXTBSY", 36, "ENAMETOOLONG", 38, "ENOSYS", 40, "ELOOP", 95, "EOPNOTSUPP");
 sub errname { my $n = $! + 0; $ERRNO{$n} // "errno $n" }
-sub proc_failed { refuse(EXIT_OS_ERROR, "open $_[0] failed: " . errname(), $PROC_FIX . ($_[1] // "")) }
+sub proc_failed { refuse(EXIT_OS_ERROR, "open $_[0] failed: " . errname(), 'mount /proc in the container' . ($_[1] // "")) }
 
 read_request();
 start_session() if $role eq "agent";
 read_status();
 my @differences = (check_ids(), check_capabilities(), check_session(), check_descriptors());
-refuse(EXIT_VERIFY_FAILED, "$ROLE_WHAT{$role} " . join("; ", @differences), $ROLE_FIX{$role}) if @differences;
+refuse(EXIT_VERIFY_FAILED, ($role eq "service" ? "$SERVICE_WHAT " : "$AGENT_WHAT ") . join("; ", @differences), $role eq "service" ? $SERVICE_FIX : $AGENT_FIX) if @differences;
 deliver_signal() if $role eq "signal";
 reset_signals();
 enter_directory();
@@ -123,7 +105,7 @@ sub read_request {
 # without loading POSIX.pm. session=own: the shim leads one already.
 sub start_session {
   return unless $want{session} eq "new";
-  syscall(@SYS_SETSID@) >= 0 or refuse(EXIT_LAUNCH_REFUSED, "setsid failed (" . errname() . ")", "spawn the shim in a new session (spawnAgent does) or inside its parent's process group");
+  syscall(@setsid@) >= 0 or refuse(EXIT_LAUNCH_REFUSED, "setsid failed (" . errname() . ")", "spawn the shim in a new session (spawnAgent does) or inside its parent's process group");
 }
 
 sub read_status {
@@ -241,18 +223,18 @@ sub enter_directory {
 sub confine {
   my $strict = $want{confine} eq "strict";
   my $short = sub { refuse(EXIT_LAUNCH_REFUSED, "agent confinement: $_[0]", $CONFINEMENT_FIX) if $strict };
-  my $abi = syscall(@SYS_LL_CREATE@, 0, 0, 1);
+  my $abi = syscall(@landlockCreateRuleset@, 0, 0, 1);
   if ($abi < 0) { $short->("the kernel offers no Landlock (" . errname() . ")"); $abi = 0 }
   elsif ($abi < 6) { $short->("the kernel's Landlock ABI is $abi; scoping needs 6") }
   apply_landlock($abi) if $abi >= 1;
   my $filter = pack "H*", $want{seccomp};
-  if (syscall(@SYS_PRCTL@, 22, 2, pack("S x6 p", length($filter) / 8, $filter), 0, 0) != 0) {
+  if (syscall(@prctl@, 22, 2, pack("S x6 p", length($filter) / 8, $filter), 0, 0) != 0) {
     $short->("the kernel refused the seccomp filter (" . errname() . ")");
     return;
   }
   # ioctl(-1, TIOCSTI) fails with EBADF unless the filter answers EPERM first.
-  syscall(@SYS_IOCTL@, -1, 0x5412, 0);
-  refuse(EXIT_VERIFY_FAILED, "$ROLE_WHAT{agent} its seccomp filter is not in force (ioctl TIOCSTI: " . errname() . ")", $AGENT_FIX) unless $! == 1;
+  syscall(@ioctl@, -1, 0x5412, 0);
+  refuse(EXIT_VERIFY_FAILED, "$AGENT_WHAT its seccomp filter is not in force (ioctl TIOCSTI: " . errname() . ")", $AGENT_FIX) unless $! == 1;
 }
 
 # landlock_create_ruleset(2), landlock_add_rule(2), landlock_restrict_self(2).
@@ -266,7 +248,7 @@ sub apply_landlock {
   my $net = $abi >= 4 ? hex $want{net} : 0;
   my $scope = $abi >= 6 ? hex $want{scope} : 0;
   my $attr = $abi >= 6 ? pack("QQQ", $fs, $net, $scope) : $abi >= 4 ? pack("QQ", $fs, $net) : pack("Q", $fs);
-  my $ruleset = syscall(@SYS_LL_CREATE@, $attr, length $attr, 0);
+  my $ruleset = syscall(@landlockCreateRuleset@, $attr, length $attr, 0);
   $ruleset >= 0 or refuse(EXIT_OS_ERROR, "landlock_create_ruleset failed: " . errname(), $KERNEL_FIX);
   # A rule is taken on what the path names now, opened as the agent with
   # O_PATH, and only when /proc/self/fd/N names the same path: a path the
@@ -286,7 +268,7 @@ sub apply_landlock {
     }
     my $allowed = hex($access) & $fs & (-d $fh ? ~0 : 0xc007);
     next unless $allowed;
-    syscall(@SYS_LL_ADD@, $ruleset, 1, pack("Ql", $allowed, fileno $fh), 0) == 0
+    syscall(@landlockAddRule@, $ruleset, 1, pack("Ql", $allowed, fileno $fh), 0) == 0
       or refuse(EXIT_OS_ERROR, "landlock_add_rule $path failed: " . errname(), $KERNEL_FIX);
     close $fh;
   }
@@ -295,16 +277,16 @@ sub apply_landlock {
     my $allowed = hex($access) & $net;
     next unless $allowed;
     for my $port ($low .. $high) {
-      syscall(@SYS_LL_ADD@, $ruleset, 2, pack("QQ", $allowed, $port), 0) == 0
+      syscall(@landlockAddRule@, $ruleset, 2, pack("QQ", $allowed, $port), 0) == 0
         or refuse(EXIT_OS_ERROR, "landlock_add_rule port $port failed: " . errname(), $KERNEL_FIX);
     }
   }
-  syscall(@SYS_LL_RESTRICT@, $ruleset, 0) == 0
+  syscall(@landlockRestrictSelf@, $ruleset, 0) == 0
     or refuse(EXIT_OS_ERROR, "landlock_restrict_self failed: " . errname(), $KERNEL_FIX);
   # Checked by what the domain must deny: without it, a process may open its
   # own oom_score_adj for writing (no rule grants a write under /proc).
   my $oom;
-  refuse(EXIT_VERIFY_FAILED, "$ROLE_WHAT{agent} its Landlock domain lets it open /proc/self/oom_score_adj for writing", $AGENT_FIX)
+  refuse(EXIT_VERIFY_FAILED, "$AGENT_WHAT its Landlock domain lets it open /proc/self/oom_score_adj for writing", $AGENT_FIX)
     if sysopen $oom, "/proc/self/oom_score_adj", 1;
 }
 
@@ -314,6 +296,6 @@ sub apply_landlock {
 sub exec_command {
   my ($path, @argv) = @command;
   my @envp = map { /\A(.*)\z/s; $1 } map { "$_=$ENV{$_}" } sort keys %ENV;
-  syscall(@SYS_EXECVE@, $path, pack("p*", @argv, undef), pack("p*", @envp, undef));
+  syscall(@execve@, $path, pack("p*", @argv, undef), pack("p*", @envp, undef));
   refuse($! == 2 ? EXIT_NOT_FOUND : EXIT_NOT_EXECUTABLE, "cannot execute $path: " . errname(), "check the command's path and permissions");
 }

@@ -21,16 +21,9 @@
  *
  *   perl -T -C0 -e STAGE -- PROGRAM ROLE KEY=VALUE... -- PATH ARGV0 [ARG...]
  *
- * The protocol is closed: each role takes exactly its keys, every one
- * required (path= and port= may repeat), and the stage refuses any other
- * (exit 64). Every role: uid gid groups (every id equal; the groups as a
- * set), inh prm eff amb (capability sets, hexadecimal), nnp=1, unset=NAME
- * (a variable only perl needed, removed before the exec; empty for none).
- *   service  bnd (the bounding set), umask
- *   agent    session=new|own (setsid(2) first, or only the check), fds=N,N
- *            (no fd open across exec but 0-2 and these), umask, cwd, and the
- *            confinement keys of src/confinement.ts
- *   signal   fds, signal=NAME pgid=N: kill(2) of the group instead of an exec
+ * The protocol is closed (stage.pl's %ROLE_KEYS): each role takes exactly
+ * its keys, every one required, so a request type without a field is a
+ * stage that refuses (exit 64), never one that skips a check.
  */
 import { syscallNumbers, TOOLS } from "../constants.ts";
 import STAGE_TEMPLATE from "./stage.pl";
@@ -74,30 +67,13 @@ export interface SignalStageRequest extends StageIdentity {
 
 export type StageRequest = ServiceStageRequest | AgentStageRequest | SignalStageRequest;
 
-/** The Perl program with this architecture's system call numbers filled in. */
-function fill(source: string, arch: string): string {
-  const numbers = syscallNumbers(arch);
-  const values: Record<string, number> = {
-    SYS_SETSID: numbers.setsid,
-    SYS_EXECVE: numbers.execve,
-    SYS_PRCTL: numbers.prctl,
-    SYS_IOCTL: numbers.ioctl,
-    SYS_LL_CREATE: numbers.landlockCreateRuleset,
-    SYS_LL_ADD: numbers.landlockAddRule,
-    SYS_LL_RESTRICT: numbers.landlockRestrictSelf,
-  };
-  return source
-    .replace(/@([A-Z_]+)@/g, (_, name: string) => {
-      const value = values[name];
-      if (value === undefined) throw new Error(`stage: no value for @${name}@`);
-      return String(value);
-    })
-    .trim();
-}
-
 /** The Perl program for `arch` (process.arch spelling), as passed to `perl -T -C0 -e`. */
 export function stageSource(arch: string = process.arch): string {
-  return fill(STAGE_TEMPLATE, arch);
+  const numbers: Readonly<Record<string, number>> = { ...syscallNumbers(arch) };
+  return STAGE_TEMPLATE.replace(/@([a-zA-Z]+)@/g, (_, name: string) => {
+    if (numbers[name] === undefined) throw new Error(`stage: no system call number for @${name}@`);
+    return String(numbers[name]);
+  }).trim();
 }
 
 export const STAGE_SOURCE = stageSource();
