@@ -30,7 +30,7 @@ import { readdirSync } from "node:fs";
 import { STATE_AGENT_NAME, STATE_DIR, STATE_INSTALL_NAME, WORKSPACE_DIR } from "./constants.ts";
 
 /** Where agent work may create, write, remove and execute files. */
-export const AGENT_WRITABLE_PATHS: readonly string[] = [WORKSPACE_DIR, "/tmp", "/dev/shm", `${STATE_DIR}/${STATE_AGENT_NAME}`];
+export const AGENT_WRITABLE_PATHS: readonly string[] = [WORKSPACE_DIR, "/tmp", "/var/tmp", "/dev/shm", `${STATE_DIR}/${STATE_AGENT_NAME}`];
 /** The device files a shell needs to write (and to use as terminals). */
 export const AGENT_DEVICE_PATHS: readonly string[] = ["/dev/null", "/dev/zero", "/dev/tty", "/dev/pts"];
 /** Read and execute below /state. */
@@ -131,6 +131,11 @@ export function landlockRules(request: ConfinementRequest, topLevel: readonly st
     ...portRules(request.denyConnect, request.denyBind),
     scope: SCOPE.abstractUnixSocket | SCOPE.signal,
     paths: [
+      // Listing / (ls /, find /, globs): hierarchical, so READ_DIR reaches
+      // every directory below, /state's too; reading and executing files
+      // below /state is still granted only by the rules that follow, and
+      // listing /state itself is kept from the agent by its mode (0711).
+      rule(FS_ACCESS.readDir, false)("/"),
       ...topLevel.map(rule(READ_EXECUTE, false)),
       ...AGENT_WRITABLE_PATHS.map(rule(FS_ACCESS.all, false)),
       ...request.allowWrite.map(rule(FS_ACCESS.all, true)),
@@ -151,7 +156,11 @@ export function confinementKeys(request: ConfinementRequest, options: { arch?: s
     `scope=${hex(rules.scope)}`,
     ...rules.paths.map((r) => `path=${hex(r.access)}:${r.must ? "must" : "may"}:${r.path}`),
     ...rules.ports.map((r) => `port=${hex(r.access)}:${r.low}-${r.high}`),
-    `seccomp=${seccompProgram(options.arch).toString("hex")}`,
+    // Landlock confines ptrace(2) to the domain and those below it: with a
+    // domain in force, tracing within the job (strace, gdb, sanitizers) is
+    // left to it; without one, the filter denies ptrace.
+    `seccomp=${seccompProgram(options.arch, { ptrace: true }).toString("hex")}`,
+    `seccomp-alone=${seccompProgram(options.arch, { ptrace: false }).toString("hex")}`,
   ];
 }
 
@@ -257,10 +266,15 @@ export function assemble(program: readonly Insn[]): Buffer {
   return out;
 }
 
-/** The agent's seccomp filter for `arch` (process.arch spelling), as struct sock_filter records. */
-export function seccompProgram(arch: string = process.arch): Buffer {
+/**
+ * The agent's seccomp filter for `arch` (process.arch spelling), as struct
+ * sock_filter records. `ptrace`: allow ptrace(2), for a process a Landlock
+ * domain already confines.
+ */
+export function seccompProgram(arch: string = process.arch, options: { ptrace: boolean } = { ptrace: false }): Buffer {
   const a = SECCOMP_ARCHES[arch];
   if (!a) throw new Error(`no seccomp table for ${arch}`);
+  const deny = Object.entries(a.deny).filter(([name]) => !(options.ptrace && name === "ptrace"));
   return assemble([
     // A call of another ABI (i386 through int 0x80, x32) has other numbers: refuse them all.
     { op: "ld", offset: DATA_ARCH },
@@ -268,7 +282,7 @@ export function seccompProgram(arch: string = process.arch): Buffer {
     { op: "label", name: "native" },
     { op: "ld", offset: DATA_NR },
     ...(a.x32Bit === undefined ? [] : [{ op: "jge" as const, k: a.x32Bit, then: "eperm" }]),
-    ...Object.values(a.deny).map((nr) => ({ op: "jeq" as const, k: nr, then: "eperm" })),
+    ...deny.map(([, nr]) => ({ op: "jeq" as const, k: nr, then: "eperm" })),
     { op: "jeq", k: a.clone3, then: "enosys" },
     { op: "jeq", k: a.clone, then: "flags" },
     { op: "jeq", k: a.unshare, then: "flags" },

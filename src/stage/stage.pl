@@ -30,7 +30,7 @@ my $KERNEL_FIX = 'report this with the kernel version (uname -r)';
 my @IDENTITY_KEYS = qw(uid gid groups inh prm eff amb nnp unset);
 my %ROLE_KEYS = (
   service => [@IDENTITY_KEYS, qw(bnd umask)],
-  agent => [@IDENTITY_KEYS, qw(session fds umask cwd confine net scope path port seccomp)],
+  agent => [@IDENTITY_KEYS, qw(session fds umask cwd confine net scope path port seccomp seccomp-alone)],
   signal => [@IDENTITY_KEYS, qw(fds signal pgid)],
 );
 my %REPEATED = (path => 1, port => 1);
@@ -44,7 +44,7 @@ my %FORM = (
   session => qr/new|own/, fds => $NUMBERS, umask => qr/[0-7]{4}/, cwd => qr{/.*}s,
   confine => qr/best|strict/, net => $HEX, scope => $HEX,
   path => qr{$HEX:(?:must|may):/.*}s, port => qr/$HEX:\d{1,5}-\d{1,5}/,
-  seccomp => $FILTER,
+  seccomp => $FILTER, 'seccomp-alone' => $FILTER,
   signal => qr/[A-Z]{2,8}/, pgid => qr/[2-9]|[1-9]\d{1,9}/,
 );
 
@@ -217,7 +217,10 @@ sub enter_directory {
 #                              (and, for a file, with what a file may hold)
 #   port=ACCESS:LOW-HIGH       TCP port rules (ABI 4), an allow list
 #   net=MASK scope=MASK        the ruleset's handled network access and scoping
-#   seccomp=HEX                struct sock_filter records
+#   seccomp=HEX                struct sock_filter records, for a process in a
+#                              Landlock domain (it allows ptrace, which the
+#                              domain confines to itself and below)
+#   seccomp-alone=HEX          the filter without a domain (it denies ptrace)
 # Best effort by the ABI, or all of it with confine=strict. Each layer is
 # checked by what it must deny before the command runs.
 sub confine {
@@ -226,8 +229,8 @@ sub confine {
   my $abi = syscall(@landlockCreateRuleset@, 0, 0, 1);
   if ($abi < 0) { $short->("the kernel offers no Landlock (" . errname() . ")"); $abi = 0 }
   elsif ($abi < 6) { $short->("the kernel's Landlock ABI is $abi; scoping needs 6") }
-  apply_landlock($abi) if $abi >= 1;
-  my $filter = pack "H*", $want{seccomp};
+  my $landlocked = $abi >= 1 && apply_landlock($abi);
+  my $filter = pack "H*", $landlocked ? $want{seccomp} : $want{'seccomp-alone'};
   if (syscall(@prctl@, 22, 2, pack("S x6 p", length($filter) / 8, $filter), 0, 0) != 0) {
     $short->("the kernel refused the seccomp filter (" . errname() . ")");
     return;
@@ -288,6 +291,7 @@ sub apply_landlock {
   my $oom;
   refuse(EXIT_VERIFY_FAILED, "$AGENT_WHAT its Landlock domain lets it open /proc/self/oom_score_adj for writing", $AGENT_FIX)
     if sysopen $oom, "/proc/self/oom_score_adj", 1;
+  return 1;
 }
 
 # ---- exec: execve(2) itself ----

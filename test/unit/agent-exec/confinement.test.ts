@@ -104,6 +104,20 @@ for (const [arch, table] of Object.entries(SECCOMP_ARCHES)) {
   });
 }
 
+test("with a Landlock domain in force the filter lets ptrace through, and nothing else more", () => {
+  for (const [arch, table] of Object.entries(SECCOMP_ARCHES)) {
+    const alone = seccompProgram(arch);
+    const withDomain = seccompProgram(arch, { ptrace: true });
+    assert.is(run(alone, { arch: table.audit, nr: table.deny.ptrace! }), DENY, `${arch}: alone`);
+    assert.is(run(withDomain, { arch: table.audit, nr: table.deny.ptrace! }), ALLOW, `${arch}: in a domain`);
+    for (const nr of [...Object.values(table.deny).filter((n) => n !== table.deny.ptrace), 0, 1, 59, 435, 999]) {
+      for (const args of [[0, 0], [NEW_NAMESPACE_FLAGS, DENIED_IOCTLS.TIOCSTI]]) {
+        assert.is(run(withDomain, { arch: table.audit, nr, args }), run(alone, { arch: table.audit, nr, args }), `${arch}: nr ${nr}`);
+      }
+    }
+  }
+});
+
 test("x64: the x32 ABI's calls (bit 30 set) are refused whole", () => {
   assert.is(run(seccompProgram("x64"), { arch: SECCOMP_ARCHES.x64!.audit, nr: 0x40000000 + 1 }), DENY);
 });
@@ -119,6 +133,7 @@ test("the Landlock rules: read and execute the top level given, write the defaul
   const rx = FS_ACCESS.execute | FS_ACCESS.readFile | FS_ACCESS.readDir;
   const device = FS_ACCESS.writeFile | FS_ACCESS.readFile | FS_ACCESS.truncate | FS_ACCESS.ioctlDev;
   assert.equal(rules.paths, [
+    { access: FS_ACCESS.readDir, must: false, path: "/" },
     ...TOP.map((path) => ({ access: rx, must: false, path })),
     ...AGENT_WRITABLE_PATHS.map((path) => ({ access: 0xffff, must: false, path })),
     { access: 0xffff, must: true, path: "/run/w" },
@@ -161,11 +176,13 @@ test("the stage keys: every rule as data, in order, then the seccomp filter", ()
     "confine=best",
     "net=0",
     "scope=3",
+    "path=8:may:/",
     "path=d:may:/usr",
     ...AGENT_WRITABLE_PATHS.map((p) => `path=ffff:may:${p}`),
     ...AGENT_DEVICE_PATHS.map((p) => `path=c006:may:${p}`),
     "path=d:may:/state/install",
-    `seccomp=${seccompProgram("x64").toString("hex")}`,
+    `seccomp=${seccompProgram("x64", { ptrace: true }).toString("hex")}`,
+    `seccomp-alone=${seccompProgram("x64").toString("hex")}`,
   ]);
   const extra = confinementKeys({ strict: true, allowWrite: ["/run/w"], allowRead: ["/opt/r"], denyConnect: [80], denyBind: [] }, { arch: "x64", topLevel: [] });
   assert.is(extra[0], "confine=strict");
