@@ -58,4 +58,16 @@ test("stage.pl: each exit code is a named literal equal to EXIT of src/constants
   assert.equal(bare, []);
 });
 
+test("stage.pl: a fix it shares with the TypeScript side is worded the same on both", () => {
+  const text = readFileSync(join(REPO, "src/stage/stage.pl"), "utf8");
+  const shared: [string, string][] = [
+    ["check the command's path and permissions", "src/exec/rules.ts"],
+    ["mount /proc in the container", "src/self-check/run.ts"],
+  ];
+  for (const [fix, file] of shared) {
+    assert.ok(text.includes(`"${fix}"`) || text.includes(`'${fix}'`), `stage.pl: ${fix}`);
+    assert.ok(readFileSync(join(REPO, file), "utf8").includes(`"${fix}"`), `${file}: ${fix}`);
+  }
+});
+
 test.run();
