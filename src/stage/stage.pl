@@ -47,6 +47,8 @@ my %FORM = (
   seccomp => $FILTER, 'seccomp-alone' => $FILTER,
   signal => qr/[A-Z]{2,8}/, pgid => qr/[2-9]|[1-9]\d{1,9}/,
 );
+# Anchored and captured once here, not rebuilt for every key.
+$FORM{$_} = qr/\A($FORM{$_})\z/s for keys %FORM;
 
 my $program = 'clankie-separate';
 my ($role, %want, %rules, @command, %status);
@@ -85,7 +87,7 @@ sub read_request {
     last if $arg eq "--";
     my ($key, $value) = $arg =~ /\A([a-z-]+)=(.*)\z/s or usage("unexpected argument $arg");
     $allowed{$key} or usage("the $role role takes no $key=");
-    $value =~ /\A($FORM{$key})\z/ or usage("malformed $arg");
+    $value =~ $FORM{$key} or usage("malformed $arg");
     if ($REPEATED{$key}) { push @{$rules{$key}}, $1 }
     elsif (exists $want{$key}) { usage("$key= given twice") }
     else { $want{$key} = $1 }
