@@ -7,7 +7,7 @@
  *
  * The shim's chain (src/agent-exec/plan.ts):
  *   clankie-agent-exec (service)  -> prlimit -> setpriv
- *   -> perl -T -e VERIFIER (agent, src/verifier.ts; it calls setsid(2)) -> COMMAND
+ *   -> perl -T -e STAGE (agent, src/stage/; it calls setsid(2)) -> COMMAND
  * The run measures the whole call and the chain from prlimit on, with and
  * without the verification stage; the shim's own share and the verification
  * stage's are their differences. For the chain without the shim the stage's
@@ -24,16 +24,22 @@ import { run } from "./lib/process.mjs";
 import { Body, IDS, SANDBOX_NODE } from "../test/helpers/bwrap-sandbox.ts";
 import { buildEmptySea } from "./lib/sea-variants.mjs";
 import { brokenLine, writeScript } from "./lib/tree.mjs";
-import { VERIFIER_SOURCE, verifierArgv } from "../src/verifier.ts";
+import { STAGE_SOURCE, stageArgv } from "../src/stage/stage.ts";
 import { confinementKeys, NO_EXTRA_CONFINEMENT } from "../src/confinement.ts";
 
 const SHIM = "/usr/local/sbin/clankie-agent-exec";
 const AGENT_IDS = [`--reuid=${IDS.agent}`, `--regid=${IDS.agent}`, `--groups=${IDS.agent},${IDS.workspace}`];
 /** What the shim execs (plan.ts agentChainArgv, default --nproc 512 and --cwd /workspace). */
 const TOOLS_CHAIN = ["/usr/bin/prlimit", "--nproc=512:512", "--", "/usr/bin/setpriv", ...AGENT_IDS, "--inh-caps=-all", "--ambient-caps=-all", "--"];
-/** The verification stage as the shim execs it for `-- /bin/true`, with the program in /opt/bench/verifier.pl. */
-function verifyStage(confinement) {
-  const argv = verifierArgv({
+/**
+ * The verification stage as the shim execs it for `-- /bin/true`, with the
+ * program in /opt/bench/stage.pl; `confined: false` runs the reference copy
+ * whose confinement step is removed (the stage's protocol requires the keys,
+ * so the difference between the two is the domain and filter alone).
+ */
+const UNCONFINED_STAGE = STAGE_SOURCE.replace('confine() if $role eq "agent";', "");
+function verifyStage(confinement, confined = true) {
+  const argv = stageArgv({
     program: "clankie-agent-exec",
     role: "agent",
     uid: IDS.agent,
@@ -44,11 +50,12 @@ function verifyStage(confinement) {
     keepFds: [],
     umask: 0o002,
     cwd: "/workspace",
-    ...(confinement ? { confinement: confinementKeys(confinement) } : {}),
+    unset: undefined,
+    confinement: confinementKeys(confinement),
     action: { path: "/bin/true", argv: ["/bin/true"] },
   });
   // perl ends its own options at the file name: the "--" that follows -e PROGRAM is not needed.
-  return [argv[0], "-T", "-C0", "/opt/bench/verifier.pl", ...argv.slice(argv.indexOf(VERIFIER_SOURCE) + 2)];
+  return [argv[0], "-T", "-C0", confined ? "/opt/bench/stage.pl" : "/opt/bench/stage-unconfined.pl", ...argv.slice(argv.indexOf(STAGE_SOURCE) + 2)];
 }
 /** A process that stays this small is not Node (node -e 0 is tens of MB). */
 const SMALL_RSS_KB = 4096;
@@ -159,14 +166,16 @@ export async function benchAgentExec({ repo, work, plan, env }) {
     { name: "setpriv -> /bin/true", argv: ["/usr/bin/setpriv", ...AGENT_IDS, "--inh-caps=-all", "--ambient-caps=-all", "--", "/bin/true"] },
     { name: "node -e 0", argv: [SANDBOX_NODE, "-e", "0"] },
     { name: "clankie-agent-exec -- /bin/true", argv: [SHIM, "--", "/bin/true"] },
-    { name: "chain after the shim (prlimit, setpriv, verification stage)", argv: [...TOOLS_CHAIN, ...verifyStage()] },
+    { name: "chain after the shim (prlimit, setpriv, verification stage)", argv: [...TOOLS_CHAIN, ...verifyStage(NO_EXTRA_CONFINEMENT, false)] },
     { name: "tools of the chain only (prlimit, setpriv)", argv: [...TOOLS_CHAIN, "/bin/true"] },
     { name: "clankie-agent-exec --version", argv: [SHIM, "--version"] },
     { name: "empty single executable (no main script: Node's start alone)", argv: [EMPTY_SEA] },
     { name: "chain after the shim, confined (Landlock domain and seccomp filter, as the shim does by default)", argv: [...TOOLS_CHAIN, ...verifyStage(NO_EXTRA_CONFINEMENT)] },
     { name: "chain after the shim, confined, one TCP port denied (--deny-connect 8080)", argv: [...TOOLS_CHAIN, ...verifyStage({ ...NO_EXTRA_CONFINEMENT, denyConnect: [8080] })] },
   ];
-  writeFileSync(join(scripts, "verifier.pl"), `${VERIFIER_SOURCE}\n`, { mode: 0o644 });
+  if (UNCONFINED_STAGE === STAGE_SOURCE) throw new Error("bench: the stage's confinement step was not found");
+  writeFileSync(join(scripts, "stage.pl"), `${STAGE_SOURCE}\n`, { mode: 0o644 });
+  writeFileSync(join(scripts, "stage-unconfined.pl"), `${UNCONFINED_STAGE}\n`, { mode: 0o644 });
   const spec = { warmup: plan.agent.warmup, runs: plan.agent.runs, json: "/opt/results/agent-spawn.json", commands };
   const hyperfineScript = writeScript(join(scripts, "hyperfine.sh"), { execLine: formatInvocation(spec), closeFds: true });
   const launch = body.argv({ command: ["/opt/bench/hyperfine.sh"], binds: [[scripts, "/opt/bench", "ro"], [results, "/opt/results", "rw"], [emptySeaDir, "/opt/empty-sea", "ro"]] });
@@ -197,7 +206,7 @@ export async function benchAgentExec({ repo, work, plan, env }) {
     `Result: \`clankie-agent-exec -- /bin/true\` ${ms(full.median)}, **${ratio(full.median, node.median)} \`node -e 0\`** (${ms(node.median)}) ` +
       `and ${ratio(full.median, setpriv.median)} a bare \`setpriv\` (${ms(setpriv.median)}). Goal: at most 1.1x \`node -e 0\`: ` +
       `${verdict(full.median <= 1.1 * node.median)}. The shim starts this executable once; the verification stage that checks the real agent ` +
-      "process from /proc before its command runs is perl (src/verifier.ts), not a second start of this executable.",
+      "process from /proc before its command runs is perl (src/stage/), not a second start of this executable.",
     "",
     `The floor, in the same run: a single executable with an empty main script starts in ${ms(empty.median)} (${ratio(empty.median, node.median)} \`node -e 0\`), ` +
       `and the chain the shim execs after it (prlimit, setpriv, the verification stage, /bin/true) takes ${ms(chain.median)}. ` +
@@ -225,7 +234,7 @@ export async function benchAgentExec({ repo, work, plan, env }) {
     "",
     `Load average before the run: ${load}.`,
     "",
-    "The service script (/opt/bench/hyperfine.sh, bound read-only with /opt/bench/verifier.pl, the stage's program; /opt/results is bound read-write for the JSON). " +
+    "The service script (/opt/bench/hyperfine.sh, bound read-only with /opt/bench/stage.pl and stage-unconfined.pl, the stage's program with and without its confinement step; /opt/results is bound read-write for the JSON). " +
       "Its first line closes fds above 2 that it inherited: the benchmark's own caller may leak some into every child (here a pipe at fd 251), " +
       "a container's service would not have them, and without that line the chain measured without the shim is refused by the verification stage (exit 70, `inherited fds 251`). " +
       "The shim closes such fds itself, so its own figure does not depend on this line.",

@@ -217,7 +217,7 @@ export function benchTreeWalk({ repo, work, plan, env }) {
     `Trees: ${dirs.toLocaleString("en-US")} directories of ${files} empty files, ${entries.toLocaleString("en-US")} entries below /state, ` +
       `made twice (identically: same names, modes and owner) by bench/lib/tree.mjs in \`${work}\` (**${fsType}**); every copy is on that filesystem. ` +
       "Each command is a whole launch: `sh SCRIPT`, which execs bwrap + setpriv (uid 0, the six capabilities, NoNewPrivs) and then either " +
-      "the entrypoint (`clankie-separate -- /bin/true`: it walks, drops to node through setpriv, runs the verification stage (perl, src/verifier.ts), then tini and /bin/true) " +
+      "the entrypoint (`clankie-separate -- /bin/true`: it walks, drops to node through setpriv, runs the verification stage (perl, src/stage/), then tini and /bin/true) " +
       "or the shell tools directly. \"sandbox only\" is the same launch running /bin/true, so the launch's own cost can be subtracted by eye. " +
       "Ratios are of medians of whole commands; the entrypoint's own figure is the `... ms` of its summary line on stderr (from its start to just before the drop), " +
       "collected from the same measured runs (warm-up runs left out).",

@@ -1,4 +1,4 @@
-// `node --import ./scripts/text-modules.mjs`: lets Node import src/perl/*.pl as
+// `node --import ./scripts/text-modules.mjs`: lets Node import src/**/*.pl as
 // text (a default export), as esbuild's text loader does for the executable.
 // For tests and benchmarks that run src/ directly; the executable carries the
 // text in its bundle and reads no file.

@@ -1,6 +1,6 @@
 /*
  * What confines agent work beyond its uid, as pure data for the verification
- * stage (src/verifier.ts), which applies it in the process that becomes the
+ * stage (src/stage/), which applies it in the process that becomes the
  * agent's command:
  *
  * - A Landlock domain of its own per spawn (landlock(7)). Write only under
@@ -21,13 +21,16 @@
  *   profile: its flags live in memory a filter cannot read, and glibc falls
  *   back to clone(2), whose flags it can.
  *
- * The stage applies both best effort by the kernel's Landlock ABI and
- * refuses instead with `strict`.
+ * The Landlock rules are emitted here with full access masks; the stage ANDs
+ * each with what the kernel's ABI handles (and, for a path that is not a
+ * directory, with what a file may hold), applies them best effort by the
+ * ABI, and refuses instead with `strict`.
  */
+import { readdirSync } from "node:fs";
 import { STATE_AGENT_NAME, STATE_DIR, STATE_INSTALL_NAME, WORKSPACE_DIR } from "./constants.ts";
 
 /** Where agent work may create, write, remove and execute files. */
-export const AGENT_WRITABLE_PATHS: readonly string[] = [WORKSPACE_DIR, "/tmp", "/dev/shm", `${STATE_DIR}/${STATE_AGENT_NAME}`];
+export const AGENT_WRITABLE_PATHS: readonly string[] = [WORKSPACE_DIR, "/tmp", "/var/tmp", "/dev/shm", `${STATE_DIR}/${STATE_AGENT_NAME}`];
 /** The device files a shell needs to write (and to use as terminals). */
 export const AGENT_DEVICE_PATHS: readonly string[] = ["/dev/null", "/dev/zero", "/dev/tty", "/dev/pts"];
 /** Read and execute below /state. */
@@ -66,20 +69,98 @@ export function extraPathProblem(path: string): string | undefined {
   return undefined;
 }
 
-/** The stage's keys (`key=value`, repeatable) for this confinement. */
-export function confinementKeys(request: ConfinementRequest, arch: string = process.arch): string[] {
-  const list = (ports: readonly number[]) => [...new Set(ports)].sort((a, b) => a - b).join(",");
+/* ---- The Landlock rules (landlock(7), include/uapi/linux/landlock.h) ---- */
+
+/** LANDLOCK_ACCESS_FS_*: bits 0-12 ABI 1, REFER 13 (ABI 2), TRUNCATE 14 (ABI 3), IOCTL_DEV 15 (ABI 5). */
+export const FS_ACCESS = {
+  execute: 1 << 0,
+  writeFile: 1 << 1,
+  readFile: 1 << 2,
+  readDir: 1 << 3,
+  truncate: 1 << 14,
+  ioctlDev: 1 << 15,
+  /** Every right of the highest ABI: the stage keeps what its kernel handles. */
+  all: 0xffff,
+} as const;
+/** LANDLOCK_ACCESS_NET_* (ABI 4). */
+export const NET_ACCESS = { bindTcp: 1 << 0, connectTcp: 1 << 1 } as const;
+/** LANDLOCK_SCOPE_* (ABI 6). */
+export const SCOPE = { abstractUnixSocket: 1 << 0, signal: 1 << 1 } as const;
+
+const READ_EXECUTE = FS_ACCESS.execute | FS_ACCESS.readFile | FS_ACCESS.readDir;
+const DEVICE = FS_ACCESS.writeFile | FS_ACCESS.readFile | FS_ACCESS.truncate | FS_ACCESS.ioctlDev;
+
+/** `must`: the service asked for the path, so one the agent cannot open, or reached through a symbolic link, refuses the spawn; a default one is left out. */
+export type PathRule = { access: number; must: boolean; path: string };
+/** The same access for every TCP port from `low` to `high`. */
+export type PortRule = { access: number; low: number; high: number };
+
+/** The top-level directories of `/` (not symbolic links), as absolute paths, but the hidden ones. */
+export function imageTopLevel(root = "/"): string[] {
+  return readdirSync(root, { withFileTypes: true })
+    .filter((entry) => entry.isDirectory() && !AGENT_HIDDEN_TOP_LEVEL.includes(entry.name))
+    .map((entry) => `/${entry.name}`)
+    .sort();
+}
+
+/**
+ * TCP rules are an allow list (a domain that handles connect denies every
+ * port without a rule): each port gets every handled right but the ones
+ * denied to it, in runs of equal access.
+ */
+export function portRules(denyConnect: readonly number[], denyBind: readonly number[]): { net: number; ports: PortRule[] } {
+  const net = (denyConnect.length ? NET_ACCESS.connectTcp : 0) | (denyBind.length ? NET_ACCESS.bindTcp : 0);
+  if (net === 0) return { net, ports: [] };
+  const denied = new Map<number, number>();
+  for (const port of denyConnect) denied.set(port, (denied.get(port) ?? 0) | NET_ACCESS.connectTcp);
+  for (const port of denyBind) denied.set(port, (denied.get(port) ?? 0) | NET_ACCESS.bindTcp);
+  const ports: PortRule[] = [];
+  for (let port = 0; port <= 65535; port++) {
+    const access = net & ~(denied.get(port) ?? 0);
+    const last = ports.at(-1);
+    if (last && last.access === access && last.high === port - 1) last.high = port;
+    else if (access !== 0) ports.push({ access, low: port, high: port });
+  }
+  return { net, ports };
+}
+
+/** The agent's Landlock rules for `request`, given the image's top-level directories. */
+export function landlockRules(request: ConfinementRequest, topLevel: readonly string[]): { net: number; scope: number; paths: PathRule[]; ports: PortRule[] } {
+  const rule = (access: number, must: boolean) => (path: string): PathRule => ({ access, must, path });
+  return {
+    ...portRules(request.denyConnect, request.denyBind),
+    scope: SCOPE.abstractUnixSocket | SCOPE.signal,
+    paths: [
+      // Listing / (ls /, find /, globs): hierarchical, so READ_DIR reaches
+      // every directory below, /state's too; reading and executing files
+      // below /state is still granted only by the rules that follow, and
+      // listing /state itself is kept from the agent by its mode (0711).
+      rule(FS_ACCESS.readDir, false)("/"),
+      ...topLevel.map(rule(READ_EXECUTE, false)),
+      ...AGENT_WRITABLE_PATHS.map(rule(FS_ACCESS.all, false)),
+      ...request.allowWrite.map(rule(FS_ACCESS.all, true)),
+      ...AGENT_DEVICE_PATHS.map(rule(DEVICE, false)),
+      ...AGENT_READABLE_PATHS.map(rule(READ_EXECUTE, false)),
+      ...request.allowRead.map(rule(READ_EXECUTE, true)),
+    ],
+  };
+}
+
+/** The stage's confinement keys (src/stage/stage.pl, "confinement"). */
+export function confinementKeys(request: ConfinementRequest, options: { arch?: string; topLevel?: readonly string[] } = {}): string[] {
+  const rules = landlockRules(request, options.topLevel ?? imageTopLevel());
+  const hex = (n: number) => n.toString(16);
   return [
     `confine=${request.strict ? "strict" : "best"}`,
-    ...AGENT_WRITABLE_PATHS.map((p) => `rw=${p}`),
-    ...request.allowWrite.map((p) => `rw+=${p}`),
-    ...AGENT_DEVICE_PATHS.map((p) => `dev=${p}`),
-    ...AGENT_READABLE_PATHS.map((p) => `ro=${p}`),
-    ...request.allowRead.map((p) => `ro+=${p}`),
-    `hide=${AGENT_HIDDEN_TOP_LEVEL.join(",")}`,
-    ...(request.denyConnect.length ? [`noconnect=${list(request.denyConnect)}`] : []),
-    ...(request.denyBind.length ? [`nobind=${list(request.denyBind)}`] : []),
-    `seccomp=${seccompProgram(arch).toString("hex")}`,
+    `net=${hex(rules.net)}`,
+    `scope=${hex(rules.scope)}`,
+    ...rules.paths.map((r) => `path=${hex(r.access)}:${r.must ? "must" : "may"}:${r.path}`),
+    ...rules.ports.map((r) => `port=${hex(r.access)}:${r.low}-${r.high}`),
+    // Landlock confines ptrace(2) to the domain and those below it: with a
+    // domain in force, tracing within the job (strace, gdb, sanitizers) is
+    // left to it; without one, the filter denies ptrace.
+    `seccomp=${seccompProgram(options.arch, { ptrace: true }).toString("hex")}`,
+    `seccomp-alone=${seccompProgram(options.arch, { ptrace: false }).toString("hex")}`,
   ];
 }
 
@@ -185,10 +266,15 @@ export function assemble(program: readonly Insn[]): Buffer {
   return out;
 }
 
-/** The agent's seccomp filter for `arch` (process.arch spelling), as struct sock_filter records. */
-export function seccompProgram(arch: string = process.arch): Buffer {
+/**
+ * The agent's seccomp filter for `arch` (process.arch spelling), as struct
+ * sock_filter records. `ptrace`: allow ptrace(2), for a process a Landlock
+ * domain already confines.
+ */
+export function seccompProgram(arch: string = process.arch, options: { ptrace: boolean } = { ptrace: false }): Buffer {
   const a = SECCOMP_ARCHES[arch];
   if (!a) throw new Error(`no seccomp table for ${arch}`);
+  const deny = Object.entries(a.deny).filter(([name]) => !(options.ptrace && name === "ptrace"));
   return assemble([
     // A call of another ABI (i386 through int 0x80, x32) has other numbers: refuse them all.
     { op: "ld", offset: DATA_ARCH },
@@ -196,7 +282,7 @@ export function seccompProgram(arch: string = process.arch): Buffer {
     { op: "label", name: "native" },
     { op: "ld", offset: DATA_NR },
     ...(a.x32Bit === undefined ? [] : [{ op: "jge" as const, k: a.x32Bit, then: "eperm" }]),
-    ...Object.values(a.deny).map((nr) => ({ op: "jeq" as const, k: nr, then: "eperm" })),
+    ...deny.map(([, nr]) => ({ op: "jeq" as const, k: nr, then: "eperm" })),
     { op: "jeq", k: a.clone3, then: "enosys" },
     { op: "jeq", k: a.clone, then: "flags" },
     { op: "jeq", k: a.unshare, then: "flags" },

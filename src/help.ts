@@ -41,9 +41,10 @@ clankie-agent-exec [--cwd DIR] [--env NAME]... [--keep-fd N]...
   capabilities, NoNewPrivs, a new session without a controlling terminal,
   umask 0002, HOME /state/agent and PATH ${SYSTEM_PATH},
   in a Landlock domain of its own (write only below /workspace, /tmp,
-  /dev/shm and /state/agent; read the image and /state/install, nothing
-  else of /state; no abstract unix socket or signal outside the domain) and
-  under a seccomp filter (no io_uring, ptrace, new namespaces, keyrings, bpf,
+  /var/tmp, /dev/shm and /state/agent; read the image and /state/install,
+  no other file of /state; no abstract unix socket or signal outside the
+  domain) and under a seccomp filter (no io_uring, ptrace beyond the job
+  (Landlock's rule), new namespaces, keyrings, bpf,
   perf_event_open, userfaultfd, TIOCSTI). Where the kernel offers less, the
   rest still applies and --self-check says so.
     --cwd DIR            working directory (default /workspace)

@@ -45,7 +45,7 @@ export interface SpawnAgentOptions extends Omit<SystemExecOptions, "cwd" | "deta
   nproc?: number;
   /** oom_score_adj for agent work. */
   oomScoreAdj?: number;
-  /** More trees the agent may write below (absolute, no symbolic links), beyond /workspace, /tmp, /dev/shm and /state/agent. */
+  /** More trees the agent may write below (absolute, no symbolic links), beyond /workspace, /tmp, /var/tmp, /dev/shm and /state/agent. */
   allowWrite?: readonly string[];
   /** More trees the agent may read and execute, beyond the image and /state/install. */
   allowRead?: readonly string[];

@@ -12,7 +12,7 @@
  *                                   empty, execve(2) of a file without file
  *                                   capabilities leaves a non-root process
  *                                   with empty permitted and effective sets
- *    -> perl -T -e VERIFIER         the verification stage (src/verifier.ts),
+ *    -> perl -T -e STAGE            the verification stage (src/stage/),
  *                                   as the agent: setsid(2) unless the shim
  *                                   leads a session already (a new session
  *                                   has no controlling terminal, and TIOCSTI
@@ -28,7 +28,7 @@
 import { agentGroups, type Identities } from "../accounts.ts";
 import { AGENT_EXEC_NAME, AGENT_UMASK, STATE_AGENT_NAME, STATE_DIR, TOOLS } from "../constants.ts";
 import { buildEnvironment, type Environment } from "../exec/environment.ts";
-import { verifierArgv } from "../verifier.ts";
+import { stageArgv } from "../stage/stage.ts";
 import { type ConfinementRequest, confinementKeys } from "../confinement.ts";
 
 export const AGENT_HOME = `${STATE_DIR}/${STATE_AGENT_NAME}`;
@@ -42,40 +42,58 @@ export function agentEnvironment(shimEnv: NodeJS.ProcessEnv, names: readonly str
   });
 }
 
-export interface AgentChain {
-  needSetsid: boolean;
+interface ChainBase {
   /** The variable stageEnvironment added for perl alone (removed before the command runs). */
-  unset?: string;
+  unset?: string | undefined;
   /** RLIMIT_NPROC to set; undefined keeps the inherited limit (prlimit cannot raise a hard limit). */
   nproc: number | undefined;
-  cwd: string;
   keepFds: readonly number[];
-  /** The Landlock domain and seccomp filter the command runs under (agent commands only, never the signal stage). */
-  confinement?: ConfinementRequest;
-  /** What the verified stage does: exec a program (absolute path, then argv with argv[0]), or signal a process group. */
-  action: { path: string; argv: readonly string[] } | { signal: string; pgid: number };
+}
+
+/** Agent work: a command, always under the Landlock domain and seccomp filter `confinement` asks for. */
+export interface AgentExecChain extends ChainBase {
+  needSetsid: boolean;
+  cwd: string;
+  confinement: ConfinementRequest;
+  /** An absolute path, then argv with argv[0]. */
+  action: { path: string; argv: readonly string[] };
+}
+
+/** The signal stage: runs no agent code, unconfined so that it reaches every job's domain. */
+export interface AgentSignalChain extends ChainBase {
+  action: { signal: string; pgid: number };
+}
+
+export type AgentChain = AgentExecChain | AgentSignalChain;
+
+function isExecChain(chain: AgentChain): chain is AgentExecChain {
+  return "path" in chain.action;
 }
 
 /** argv (with argv[0]) of the whole chain, starting at prlimit. */
 export function agentChainArgv(ids: Identities, chain: AgentChain): string[] {
   const groups = agentGroups(ids);
-  const exec = "path" in chain.action;
-  const verify = verifierArgv({
+  const identity = {
     program: AGENT_EXEC_NAME,
-    role: "agent",
     uid: ids.agent.uid,
     gid: ids.agent.gid,
     groups,
     caps: { inh: 0n, prm: 0n, eff: 0n, amb: 0n },
-    // Agent code gets a session of its own (setsid(2) in the stage unless the
-    // shim already leads one); the signal stage runs no agent code.
-    ...(exec ? { session: chain.needSetsid ? "new" : "own" } as const : {}),
     keepFds: chain.keepFds,
-    ...(exec ? { umask: AGENT_UMASK, cwd: chain.cwd } : {}),
-    ...(chain.unset === undefined ? {} : { unset: chain.unset }),
-    ...(exec && chain.confinement ? { confinement: confinementKeys(chain.confinement) } : {}),
-    action: chain.action,
-  });
+    unset: chain.unset,
+  };
+  const stage = isExecChain(chain)
+    ? stageArgv({
+        ...identity,
+        role: "agent",
+        // Agent code gets a session of its own (setsid(2) in the stage unless the shim already leads one).
+        session: chain.needSetsid ? "new" : "own",
+        umask: AGENT_UMASK,
+        cwd: chain.cwd,
+        confinement: confinementKeys(chain.confinement),
+        action: chain.action,
+      })
+    : stageArgv({ ...identity, role: "signal", action: chain.action });
   return [
     ...(chain.nproc === undefined ? [] : [TOOLS.prlimit, `--nproc=${chain.nproc}:${chain.nproc}`, "--"]),
     TOOLS.setpriv,
@@ -85,6 +103,6 @@ export function agentChainArgv(ids: Identities, chain: AgentChain): string[] {
     "--inh-caps=-all",
     "--ambient-caps=-all",
     "--",
-    ...verify,
+    ...stage,
   ];
 }

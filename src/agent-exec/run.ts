@@ -17,7 +17,7 @@ import { checkCaller } from "./caller.ts";
 import { closeStrayDescriptors } from "./descriptors.ts";
 import { countTasks, NEW_AGENT_TASKS } from "./process-count.ts";
 import { agentChainArgv, agentEnvironment, type AgentChain } from "./plan.ts";
-import { stageEnvironment } from "../verifier.ts";
+import { stageEnvironment } from "../stage/stage.ts";
 
 /**
  * Whether the verification stage must call setsid(2). setsid(2) fails (EPERM)
@@ -103,7 +103,7 @@ export function runAgentExec(request: Extract<AgentExecRequest, { kind: "run" }>
  */
 export function signalPlan(request: Extract<AgentExecRequest, { kind: "signal" }>): { chain: AgentChain; oomScoreAdj: number | undefined } {
   return {
-    chain: { needSetsid: false, nproc: undefined, cwd: "/", keepFds: [], action: { signal: request.signal, pgid: request.pgid } },
+    chain: { nproc: undefined, keepFds: [], action: { signal: request.signal, pgid: request.pgid } },
     oomScoreAdj: undefined,
   };
 }

@@ -7,13 +7,13 @@
  * setpriv sets PR_SET_KEEPCAPS for --reuid and then raises the ambient set,
  * which survives execve(2) of a file without file capabilities. The bounding
  * set is shrunk while we still hold CAP_SETPCAP. setpriv exits 0 even when an
- * ambient raise failed, so the verification stage (src/verifier.ts), in the
+ * ambient raise failed, so the verification stage (src/stage/), in the
  * process setpriv became, re-reads /proc/self/status before the service runs.
  */
 import type { Identities } from "../accounts.ts";
 import { maskOf, setprivCapList } from "../os/capabilities.ts";
 import { ENTRYPOINT_NAME, SERVICE_CAPABILITIES, SERVICE_UMASK, TOOLS } from "../constants.ts";
-import { verifierArgv } from "../verifier.ts";
+import { stageArgv } from "../stage/stage.ts";
 
 /** setpriv argv (without argv[0]) that becomes the service and runs `next`. */
 export function setprivToServiceArgs(ids: Identities, next: readonly string[]): string[] {
@@ -44,15 +44,16 @@ export function serviceCommandLine(command: readonly string[], path: string, pid
 export function verifyStageArgs(ids: Identities, line: { path: string; argv: readonly string[] }, unset?: string): string[] {
   // What the drop asks for: the service's ids and groups, SETUID+SETGID in every set, NoNewPrivs.
   const caps = maskOf(SERVICE_CAPABILITIES);
-  return verifierArgv({
+  return stageArgv({
     program: ENTRYPOINT_NAME,
     role: "service",
     uid: ids.service.uid,
     gid: ids.service.gid,
     groups: ids.serviceGroups,
-    caps: { inh: caps, prm: caps, eff: caps, amb: caps, bnd: caps },
+    caps: { inh: caps, prm: caps, eff: caps, amb: caps },
+    bounding: caps,
     umask: SERVICE_UMASK,
-    ...(unset === undefined ? {} : { unset }),
+    unset,
     action: line,
   });
 }

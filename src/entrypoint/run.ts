@@ -15,7 +15,7 @@ import { STATE_DIR, TOOLS } from "../constants.ts";
 import { execReplace, prepareExec } from "../exec/replace.ts";
 import { readStatus } from "../os/proc-status.ts";
 import { osFailure, printInfo, printWarning } from "../report.ts";
-import { stageEnvironment } from "../verifier.ts";
+import { stageEnvironment } from "../stage/stage.ts";
 import { serviceCommandLine, setprivToServiceArgs, verifyStageArgs } from "./drop.ts";
 import { classifyLaunch, type LaunchMode } from "./launch-check.ts";
 import { serviceEnvironment } from "./service-env.ts";

@@ -3,8 +3,11 @@
  * without Landlock, or without seccomp filters, to everything the launch
  * starts: a seccomp filter, installed by root before the launch, that answers
  * the named system calls with an errno, as a kernel built without them or an
- * older engine's profile would. Assembled by the program's own assembler,
- * whose jumps the unit tests check.
+ * older engine's profile would. With errno 0 the call returns 0 and does
+ * nothing (seccomp(2): SECCOMP_RET_ERRNO sets the return value to -errno): a
+ * kernel that lies, which only a check of what the call should have done
+ * can see. Assembled by the program's own assembler, whose jumps the unit
+ * tests check.
  */
 import { assemble, SECCOMP_RET } from "../../src/confinement.ts";
 
@@ -45,3 +48,8 @@ const EINVAL = 22;
 export const WITHOUT_LANDLOCK = refusing([444, 445, 446].map((nr) => ({ nr, errno: ENOSYS })));
 /** A kernel without seccomp filters (x86-64): prctl(PR_SET_SECCOMP) and seccomp(2) answer EINVAL. */
 export const WITHOUT_SECCOMP = refusing([{ nr: 157, arg0: 22, errno: EINVAL }, { nr: 317, errno: EINVAL }]);
+
+/** A kernel whose landlock_restrict_self (x86-64) answers 0 and enforces nothing. */
+export const LANDLOCK_LIES = refusing([{ nr: 446, errno: 0 }]);
+/** A kernel whose prctl(PR_SET_SECCOMP) and seccomp(2) (x86-64) answer 0 and install nothing. */
+export const SECCOMP_LIES = refusing([{ nr: 157, arg0: 22, errno: 0 }, { nr: 317, errno: 0 }]);

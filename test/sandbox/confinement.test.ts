@@ -6,12 +6,16 @@
  * uid and groups without the domain, must succeed (the control), so that a
  * denial is the confinement's and not a broken attempt.
  */
+import { chmodSync, lstatSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { rootTest } from "../helpers/privilege.ts";
 import { type Body, SANDBOX_FIXTURES, type LaunchOptions, inBody } from "../helpers/sandbox.ts";
 import { agentRun, seededBody, serviceJson } from "../helpers/stand-in.ts";
-import { WITHOUT_LANDLOCK, WITHOUT_SECCOMP } from "../helpers/seccomp-wrap.ts";
+import { LANDLOCK_LIES, SECCOMP_LIES, WITHOUT_LANDLOCK, WITHOUT_SECCOMP } from "../helpers/seccomp-wrap.ts";
+import { seccompProgram } from "../../src/confinement.ts";
 
 const test = suite("confinement");
 
@@ -46,7 +50,6 @@ const DENIED: Record<string, string> = {
   io_uring: "EPERM",
   keyctl: "EPERM",
   vm_read: "EPERM",
-  traceme: "EPERM",
   userfaultfd: "EPERM",
 };
 
@@ -60,6 +63,8 @@ rootTest(test, "every attempt is denied to agent work and succeeds for the agent
     assert.equal(controlFailed, [], "these attempts fail even without the domain: they prove nothing");
     const got = Object.fromEntries(ids.map((id) => [id, result.confined[id]]));
     assert.equal(got, DENIED);
+    // ptrace within the job is the domain's to confine: PTRACE_TRACEME to its own parent works.
+    assert.is(result.confined.traceme, "ok");
     // A new user namespace is refused to a chrooted process anyway (the
     // sandbox chroots), so its control cannot succeed here; the filter's
     // answer to it is in the unit test of the program, and clone3, which it
@@ -107,14 +112,15 @@ const STRICT_FIX =
   "run agent work on a kernel with Landlock ABI 6 or later (Linux 6.12+, lsm= including landlock) under an engine whose seccomp profile allows landlock_create_ruleset, landlock_add_rule and landlock_restrict_self (Docker 20.10.18+), or spawn without --strict-confinement to run it under the uid boundary alone";
 
 const WITHOUT: [string, readonly string[], string, string][] = [
-  ["Landlock", WITHOUT_LANDLOCK, "oom ok\nio_uring EPERM", "the kernel offers no Landlock (ENOSYS)"],
-  ["seccomp filters", WITHOUT_SECCOMP, "oom EACCES\nio_uring ok", "the kernel refused the seccomp filter (EINVAL)"],
+  // Without a domain to confine ptrace to the job, the filter denies it.
+  ["Landlock", WITHOUT_LANDLOCK, "oom ok\nio_uring EPERM\ntrace-child EPERM", "the kernel offers no Landlock (ENOSYS)"],
+  ["seccomp filters", WITHOUT_SECCOMP, "oom EACCES\nio_uring ok\ntrace-child ok", "the kernel refused the seccomp filter (EINVAL)"],
 ];
 for (const [what, wrap, best, refusal] of WITHOUT) {
   rootTest(test, `a kernel without ${what}: agent work runs under what remains, and --strict-confinement refuses (77, one line)`, () => {
     const body = seededBody();
     try {
-      const plain = agent(body, {}, ["/usr/bin/perl", ATTEMPTS, "oom", "io_uring"], { wrap });
+      const plain = agent(body, {}, ["/usr/bin/perl", ATTEMPTS, "oom", "io_uring", "trace-child"], { wrap });
       assert.is(plain.exitCode, 0, plain.stderr);
       assert.is(plain.stdout, best);
       const strict = agent(body, { strictConfinement: true }, ["/usr/bin/perl", ATTEMPTS, "oom"], { wrap });
@@ -125,5 +131,102 @@ for (const [what, wrap, best, refusal] of WITHOUT) {
     }
   });
 }
+
+const AGENT_FIX = "do not start agent work on this body; run clankie-separate --self-check --probe and report its output";
+
+/*
+ * A kernel that answers success and enforces nothing: only the stage's
+ * post-checks (what the domain and the filter must deny) can see it. The
+ * control runs the same calls as root under the same wrapper and shows the
+ * lie: the call returns 0 and what it should deny still works.
+ */
+const LIES: [string, readonly string[], string, string, string, string][] = [
+  [
+    "landlock_restrict_self",
+    LANDLOCK_LIES,
+    // A domain that handles WRITE_FILE and grants it nowhere.
+    'my $attr = pack("Q", 2); my $rs = syscall(444, $attr, 8, 0); my $r = syscall(446, $rs, 0); print "restrict $r ", (open(my $f, ">", "/proc/self/oom_score_adj") ? "oom writable" : "oom denied")',
+    "restrict 0 oom denied",
+    "restrict 0 oom writable",
+    "its Landlock domain lets it open /proc/self/oom_score_adj for writing",
+  ],
+  [
+    "prctl(PR_SET_SECCOMP) and seccomp(2)",
+    SECCOMP_LIES,
+    `my $p = pack "H*", "${seccompProgram("x64").toString("hex")}"; my $fprog = pack("S x6 p", length($p) / 8, $p); my $r = syscall(157, 22, 2, $fprog, 0, 0); syscall(16, -1, 0x5412, 0); print "prctl $r ioctl ", $! + 0`,
+    "prctl 0 ioctl 1",
+    "prctl 0 ioctl 9",
+    "its seccomp filter is not in force (ioctl TIOCSTI: EBADF)",
+  ],
+];
+for (const [call, wrap, script, honest, lie, what] of LIES) {
+  rootTest(test, `a kernel whose ${call} answers 0 and does nothing: the stage's check refuses the spawn (70, one line)`, () => {
+    const body = seededBody();
+    try {
+      const control = (w: readonly string[]) => body.run({ as: "root", direct: true, command: ["/usr/bin/perl", "-e", script], wrap: w });
+      assert.is(control([]).stdout, honest, "the control: the real kernel enforces");
+      assert.is(control(wrap).stdout, lie, "the wrapper lies: 0, and nothing enforced");
+      const spawned = agent(body, {}, ["/bin/true"], { wrap });
+      assert.is(spawned.exitCode, 70, spawned.stderr);
+      assert.is(spawned.stderr, `clankie-agent-exec: the agent process is not what was asked: ${what}; ${AGENT_FIX}`);
+    } finally {
+      body.cleanup();
+    }
+  });
+}
+
+rootTest(test, "ptrace within one job: its own child, strace; across jobs it stays EPERM (the first test)", () => {
+  inBody(seededBody(), (body) => {
+    const inJob = agent(body, {}, ["/usr/bin/perl", ATTEMPTS, "trace-child", "traceme"]);
+    assert.is(inJob.stdout, "trace-child ok\ntraceme ok", inJob.stderr);
+    const strace = agent(body, {}, ["/usr/bin/strace", "-f", "-qq", "-o", "/tmp/trace", "/bin/sh", "-c", "/bin/true"]);
+    assert.is(strace.exitCode, 0, strace.stderr);
+  });
+});
+
+rootTest(test, "agent work lists / (ls, globs, find); /state stays unlisted by its mode and its files unread by the domain", () => {
+  inBody(seededBody(), (body) => {
+    const secret = [["/state/late.json", "0644", "written after the start\n"]];
+    const listed = agent(body, { serviceFiles: secret }, ["/bin/sh", "-c", "ls /; echo /*; find / -maxdepth 1 -name usr"]);
+    assert.is(listed.exitCode, 0, listed.stderr);
+    const lines = listed.stdout.split("\n");
+    for (const name of ["state", "usr", "workspace"]) assert.ok(lines.includes(name), `ls / shows ${name}`);
+    assert.ok(lines.some((line) => line.split(" ").includes("/workspace")), "the glob /* expands");
+    assert.ok(lines.includes("/usr"), "find / finds /usr");
+    // The entrypoint leaves /state node:node 0711: traversable, not listable by others.
+    assert.is((lstatSync(body.state).mode & 0o7777).toString(8), "711");
+    const state = agent(body, { serviceFiles: secret }, ["/usr/bin/perl", ATTEMPTS, "list:/state", "read:/state/late.json", "list:/state/install"]);
+    assert.is(state.stdout, "list EACCES\nread EACCES\nlist ok", state.stderr);
+    // The control: with /state open to others by its mode, the listing works
+    // (the right on / reaches it) and the file is still unread (no READ_FILE below /state).
+    const opened = agent(body, { serviceFiles: [["/state", "0755", null], ...secret] }, ["/usr/bin/perl", ATTEMPTS, "list:/state", "read:/state/late.json"]);
+    assert.is(opened.stdout, "list ok\nread EACCES", opened.stderr);
+  });
+});
+
+rootTest(test, "/var/tmp is writable like /tmp where it exists; a body without it spawns as before", () => {
+  const varTmp = mkdtempSync(join(tmpdir(), "var-tmp-"));
+  chmodSync(varTmp, 0o1777);
+  try {
+    inBody(seededBody(), (body) => {
+      const made = agent(body, {}, ["/bin/sh", "-c", 'f=$(mktemp -p /var/tmp) && echo x > "$f" && echo made'], { binds: [[varTmp, "/var/tmp", "rw"]] });
+      assert.is(made.stdout, "made", made.stderr);
+      const without = agent(body, {}, ["/bin/sh", "-c", "test -e /var/tmp || echo none"]);
+      assert.is(without.stdout, "none", without.stderr);
+    });
+  } finally {
+    rmSync(varTmp, { recursive: true, force: true });
+  }
+});
+
+rootTest(test, "/proc/self/comm is not writable (no write under /proc); prctl(PR_SET_NAME) names the process instead", () => {
+  inBody(seededBody(), (body) => {
+    const confined = agent(body, {}, ["/usr/bin/perl", ATTEMPTS, "comm", "set-name"]);
+    assert.is(confined.stdout, "comm EACCES\nset-name ok", confined.stderr);
+    // The control: without a Landlock domain the same write works.
+    const control = agent(body, {}, ["/usr/bin/perl", ATTEMPTS, "comm"], { wrap: WITHOUT_LANDLOCK });
+    assert.is(control.stdout, "comm ok", control.stderr);
+  });
+});
 
 test.run();

@@ -53,7 +53,7 @@ const ENTRYPOINT_REFUSES: Refuses[] = [
   { argv: ["--self-check", "--jsonx"], what: 'unknown --self-check option "--jsonx"', fix: SEP("use --json and --probe only") },
   { argv: ["--self-check", "--json=1"], what: 'unknown --self-check option "--json=1"', fix: SEP("use --json and --probe only") },
   { argv: ["--self-check", "--", "node"], what: 'unknown --self-check option "--"', fix: SEP("use --json and --probe only") },
-  // The verification stage is perl now (src/verifier.ts): the old stage flag is an unknown option.
+  // The verification stage is perl now (src/stage/): the old stage flag is an unknown option.
   { argv: ["--verify-service", "--uid=1000", "--gid=1000", "--groups=1000", "--", "x"], what: 'unknown option "--verify-service"', fix: SEP("put the service command after --: clankie-separate -- COMMAND [ARG...]") },
 ];
 

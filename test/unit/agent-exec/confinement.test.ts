@@ -1,12 +1,32 @@
 /*
  * The agent's seccomp program, run instruction by instruction by a classic
  * BPF interpreter written here from linux/filter.h (the kernel runs the same
- * bytes in test/sandbox/confinement.test.ts), and the stage keys of the
- * Landlock domain.
+ * bytes in test/sandbox/confinement.test.ts), and the Landlock rules as the
+ * stage receives them.
  */
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { AGENT_DEVICE_PATHS, AGENT_WRITABLE_PATHS, confinementKeys, DENIED_IOCTLS, ENOSYS, EPERM, extraPathProblem, NEW_NAMESPACE_FLAGS, NO_EXTRA_CONFINEMENT, SECCOMP_ARCHES, SECCOMP_RET, seccompProgram } from "../../../src/confinement.ts";
+import { lstatSync } from "node:fs";
+import {
+  AGENT_DEVICE_PATHS,
+  AGENT_WRITABLE_PATHS,
+  confinementKeys,
+  DENIED_IOCTLS,
+  ENOSYS,
+  EPERM,
+  extraPathProblem,
+  FS_ACCESS,
+  imageTopLevel,
+  landlockRules,
+  NET_ACCESS,
+  NEW_NAMESPACE_FLAGS,
+  NO_EXTRA_CONFINEMENT,
+  portRules,
+  SCOPE,
+  SECCOMP_ARCHES,
+  SECCOMP_RET,
+  seccompProgram,
+} from "../../../src/confinement.ts";
 
 const test = suite("confinement");
 
@@ -84,6 +104,20 @@ for (const [arch, table] of Object.entries(SECCOMP_ARCHES)) {
   });
 }
 
+test("with a Landlock domain in force the filter lets ptrace through, and nothing else more", () => {
+  for (const [arch, table] of Object.entries(SECCOMP_ARCHES)) {
+    const alone = seccompProgram(arch);
+    const withDomain = seccompProgram(arch, { ptrace: true });
+    assert.is(run(alone, { arch: table.audit, nr: table.deny.ptrace! }), DENY, `${arch}: alone`);
+    assert.is(run(withDomain, { arch: table.audit, nr: table.deny.ptrace! }), ALLOW, `${arch}: in a domain`);
+    for (const nr of [...Object.values(table.deny).filter((n) => n !== table.deny.ptrace), 0, 1, 59, 435, 999]) {
+      for (const args of [[0, 0], [NEW_NAMESPACE_FLAGS, DENIED_IOCTLS.TIOCSTI]]) {
+        assert.is(run(withDomain, { arch: table.audit, nr, args }), run(alone, { arch: table.audit, nr, args }), `${arch}: nr ${nr}`);
+      }
+    }
+  }
+});
+
 test("x64: the x32 ABI's calls (bit 30 set) are refused whole", () => {
   assert.is(run(seccompProgram("x64"), { arch: SECCOMP_ARCHES.x64!.audit, nr: 0x40000000 + 1 }), DENY);
 });
@@ -92,19 +126,68 @@ test("an architecture without a table is not guessed", () => {
   assert.throws(() => seccompProgram("mips"), /no seccomp table for mips/);
 });
 
-test("the stage keys: defaults, the service's extra paths and ports, strict", () => {
-  const best = confinementKeys(NO_EXTRA_CONFINEMENT, "x64");
-  assert.is(best[0], "confine=best");
-  assert.equal(best.filter((k) => k.startsWith("rw=")), AGENT_WRITABLE_PATHS.map((p) => `rw=${p}`));
-  assert.equal(best.filter((k) => k.startsWith("dev=")), AGENT_DEVICE_PATHS.map((p) => `dev=${p}`));
-  assert.equal(best.filter((k) => k.startsWith("ro")), ["ro=/state/install"]);
-  assert.ok(best.includes("hide=state"));
-  assert.is(best.filter((k) => /^no(connect|bind)=/.test(k)).length, 0, "no port rules unless asked: they cost a rule per port");
-  assert.is(best.at(-1), `seccomp=${seccompProgram("x64").toString("hex")}`);
-  const extra = confinementKeys({ strict: true, allowWrite: ["/run/w"], allowRead: ["/opt/r"], denyConnect: [9000, 80, 9000], denyBind: [8080] }, "x64");
+const TOP = ["/bin", "/etc", "/usr"];
+
+test("the Landlock rules: read and execute the top level given, write the defaults, the service's paths must exist", () => {
+  const rules = landlockRules({ ...NO_EXTRA_CONFINEMENT, allowWrite: ["/run/w"], allowRead: ["/opt/r"] }, TOP);
+  const rx = FS_ACCESS.execute | FS_ACCESS.readFile | FS_ACCESS.readDir;
+  const device = FS_ACCESS.writeFile | FS_ACCESS.readFile | FS_ACCESS.truncate | FS_ACCESS.ioctlDev;
+  assert.equal(rules.paths, [
+    { access: FS_ACCESS.readDir, must: false, path: "/" },
+    ...TOP.map((path) => ({ access: rx, must: false, path })),
+    ...AGENT_WRITABLE_PATHS.map((path) => ({ access: 0xffff, must: false, path })),
+    { access: 0xffff, must: true, path: "/run/w" },
+    ...AGENT_DEVICE_PATHS.map((path) => ({ access: device, must: false, path })),
+    { access: rx, must: false, path: "/state/install" },
+    { access: rx, must: true, path: "/opt/r" },
+  ]);
+  assert.is(rules.scope, SCOPE.abstractUnixSocket | SCOPE.signal);
+  assert.is(rules.net, 0, "no port rules unless asked: they cost a rule per port");
+  assert.equal(rules.ports, []);
+});
+
+test("the image's top level: directories only, never /state or a symbolic link", () => {
+  const top = imageTopLevel();
+  assert.ok(top.includes("/usr") && top.includes("/etc"), top.join(" "));
+  assert.not.ok(top.includes("/state"));
+  assert.ok(top.every((path) => !lstatSync(path).isSymbolicLink() && lstatSync(path).isDirectory()));
+});
+
+test("denied ports become an allow list in runs: every other port keeps every handled right", () => {
+  const { net, ports } = portRules([9000, 80, 9000], [8080]);
+  const both = NET_ACCESS.bindTcp | NET_ACCESS.connectTcp;
+  assert.is(net, both);
+  assert.equal(ports, [
+    { access: both, low: 0, high: 79 },
+    { access: NET_ACCESS.bindTcp, low: 80, high: 80 },
+    { access: both, low: 81, high: 8079 },
+    { access: NET_ACCESS.connectTcp, low: 8080, high: 8080 },
+    { access: both, low: 8081, high: 8999 },
+    { access: NET_ACCESS.bindTcp, low: 9000, high: 9000 },
+    { access: both, low: 9001, high: 65535 },
+  ]);
+  // Only connect handled: a port denied to it gets no rule at all.
+  assert.equal(portRules([22], []), { net: NET_ACCESS.connectTcp, ports: [{ access: NET_ACCESS.connectTcp, low: 0, high: 21 }, { access: NET_ACCESS.connectTcp, low: 23, high: 65535 }] });
+});
+
+test("the stage keys: every rule as data, in order, then the seccomp filter", () => {
+  const best = confinementKeys(NO_EXTRA_CONFINEMENT, { arch: "x64", topLevel: ["/usr"] });
+  assert.equal(best, [
+    "confine=best",
+    "net=0",
+    "scope=3",
+    "path=8:may:/",
+    "path=d:may:/usr",
+    ...AGENT_WRITABLE_PATHS.map((p) => `path=ffff:may:${p}`),
+    ...AGENT_DEVICE_PATHS.map((p) => `path=c006:may:${p}`),
+    "path=d:may:/state/install",
+    `seccomp=${seccompProgram("x64", { ptrace: true }).toString("hex")}`,
+    `seccomp-alone=${seccompProgram("x64").toString("hex")}`,
+  ]);
+  const extra = confinementKeys({ strict: true, allowWrite: ["/run/w"], allowRead: ["/opt/r"], denyConnect: [80], denyBind: [] }, { arch: "x64", topLevel: [] });
   assert.is(extra[0], "confine=strict");
-  assert.ok(extra.includes("rw+=/run/w") && extra.includes("ro+=/opt/r"));
-  assert.ok(extra.includes("noconnect=80,9000") && extra.includes("nobind=8080"));
+  assert.ok(extra.includes("path=ffff:must:/run/w") && extra.includes("path=d:must:/opt/r"));
+  assert.equal(extra.filter((k) => /^(net|port)=/.test(k)), ["net=2", "port=2:0-79", "port=2:81-65535"]);
 });
 
 test("extra paths: absolute and normal, never / or /state", () => {

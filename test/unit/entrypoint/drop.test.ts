@@ -1,11 +1,11 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { serviceCommandLine, setprivToServiceArgs, verifyStageArgs } from "../../../src/entrypoint/drop.ts";
-import { VERIFIER_SOURCE } from "../../../src/verifier.ts";
+import { STAGE_SOURCE } from "../../../src/stage/stage.ts";
 import { imageIdentities } from "../helpers/identities.ts";
 
 const ids = imageIdentities();
-const PERL = ["/usr/bin/perl", "-T", "-C0", "-e", VERIFIER_SOURCE, "--"];
+const PERL = ["/usr/bin/perl", "-T", "-C0", "-e", STAGE_SOURCE, "--"];
 
 test("setpriv argv: become node with SETUID and SETGID as inheritable, ambient and the whole bounding set", () => {
   assert.equal(setprivToServiceArgs(ids, ["/next", "a"]), [
@@ -42,8 +42,9 @@ test("the whole drop: setpriv, the verification stage as the service, then tini 
     "prm=c0",
     "eff=c0",
     "amb=c0",
-    "bnd=c0",
     "nnp=1",
+    "unset=",
+    "bnd=c0",
     "umask=0007",
     "--",
     "/usr/bin/tini",

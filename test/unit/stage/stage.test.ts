@@ -1,5 +1,5 @@
 /*
- * The verification stage (src/verifier.ts) run for real: perl(1) reading this
+ * The verification stage (src/stage/) run for real: perl(1) reading this
  * kernel's /proc for the process it is, then exec'ing or refusing. Without
  * root it runs as the test's own uid under `setpriv --no-new-privs`; the
  * expectations are read from a control process started the same way, so each
@@ -11,10 +11,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { stageEnvironment, verifierArgv, type VerifierRequest } from "../../src/verifier.ts";
-import { rootTest } from "../helpers/privilege.ts";
+import { NO_EXTRA_CONFINEMENT, confinementKeys } from "../../../src/confinement.ts";
+import { type AgentStageRequest, stageArgv, stageEnvironment, type StageRequest } from "../../../src/stage/stage.ts";
+import { rootTest } from "../../helpers/privilege.ts";
 
-const test = suite("verifier");
+const test = suite("stage");
 const NNP = ["/usr/bin/setpriv", "--no-new-privs"];
 const AGENT_FIX = "do not start agent work on this body; run clankie-separate --self-check --probe and report its output";
 const SERVICE_FIX = "check that the launch has --cap-add SETPCAP, SETUID and SETGID and that the kernel supports ambient capabilities (Linux 4.3+)";
@@ -25,8 +26,8 @@ function field(status: string, name: string): string {
   return match[1]!.trim();
 }
 
-/** What a process started like the stage (same uid, NoNewPrivs) holds. */
-function control(): VerifierRequest {
+/** What a process started like the stage (same uid, NoNewPrivs) holds, asked of an agent command. */
+function control(): AgentStageRequest & { bounding: bigint } {
   const status = spawnSync(NNP[0]!, [...NNP.slice(1), "/bin/cat", "/proc/self/status"], { encoding: "utf8" }).stdout;
   const hex = (name: string) => BigInt(`0x${field(status, name)}`);
   return {
@@ -35,13 +36,22 @@ function control(): VerifierRequest {
     uid: Number(field(status, "Uid").split(/\s+/)[0]),
     gid: Number(field(status, "Gid").split(/\s+/)[0]),
     groups: field(status, "Groups").split(/\s+/).filter(Boolean).map(Number),
-    caps: { inh: hex("CapInh"), prm: hex("CapPrm"), eff: hex("CapEff"), amb: hex("CapAmb"), bnd: hex("CapBnd") },
+    caps: { inh: hex("CapInh"), prm: hex("CapPrm"), eff: hex("CapEff"), amb: hex("CapAmb") },
+    bounding: hex("CapBnd"),
+    session: "new",
+    keepFds: [],
+    umask: 0o022,
+    cwd: "/",
+    confinement: CONFINED,
     action: { path: "/bin/echo", argv: ["echo", "ran"] },
   };
 }
 
-function stage(request: VerifierRequest, options: { nnp?: boolean; env?: NodeJS.ProcessEnv; wrap?: string[]; stdio?: ("pipe" | "ignore")[] } = {}): SpawnSyncReturns<string> {
-  const argv = [...(options.wrap ?? []), ...(options.nnp === false ? [] : NNP), ...verifierArgv(request)];
+/** The agent's real confinement (every default path the stage finds here). */
+const CONFINED = confinementKeys(NO_EXTRA_CONFINEMENT);
+
+function stage(request: StageRequest, options: { nnp?: boolean; env?: NodeJS.ProcessEnv; wrap?: string[]; stdio?: ("pipe" | "ignore")[] } = {}): SpawnSyncReturns<string> {
+  const argv = [...(options.wrap ?? []), ...(options.nnp === false ? [] : NNP), ...stageArgv(request)];
   return spawnSync(argv[0]!, argv.slice(1), { encoding: "utf8", env: options.env ?? { PATH: "/usr/bin:/bin" }, stdio: options.stdio ?? ["ignore", "pipe", "pipe"] });
 }
 
@@ -67,6 +77,9 @@ for (const name of readdirSync("/proc/self/fd")) {
 }
 
 const base = control();
+/** The same process asked of the service role, and of the signal role. */
+const asService = (request: typeof base): StageRequest => ({ ...request, program: "clankie-separate", role: "service" });
+const asSignal = (request: typeof base, pgid: number, signal = "SIGTERM"): StageRequest => ({ ...request, role: "signal", action: { signal, pgid } });
 const differs = (what: string) => `clankie-agent-exec: the agent process is not what was asked: ${what}; ${AGENT_FIX}`;
 
 test("the control passes: the command runs with its argv untouched, even arguments that look like stage keys", () => {
@@ -99,16 +112,17 @@ test("each difference is named: supplementary groups, compared as sets", () => {
   assert.is(stage({ ...base, groups: [...have].reverse().concat(have) }).status, 0);
 });
 
-test("each difference is named: every capability set, the bounding set only when asked", () => {
+test("each difference is named: every capability set; the bounding set of the service", () => {
   const wrong = base.caps.prm ^ 0x40n;
   refused(
     stage({ ...base, caps: { ...base.caps, prm: wrong, amb: base.caps.amb | 0x80n } }),
     70,
     differs(`CapPrm 0x${base.caps.prm.toString(16)} (want 0x${wrong.toString(16)}); CapAmb 0x${base.caps.amb.toString(16)} (want 0x${(base.caps.amb | 0x80n).toString(16)})`),
   );
-  refused(stage({ ...base, caps: { ...base.caps, bnd: 0xc0n } }), 70, differs(`CapBnd 0x${base.caps.bnd!.toString(16)} (want 0xc0)`));
-  const { bnd: _unused, ...noBounding } = base.caps;
-  assert.is(stage({ ...base, caps: noBounding }).status, 0);
+  const service = stage(asService({ ...base, bounding: 0xc0n }));
+  assert.is(service.status, 70);
+  assert.match(service.stderr, `CapBnd 0x${base.bounding.toString(16)} (want 0xc0)`);
+  assert.is(stage(asService(base)).status, 0);
 });
 
 test("each difference is named: NoNewPrivs", () => {
@@ -152,8 +166,8 @@ test("several differences are named in one line", () => {
 });
 
 test("the service's wording and fix", () => {
-  const result = stage({ ...base, program: "clankie-separate", role: "service", caps: { ...base.caps, bnd: 0xc0n } });
-  refused(result, 70, `clankie-separate: after the drop to the service the kernel reports CapBnd 0x${base.caps.bnd!.toString(16)} (want 0xc0); ${SERVICE_FIX}`);
+  const result = stage(asService({ ...base, bounding: 0xc0n }));
+  refused(result, 70, `clankie-separate: after the drop to the service the kernel reports CapBnd 0x${base.bounding.toString(16)} (want 0xc0); ${SERVICE_FIX}`);
 });
 
 test("umask and working directory are set before the exec; a directory it cannot enter refuses (exit 77)", () => {
@@ -241,18 +255,18 @@ test("signals the chain left ignored are reset to their defaults before the exec
 test("the signal action: delivers the signal to the process group; a group that is gone is exit 65", async () => {
   const sleeper = spawn("/bin/sleep", ["30"], { detached: true, stdio: "ignore" });
   const exited = new Promise<NodeJS.Signals | null>((resolve) => sleeper.once("exit", (_code, signal) => resolve(signal)));
-  const result = stage({ ...base, action: { signal: "SIGTERM", pgid: sleeper.pid! } });
+  const result = stage(asSignal(base, sleeper.pid!));
   assert.is(result.stderr, "");
   assert.is(result.status, 0);
   assert.is(await exited, "SIGTERM");
-  refused(stage({ ...base, action: { signal: "SIGTERM", pgid: sleeper.pid! } }), 65, `clankie-agent-exec: no agent process group ${sleeper.pid}; it has already exited`);
+  refused(stage(asSignal(base, sleeper.pid!)), 65, `clankie-agent-exec: no agent process group ${sleeper.pid}; it has already exited`);
 });
 
 rootTest(test, "the signal action: a process group of another uid is refused (exit 77) and lives on", async () => {
   const sleeper = spawn("/bin/sleep", ["30"], { detached: true, stdio: "ignore" });
   try {
     const asNobody = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"];
-    const request = { ...base, uid: 65534, gid: 65534, groups: [], caps: { inh: 0n, prm: 0n, eff: 0n, amb: 0n }, action: { signal: "SIGKILL", pgid: sleeper.pid! } };
+    const request = asSignal({ ...base, uid: 65534, gid: 65534, groups: [], caps: { inh: 0n, prm: 0n, eff: 0n, amb: 0n } }, sleeper.pid!, "SIGKILL");
     refused(stage(request, { wrap: asNobody }), 77, `clankie-agent-exec: process group ${sleeper.pid} is not the agent's; only agent work can be signalled through the shim`);
     assert.is(sleeper.exitCode, null);
     assert.is(sleeper.signalCode, null);
@@ -261,12 +275,60 @@ rootTest(test, "the signal action: a process group of another uid is refused (ex
   }
 });
 
+/* ---- The protocol is closed ---- */
+
+/** The stage's keys in `argv` (between the role and the "--" before the command). */
+function keysOf(argv: readonly string[], role: string): { at: number; keys: string[] } {
+  const at = argv.indexOf(role, argv.indexOf("-e") + 3) + 1;
+  return { at, keys: argv.slice(at, argv.indexOf("--", at)) };
+}
+
+function withKeys(request: StageRequest, change: (keys: string[]) => string[]): SpawnSyncReturns<string> {
+  const argv = stageArgv(request);
+  const { at, keys } = keysOf(argv, request.role);
+  const changed = [...argv.slice(0, at), ...change(keys), ...argv.slice(at + keys.length)];
+  return spawnSync(NNP[0]!, [...NNP.slice(1), ...changed], { encoding: "utf8", env: { PATH: "/usr/bin:/bin" }, stdio: ["ignore", "pipe", "pipe"] });
+}
+
+const usage = (program: string, what: string) => `${program}: verification stage: ${what}; this stage is started by clankie-separate itself`;
+
 test("a malformed stage argument is a usage refusal (exit 64)", () => {
-  const argv = verifierArgv(base);
-  const at = argv.indexOf("clankie-agent-exec") + 2;
-  const broken = [...argv.slice(0, at), "no-equals-sign", ...argv.slice(at)];
-  const result = spawnSync(NNP[0]!, [...NNP.slice(1), ...broken], { encoding: "utf8", env: {} });
-  refused(result, 64, "clankie-agent-exec: verification stage: unexpected argument no-equals-sign; this stage is started by clankie-separate itself");
+  refused(withKeys(base, (keys) => ["no-equals-sign", ...keys]), 64, usage("clankie-agent-exec", "unexpected argument no-equals-sign"));
+  refused(withKeys(base, (keys) => keys.map((k) => (k.startsWith("uid=") ? "uid=-1" : k))), 64, usage("clankie-agent-exec", "malformed uid=-1"));
+  refused(withKeys(base, (keys) => keys.map((k) => (k.startsWith("session=") ? "session=none" : k))), 64, usage("clankie-agent-exec", "malformed session=none"));
+});
+
+test("every key of every role is required: leaving one out is a usage refusal, never a skipped check", () => {
+  const roles: StageRequest[] = [base, asService(base), asSignal(base, 4242)];
+  for (const request of roles) {
+    const { keys } = keysOf(stageArgv(request), request.role);
+    const names = [...new Set(keys.map((k) => k.slice(0, k.indexOf("="))))].filter((name) => name !== "path" && name !== "port");
+    assert.ok(names.length >= 10, `${request.role}: ${names.join(" ")}`);
+    for (const name of names) {
+      const result = withKeys(request, (all) => all.filter((k) => !k.startsWith(`${name}=`)));
+      refused(result, 64, usage(request.program, `missing ${name}=`));
+    }
+  }
+});
+
+test("a key of another role, an unknown key or a key given twice is a usage refusal", () => {
+  refused(withKeys(base, (keys) => [...keys, "bnd=0"]), 64, usage("clankie-agent-exec", "the agent role takes no bnd="));
+  refused(withKeys(asService(base), (keys) => [...keys, "confine=best"]), 64, usage("clankie-separate", "the service role takes no confine="));
+  refused(withKeys(asSignal(base, 4242), (keys) => [...keys, "cwd=/"]), 64, usage("clankie-agent-exec", "the signal role takes no cwd="));
+  refused(withKeys(base, (keys) => [...keys, "landlock=off"]), 64, usage("clankie-agent-exec", "the agent role takes no landlock="));
+  refused(withKeys(base, (keys) => [...keys, "uid=0"]), 64, usage("clankie-agent-exec", "uid= given twice"));
+});
+
+test("an unknown role, a command after a signal and a missing command are usage refusals", () => {
+  const argv = stageArgv(base);
+  const role = argv.indexOf("agent", argv.indexOf("-e") + 3);
+  const unknown = spawnSync(argv[0]!, [...argv.slice(1, role), "root", ...argv.slice(role + 1)], { encoding: "utf8" });
+  refused(unknown, 64, usage("clankie-agent-exec", "unknown role root"));
+  const signal = stageArgv(asSignal(base, 4242));
+  const extra = spawnSync(signal[0]!, [...signal.slice(1), "/bin/true", "true"], { encoding: "utf8" });
+  refused(extra, 64, usage("clankie-agent-exec", "a command after the signal"));
+  const none = spawnSync(argv[0]!, argv.slice(1, argv.lastIndexOf("--") + 1), { encoding: "utf8" });
+  refused(none, 64, usage("clankie-agent-exec", "no command"));
 });
 
 test.run();

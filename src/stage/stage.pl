@@ -1,0 +1,307 @@
+# The verification stage, the last step of both privilege changes, run by
+# `perl -T -C0 -e` in the process setpriv became (src/stage/stage.ts builds
+# its argv and says why it is perl; nothing of it is on disk). Only system
+# call numbers (names between at signs) are filled in per architecture; exit codes and
+# messages are literals (test/unit/perl-programs.test.ts holds the exit codes
+# to EXIT of src/constants.ts). The protocol is closed: the role names the
+# keys that must come, each once (path= and port= may repeat), each of its
+# form; anything else is a usage error (64), so no check is skipped by
+# leaving its key out. The steps run in the order of the lines that call
+# them, below the tables.
+
+sub EXIT_OK () { 0 }
+sub EXIT_USAGE () { 64 }
+sub EXIT_DATA_REFUSED () { 65 }
+sub EXIT_VERIFY_FAILED () { 70 }
+sub EXIT_OS_ERROR () { 71 }
+sub EXIT_LAUNCH_REFUSED () { 77 }
+sub EXIT_NOT_EXECUTABLE () { 126 }
+sub EXIT_NOT_FOUND () { 127 }
+
+my $AGENT_WHAT = 'the agent process is not what was asked:';
+my $AGENT_FIX = 'do not start agent work on this body; run clankie-separate --self-check --probe and report its output';
+my $SERVICE_WHAT = 'after the drop to the service the kernel reports';
+my $SERVICE_FIX = 'check that the launch has --cap-add SETPCAP, SETUID and SETGID and that the kernel supports ambient capabilities (Linux 4.3+)';
+my $CONFINEMENT_FIX = 'run agent work on a kernel with Landlock ABI 6 or later (Linux 6.12+, lsm= including landlock) under an engine whose seccomp profile allows landlock_create_ruleset, landlock_add_rule and landlock_restrict_self (Docker 20.10.18+), or spawn without --strict-confinement to run it under the uid boundary alone';
+my $STAGE_FIX = 'this stage is started by clankie-separate itself';
+my $KERNEL_FIX = 'report this with the kernel version (uname -r)';
+
+# The keys of each role, and the form of each value.
+my @IDENTITY_KEYS = qw(uid gid groups inh prm eff amb nnp unset);
+my %ROLE_KEYS = (
+  service => [@IDENTITY_KEYS, qw(bnd umask)],
+  agent => [@IDENTITY_KEYS, qw(session fds umask cwd confine net scope path port seccomp seccomp-alone)],
+  signal => [@IDENTITY_KEYS, qw(fds signal pgid)],
+);
+my %REPEATED = (path => 1, port => 1);
+my $HEX = qr/[0-9a-f]{1,16}/;
+my $NUMBERS = qr/(?:\d{1,10}(?:,\d{1,10})*)?/;
+my $FILTER = qr/(?:[0-9a-f]{16})+/;
+my %FORM = (
+  uid => qr/\d{1,10}/, gid => qr/\d{1,10}/, groups => $NUMBERS,
+  inh => $HEX, prm => $HEX, eff => $HEX, amb => $HEX, bnd => $HEX,
+  nnp => qr/1/, unset => qr/(?:[A-Za-z_]\w*)?/,
+  session => qr/new|own/, fds => $NUMBERS, umask => qr/[0-7]{4}/, cwd => qr{/.*}s,
+  confine => qr/best|strict/, net => $HEX, scope => $HEX,
+  path => qr{$HEX:(?:must|may):/.*}s, port => qr/$HEX:\d{1,5}-\d{1,5}/,
+  seccomp => $FILTER, 'seccomp-alone' => $FILTER,
+  signal => qr/[A-Z]{2,8}/, pgid => qr/[2-9]|[1-9]\d{1,9}/,
+);
+# Anchored and captured once here, not rebuilt for every key.
+$FORM{$_} = qr/\A($FORM{$_})\z/s for keys %FORM;
+
+my $program = 'clankie-separate';
+my ($role, %want, %rules, @command, %status);
+
+sub line { my $text = join "", @_; $text =~ s/[\r\n]+/ /g; syswrite STDERR, "$program: $text\n" }
+sub refuse { my ($code, $what, $fix) = @_; line("$what; $fix"); exit $code }
+sub usage { refuse(EXIT_USAGE, "verification stage: $_[0]", $STAGE_FIX) }
+# Linux's errno numbers, the same on x86-64 and arm64 (%! would load Errno.pm, over a millisecond).
+my %ERRNO = (1, "EPERM", 2, "ENOENT", 3, "ESRCH", 5, "EIO", 7, "E2BIG", 8, "ENOEXEC", 9, "EBADF", 11, "EAGAIN", 12, "ENOMEM", 13, "EACCES", 20, "ENOTDIR", 21, "EISDIR", 22, "EINVAL", 24, "EMFILE", 26, "ETXTBSY", 36, "ENAMETOOLONG", 38, "ENOSYS", 40, "ELOOP", 95, "EOPNOTSUPP");
+sub errname { my $n = $! + 0; $ERRNO{$n} // "errno $n" }
+sub proc_failed { refuse(EXIT_OS_ERROR, "open $_[0] failed: " . errname(), 'mount /proc in the container' . ($_[1] // "")) }
+
+read_request();
+start_session() if $role eq "agent";
+read_status();
+my @differences = (check_ids(), check_capabilities(), check_session(), check_descriptors());
+refuse(EXIT_VERIFY_FAILED, ($role eq "service" ? "$SERVICE_WHAT " : "$AGENT_WHAT ") . join("; ", @differences), $role eq "service" ? $SERVICE_FIX : $AGENT_FIX) if @differences;
+deliver_signal() if $role eq "signal";
+reset_signals();
+enter_directory();
+confine() if $role eq "agent";
+exec_command();
+
+# ---- request: the closed protocol ----
+# Every value is untainted by the form it must have (perl -T), and only then.
+sub read_request {
+  my @args = @ARGV;
+  my $name = shift @args // "";
+  $program = $1 if $name =~ /\A([a-z][a-z-]{0,40})\z/;
+  usage("program name " . ($name eq "" ? "missing" : $name)) unless $program eq $name;
+  my $asked = shift @args // "";
+  ($role) = $asked =~ /\A(service|agent|signal)\z/ or usage("unknown role " . ($asked eq "" ? "(none)" : $asked));
+  my %allowed = map { $_ => 1 } @{$ROLE_KEYS{$role}};
+  while (@args) {
+    my $arg = shift @args;
+    last if $arg eq "--";
+    my ($key, $value) = $arg =~ /\A([a-z-]+)=(.*)\z/s or usage("unexpected argument $arg");
+    $allowed{$key} or usage("the $role role takes no $key=");
+    $value =~ $FORM{$key} or usage("malformed $arg");
+    if ($REPEATED{$key}) { push @{$rules{$key}}, $1 }
+    elsif (exists $want{$key}) { usage("$key= given twice") }
+    else { $want{$key} = $1 }
+  }
+  my @missing = grep { !$REPEATED{$_} && !exists $want{$_} } @{$ROLE_KEYS{$role}};
+  usage("missing " . join(" ", map { "$_=" } @missing)) if @missing;
+  # The command's argv is passed on as it came: it is what the caller meant.
+  @command = map { /\A(.*)\z/s; $1 } @args;
+  usage("a command after the signal") if $role eq "signal" && @command;
+  usage("no command") if $role ne "signal" && @command < 2;
+}
+
+# ---- session: setsid(2) ----
+# Agent code gets a session of its own: a new session has no controlling
+# terminal, and TIOCSTI needs the target to be the caller's controlling
+# terminal (tty_ioctl(4)). A raw system call: perl-base has no POSIX setsid
+# without loading POSIX.pm. session=own: the shim leads one already.
+sub start_session {
+  return unless $want{session} eq "new";
+  syscall(@setsid@) >= 0 or refuse(EXIT_LAUNCH_REFUSED, "setsid failed (" . errname() . ")", "spawn the shim in a new session (spawnAgent does) or inside its parent's process group");
+}
+
+sub read_status {
+  open my $fh, "<", "/proc/self/status" or proc_failed("/proc/self/status");
+  while (my $l = <$fh>) { $status{$1} = $2 if $l =~ /\A(\w+):\s*(.*?)\s*\z/ }
+  close $fh;
+}
+
+# ---- ids: setresuid(2), setresgid(2), setgroups(2) ----
+# Real, effective, saved and filesystem ids all equal to the one asked for;
+# the supplementary groups as a set.
+sub check_ids {
+  my @found;
+  for my $key (qw(uid gid)) {
+    my @have = split /\s+/, ($status{ucfirst $key} // "");
+    push @found, $key . "s " . join(",", @have) . " (want $want{$key} in all four)" if @have != 4 || grep { $_ ne $want{$key} } @have;
+  }
+  my $set = sub { my %u = map { $_ => 1 } grep { length } split /[\s,]+/, $_[0] // ""; join ",", sort { $a <=> $b } keys %u };
+  my ($have, $asked) = ($set->($status{Groups}), $set->($want{groups}));
+  push @found, "groups " . ($have eq "" ? "none" : $have) . " (want " . ($asked eq "" ? "none" : $asked) . ")" if $have ne $asked;
+  return @found;
+}
+
+# ---- capabilities: capset(2), PR_CAP_AMBIENT, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS ----
+# setpriv exits 0 even when an ambient raise failed: every set is read back.
+# The bounding set is asked of the service only: the agent's is the
+# service's, which nothing in the agent's chain can change (the service
+# lacks CAP_SETPCAP).
+sub check_capabilities {
+  my @found;
+  for my $set ($role eq "service" ? qw(Inh Prm Eff Amb Bnd) : qw(Inh Prm Eff Amb)) {
+    my $have = $status{"Cap$set"};
+    if (!defined $have) { push @found, "Cap$set missing from /proc/self/status" }
+    elsif (hex($have) != hex($want{lc $set})) { push @found, sprintf("Cap%s 0x%x (want 0x%x)", $set, hex($have), hex($want{lc $set})) }
+  }
+  push @found, "NoNewPrivs " . ($status{NoNewPrivs} // "missing") . " (want 1)" if ($status{NoNewPrivs} // "") ne "1";
+  return @found;
+}
+
+# ---- session, checked: a session of its own and no controlling terminal (proc(5), stat fields 6 and 7) ----
+sub check_session {
+  return () unless $role eq "agent";
+  open my $fh, "<", "/proc/self/stat" or proc_failed("/proc/self/stat");
+  my $stat = <$fh>;
+  close $fh;
+  my @field = split / /, substr($stat, rindex($stat, ")") + 2);
+  my @found;
+  push @found, "session $field[3] (want its own, $$)" if $field[3] != $$;
+  push @found, "controlling terminal $field[4] (want none)" if $field[4] != 0;
+  return @found;
+}
+
+# ---- descriptors: what execve(2) passes on ----
+# Every fd above 2 without close-on-exec (O_CLOEXEC in /proc/self/fdinfo's
+# flags) must be one the caller kept; one that cannot be inspected is refused.
+sub check_descriptors {
+  return () if $role eq "service";
+  my %keep = map { $_ => 1 } 0, 1, 2, grep { length } split /,/, $want{fds};
+  opendir my $dh, "/proc/self/fd" or proc_failed("/proc/self/fd");
+  my $own = fileno $dh;
+  my @stray;
+  for my $n (sort { $a <=> $b } grep { /\A\d+\z/ } readdir $dh) {
+    next if $keep{$n} || (defined $own && $n == $own);
+    my $info;
+    unless (open $info, "<", "/proc/self/fdinfo/$n") {
+      next if $! == 2; # closed since the listing
+      proc_failed("/proc/self/fdinfo/$n", "; an fd that cannot be inspected is not let through");
+    }
+    my $flags = 0;
+    while (<$info>) { $flags = oct $1 if /\Aflags:\s*([0-7]+)/ }
+    close $info;
+    push @stray, $n unless $flags & 02000000;
+  }
+  closedir $dh;
+  return @stray ? ("inherited fds " . join(",", @stray) . " (want only 0-2" . ($want{fds} ne "" ? " and $want{fds}" : "") . ")") : ();
+}
+
+# ---- the signal role: kill(2) of a process group, as the agent ----
+# The kernel's permission rule (same uid) decides which groups it reaches.
+sub deliver_signal {
+  exit EXIT_OK if kill "-$want{signal}", $want{pgid};
+  refuse(EXIT_DATA_REFUSED, "no agent process group $want{pgid}", "it has already exited") if $! == 3;
+  refuse(EXIT_LAUNCH_REFUSED, "process group $want{pgid} is not the agent's", "only agent work can be signalled through the shim") if $! == 1;
+  refuse(EXIT_OS_ERROR, "kill -$want{signal} -$want{pgid} failed: " . errname(), "report this with the command line used");
+}
+
+# ---- signals: execve(2) keeps ignored signals ignored ----
+# Node ignores SIGPIPE and SIGXFSZ; the command starts as a child the service
+# spawned itself would, with every signal the chain left ignored at its default.
+sub reset_signals {
+  my @names = qw(HUP INT QUIT ILL TRAP ABRT BUS FPE KILL USR1 SEGV USR2 PIPE ALRM TERM STKFLT CHLD CONT STOP TSTP TTIN TTOU URG XCPU XFSZ VTALRM PROF WINCH IO PWR SYS);
+  my $ignored = hex($status{SigIgn} // "0");
+  for my $i (0 .. $#names) { $SIG{$names[$i]} = "DEFAULT" if $ignored & (1 << $i) }
+}
+
+# ---- umask(2), chdir(2), and the environment perl alone needed ----
+sub enter_directory {
+  umask oct $want{umask};
+  if ($role eq "agent") {
+    chdir $want{cwd} or refuse(EXIT_LAUNCH_REFUSED, "the agent cannot enter $want{cwd} (" . errname() . ")", "pass a --cwd under /workspace that group clankie-workspace can search");
+  }
+  delete $ENV{$want{unset}} if $want{unset} ne "";
+}
+
+# ---- confinement: the agent's Landlock domain (landlock(7)) and seccomp filter (seccomp(2)) ----
+# The rules are data from src/confinement.ts, applied here in one loop each:
+#   path=ACCESS:must|may:PATH  a path rule; ACCESS is the full mask, which the
+#                              stage ANDs with what this kernel's ABI handles
+#                              (and, for a file, with what a file may hold)
+#   port=ACCESS:LOW-HIGH       TCP port rules (ABI 4), an allow list
+#   net=MASK scope=MASK        the ruleset's handled network access and scoping
+#   seccomp=HEX                struct sock_filter records, for a process in a
+#                              Landlock domain (it allows ptrace, which the
+#                              domain confines to itself and below)
+#   seccomp-alone=HEX          the filter without a domain (it denies ptrace)
+# Best effort by the ABI, or all of it with confine=strict. Each layer is
+# checked by what it must deny before the command runs.
+sub confine {
+  my $strict = $want{confine} eq "strict";
+  my $short = sub { refuse(EXIT_LAUNCH_REFUSED, "agent confinement: $_[0]", $CONFINEMENT_FIX) if $strict };
+  my $abi = syscall(@landlockCreateRuleset@, 0, 0, 1);
+  if ($abi < 0) { $short->("the kernel offers no Landlock (" . errname() . ")"); $abi = 0 }
+  elsif ($abi < 6) { $short->("the kernel's Landlock ABI is $abi; scoping needs 6") }
+  my $landlocked = $abi >= 1 && apply_landlock($abi);
+  my $filter = pack "H*", $landlocked ? $want{seccomp} : $want{'seccomp-alone'};
+  if (syscall(@prctl@, 22, 2, pack("S x6 p", length($filter) / 8, $filter), 0, 0) != 0) {
+    $short->("the kernel refused the seccomp filter (" . errname() . ")");
+    return;
+  }
+  # ioctl(-1, TIOCSTI) fails with EBADF unless the filter answers EPERM first.
+  syscall(@ioctl@, -1, 0x5412, 0);
+  refuse(EXIT_VERIFY_FAILED, "$AGENT_WHAT its seccomp filter is not in force (ioctl TIOCSTI: " . errname() . ")", $AGENT_FIX) unless $! == 1;
+}
+
+# landlock_create_ruleset(2), landlock_add_rule(2), landlock_restrict_self(2).
+# What each ABI handles: 1 files (13 rights), 2 REFER, 3 TRUNCATE, 4 TCP
+# ports, 5 IOCTL_DEV, 6 scoping. A right on a non-directory is one of
+# EXECUTE, WRITE_FILE, READ_FILE, TRUNCATE, IOCTL_DEV (0xc007); asking more
+# is EINVAL.
+sub apply_landlock {
+  my ($abi) = @_;
+  my $fs = $abi >= 5 ? 0xffff : $abi >= 3 ? 0x7fff : $abi >= 2 ? 0x3fff : 0x1fff;
+  my $net = $abi >= 4 ? hex $want{net} : 0;
+  my $scope = $abi >= 6 ? hex $want{scope} : 0;
+  my $attr = $abi >= 6 ? pack("QQQ", $fs, $net, $scope) : $abi >= 4 ? pack("QQ", $fs, $net) : pack("Q", $fs);
+  my $ruleset = syscall(@landlockCreateRuleset@, $attr, length $attr, 0);
+  $ruleset >= 0 or refuse(EXIT_OS_ERROR, "landlock_create_ruleset failed: " . errname(), $KERNEL_FIX);
+  # A rule is taken on what the path names now, opened as the agent with
+  # O_PATH, and only when /proc/self/fd/N names the same path: a path the
+  # service asked for (must) that is missing or reached through a symbolic
+  # link refuses; a default one (may) is left out, which only narrows the domain.
+  for my $rule (@{$rules{path} // []}) {
+    my ($access, $need, $path) = split /:/, $rule, 3;
+    my $fh;
+    unless (sysopen $fh, $path, 010000000) {
+      next if $need eq "may";
+      refuse(EXIT_LAUNCH_REFUSED, "agent confinement: cannot open $path as the agent (" . errname() . ")", "name a path that exists and the agent can reach");
+    }
+    my $real = readlink("/proc/self/fd/" . fileno $fh) // "";
+    if ($real ne $path) {
+      next if $need eq "may";
+      refuse(EXIT_DATA_REFUSED, "agent confinement: $path leads to $real", "name the path itself, without symbolic links");
+    }
+    my $allowed = hex($access) & $fs & (-d $fh ? ~0 : 0xc007);
+    next unless $allowed;
+    syscall(@landlockAddRule@, $ruleset, 1, pack("Ql", $allowed, fileno $fh), 0) == 0
+      or refuse(EXIT_OS_ERROR, "landlock_add_rule $path failed: " . errname(), $KERNEL_FIX);
+    close $fh;
+  }
+  for my $rule ($net ? @{$rules{port} // []} : ()) {
+    my ($access, $low, $high) = $rule =~ /\A(\w+):(\d+)-(\d+)\z/;
+    my $allowed = hex($access) & $net;
+    next unless $allowed;
+    for my $port ($low .. $high) {
+      syscall(@landlockAddRule@, $ruleset, 2, pack("QQ", $allowed, $port), 0) == 0
+        or refuse(EXIT_OS_ERROR, "landlock_add_rule port $port failed: " . errname(), $KERNEL_FIX);
+    }
+  }
+  syscall(@landlockRestrictSelf@, $ruleset, 0) == 0
+    or refuse(EXIT_OS_ERROR, "landlock_restrict_self failed: " . errname(), $KERNEL_FIX);
+  # Checked by what the domain must deny: without it, a process may open its
+  # own oom_score_adj for writing (no rule grants a write under /proc).
+  my $oom;
+  refuse(EXIT_VERIFY_FAILED, "$AGENT_WHAT its Landlock domain lets it open /proc/self/oom_score_adj for writing", $AGENT_FIX)
+    if sysopen $oom, "/proc/self/oom_score_adj", 1;
+  return 1;
+}
+
+# ---- exec: execve(2) itself ----
+# Not perl's exec: that one is execvp(3), which runs a file the kernel
+# refuses with ENOEXEC through /bin/sh instead of failing.
+sub exec_command {
+  my ($path, @argv) = @command;
+  my @envp = map { /\A(.*)\z/s; $1 } map { "$_=$ENV{$_}" } sort keys %ENV;
+  syscall(@execve@, $path, pack("p*", @argv, undef), pack("p*", @envp, undef));
+  refuse($! == 2 ? EXIT_NOT_FOUND : EXIT_NOT_EXECUTABLE, "cannot execute $path: " . errname(), "check the command's path and permissions");
+}

@@ -1,0 +1,121 @@
+/*
+ * The verification stage: the last step of both privilege changes, in the
+ * process that is about to become the service or the agent's command. This
+ * module builds its argv; the program is src/stage/stage.pl.
+ *
+ * setpriv exits 0 even when an ambient raise failed (docs/security.md, "Why
+ * each step verifies"), so the process setpriv became must read its own
+ * /proc/self/status and refuse on any difference before the command runs. A
+ * second start of this executable would cost a whole Node start on every
+ * agent spawn; the stage is a short Perl program, carried in this executable
+ * and passed to perl(1) with -e: nothing of it lies on disk, perl-base is
+ * Essential in every Debian image, and it starts in a few milliseconds.
+ *
+ * perl runs with -T (taint mode), which makes it ignore PERL5OPT, PERL5LIB and
+ * PERLLIB: the agent's environment (which the service may extend with --env)
+ * cannot load code into the stage. -C0 makes it ignore PERL_UNICODE (a :utf8
+ * stderr would turn every refusal into perl's own error). PERL_BADLANG=0 in
+ * its environment (stageEnvironment) keeps a LANG the image has no locale for
+ * from adding perl's five-line warning to every start; the stage removes it
+ * again unless the caller had set it.
+ *
+ *   perl -T -C0 -e STAGE -- PROGRAM ROLE KEY=VALUE... -- PATH ARGV0 [ARG...]
+ *
+ * The protocol is closed (stage.pl's %ROLE_KEYS): each role takes exactly
+ * its keys, every one required, so a request type without a field is a
+ * stage that refuses (exit 64), never one that skips a check.
+ */
+import { syscallNumbers, TOOLS } from "../constants.ts";
+import STAGE_TEMPLATE from "./stage.pl";
+
+interface StageIdentity {
+  /** Name used at the start of a refusal line. */
+  program: string;
+  uid: number;
+  gid: number;
+  groups: readonly number[];
+  caps: { inh: bigint; prm: bigint; eff: bigint; amb: bigint };
+  /** A variable stageEnvironment added for perl alone, to remove before the exec. */
+  unset?: string | undefined;
+}
+
+export interface ServiceStageRequest extends StageIdentity {
+  role: "service";
+  bounding: bigint;
+  umask: number;
+  action: { path: string; argv: readonly string[] };
+}
+
+export interface AgentStageRequest extends StageIdentity {
+  role: "agent";
+  /** "new": call setsid(2), then check; "own": only check (the caller already leads a session). */
+  session: "new" | "own";
+  keepFds: readonly number[];
+  umask: number;
+  cwd: string;
+  /** The Landlock domain and seccomp filter, as keys (confinementKeys of src/confinement.ts). */
+  confinement: readonly string[];
+  /** An absolute path, then argv with argv[0]. */
+  action: { path: string; argv: readonly string[] };
+}
+
+export interface SignalStageRequest extends StageIdentity {
+  role: "signal";
+  keepFds: readonly number[];
+  action: { signal: string; pgid: number };
+}
+
+export type StageRequest = ServiceStageRequest | AgentStageRequest | SignalStageRequest;
+
+/** The Perl program for `arch` (process.arch spelling), as passed to `perl -T -C0 -e`. */
+export function stageSource(arch: string = process.arch): string {
+  const numbers: Readonly<Record<string, number>> = { ...syscallNumbers(arch) };
+  return STAGE_TEMPLATE.replace(/@([a-zA-Z]+)@/g, (_, name: string) => {
+    if (numbers[name] === undefined) throw new Error(`stage: no system call number for @${name}@`);
+    return String(numbers[name]);
+  }).trim();
+}
+
+export const STAGE_SOURCE = stageSource();
+
+const hex = (mask: bigint) => mask.toString(16);
+
+function roleKeys(request: StageRequest): string[] {
+  switch (request.role) {
+    case "service":
+      return [`bnd=${hex(request.bounding)}`, `umask=${octal(request.umask)}`];
+    case "agent":
+      return [`session=${request.session}`, `fds=${request.keepFds.join(",")}`, `umask=${octal(request.umask)}`, `cwd=${request.cwd}`, ...request.confinement];
+    case "signal":
+      return [`fds=${request.keepFds.join(",")}`, `signal=${request.action.signal.replace(/^SIG/, "")}`, `pgid=${request.action.pgid}`];
+  }
+}
+
+const octal = (mask: number) => mask.toString(8).padStart(4, "0");
+
+/** argv (with argv[0]) of the verification stage. */
+export function stageArgv(request: StageRequest): string[] {
+  const keys = [
+    `uid=${request.uid}`,
+    `gid=${request.gid}`,
+    `groups=${[...request.groups].sort((a, b) => a - b).join(",")}`,
+    `inh=${hex(request.caps.inh)}`,
+    `prm=${hex(request.caps.prm)}`,
+    `eff=${hex(request.caps.eff)}`,
+    `amb=${hex(request.caps.amb)}`,
+    "nnp=1",
+    `unset=${request.unset ?? ""}`,
+    ...roleKeys(request),
+  ];
+  const command = "path" in request.action ? [request.action.path, ...request.action.argv] : [];
+  return [TOOLS.perl, "-T", "-C0", "-e", STAGE_SOURCE, "--", request.program, request.role, ...keys, "--", ...command];
+}
+
+/**
+ * The environment to exec the stage with: `env` plus PERL_BADLANG=0, and the
+ * name the stage must remove again (undefined when the caller set it itself).
+ */
+export function stageEnvironment<E extends Record<string, string>>(env: E): { env: E & { PERL_BADLANG: string }; unset: string | undefined } {
+  if (Object.hasOwn(env, "PERL_BADLANG")) return { env: env as E & { PERL_BADLANG: string }, unset: undefined };
+  return { env: { ...env, PERL_BADLANG: "0" }, unset: "PERL_BADLANG" };
+}
