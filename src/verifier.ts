@@ -38,7 +38,9 @@
  *                        seccomp filter (src/confinement.ts), from
  *                        rw= rw+= dev= ro= ro+= hide= noconnect= nobind=
  *                        seccomp=HEX; each applied layer is checked by what it
- *                        must deny. "strict" refuses where the kernel falls short.
+ *                        must deny. "strict" refuses where the kernel falls short;
+ *                        network=none refuses without the seccomp filter, and
+ *                        checks that socket(AF_INET) answers EAFNOSUPPORT.
  *
  * Before the exec, every signal the chain left ignored (Node ignores SIGPIPE
  * and SIGXFSZ, and execve(2) keeps ignored signals ignored) is reset to its

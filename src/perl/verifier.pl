@@ -7,7 +7,7 @@ my @a = map { /\A(.*)\z/s; $1 } @ARGV;
 my ($prog, $role) = splice @a, 0, 2;
 sub line { my $t = join "", @_; $t =~ s/[\r\n]+/ /g; syswrite STDERR, "$prog: $t\n" }
 sub refuse { my ($code, $what, $fix) = @_; line("$what; $fix"); exit $code }
-my %errno = (1, "EPERM", 2, "ENOENT", 3, "ESRCH", 5, "EIO", 7, "E2BIG", 8, "ENOEXEC", 11, "EAGAIN", 12, "ENOMEM", 13, "EACCES", 20, "ENOTDIR", 21, "EISDIR", 22, "EINVAL", 24, "EMFILE", 26, "ETXTBSY", 36, "ENAMETOOLONG", 38, "ENOSYS", 40, "ELOOP", 95, "EOPNOTSUPP");
+my %errno = (1, "EPERM", 2, "ENOENT", 3, "ESRCH", 5, "EIO", 7, "E2BIG", 8, "ENOEXEC", 11, "EAGAIN", 12, "ENOMEM", 13, "EACCES", 20, "ENOTDIR", 21, "EISDIR", 22, "EINVAL", 24, "EMFILE", 26, "ETXTBSY", 36, "ENAMETOOLONG", 38, "ENOSYS", 40, "ELOOP", 95, "EOPNOTSUPP", 97, "EAFNOSUPPORT");
 sub errname { my $n = $! + 0; $errno{$n} // "errno $n" }
 my %what = (service => @WHAT_SERVICE@, agent => @WHAT_AGENT@);
 my %fix = (service => @FIX_SERVICE@, agent => @FIX_AGENT@);
@@ -173,8 +173,19 @@ sub confine {
   return unless exists $w{seccomp};
   my $prog = pack "H*", $w{seccomp};
   my $fprog = pack "S x6 p", length($prog) / 8, $prog;
-  if (syscall(@SYS_PRCTL@, 22, 2, $fprog, 0, 0) != 0) { $short->("the kernel refused the seccomp filter (" . errname() . ")"); return }
+  # network=none is the filter's alone: without it the spawn is refused, strict or not.
+  my $offline = ($w{network} // "") eq "none";
+  if (syscall(@SYS_PRCTL@, 22, 2, $fprog, 0, 0) != 0) {
+    refuse(@LAUNCH@, "agent confinement: the kernel refused the seccomp filter (" . errname() . ") that keeps agent work off the network", "run it where seccomp filters can be installed (CONFIG_SECCOMP_FILTER, an engine that allows prctl PR_SET_SECCOMP), or spawn without --no-network") if $offline;
+    $short->("the kernel refused the seccomp filter (" . errname() . ")");
+    return;
+  }
   # Checked the same way: ioctl(-1, TIOCSTI) fails with EBADF unless the filter answers EPERM first.
   syscall(@SYS_IOCTL@, -1, 0x5412, 0);
   refuse(@VERIFY@, "$what{agent} its seccomp filter is not in force (ioctl TIOCSTI: " . errname() . ")", $fix{agent}) unless $! == 1;
+  # And without the network, socket(AF_INET, SOCK_STREAM, 0) answers EAFNOSUPPORT.
+  if ($offline) {
+    my $made = socket(my $s, 2, 1, 0);
+    refuse(@VERIFY@, "$what{agent} socket(AF_INET) under network=none " . ($made ? "succeeded" : "failed with " . errname()) . " (want EAFNOSUPPORT)", $fix{agent}) if $made || $! != 97;
+  }
 }
