@@ -207,6 +207,23 @@ rootTest(test, "one job cannot change another's limits, priority, scheduling or 
   });
 });
 
+rootTest(test, "network none where no seccomp filter can be installed: refused (77, one line), never run with the network", () => {
+  const body = seededBody();
+  try {
+    const plain = agent(body, {}, ["/usr/bin/perl", ATTEMPTS, "tcp_socket"], { wrap: WITHOUT_SECCOMP });
+    assert.is(plain.stdout, "tcp_socket ok", plain.stderr);
+    const offline = agent(body, { network: "none" }, ["/usr/bin/perl", ATTEMPTS, "tcp_socket"], { wrap: WITHOUT_SECCOMP });
+    assert.is(offline.exitCode, 77);
+    assert.is(offline.stdout, "");
+    assert.is(
+      offline.stderr,
+      "clankie-agent-exec: agent confinement: the kernel refused the seccomp filter (EINVAL) that keeps agent work off the network; run it where seccomp filters can be installed (CONFIG_SECCOMP_FILTER, an engine that allows prctl PR_SET_SECCOMP), or spawn without --no-network",
+    );
+  } finally {
+    body.cleanup();
+  }
+});
+
 rootTest(test, "the job's own limits, nice value, scheduling and I/O priority: ulimit, nice, renice -p 0, prlimit, chrt, ionice, taskset", () => {
   inBody(seededBody(), (body) => {
     const script = [
