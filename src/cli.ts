@@ -105,7 +105,7 @@ export function parseAgentExecArgs(argv: readonly string[]): AgentExecRequest {
   const keepFds: number[] = [];
   let nproc = AGENT_DEFAULT_NPROC;
   let oomScoreAdj = AGENT_DEFAULT_OOM_SCORE_ADJ;
-  const confinement = { strict: false, allowWrite: [] as string[], allowRead: [] as string[], denyConnect: [] as number[], denyBind: [] as number[] };
+  const confinement = { strict: false, allowWrite: [] as string[], allowRead: [] as string[], denyConnect: [] as number[], denyBind: [] as number[], network: "all" as "all" | "none" };
   const extraPath = (option: string, value: string | undefined): string => {
     const problem = value === undefined ? "is missing" : extraPathProblem(value);
     if (problem !== undefined) throw usage(program, `${option} ${JSON.stringify(value ?? "")} ${problem}`, `give ${option} an absolute, normal path below /`);
@@ -140,6 +140,11 @@ export function parseAgentExecArgs(argv: readonly string[]): AgentExecRequest {
     } else if (name === "--strict-confinement") {
       if (argv[i] !== name) throw usage(program, "--strict-confinement takes no value", "write --strict-confinement alone");
       confinement.strict = true;
+      i += 1;
+      continue;
+    } else if (name === "--no-network") {
+      if (argv[i] !== name) throw usage(program, "--no-network takes no value", "write --no-network alone");
+      confinement.network = "none";
       i += 1;
       continue;
     } else if (name.startsWith("-")) {

@@ -16,15 +16,21 @@
  * - A seccomp filter (seccomp(2)) that answers EPERM to what no agent job
  *   needs and Docker's default profile still allows or allows to root:
  *   io_uring, ptrace, process_vm_readv/writev, pidfd_getfd, process_madvise,
- *   new namespaces, setns, keyrings, bpf, perf_event_open, userfaultfd, and
- *   the TIOCSTI/TIOCLINUX ioctls. clone3(2) answers ENOSYS, as in Docker's
- *   profile: its flags live in memory a filter cannot read, and glibc falls
- *   back to clone(2), whose flags it can.
+ *   process_mrelease, new namespaces, setns, keyrings, bpf, perf_event_open,
+ *   userfaultfd, and the TIOCSTI/TIOCLINUX ioctls; and to a change of another
+ *   process's limits, priority, scheduling, I/O priority or memory placement,
+ *   which Landlock does not scope and the kernel allows between processes of
+ *   one uid. clone3(2) answers ENOSYS, as in Docker's profile: its flags live
+ *   in memory a filter cannot read, and glibc falls back to clone(2), whose
+ *   flags it can. socket(2) makes unix, TCP, UDP, ping and NETLINK_ROUTE
+ *   sockets only (Landlock's port rules see TCP alone: MPTCP would pass
+ *   them), or unix sockets only with network "none".
  *
  * The Landlock rules are emitted here with full access masks; the stage ANDs
  * each with what the kernel's ABI handles (and, for a path that is not a
  * directory, with what a file may hold), applies them best effort by the
- * ABI, and refuses instead with `strict`.
+ * ABI, and refuses instead with `strict`, or, for network "none", when the
+ * seccomp filter cannot be installed.
  */
 import { readdirSync } from "node:fs";
 import { STATE_AGENT_NAME, STATE_DIR, STATE_INSTALL_NAME, WORKSPACE_DIR } from "./constants.ts";
@@ -49,9 +55,11 @@ export interface ConfinementRequest {
   denyConnect: readonly number[];
   /** TCP ports the agent may not bind(2). */
   denyBind: readonly number[];
+  /** "none": no socket but unix sockets (the seccomp filter; a spawn that cannot have it is refused). */
+  network: "all" | "none";
 }
 
-export const NO_EXTRA_CONFINEMENT: ConfinementRequest = { strict: false, allowWrite: [], allowRead: [], denyConnect: [], denyBind: [] };
+export const NO_EXTRA_CONFINEMENT: ConfinementRequest = { strict: false, allowWrite: [], allowRead: [], denyConnect: [], denyBind: [], network: "all" };
 
 /**
  * Why an extra path would undo the domain, or undefined when it is fine: it
@@ -159,12 +167,21 @@ export function confinementKeys(request: ConfinementRequest, options: { arch?: s
     // Landlock confines ptrace(2) to the domain and those below it: with a
     // domain in force, tracing within the job (strace, gdb, sanitizers) is
     // left to it; without one, the filter denies ptrace.
-    `seccomp=${seccompProgram(options.arch, { ptrace: true }).toString("hex")}`,
-    `seccomp-alone=${seccompProgram(options.arch, { ptrace: false }).toString("hex")}`,
+    `network=${request.network}`,
+    `seccomp=${seccompProgram(options.arch, { ptrace: true, network: request.network }).toString("hex")}`,
+    `seccomp-alone=${seccompProgram(options.arch, { ptrace: false, network: request.network }).toString("hex")}`,
   ];
 }
 
 /* ---- The seccomp filter, classic BPF (seccomp(2), linux/filter.h) ---- */
+
+/** What the filter leaves to the caller: ptrace (where a Landlock domain already limits it to the job's own processes) and the network. */
+export interface SeccompOptions {
+  /** Leave ptrace(2) out of the deny list. */
+  ptrace: boolean;
+  /** "none": socket(2) and socketpair(2) make unix sockets only. */
+  network: "all" | "none";
+}
 
 interface SeccompArch {
   /** AUDIT_ARCH_* of linux/audit.h. */
@@ -176,9 +193,17 @@ interface SeccompArch {
   clone3: number;
   unshare: number;
   ioctl: number;
+  socket: number;
+  socketpair: number;
+  /** Calls whose first argument is a pid_t naming the process they change, 0 being the caller. */
+  ownPid: Readonly<Record<string, number>>;
+  /** setpriority(2) and ioprio_set(2): (which, who), who 0 being the caller or its process group. */
+  setpriority: number;
+  ioprioSet: number;
 }
 
-const COMMON_NEW = { io_uring_setup: 425, io_uring_enter: 426, io_uring_register: 427, pidfd_getfd: 438, process_madvise: 440 };
+// process_mrelease(2) reaps the memory of another, dying process through a pidfd: no agent job needs it.
+const COMMON_NEW = { io_uring_setup: 425, io_uring_enter: 426, io_uring_register: 427, pidfd_getfd: 438, process_madvise: 440, process_mrelease: 448 };
 
 /** arch/x86/entry/syscalls/syscall_64.tbl and include/uapi/asm-generic/unistd.h. */
 export const SECCOMP_ARCHES: Readonly<Record<string, SeccompArch>> = {
@@ -190,6 +215,11 @@ export const SECCOMP_ARCHES: Readonly<Record<string, SeccompArch>> = {
     clone3: 435,
     unshare: 272,
     ioctl: 16,
+    socket: 41,
+    socketpair: 53,
+    ownPid: { prlimit64: 302, sched_setparam: 142, sched_setscheduler: 144, sched_setaffinity: 203, sched_setattr: 314, migrate_pages: 256, move_pages: 279 },
+    setpriority: 141,
+    ioprioSet: 251,
   },
   arm64: {
     audit: 0xc00000b7,
@@ -198,6 +228,11 @@ export const SECCOMP_ARCHES: Readonly<Record<string, SeccompArch>> = {
     clone3: 435,
     unshare: 97,
     ioctl: 29,
+    socket: 198,
+    socketpair: 199,
+    ownPid: { prlimit64: 261, sched_setparam: 118, sched_setscheduler: 119, sched_setaffinity: 122, sched_setattr: 274, migrate_pages: 238, move_pages: 239 },
+    setpriority: 140,
+    ioprioSet: 30,
   },
 };
 
@@ -205,20 +240,47 @@ export const SECCOMP_ARCHES: Readonly<Record<string, SeccompArch>> = {
 export const NEW_NAMESPACE_FLAGS = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000 | 0x00000080;
 /** TIOCSTI pushes input into a terminal; TIOCLINUX can too (CVE-2023-1523 and kin). */
 export const DENIED_IOCTLS = { TIOCSTI: 0x5412, TIOCLINUX: 0x541c };
+/** setpriority(2)'s PRIO_PROCESS and PRIO_PGRP (PRIO_USER, 2, is never allowed); ioprio_set(2)'s IOPRIO_WHO_PROCESS and IOPRIO_WHO_PGRP (IOPRIO_WHO_USER, 3, never). */
+export const PRIO_WHICH = { process: 0, pgrp: 1 } as const;
+export const IOPRIO_WHICH = { process: 1, pgrp: 2 } as const;
+
+/** linux/socket.h, linux/net.h, linux/in.h, linux/netlink.h. */
+export const SOCKET = {
+  AF_UNIX: 1,
+  AF_INET: 2,
+  AF_INET6: 10,
+  AF_NETLINK: 16,
+  SOCK_STREAM: 1,
+  SOCK_DGRAM: 2,
+  /** socket(2)'s type carries SOCK_NONBLOCK and SOCK_CLOEXEC above these four bits. */
+  SOCK_TYPE_MASK: 0xf,
+  NETLINK_ROUTE: 0,
+} as const;
+/**
+ * The protocols agent work may name for AF_INET and AF_INET6: 0 (the type's
+ * default: TCP for SOCK_STREAM, UDP for SOCK_DGRAM), TCP, UDP and ICMP and
+ * ICMPv6 (unprivileged ping sockets). Everything else, IPPROTO_MPTCP (262)
+ * and IPPROTO_SMC (256) above all, would be a connection Landlock's TCP port
+ * rules do not see.
+ */
+export const INET_PROTOCOLS = { default: 0, ICMP: 1, TCP: 6, UDP: 17, ICMPV6: 58 } as const;
 
 export const SECCOMP_RET = { allow: 0x7fff0000, errno: 0x00050000 } as const;
 export const EPERM = 1;
 export const ENOSYS = 38;
+export const EPROTONOSUPPORT = 93;
+export const EAFNOSUPPORT = 97;
 
 /* struct seccomp_data: int nr; __u32 arch; __u64 instruction_pointer; __u64 args[6]. Little-endian: the low word of args[i] is at 16 + 8i. */
 const DATA_NR = 0;
 const DATA_ARCH = 4;
 const dataArgLow = (i: number) => 16 + 8 * i;
 
-const BPF = { ldAbsW: 0x20, jeqK: 0x15, jgeK: 0x35, jsetK: 0x45, retK: 0x06 } as const;
+const BPF = { ldAbsW: 0x20, andK: 0x54, jeqK: 0x15, jgeK: 0x35, jsetK: 0x45, retK: 0x06 } as const;
 
 export type Insn =
   | { op: "ld"; offset: number }
+  | { op: "and"; k: number }
   | { op: "jeq" | "jge" | "jset"; k: number; then: string; else?: string }
   | { op: "ret"; k: number }
   | { op: "label"; name: string };
@@ -249,6 +311,9 @@ export function assemble(program: readonly Insn[]): Buffer {
     if (insn.op === "ld") {
       opcode = BPF.ldAbsW;
       k = insn.offset;
+    } else if (insn.op === "and") {
+      opcode = BPF.andK;
+      k = insn.k;
     } else if (insn.op === "ret") {
       opcode = BPF.retK;
       k = insn.k;
@@ -267,11 +332,58 @@ export function assemble(program: readonly Insn[]): Buffer {
 }
 
 /**
- * The agent's seccomp filter for `arch` (process.arch spelling), as struct
- * sock_filter records. `ptrace`: allow ptrace(2), for a process a Landlock
- * domain already confines.
+ * What socket(2) and socketpair(2) may make: unix sockets always; with the
+ * network, TCP, UDP and ping sockets of IPv4 and IPv6, and NETLINK_ROUTE
+ * (getifaddrs(3), behind glibc's getaddrinfo with AI_ADDRCONFIG and Node's
+ * os.networkInterfaces(); it reads addresses, and changing them needs
+ * CAP_NET_ADMIN). Another family answers EAFNOSUPPORT and another protocol
+ * or type EPROTONOSUPPORT: the errors a program that can use something else
+ * (an MPTCP-capable client, TCP) falls back from.
  */
-export function seccompProgram(arch: string = process.arch, options: { ptrace: boolean } = { ptrace: false }): Buffer {
+function socketRules(network: SeccompOptions["network"]): Insn[] {
+  if (network === "none") {
+    return [
+      { op: "label", name: "socket" },
+      { op: "ld", offset: dataArgLow(0) },
+      { op: "jeq", k: SOCKET.AF_UNIX, then: "allow", else: "eafnosupport" },
+    ];
+  }
+  const protocols = Object.values(INET_PROTOCOLS);
+  return [
+    { op: "label", name: "socket" },
+    { op: "ld", offset: dataArgLow(0) },
+    { op: "jeq", k: SOCKET.AF_UNIX, then: "allow" },
+    { op: "jeq", k: SOCKET.AF_INET, then: "inet" },
+    { op: "jeq", k: SOCKET.AF_INET6, then: "inet" },
+    { op: "jeq", k: SOCKET.AF_NETLINK, then: "netlink", else: "eafnosupport" },
+    // Stream and datagram only: SOCK_SEQPACKET with protocol 0 is SCTP, SOCK_RAW needs CAP_NET_RAW.
+    { op: "label", name: "inet" },
+    { op: "ld", offset: dataArgLow(1) },
+    { op: "and", k: SOCKET.SOCK_TYPE_MASK },
+    { op: "jeq", k: SOCKET.SOCK_STREAM, then: "inet-protocol" },
+    { op: "jeq", k: SOCKET.SOCK_DGRAM, then: "inet-protocol", else: "eprotonosupport" },
+    { op: "label", name: "inet-protocol" },
+    { op: "ld", offset: dataArgLow(2) },
+    ...protocols.map((k, i): Insn => ({ op: "jeq", k, then: "allow", ...(i === protocols.length - 1 ? { else: "eprotonosupport" } : {}) })),
+    { op: "label", name: "netlink" },
+    { op: "ld", offset: dataArgLow(2) },
+    { op: "jeq", k: SOCKET.NETLINK_ROUTE, then: "allow", else: "eprotonosupport" },
+  ];
+}
+
+/**
+ * The agent's seccomp filter for `arch` (process.arch spelling), as struct
+ * sock_filter records.
+ *
+ * Only the low word of an argument is ever compared: every argument checked
+ * here is an int or unsigned int in the call's SYSCALL_DEFINE, whose wrapper
+ * converts the 64-bit register to that type (include/linux/syscalls.h,
+ * __SC_CAST), so the kernel acts on the low word alone. A pid whose high word
+ * is set and whose low word is 0 is the caller to the kernel too; one whose
+ * low word names another process is refused by its low word. `ptrace`: allow
+ * ptrace(2), for a process a Landlock domain already confines.
+ */
+export function seccompProgram(arch: string = process.arch, options: SeccompOptions): Buffer {
   const a = SECCOMP_ARCHES[arch];
   if (!a) throw new Error(`no seccomp table for ${arch}`);
   const deny = Object.entries(a.deny).filter(([name]) => !(options.ptrace && name === "ptrace"));
@@ -287,6 +399,11 @@ export function seccompProgram(arch: string = process.arch, options: { ptrace: b
     { op: "jeq", k: a.clone, then: "flags" },
     { op: "jeq", k: a.unshare, then: "flags" },
     { op: "jeq", k: a.ioctl, then: "ioctl" },
+    { op: "jeq", k: a.socket, then: "socket" },
+    { op: "jeq", k: a.socketpair, then: "socket" },
+    ...Object.values(a.ownPid).map((nr) => ({ op: "jeq" as const, k: nr, then: "own-pid" })),
+    { op: "jeq", k: a.setpriority, then: "setpriority" },
+    { op: "jeq", k: a.ioprioSet, then: "ioprio" },
     { op: "ret", k: SECCOMP_RET.allow },
     // clone(2) and unshare(2) take their flags in the first argument; the namespace flags are in its low word.
     { op: "label", name: "flags" },
@@ -299,9 +416,37 @@ export function seccompProgram(arch: string = process.arch, options: { ptrace: b
     { op: "jeq", k: DENIED_IOCTLS.TIOCSTI, then: "eperm" },
     { op: "jeq", k: DENIED_IOCTLS.TIOCLINUX, then: "eperm" },
     { op: "ret", k: SECCOMP_RET.allow },
+    // Limits, scheduling and memory placement of the caller only (pid 0). The
+    // kernel lets a process change these for any other of its uid
+    // (prlimit(2), sched_setattr(2), migrate_pages(2)): another agent job, or
+    // the shim's next spawn before it confines itself. Its own pid is refused
+    // too, and so is a thread's id (pthread_setaffinity_np(3) names its tid).
+    { op: "label", name: "own-pid" },
+    { op: "ld", offset: dataArgLow(0) },
+    { op: "jeq", k: 0, then: "allow", else: "eperm" },
+    // setpriority(2) and ioprio_set(2): the caller (who 0) or its own process
+    // group; never a user's processes, which are every job of the agent uid.
+    { op: "label", name: "setpriority" },
+    { op: "ld", offset: dataArgLow(0) },
+    { op: "jeq", k: PRIO_WHICH.process, then: "who" },
+    { op: "jeq", k: PRIO_WHICH.pgrp, then: "who", else: "eperm" },
+    { op: "label", name: "ioprio" },
+    { op: "ld", offset: dataArgLow(0) },
+    { op: "jeq", k: IOPRIO_WHICH.process, then: "who" },
+    { op: "jeq", k: IOPRIO_WHICH.pgrp, then: "who", else: "eperm" },
+    { op: "label", name: "who" },
+    { op: "ld", offset: dataArgLow(1) },
+    { op: "jeq", k: 0, then: "allow", else: "eperm" },
+    ...socketRules(options.network),
+    { op: "label", name: "allow" },
+    { op: "ret", k: SECCOMP_RET.allow },
     { op: "label", name: "eperm" },
     { op: "ret", k: SECCOMP_RET.errno | EPERM },
     { op: "label", name: "enosys" },
     { op: "ret", k: SECCOMP_RET.errno | ENOSYS },
+    { op: "label", name: "eafnosupport" },
+    { op: "ret", k: SECCOMP_RET.errno | EAFNOSUPPORT },
+    { op: "label", name: "eprotonosupport" },
+    { op: "ret", k: SECCOMP_RET.errno | EPROTONOSUPPORT },
   ]);
 }

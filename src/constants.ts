@@ -200,7 +200,7 @@ export const EXIT_DESCRIPTIONS: ReadonlyArray<readonly [number, string]> = [
   [EXIT.verifyFailed, "after a privilege change the kernel reports other ids, groups, capabilities or NoNewPrivs than asked (for the agent also: a terminal, no session of its own, a stray fd, a Landlock domain or seccomp filter not in force)"],
   [EXIT.osError, "an operating-system call failed; the message names the call, the path and the errno code"],
   [EXIT.busy, "clankie-agent-exec: the agent uid is at its process limit (--nproc); try again later"],
-  [EXIT.launchRefused, "the launch lacks what the mode needs: NoNewPrivs, a capability, the caller is the wrong uid, or the kernel cannot confine agent work as --strict-confinement asks"],
+  [EXIT.launchRefused, "the launch lacks what the mode needs: NoNewPrivs, a capability, the caller is the wrong uid, or the kernel cannot confine agent work as --strict-confinement or --no-network asks"],
   [EXIT.notExecutable, "the command is refused by the exec rules (writable by others, foreign owner) or cannot be executed"],
   [EXIT.notFound, "the command was not found in the fixed system PATH"],
 ];

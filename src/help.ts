@@ -35,7 +35,7 @@ clankie-separate --self-check [--json] [--probe]
 clankie-agent-exec [--cwd DIR] [--env NAME]... [--keep-fd N]...
                    [--nproc N] [--oom-score-adj N] [--allow-write PATH]...
                    [--allow-read PATH]... [--deny-connect PORT]...
-                   [--deny-bind PORT]... [--strict-confinement]
+                   [--deny-bind PORT]... [--strict-confinement] [--no-network]
                    -- COMMAND [ARG...]
   Run by the service only: execs COMMAND as clankie-agent with no
   capabilities, NoNewPrivs, a new session without a controlling terminal,
@@ -44,9 +44,11 @@ clankie-agent-exec [--cwd DIR] [--env NAME]... [--keep-fd N]...
   /var/tmp, /dev/shm and /state/agent; read the image and /state/install,
   no other file of /state; no abstract unix socket or signal outside the
   domain) and under a seccomp filter (no io_uring, ptrace beyond the job
-  (Landlock's rule), new namespaces, keyrings, bpf,
-  perf_event_open, userfaultfd, TIOCSTI). Where the kernel offers less, the
-  rest still applies and --self-check says so.
+  (Landlock's rule), new namespaces, keyrings, bpf, perf_event_open,
+  userfaultfd, TIOCSTI; no change to another process's limits, priority,
+  scheduling or I/O priority: only pid 0, the caller; only unix, TCP, UDP,
+  ping and NETLINK_ROUTE sockets, so no MPTCP). Where the kernel offers
+  less, the rest still applies and --self-check says so.
     --cwd DIR            working directory (default /workspace)
     --env NAME           pass NAME with its value from the shim's environment
     --keep-fd N          keep fd N (17 or higher) open for the command
@@ -55,8 +57,12 @@ clankie-agent-exec [--cwd DIR] [--env NAME]... [--keep-fd N]...
     --allow-write PATH   also let it write below PATH (absolute, no symlinks)
     --allow-read PATH    also let it read and execute below PATH
     --deny-connect PORT  no TCP connect to PORT (Landlock ABI 4; costs about
-                         50 ms a spawn: Landlock allows ports, one rule each)
-    --deny-bind PORT     no TCP bind of PORT (likewise)
+                         50 ms a spawn: Landlock allows ports, one rule each;
+                         UDP to PORT is not covered)
+    --deny-bind PORT     no TCP bind of PORT (likewise; a UDP bind still works)
+    --no-network         no socket but unix sockets (no IPv4, IPv6 or
+                         netlink); fds passed with --keep-fd stay usable;
+                         refused (exit ${EXIT.launchRefused}) without the seccomp filter
     --strict-confinement refuse (exit ${EXIT.launchRefused}) unless the kernel applies all of
                          it: Landlock ABI 6 or later and the seccomp filter
 

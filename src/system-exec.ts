@@ -55,6 +55,8 @@ export interface SpawnAgentOptions extends Omit<SystemExecOptions, "cwd" | "deta
   denyBind?: readonly number[];
   /** Refuse the spawn (exit 77) unless the kernel applies the whole Landlock domain (ABI 6+) and seccomp filter. */
   strictConfinement?: boolean;
+  /** "none": no socket but unix sockets (no IPv4, IPv6, netlink or other); refused (exit 77) where the seccomp filter cannot be installed. Default "all". */
+  network?: "all" | "none";
   /** Path of the shim; default CLANKIE_AGENT_EXEC's value of ADR 0272. */
   shim?: string;
   /** What timeout, cancelSignal and kill() send (default SIGTERM): one the shim delivers (AGENT_SIGNALS). */
@@ -62,7 +64,7 @@ export interface SpawnAgentOptions extends Omit<SystemExecOptions, "cwd" | "deta
 }
 
 /** The options spawnAgent hands to the shim; every other one is execa's. A new shim option goes here and in agentExecArguments. */
-const SHIM_OPTIONS = ["cwd", "env", "keepFds", "nproc", "oomScoreAdj", "allowWrite", "allowRead", "denyConnect", "denyBind", "strictConfinement", "shim"] as const satisfies readonly (keyof SpawnAgentOptions)[];
+const SHIM_OPTIONS = ["cwd", "env", "keepFds", "nproc", "oomScoreAdj", "allowWrite", "allowRead", "denyConnect", "denyBind", "strictConfinement", "network", "shim"] as const satisfies readonly (keyof SpawnAgentOptions)[];
 
 /** Pure: the shim's argv and environment for an agent command. */
 export function agentExecArguments(command: string, args: readonly string[], options: SpawnAgentOptions = {}): { argv: string[]; env: Environment } {
@@ -81,6 +83,8 @@ export function agentExecArguments(command: string, args: readonly string[], opt
   for (const port of options.denyConnect ?? []) argv.push("--deny-connect", String(port));
   for (const port of options.denyBind ?? []) argv.push("--deny-bind", String(port));
   if (options.strictConfinement) argv.push("--strict-confinement");
+  if (options.network !== undefined && options.network !== "all" && options.network !== "none") throw new Refusal(EXIT.usage, `network ${JSON.stringify(options.network)} is not "all" or "none"`, 'give network: "none" to keep agent work off the network, or leave it out');
+  if (options.network === "none") argv.push("--no-network");
   argv.push("--", command, ...args);
   return { argv, env: buildEnvironment({ from: process.env, set: options.env }) };
 }

@@ -30,7 +30,7 @@ my $KERNEL_FIX = 'report this with the kernel version (uname -r)';
 my @IDENTITY_KEYS = qw(uid gid groups inh prm eff amb nnp unset);
 my %ROLE_KEYS = (
   service => [@IDENTITY_KEYS, qw(bnd umask)],
-  agent => [@IDENTITY_KEYS, qw(session fds umask cwd confine net scope path port seccomp seccomp-alone)],
+  agent => [@IDENTITY_KEYS, qw(session fds umask cwd confine net scope path port network seccomp seccomp-alone)],
   signal => [@IDENTITY_KEYS, qw(fds signal pgid)],
 );
 my %REPEATED = (path => 1, port => 1);
@@ -44,7 +44,7 @@ my %FORM = (
   session => qr/new|own/, fds => $NUMBERS, umask => qr/[0-7]{4}/, cwd => qr{/.*}s,
   confine => qr/best|strict/, net => $HEX, scope => $HEX,
   path => qr{$HEX:(?:must|may):/.*}s, port => qr/$HEX:\d{1,5}-\d{1,5}/,
-  seccomp => $FILTER, 'seccomp-alone' => $FILTER,
+  network => qr/all|none/, seccomp => $FILTER, 'seccomp-alone' => $FILTER,
   signal => qr/[A-Z]{2,8}/, pgid => qr/[2-9]|[1-9]\d{1,9}/,
 );
 # Anchored and captured once here, not rebuilt for every key.
@@ -57,7 +57,7 @@ sub line { my $text = join "", @_; $text =~ s/[\r\n]+/ /g; syswrite STDERR, "$pr
 sub refuse { my ($code, $what, $fix) = @_; line("$what; $fix"); exit $code }
 sub usage { refuse(EXIT_USAGE, "verification stage: $_[0]", $STAGE_FIX) }
 # Linux's errno numbers, the same on x86-64 and arm64 (%! would load Errno.pm, over a millisecond).
-my %ERRNO = (1, "EPERM", 2, "ENOENT", 3, "ESRCH", 5, "EIO", 7, "E2BIG", 8, "ENOEXEC", 9, "EBADF", 11, "EAGAIN", 12, "ENOMEM", 13, "EACCES", 20, "ENOTDIR", 21, "EISDIR", 22, "EINVAL", 24, "EMFILE", 26, "ETXTBSY", 36, "ENAMETOOLONG", 38, "ENOSYS", 40, "ELOOP", 95, "EOPNOTSUPP");
+my %ERRNO = (1, "EPERM", 2, "ENOENT", 3, "ESRCH", 5, "EIO", 7, "E2BIG", 8, "ENOEXEC", 9, "EBADF", 11, "EAGAIN", 12, "ENOMEM", 13, "EACCES", 20, "ENOTDIR", 21, "EISDIR", 22, "EINVAL", 24, "EMFILE", 26, "ETXTBSY", 36, "ENAMETOOLONG", 38, "ENOSYS", 40, "ELOOP", 95, "EOPNOTSUPP", 97, "EAFNOSUPPORT");
 sub errname { my $n = $! + 0; $ERRNO{$n} // "errno $n" }
 sub proc_failed { refuse(EXIT_OS_ERROR, "open $_[0] failed: " . errname(), 'mount /proc in the container' . ($_[1] // "")) }
 
@@ -223,6 +223,9 @@ sub enter_directory {
 #                              Landlock domain (it allows ptrace, which the
 #                              domain confines to itself and below)
 #   seccomp-alone=HEX          the filter without a domain (it denies ptrace)
+#   network=all|none           none: unix sockets only, which only the filter
+#                              enforces, so a spawn whose filter cannot be
+#                              installed is refused, strict or not
 # Best effort by the ABI, or all of it with confine=strict. Each layer is
 # checked by what it must deny before the command runs.
 sub confine {
@@ -233,13 +236,21 @@ sub confine {
   elsif ($abi < 6) { $short->("the kernel's Landlock ABI is $abi; scoping needs 6") }
   my $landlocked = $abi >= 1 && apply_landlock($abi);
   my $filter = pack "H*", $landlocked ? $want{seccomp} : $want{'seccomp-alone'};
+  # network=none is the filter's alone: without it the spawn is refused, strict or not.
+  my $offline = $want{network} eq "none";
   if (syscall(@prctl@, 22, 2, pack("S x6 p", length($filter) / 8, $filter), 0, 0) != 0) {
+    refuse(EXIT_LAUNCH_REFUSED, "agent confinement: the kernel refused the seccomp filter (" . errname() . ") that keeps agent work off the network", "run it where seccomp filters can be installed (CONFIG_SECCOMP_FILTER, an engine that allows prctl PR_SET_SECCOMP), or spawn without --no-network") if $offline;
     $short->("the kernel refused the seccomp filter (" . errname() . ")");
     return;
   }
   # ioctl(-1, TIOCSTI) fails with EBADF unless the filter answers EPERM first.
   syscall(@ioctl@, -1, 0x5412, 0);
   refuse(EXIT_VERIFY_FAILED, "$AGENT_WHAT its seccomp filter is not in force (ioctl TIOCSTI: " . errname() . ")", $AGENT_FIX) unless $! == 1;
+  # And without the network, socket(AF_INET, SOCK_STREAM, 0) answers EAFNOSUPPORT.
+  if ($offline) {
+    my $made = socket(my $socket, 2, 1, 0);
+    refuse(EXIT_VERIFY_FAILED, "$AGENT_WHAT socket(AF_INET) under network=none " . ($made ? "succeeded" : "failed with " . errname()) . " (want EAFNOSUPPORT)", $AGENT_FIX) if $made || $! != 97;
+  }
 }
 
 # landlock_create_ruleset(2), landlock_add_rule(2), landlock_restrict_self(2).

@@ -153,7 +153,7 @@ const LIES: [string, readonly string[], string, string, string, string][] = [
   [
     "prctl(PR_SET_SECCOMP) and seccomp(2)",
     SECCOMP_LIES,
-    `my $p = pack "H*", "${seccompProgram("x64").toString("hex")}"; my $fprog = pack("S x6 p", length($p) / 8, $p); my $r = syscall(157, 22, 2, $fprog, 0, 0); syscall(16, -1, 0x5412, 0); print "prctl $r ioctl ", $! + 0`,
+    `my $p = pack "H*", "${seccompProgram("x64", { ptrace: false, network: "all" }).toString("hex")}"; my $fprog = pack("S x6 p", length($p) / 8, $p); my $r = syscall(157, 22, 2, $fprog, 0, 0); syscall(16, -1, 0x5412, 0); print "prctl $r ioctl ", $! + 0`,
     "prctl 0 ioctl 1",
     "prctl 0 ioctl 9",
     "its seccomp filter is not in force (ioctl TIOCSTI: EBADF)",
@@ -226,6 +226,121 @@ rootTest(test, "/proc/self/comm is not writable (no write under /proc); prctl(PR
     // The control: without a Landlock domain the same write works.
     const control = agent(body, {}, ["/usr/bin/perl", ATTEMPTS, "comm"], { wrap: WITHOUT_LANDLOCK });
     assert.is(control.stdout, "comm ok", control.stderr);
+interface JobState {
+  fsize: string;
+  nofile: string;
+  nice: number;
+  policy: number;
+  cpus: string | null;
+  ioprio: string;
+}
+
+interface Processes {
+  port: number;
+  before: JobState;
+  afterConfined: JobState;
+  afterControl: JobState;
+  confined: Record<string, string>;
+  confinedExit: number;
+  confinedStderr: string;
+  offline: Record<string, string>;
+  offlineExit: number;
+  offlineStderr: string;
+  control: Record<string, string>;
+  controlStderr: string;
+}
+
+/** Job A's attempts on job B and its own, and the sockets: what the seccomp filter answers (the control must get "ok" for each). */
+const FILTERED: Record<string, string> = {
+  prlimit: "EPERM",
+  prlimit_high: "EPERM", // PID + 2^32: the kernel reads PID, so does the filter
+  renice: "EPERM",
+  sched_idle: "EPERM",
+  affinity: "EPERM",
+  ioprio: "EPERM",
+  renice_user: "EPERM",
+  ioprio_user: "EPERM",
+  prlimit_own_pid: "EPERM", // only pid 0 is the caller to the filter
+  self_prlimit: "ok",
+  self_renice: "ok",
+  self_sched: "ok",
+  self_affinity: "ok",
+  self_ioprio: "ok",
+  tcp_socket: "ok",
+  tcp6_socket: "ok",
+  udp_socket: "ok",
+  netlink_route: "ok",
+  unix_pair: "ok",
+  mptcp: "EPROTONOSUPPORT", // to a port denied to TCP; Landlock's port rules do not see MPTCP
+  udp_bind: "ok", // of the same port: --deny-bind covers TCP only (docs/security.md)
+};
+const OFFLINE: Record<string, string> = {
+  tcp_socket: "EAFNOSUPPORT",
+  tcp6_socket: "EAFNOSUPPORT",
+  udp_socket: "EAFNOSUPPORT",
+  netlink_route: "EAFNOSUPPORT",
+  unix_pair: "ok",
+  mptcp: "EAFNOSUPPORT",
+  udp_bind: "EAFNOSUPPORT",
+};
+
+rootTest(test, "one job cannot change another's limits, priority, scheduling or I/O priority, nor use MPTCP; network none leaves unix sockets; the control does it all", () => {
+  inBody(seededBody(), (body) => {
+    const result = serviceJson<Processes>(body, ["processes", "{}"]).json;
+    assert.is(result.confinedExit, 0, result.confinedStderr);
+    assert.is(result.offlineExit, 0, result.offlineStderr);
+    const ids = Object.keys(FILTERED);
+    const controlFailed = ids.filter((id) => result.control[id] !== "ok").map((id) => `${id}=${result.control[id]}`);
+    assert.equal(controlFailed, [], `these attempts fail even without the filter: they prove nothing\n${result.controlStderr}`);
+    assert.equal(Object.fromEntries(ids.map((id) => [id, result.confined[id]])), FILTERED);
+    assert.equal(result.offline, OFFLINE);
+    // Job B's /proc is the judge: untouched by the confined job, changed by the control.
+    assert.equal(result.afterConfined, result.before, "job A changed job B through the filter");
+    assert.is.not(result.before.cpus, "0", "one CPU only: the affinity attempt would prove nothing");
+    assert.is.not(result.before.fsize, "0:0");
+    assert.equal(
+      { fsize: result.afterControl.fsize, nofile: result.afterControl.nofile, nice: result.afterControl.nice, policy: result.afterControl.policy, cpus: result.afterControl.cpus },
+      { fsize: "0:0", nofile: "64:64", nice: 19, policy: 5 /* SCHED_IDLE */, cpus: "0" },
+    );
+    assert.match(result.afterControl.ioprio, /^idle/);
+    assert.not.match(result.before.ioprio, /^idle/);
+  });
+});
+
+rootTest(test, "network none where no seccomp filter can be installed: refused (77, one line), never run with the network", () => {
+  const body = seededBody();
+  try {
+    const plain = agent(body, {}, ["/usr/bin/perl", ATTEMPTS, "tcp_socket"], { wrap: WITHOUT_SECCOMP });
+    assert.is(plain.stdout, "tcp_socket ok", plain.stderr);
+    const offline = agent(body, { network: "none" }, ["/usr/bin/perl", ATTEMPTS, "tcp_socket"], { wrap: WITHOUT_SECCOMP });
+    assert.is(offline.exitCode, 77);
+    assert.is(offline.stdout, "");
+    assert.is(
+      offline.stderr,
+      "clankie-agent-exec: agent confinement: the kernel refused the seccomp filter (EINVAL) that keeps agent work off the network; run it where seccomp filters can be installed (CONFIG_SECCOMP_FILTER, an engine that allows prctl PR_SET_SECCOMP), or spawn without --no-network",
+    );
+  } finally {
+    body.cleanup();
+  }
+});
+
+rootTest(test, "the job's own limits, nice value, scheduling and I/O priority: ulimit, nice, renice -p 0, prlimit, chrt, ionice, taskset", () => {
+  inBody(seededBody(), (body) => {
+    const script = [
+      "set -e",
+      'ulimit -n 100; echo "ulimit $(ulimit -n)"',
+      "echo \"nice $(nice -n 5 cut -d' ' -f19 /proc/self/stat)\"",
+      "echo \"renice $(renice -n 3 -p 0 | sed 's/.*, //')\"", // pid 0 is renice itself
+      'echo "prlimit $(prlimit --nofile=50:50 sh -c \'ulimit -n\')"',
+      'echo "chrt $(chrt --idle 0 sh -c \'chrt -p $$\' | head -1 | sed \'s/.*: //\')"',
+      'echo "ionice $(ionice -c 3 ionice)"',
+      "echo \"taskset $(taskset -c 0 grep Cpus_allowed_list /proc/self/status | cut -f2)\"",
+    ].join("\n");
+    for (const options of [{}, { network: "none" }]) {
+      const run = agent(body, options, ["/bin/bash", "-c", script]);
+      assert.is(run.exitCode, 0, run.stderr);
+      assert.is(run.stdout, ["ulimit 100", "nice 5", "renice new priority 3", "prlimit 50", "chrt SCHED_IDLE", "ionice idle", "taskset 0"].join("\n"), JSON.stringify(options));
+    }
   });
 });
 

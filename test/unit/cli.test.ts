@@ -81,7 +81,7 @@ entrypoint.run();
 
 const agent = suite("parseAgentExecArgs");
 const AEX = (fix: string): string => `${fix} (see clankie-agent-exec --help)`;
-const NO_CONFINEMENT = { strict: false, allowWrite: [], allowRead: [], denyConnect: [], denyBind: [] };
+const NO_CONFINEMENT = { strict: false, allowWrite: [], allowRead: [], denyConnect: [], denyBind: [], network: "all" } as const;
 const RUN_DEFAULTS = { kind: "run", cwd: "/workspace", env: [], keepFds: [], nproc: 512, oomScoreAdj: 500, confinement: NO_CONFINEMENT } as const;
 const SIGNAL_NAMES = ["HUP", "INT", "QUIT", "KILL", "USR1", "USR2", "TERM", "CONT", "STOP", "TSTP", "WINCH"];
 
@@ -100,16 +100,17 @@ const AGENT_ACCEPTS: Accepts<AgentExecRequest>[] = [
     want: { kind: "run", cwd: "/a=b", env: ["_x1", "TOKEN"], keepFds: [17, 20], nproc: 1, oomScoreAdj: -1000, confinement: NO_CONFINEMENT, command: ["cmd"] },
   },
   {
-    argv: ["--allow-write", "/run/worker-1", "--allow-write=/state/sock", "--allow-read=/opt/x y", "--deny-connect", "8081", "--deny-bind=8080", "--deny-connect=1", "--strict-confinement", "--", "cmd"],
+    argv: ["--allow-write", "/run/worker-1", "--allow-write=/state/sock", "--allow-read=/opt/x y", "--deny-connect", "8081", "--deny-bind=8080", "--deny-connect=1", "--strict-confinement", "--no-network", "--", "cmd"],
     want: {
       ...RUN_DEFAULTS,
       env: [],
       keepFds: [],
-      confinement: { strict: true, allowWrite: ["/run/worker-1", "/state/sock"], allowRead: ["/opt/x y"], denyConnect: [8081, 1], denyBind: [8080] },
+      confinement: { strict: true, allowWrite: ["/run/worker-1", "/state/sock"], allowRead: ["/opt/x y"], denyConnect: [8081, 1], denyBind: [8080], network: "none" },
       command: ["cmd"],
     },
   },
   { argv: ["--deny-bind", "65535", "--", "cmd"], want: { ...RUN_DEFAULTS, env: [], keepFds: [], confinement: { ...NO_CONFINEMENT, denyBind: [65535] }, command: ["cmd"] } },
+  { argv: ["--no-network", "--", "cmd"], want: { ...RUN_DEFAULTS, env: [], keepFds: [], confinement: { ...NO_CONFINEMENT, network: "none" }, command: ["cmd"] } },
   {
     argv: ["--keep-fd", "3", "--keep-fd", "1048575", "--nproc", "1048576", "--oom-score-adj", "1000", "--", "cmd"],
     want: { ...RUN_DEFAULTS, env: [], keepFds: [3, 1048575], nproc: 1048576, oomScoreAdj: 1000, command: ["cmd"] },
@@ -189,6 +190,8 @@ const AGENT_REFUSES: Refuses[] = [
   { argv: ["--deny-connect", "0", "--", "x"], what: RANGE("--deny-connect", 1, 65535, "0"), fix: AEX("give --deny-connect a number in range") },
   { argv: ["--deny-bind=65536", "--", "x"], what: RANGE("--deny-bind", 1, 65535, "65536"), fix: AEX("give --deny-bind a number in range") },
   { argv: ["--strict-confinement=1", "--", "x"], what: "--strict-confinement takes no value", fix: AEX("write --strict-confinement alone") },
+  { argv: ["--no-network=1", "--", "x"], what: "--no-network takes no value", fix: AEX("write --no-network alone") },
+  { argv: ["--network", "none", "--", "x"], what: 'unknown option "--network"', fix: USAGE_AFTER },
   { argv: ["--verify-agent", "--uid=1001", "--gid=1001", "--groups=1001", "--cwd=/", "--", "x"], what: 'unknown option "--verify-agent"', fix: USAGE_AFTER },
 ];
 

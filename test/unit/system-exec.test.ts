@@ -137,9 +137,21 @@ shim("what the service sends is what the shim parses", () => {
   const { argv } = agentExecArguments("node", ["--cwd=/", "--"], { cwd: "/workspace/p", env: { B: "1", A: "2" }, keepFds: [17], nproc: 5, oomScoreAdj: -1000 });
   assert.equal(parseAgentExecArgs(argv), { kind: "run", cwd: "/workspace/p", env: ["A", "B"], keepFds: [17], nproc: 5, oomScoreAdj: -1000, confinement: NO_EXTRA_CONFINEMENT, command: ["node", "--cwd=/", "--"] });
   assert.equal(parseAgentExecArgs(agentExecArguments("true", []).argv), { kind: "run", cwd: "/workspace", env: [], keepFds: [], nproc: 512, oomScoreAdj: 500, confinement: NO_EXTRA_CONFINEMENT, command: ["true"] });
-  const confinement = { strict: true, allowWrite: ["/state/run/w1"], allowRead: ["/opt/r"], denyConnect: [8081], denyBind: [8080, 8081] };
-  const confined = agentExecArguments("true", [], { allowWrite: confinement.allowWrite, allowRead: confinement.allowRead, denyConnect: confinement.denyConnect, denyBind: confinement.denyBind, strictConfinement: true });
+  const confinement = { strict: true, allowWrite: ["/state/run/w1"], allowRead: ["/opt/r"], denyConnect: [8081], denyBind: [8080, 8081], network: "none" as const };
+  const confined = agentExecArguments("true", [], { allowWrite: confinement.allowWrite, allowRead: confinement.allowRead, denyConnect: confinement.denyConnect, denyBind: confinement.denyBind, strictConfinement: true, network: "none" });
   assert.equal(parseAgentExecArgs(confined.argv), { kind: "run", cwd: "/workspace", env: [], keepFds: [], nproc: 512, oomScoreAdj: 500, confinement, command: ["true"] });
+});
+
+shim("network: \"none\" is --no-network; a value other than \"all\" or \"none\" is refused (64), never read as the network", () => {
+  assert.equal(agentExecArguments("true", [], { network: "none" }).argv, ["--no-network", "--", "true"]);
+  assert.equal(agentExecArguments("true", [], { network: "all" }).argv, ["--", "true"]);
+  for (const network of ["None", "off", ""]) {
+    assertRefusal(() => agentExecArguments("true", [], { network: network as "none" }), {
+      exitCode: EXIT.usage,
+      what: `network ${JSON.stringify(network)} is not "all" or "none"`,
+      fix: 'give network: "none" to keep agent work off the network, or leave it out',
+    });
+  }
 });
 
 shim("a PATH for the agent is named but never given: the fixed PATH wins", () => {
