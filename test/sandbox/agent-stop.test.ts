@@ -40,6 +40,8 @@ interface Outcome {
   aliveAfterMs?: number;
   error?: string;
   hits?: number[];
+  /** How each signal stage ended (exit statuses, in order), from the counting shim. */
+  stages?: number[];
 }
 
 /** A root-owned 0755 directory holding a clankie-agent-exec that runs the real one under RLIMIT_NOFILE 0 when "$*" matches `pattern` (sh case syntax). */
@@ -65,8 +67,13 @@ function scenario(name: string): Outcome & { launchMs: number } {
     // Shims whose signal stages fail as the attacked ones do (RLIMIT_NOFILE 0: EMFILE, exit 127), for certain rather than by a race: every one, or those for SIGTERM.
     const blocked = wrapperDir(body, "blocked", "--signal*");
     const blockedTerm = wrapperDir(body, "blocked-term", "--signal\\ SIGTERM*");
+    // A shim that logs how each signal stage ended (to /tmp/signal-stages), so that a test can tell an attacked stage that failed from one that got through anyway.
+    const counting = join(body.dir, "counting");
+    mkdirSync(counting, { mode: 0o755 });
+    chmodSync(counting, 0o755);
+    writeFileSync(join(counting, "clankie-agent-exec"), '#!/bin/sh\ncase "$1" in --signal) /usr/local/sbin/clankie-agent-exec "$@"; rc=$?; echo $rc >> /tmp/signal-stages; exit $rc ;; esac\nexec /usr/local/sbin/clankie-agent-exec "$@"\n', { mode: 0o755 });
     const started = Date.now();
-    const run = body.run({ as: "root", command: [SANDBOX_NODE, `${SANDBOX_FIXTURES}/agent-stop.mjs`, name], binds: [[slow, "/opt/slow", "ro"], [blocked, "/opt/blocked", "ro"], [blockedTerm, "/opt/blocked-term", "ro"]], timeoutMs: 90_000 });
+    const run = body.run({ as: "root", command: [SANDBOX_NODE, `${SANDBOX_FIXTURES}/agent-stop.mjs`, name], binds: [[slow, "/opt/slow", "ro"], [blocked, "/opt/blocked", "ro"], [blockedTerm, "/opt/blocked-term", "ro"], [counting, "/opt/counting", "ro"]], timeoutMs: 90_000 });
     const launchMs = Date.now() - started;
     assert.is(run.status, 0, `${name}: exit ${run.status}\n${run.stdout}\n${run.stderr}`);
     const outcome = JSON.parse(run.stdout) as Outcome;
@@ -218,17 +225,21 @@ rootTest(test, "a job that ends before its timeout: a success, and no timer hold
 /** What perl says when it cannot open its libraries: errno 24, EMFILE. */
 const ATTACKED = /Error 24|EMFILE|Too many open files/;
 
-/** The attacker races the stage and may lose: a run where it never hit proves nothing either way, and is run again (at most 3 times). */
-function attackedScenario(name: string): Outcome {
+/**
+ * The attacker races the stage and may lose (or land its limit after perl has
+ * loaded): a run where no stage failed proves nothing either way, and is run
+ * again, at most 3 times.
+ */
+function attackedScenario(name: string, landed: (o: Outcome) => boolean): Outcome {
   let o: Outcome;
   for (let run = 1; ; run++) {
     o = scenario(name);
-    if (o.hits!.length > 0 || run === 3) return o;
+    if (landed(o) || run === 3) return o;
   }
 }
 
 rootTest(test, "control: one signal stage under the attack is not delivered and the job runs on", () => {
-  const o = attackedScenario("control-attacked") as unknown as Outcome & { onceExit: number | null; onceStderr: string };
+  const o = attackedScenario("control-attacked", (x) => (x as unknown as { onceExit: number }).onceExit !== 0) as unknown as Outcome & { onceExit: number | null; onceStderr: string };
   assert.is(o.hits!.length, 1, JSON.stringify(o));
   // 127 when perl cannot load its libraries, 71 or 24 when the limit lands a little later.
   assert.ok(o.onceExit !== null && o.onceExit !== 0 && o.onceExit !== 65, `the stage: ${JSON.stringify(o)}`);
@@ -237,9 +248,10 @@ rootTest(test, "control: one signal stage under the attack is not delivered and 
 });
 
 rootTest(test, "attacked: the stop is retried until a signal stage gets through; the job ends by its timeout", () => {
-  const o = attackedScenario("attacked-timeout");
-  // It stops after 3 hits; it may lose a race before that (then a retry got through sooner).
+  const o = attackedScenario("attacked-timeout", (x) => x.stages!.some((status) => status !== 0));
   assert.ok(o.hits!.length >= 1 && o.hits!.length <= 3, `the attacker hit ${JSON.stringify(o.hits)}`);
+  // At least one stage failed as attacked (127, or 71/24 when the limit landed a little later), and the last one delivered.
+  assert.ok(o.stages!.length >= 2 && o.stages!.slice(0, -1).every((status) => status !== 0 && status !== 65) && o.stages!.at(-1) === 0, `stages ended ${JSON.stringify(o.stages)}`);
   assertStopped(o, "SIGTERM");
   assert.is(o.timedOut, true);
   assert.ok(o.wallMs < 10_000, `ran ${o.wallMs} ms with a 1000 ms timeout`);
