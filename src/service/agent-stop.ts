@@ -4,22 +4,36 @@
  * shim's --signal, which delivers it to the job's process group as the agent.
  */
 import { constants as osConstants } from "node:os";
-import { execa, type ResultPromise } from "execa";
+import { execa, type Result, type ResultPromise } from "execa";
 import { AGENT_EXEC_PATH, AGENT_SIGNALS, EXIT } from "../constants.ts";
 import { buildEnvironment } from "../exec/environment.ts";
 import { checkTrustedExecutable } from "../exec/rules.ts";
 import { Refusal } from "../report.ts";
 
-/** Delivers a signal to an agent process group, as the agent (the service's uid cannot). */
-export function signalAgent(pgid: number, signal: NodeJS.Signals, options: { shim?: string } = {}): ResultPromise {
-  const shimPath = options.shim ?? AGENT_EXEC_PATH;
-  checkTrustedExecutable(shimPath, [0]);
-  return execa(shimPath, ["--signal", signal, "--pgid", String(pgid)], {
+/** One signal stage: `clankie-agent-exec --signal SIG --pgid PGID`, which delivers it as the agent (the service's uid cannot). */
+function startSignalStage(pgid: number, signal: NodeJS.Signals, shim: string): ResultPromise {
+  checkTrustedExecutable(shim, [0]);
+  return execa(shim, ["--signal", signal, "--pgid", String(pgid)], {
     env: buildEnvironment({ from: process.env }),
     extendEnv: false,
     shell: false,
     preferLocal: false,
   });
+}
+
+/**
+ * Delivers a signal to an agent process group, as the agent, retried as the
+ * stops of spawnAgent are (STOP_RETRY_DELAYS_MS). Resolves with the result
+ * of the stage that delivered it; rejects with the stage's failure when the
+ * group does not exist (exit 65) or the command line is refused (64), and
+ * with an AgentStopError when every try failed.
+ */
+export async function signalAgent(pgid: number, signal: NodeJS.Signals, options: { shim?: string } = {}): Promise<Result> {
+  const outcome = await deliverWithRetries(pgid, signal, options.shim ?? AGENT_EXEC_PATH, () => true);
+  if (outcome.kind === "delivered") return outcome.result;
+  if (outcome.kind === "failed") throw outcome.error;
+  if (outcome.kind === "gone") throw outcome.ended;
+  throw new Error("unreachable: a signal asked for by hand is always needed");
 }
 
 export interface AgentStopPlan {
@@ -90,29 +104,51 @@ export class AgentStopError extends Error {
   }
 }
 
-type TryOutcome = { kind: "delivered" } | { kind: "gone" } | { kind: "retry" | "permanent"; reason: string };
+type TryOutcome = { kind: "delivered"; result: Result } | { kind: "gone"; ended: unknown } | { kind: "retry" | "permanent"; reason: string; ended: unknown };
 
 /** One signal stage, judged by how it ended. */
 async function trySignal(pgid: number, signal: NodeJS.Signals, shim: string): Promise<TryOutcome> {
   type Ended = { exitCode?: number; signal?: string; stderr?: unknown; message?: string };
   let attempt: Promise<Ended>;
   try {
-    attempt = signalAgent(pgid, signal, { shim }).catch((error: Ended) => error) as Promise<Ended>;
+    attempt = startSignalStage(pgid, signal, shim).catch((error: Ended) => error) as Promise<Ended>;
   } catch (error) {
     // The exec rules refused the shim before it started: no try can do better.
-    return { kind: "permanent", reason: (error as Error).message };
+    return { kind: "permanent", reason: (error as Error).message, ended: error };
   }
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<undefined>((done) => (timer = setTimeout(done, TRY_TIMEOUT_MS, undefined)));
   const result = await Promise.race([attempt, late]).finally(() => clearTimeout(timer));
-  if (result === undefined) return { kind: "retry", reason: `the signal stage did not exit within ${TRY_TIMEOUT_MS} ms` };
-  if (result.exitCode === EXIT.ok) return { kind: "delivered" };
-  if (result.exitCode === EXIT.dataRefused) return { kind: "gone" }; // no such process group: it has ended
+  if (result === undefined) return { kind: "retry", reason: `the signal stage did not exit within ${TRY_TIMEOUT_MS} ms`, ended: undefined };
+  if (result.exitCode === EXIT.ok) return { kind: "delivered", result: result as Result };
+  if (result.exitCode === EXIT.dataRefused) return { kind: "gone", ended: result }; // no such process group: it has ended
   const said = String(result.stderr ?? "").trim();
   const how = result.signal ? `was killed by ${result.signal}` : result.exitCode === undefined ? `did not start (${result.message ?? "unknown"})` : `exited ${result.exitCode}`;
   const reason = `the signal stage ${how}${said === "" ? "" : `: ${said}`}`;
   // A refused command line (the shim's own process group) stays refused.
-  return { kind: result.exitCode === EXIT.usage ? "permanent" : "retry", reason };
+  return { kind: result.exitCode === EXIT.usage ? "permanent" : "retry", reason, ended: result };
+}
+
+type Delivery = { kind: "delivered"; result: Result } | { kind: "gone"; ended: unknown } | { kind: "not-needed" } | { kind: "failed"; error: unknown; stop: AgentStopError };
+
+/**
+ * Tries until a stage delivers the signal, the group is gone, `needed()`
+ * turns false (the job ended), a try fails for good, or the tries run out.
+ * `error` is what signalAgent rejects with: the stage's own failure when it
+ * failed for good, else the AgentStopError (`stop`, always set).
+ */
+async function deliverWithRetries(pgid: number, signal: NodeJS.Signals, shim: string, needed: () => boolean): Promise<Delivery> {
+  for (let tries = 1; ; tries++) {
+    if (!needed()) return { kind: "not-needed" };
+    const outcome = await trySignal(pgid, signal, shim);
+    if (outcome.kind === "delivered" || outcome.kind === "gone") return outcome;
+    if (!needed()) return { kind: "not-needed" };
+    if (outcome.kind === "permanent" || tries > STOP_RETRY_DELAYS_MS.length) {
+      const stop = new AgentStopError(pgid, signal, tries, outcome.reason);
+      return { kind: "failed", error: outcome.kind === "permanent" ? outcome.ended : stop, stop };
+    }
+    await new Promise((done) => setTimeout(done, STOP_RETRY_DELAYS_MS[tries - 1]));
+  }
 }
 
 /**
@@ -157,18 +193,11 @@ export function routeKillsThroughShim(subprocess: ResultPromise, shim: string, p
 
   /** Tries until the shim delivers, the job ends, or the tries run out (then the job fails with the reason). */
   const deliver = async (signal: NodeJS.Signals): Promise<"delivered" | "ended" | AgentStopError> => {
-    for (let tries = 1; ; tries++) {
-      if (!running()) return "ended";
-      const outcome = await trySignal(pgid!, signal, shim);
-      if (outcome.kind === "delivered") return "delivered";
-      if (outcome.kind === "gone" || !running()) return "ended";
-      if (outcome.kind === "permanent" || tries > STOP_RETRY_DELAYS_MS.length) {
-        const error = new AgentStopError(pgid!, signal, tries, outcome.reason);
-        fail(error);
-        return error;
-      }
-      await new Promise((done) => setTimeout(done, STOP_RETRY_DELAYS_MS[tries - 1]));
-    }
+    const outcome = await deliverWithRetries(pgid!, signal, shim, running);
+    if (outcome.kind === "delivered") return "delivered";
+    if (outcome.kind !== "failed") return "ended";
+    fail(outcome.stop);
+    return outcome.stop;
   };
 
   const forceKillLater = (): void => {

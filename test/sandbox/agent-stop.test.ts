@@ -266,8 +266,8 @@ rootTest(test, "the force-kill follows a stop that was not delivered: every SIGT
   assert.ok(o.wallMs >= 1800 && o.wallMs < 12_000, `ran ${o.wallMs} ms`);
 });
 
-rootTest(test, "a stop that never gets through: the promise rejects (reject: false too) with AgentStopError, never a success", () => {
-  const o = scenario("undeliverable") as unknown as { wallMs: number; aliveThen: unknown; name: string | null; message: string | null; failedFlag: boolean | null; signalName: string | null; tries: number | null; error?: string };
+rootTest(test, "a stop that never gets through: the promise rejects (reject: false too) with AgentStopError, never a success; so does signalAgent by hand", () => {
+  const o = scenario("undeliverable") as unknown as { wallMs: number; aliveThen: unknown; name: string | null; message: string | null; failedFlag: boolean | null; signalName: string | null; tries: number | null; byHand: Record<string, unknown>; error?: string };
   assert.is(o.name, "AgentStopError", JSON.stringify(o));
   assert.is(o.failedFlag, true);
   assert.is(o.signalName, "SIGKILL");
@@ -275,6 +275,17 @@ rootTest(test, "a stop that never gets through: the promise rejects (reject: fal
   assert.match(o.message!, /^cannot stop agent process group \d+: SIGKILL was not delivered after 12 tries \(last: the signal stage exited 127: .*libdl\.so\.2: cannot open shared object file: Error 24\); the job may still be running$/);
   assert.equal(o.aliveThen, { uid: IDS.agent, name: "sleep" }, "the error is true: the job still ran");
   assert.ok(o.wallMs >= 2000 && o.wallMs < 20_000, `took ${o.wallMs} ms to say so`);
+  assert.equal({ ...o.byHand, message: undefined }, { name: "AgentStopError", tries: 12, signal: "SIGTERM", message: undefined }, JSON.stringify(o.byHand));
+});
+
+rootTest(test, "attacked: signalAgent by hand is retried until a stage gets through, and resolves with that stage's result", () => {
+  const o = attackedScenario("signal-agent-attacked", (x) => x.stages!.some((status) => status !== 0)) as unknown as Outcome & { byHandExit: number | null; byHandError: string | null };
+  assert.ok(o.hits!.length >= 1, JSON.stringify(o));
+  assert.ok(o.stages!.length >= 2 && o.stages!.slice(0, -1).every((status) => status !== 0 && status !== 65) && o.stages!.at(-1) === 0, `stages ended ${JSON.stringify(o.stages)}`);
+  assert.is(o.byHandError, null);
+  assert.is(o.byHandExit, 0);
+  assert.is(o.signal, "SIGTERM");
+  assert.is(o.alive, false);
 });
 
 rootTest(test, "signalAgent given the service's own process group: exit 64, one line; control: as the agent the kill reaches only the caller and reports success", () => {
