@@ -14,9 +14,12 @@
  *
  * which empties the inheritable set (capset(2): lowering needs no
  * capability) and the ambient set (prctl(2) PR_CAP_AMBIENT_CLEAR_ALL, no
- * capability needed) and then execs PROGRAM in place, same pid. With both
- * empty, the execve(2) of a program without file capabilities leaves
- * permitted and effective empty; NoNewPrivs (which the entrypoint requires)
+ * capability needed) and then execs PROGRAM in place, same pid. The kernel
+ * keeps the ambient set within permitted and inheritable, so emptying the
+ * inheritable set alone empties the ambient set too: a lowering setpriv did
+ * not report (it does not report a failed ambient raise) cannot leave one
+ * behind. With both empty, the execve(2) of a program without file
+ * capabilities leaves permitted and effective empty; NoNewPrivs (which the entrypoint requires)
  * and the image's stripped set-user-ID bits keep the bounding set's
  * SETUID and SETGID out of reach for good. Only the shim (spawnAgent,
  * signalAgent) and the audit (runSelfCheck), root-owned programs of this
