@@ -114,7 +114,8 @@ export function runSignal(request: Extract<AgentExecRequest, { kind: "signal" }>
   // agent, in the shim's own process group (or its caller's: the service's),
   // that is the signal stage itself: it kills itself, or the call reports
   // success while the service's processes got nothing.
-  if (request.pgid === readSession().pgrp || request.pgid === readSession(process.ppid).pgrp) {
+  // ppid 0: a parent outside this pid namespace (docker exec), whose group cannot be this one.
+  if (request.pgid === readSession().pgrp || (process.ppid > 0 && request.pgid === readSession(process.ppid).pgrp)) {
     throw new Refusal(EXIT.usage, `--pgid ${request.pgid} is the process group of clankie-agent-exec or of its caller, not agent work's`, "pass the process group of a job spawnAgent started (its child.pid)");
   }
   const { chain, oomScoreAdj } = signalPlan(request);

@@ -85,7 +85,8 @@ const TRY_TIMEOUT_MS = 5_000;
 /**
  * The job may still run: its stop, and the force-kill when one was due, were
  * not delivered after every try. spawnAgent's promise rejects with it (also
- * with reject: false: there is no result while the job may still run).
+ * with reject: false: there is no result while the job may still run), and
+ * so does signalAgent.
  */
 export class AgentStopError extends Error {
   override readonly name = "AgentStopError";
