@@ -194,7 +194,7 @@ export const EXIT = {
 export const EXIT_DESCRIPTIONS: ReadonlyArray<readonly [number, string]> = [
   [EXIT.ok, "success (--version, --help, a passing --self-check); otherwise the exec'd command's own status"],
   [EXIT.checkFailed, "--self-check: at least one check failed"],
-  [EXIT.usage, "bad command line: unknown option, missing --, empty command"],
+  [EXIT.usage, "bad command line: unknown option, missing --, empty command, a --pgid that is the shim's own process group or its caller's"],
   [EXIT.dataRefused, "a file under /state or /workspace breaks the rules and was left alone (planted link, device, foreign hard link); or a path named for the agent's confinement leads through a symbolic link"],
   [EXIT.noUser, "node, clankie-agent or clankie-workspace missing or wrong in /etc/passwd or /etc/group"],
   [EXIT.verifyFailed, "after a privilege change the kernel reports other ids, groups, capabilities or NoNewPrivs than asked (for the agent also: a terminal, no session of its own, a stray fd, a Landlock domain or seccomp filter not in force)"],

@@ -5,16 +5,17 @@
  * executable, whose roles use src/exec/ directly.
  */
 import { execa, type Options as ExecaOptions, type ResultPromise } from "execa";
-import { AGENT_EXEC_PATH, EXIT, isCodeLoadingVariable } from "./constants.ts";
+import { AGENT_EXEC_PATH, ENTRYPOINT_NAME, EXIT, INSTALL_DIR, isCodeLoadingVariable, TOOLS } from "./constants.ts";
 import { buildEnvironment, type Environment } from "./exec/environment.ts";
 import { checkTrustedExecutable, gateExec } from "./exec/rules.ts";
 import { Refusal } from "./report.ts";
 import { agentStopPlan, routeKillsThroughShim, signalAgent } from "./service/agent-stop.ts";
+import { withoutCapabilities } from "./service/drop-capabilities.ts";
 
 export { buildEnvironment, type Environment } from "./exec/environment.ts";
-export { signalAgent } from "./service/agent-stop.ts";
+export { AgentStopError, signalAgent } from "./service/agent-stop.ts";
 
-export interface SystemExecOptions extends Omit<ExecaOptions, "env" | "extendEnv" | "shell" | "preferLocal" | "localDir" | "node"> {
+export interface SystemExecOptions extends Omit<ExecaOptions, "env" | "extendEnv" | "shell" | "preferLocal" | "localDir" | "node" | "uid" | "gid"> {
   /** Variables set outright for the child. */
   env?: Environment;
   /** Names copied from this process's environment, beyond the allowlist. */
@@ -24,14 +25,50 @@ export interface SystemExecOptions extends Omit<ExecaOptions, "env" | "extendEnv
 }
 
 /**
+ * Refuses execa's uid and gid options: with the service's CAP_SETUID, Node
+ * would setuid(2) the child to any uid before the exec, root included.
+ */
+function refuseIdentityOptions(options: object, where: string): void {
+  for (const name of ["uid", "gid"]) {
+    if (Object.hasOwn(options, name)) {
+      throw new Refusal(EXIT.usage, `${where}: the ${name} option is not accepted: it would start the child as another ${name === "uid" ? "user" : "group"} with the service's CAP_SETUID/CAP_SETGID`, `remove ${name}; agent work runs as the agent through spawnAgent`);
+    }
+  }
+}
+
+/**
  * Runs a program for the service: fixed PATH, resolved and ownership-checked
- * command, environment from the allowlist plus what is named, no shell.
+ * command, environment from the allowlist plus what is named, no shell, and
+ * no capability: it starts through `setpriv --inh-caps=-all
+ * --ambient-caps=-all` (src/service/drop-capabilities.ts), which execs it in
+ * place, so its pid, exit status and signals are its own. execa's
+ * `command` and error messages show that setpriv line.
  */
 export function systemExec(command: string, args: readonly string[] = [], options: SystemExecOptions = {}): ResultPromise {
+  refuseIdentityOptions(options, "systemExec");
   const { env, pass, trustedUids, ...rest } = options;
   const path = gateExec({ command, args, trustedUids: trustedUids ?? [...new Set([0, process.geteuid!()])] });
+  gateExec({ command: TOOLS.setpriv, args: [], trustedUids: [0] });
   const childEnv = buildEnvironment({ from: process.env, pass, set: env });
-  return execa(path, [...args], { ...rest, env: childEnv, extendEnv: false, shell: false, preferLocal: false });
+  const start = withoutCapabilities(path, args);
+  return execa(start.file, start.args, { ...rest, env: childEnv, extendEnv: false, shell: false, preferLocal: false });
+}
+
+export type SelfCheckOptions = Omit<SystemExecOptions, "trustedUids">;
+
+/**
+ * Runs the installed audit, `clankie-separate --self-check ARGS...`, as
+ * doctor does. Unlike systemExec it keeps the service's SETUID and SETGID:
+ * --probe starts one process as the agent through the shim, whose caller
+ * rule asks for them. The program is the root-owned entrypoint of this
+ * package (the trust rule with root alone), which reads and changes nothing.
+ */
+export function runSelfCheck(args: readonly string[] = [], options: SelfCheckOptions = {}): ResultPromise {
+  refuseIdentityOptions(options, "runSelfCheck");
+  const { env, pass, ...rest } = options;
+  const path = gateExec({ command: `${INSTALL_DIR}/${ENTRYPOINT_NAME}`, args, trustedUids: [0] });
+  const childEnv = buildEnvironment({ from: process.env, pass, set: env });
+  return execa(path, ["--self-check", ...args], { ...rest, env: childEnv, extendEnv: false, shell: false, preferLocal: false });
 }
 
 export interface SpawnAgentOptions extends Omit<SystemExecOptions, "cwd" | "detached" | "trustedUids" | "pass" | "killSignal"> {
@@ -99,6 +136,7 @@ export function agentExecArguments(command: string, args: readonly string[], opt
  * group: see routeKillsThroughShim.
  */
 export function spawnAgent(command: string, args: readonly string[] = [], options: SpawnAgentOptions = {}): ResultPromise {
+  refuseIdentityOptions(options, "spawnAgent");
   const execaOptions: Record<string, unknown> = { ...options };
   for (const name of SHIM_OPTIONS) delete execaOptions[name];
   const shimPath = options.shim ?? AGENT_EXEC_PATH;

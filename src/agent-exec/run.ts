@@ -110,6 +110,14 @@ export function signalPlan(request: Extract<AgentExecRequest, { kind: "signal" }
 
 export function runSignal(request: Extract<AgentExecRequest, { kind: "signal" }>): never {
   const ids = checkedIdentities();
+  // kill(2) with -pgid reaches every member the sender may signal. As the
+  // agent, in the shim's own process group (or its caller's: the service's),
+  // that is the signal stage itself: it kills itself, or the call reports
+  // success while the service's processes got nothing.
+  // ppid 0: a parent outside this pid namespace (docker exec), whose group cannot be this one.
+  if (request.pgid === readSession().pgrp || (process.ppid > 0 && request.pgid === readSession(process.ppid).pgrp)) {
+    throw new Refusal(EXIT.usage, `--pgid ${request.pgid} is the process group of clankie-agent-exec or of its caller, not agent work's`, "pass the process group of a job spawnAgent started (its child.pid)");
+  }
   const { chain, oomScoreAdj } = signalPlan(request);
   return execChain(ids, chain, oomScoreAdj, []);
 }

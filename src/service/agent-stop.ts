@@ -4,22 +4,36 @@
  * shim's --signal, which delivers it to the job's process group as the agent.
  */
 import { constants as osConstants } from "node:os";
-import { execa, type ResultPromise } from "execa";
+import { execa, type Result, type ResultPromise } from "execa";
 import { AGENT_EXEC_PATH, AGENT_SIGNALS, EXIT } from "../constants.ts";
 import { buildEnvironment } from "../exec/environment.ts";
 import { checkTrustedExecutable } from "../exec/rules.ts";
 import { Refusal } from "../report.ts";
 
-/** Delivers a signal to an agent process group, as the agent (the service's uid cannot). */
-export function signalAgent(pgid: number, signal: NodeJS.Signals, options: { shim?: string } = {}): ResultPromise {
-  const shimPath = options.shim ?? AGENT_EXEC_PATH;
-  checkTrustedExecutable(shimPath, [0]);
-  return execa(shimPath, ["--signal", signal, "--pgid", String(pgid)], {
+/** One signal stage: `clankie-agent-exec --signal SIG --pgid PGID`, which delivers it as the agent (the service's uid cannot). */
+function startSignalStage(pgid: number, signal: NodeJS.Signals, shim: string): ResultPromise {
+  checkTrustedExecutable(shim, [0]);
+  return execa(shim, ["--signal", signal, "--pgid", String(pgid)], {
     env: buildEnvironment({ from: process.env }),
     extendEnv: false,
     shell: false,
     preferLocal: false,
   });
+}
+
+/**
+ * Delivers a signal to an agent process group, as the agent, retried as the
+ * stops of spawnAgent are (STOP_RETRY_DELAYS_MS). Resolves with the result
+ * of the stage that delivered it; rejects with the stage's failure when the
+ * group does not exist (exit 65) or the command line is refused (64), and
+ * with an AgentStopError when every try failed.
+ */
+export async function signalAgent(pgid: number, signal: NodeJS.Signals, options: { shim?: string } = {}): Promise<Result> {
+  const outcome = await deliverWithRetries(pgid, signal, options.shim ?? AGENT_EXEC_PATH, () => true);
+  if (outcome.kind === "delivered") return outcome.result;
+  if (outcome.kind === "failed") throw outcome.error;
+  if (outcome.kind === "gone") throw outcome.ended;
+  throw new Error("unreachable: a signal asked for by hand is always needed");
 }
 
 export interface AgentStopPlan {
@@ -52,9 +66,91 @@ export function agentStopPlan(options: AgentStopOptions): AgentStopPlan {
   };
 }
 
-/** How often, and how far apart, a signal is retried while the process group still runs as the service (the shim has not yet dropped to the agent). */
-const SIGNAL_TRIES = 100;
-const SIGNAL_RETRY_MS = 20;
+/**
+ * How an undelivered stop is retried. A signal stage can fail to deliver for
+ * two reasons, and each try is a new stage with a new pid:
+ *   - the job's process group still runs as the service (the shim has not
+ *     yet dropped to the agent): exit 77, until the agent's command runs;
+ *   - agent work interfered with the stage, which runs as the agent's uid
+ *     for a few milliseconds before its kill(2): a job that watches
+ *     /proc/sys/kernel/ns_last_pid can prlimit(2) it (RLIMIT_NOFILE 0, so
+ *     that perl cannot load its libraries: exit 127), and where no Landlock
+ *     scoping stands between them, stop or kill it.
+ * The waits double from 20 ms to 1 s: 12 tries over about 6.3 s.
+ */
+export const STOP_RETRY_DELAYS_MS: readonly number[] = [20, 40, 80, 160, 320, 640, 1000, 1000, 1000, 1000, 1000];
+/** A stage that has not exited after this long counts as undelivered: stopped by agent work, it cannot be killed by the service (another uid). */
+const TRY_TIMEOUT_MS = 5_000;
+
+/**
+ * The job may still run: its stop, and the force-kill when one was due, were
+ * not delivered after every try. spawnAgent's promise rejects with it (also
+ * with reject: false: there is no result while the job may still run), and
+ * so does signalAgent.
+ */
+export class AgentStopError extends Error {
+  override readonly name = "AgentStopError";
+  readonly failed = true;
+  readonly pgid: number;
+  readonly signal: NodeJS.Signals;
+  readonly tries: number;
+  /** How the last try ended. */
+  readonly reason: string;
+  constructor(pgid: number, signal: NodeJS.Signals, tries: number, reason: string) {
+    super(`cannot stop agent process group ${pgid}: ${signal} was not delivered after ${tries} tries (last: ${reason}); the job may still be running`);
+    this.pgid = pgid;
+    this.signal = signal;
+    this.tries = tries;
+    this.reason = reason;
+  }
+}
+
+type TryOutcome = { kind: "delivered"; result: Result } | { kind: "gone"; ended: unknown } | { kind: "retry" | "permanent"; reason: string; ended: unknown };
+
+/** One signal stage, judged by how it ended. */
+async function trySignal(pgid: number, signal: NodeJS.Signals, shim: string): Promise<TryOutcome> {
+  type Ended = { exitCode?: number; signal?: string; stderr?: unknown; message?: string };
+  let attempt: Promise<Ended>;
+  try {
+    attempt = startSignalStage(pgid, signal, shim).catch((error: Ended) => error) as Promise<Ended>;
+  } catch (error) {
+    // The exec rules refused the shim before it started: no try can do better.
+    return { kind: "permanent", reason: (error as Error).message, ended: error };
+  }
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((done) => (timer = setTimeout(done, TRY_TIMEOUT_MS, undefined)));
+  const result = await Promise.race([attempt, late]).finally(() => clearTimeout(timer));
+  if (result === undefined) return { kind: "retry", reason: `the signal stage did not exit within ${TRY_TIMEOUT_MS} ms`, ended: undefined };
+  if (result.exitCode === EXIT.ok) return { kind: "delivered", result: result as Result };
+  if (result.exitCode === EXIT.dataRefused) return { kind: "gone", ended: result }; // no such process group: it has ended
+  const said = String(result.stderr ?? "").trim();
+  const how = result.signal ? `was killed by ${result.signal}` : result.exitCode === undefined ? `did not start (${result.message ?? "unknown"})` : `exited ${result.exitCode}`;
+  const reason = `the signal stage ${how}${said === "" ? "" : `: ${said}`}`;
+  // A refused command line (the shim's own process group) stays refused.
+  return { kind: result.exitCode === EXIT.usage ? "permanent" : "retry", reason, ended: result };
+}
+
+type Delivery = { kind: "delivered"; result: Result } | { kind: "gone"; ended: unknown } | { kind: "not-needed" } | { kind: "failed"; error: unknown; stop: AgentStopError };
+
+/**
+ * Tries until a stage delivers the signal, the group is gone, `needed()`
+ * turns false (the job ended), a try fails for good, or the tries run out.
+ * `error` is what signalAgent rejects with: the stage's own failure when it
+ * failed for good, else the AgentStopError (`stop`, always set).
+ */
+async function deliverWithRetries(pgid: number, signal: NodeJS.Signals, shim: string, needed: () => boolean): Promise<Delivery> {
+  for (let tries = 1; ; tries++) {
+    if (!needed()) return { kind: "not-needed" };
+    const outcome = await trySignal(pgid, signal, shim);
+    if (outcome.kind === "delivered" || outcome.kind === "gone") return outcome;
+    if (!needed()) return { kind: "not-needed" };
+    if (outcome.kind === "permanent" || tries > STOP_RETRY_DELAYS_MS.length) {
+      const stop = new AgentStopError(pgid, signal, tries, outcome.reason);
+      return { kind: "failed", error: outcome.kind === "permanent" ? outcome.ended : stop, stop };
+    }
+    await new Promise((done) => setTimeout(done, STOP_RETRY_DELAYS_MS[tries - 1]));
+  }
+}
 
 /**
  * Makes execa's ways of stopping a subprocess reach agent work. They all end
@@ -68,10 +164,16 @@ const SIGNAL_RETRY_MS = 20;
  * (execa 9.6.0, lib/terminate/timeout.js and cancel.js), so they take this
  * route too, and execa reports the job as it always does (timedOut,
  * isCanceled, isTerminated, signal). forceKillAfterDelay lives inside the
- * kill() execa made, so it is done here (SIGKILL to the group when the
- * command still runs after the delay) and reported as isForcefullyTerminated.
- * A signal the shim cannot deliver fails the job with the reason, as a failed
- * kill(2) does ('error' on the subprocess).
+ * kill() execa made, so it is done here: SIGKILL to the group when the
+ * command still runs after the delay, counted from the stop's request
+ * whether or not the stop was delivered, and reported as
+ * isForcefullyTerminated.
+ *
+ * A stop the shim did not deliver is retried (STOP_RETRY_DELAYS_MS). When
+ * every try failed, the job fails with the reason (an 'error' on the
+ * subprocess, as a failed kill(2) would: never a success once it ends), and
+ * when no force-kill is left to follow, its promise rejects at once with an
+ * AgentStopError.
  */
 export function routeKillsThroughShim(subprocess: ResultPromise, shim: string, plan: AgentStopPlan): ResultPromise {
   const pgid = subprocess.pid;
@@ -80,6 +182,9 @@ export function routeKillsThroughShim(subprocess: ResultPromise, shim: string, p
   let forcedAfter: number | undefined;
   let forceTimer: NodeJS.Timeout | undefined;
   let failedWithError = false;
+  let giveUp: (error: AgentStopError) => void = () => undefined;
+  const undeliverable = new Promise<never>((_, reject) => (giveUp = reject));
+  undeliverable.catch(() => undefined); // only ever read through the race below
   subprocess.once("exit", () => clearTimeout(forceTimer));
 
   const fail = (error: Error): void => {
@@ -87,21 +192,13 @@ export function routeKillsThroughShim(subprocess: ResultPromise, shim: string, p
     if (running() && subprocess.listenerCount("error") > 0) subprocess.emit("error", error);
   };
 
-  /** True once the shim delivered it; false when the group is gone or the job ended. */
-  const deliver = async (signal: NodeJS.Signals): Promise<boolean> => {
-    for (let attempt = 1; ; attempt++) {
-      if (!running()) return false;
-      const result = await signalAgent(pgid!, signal, { shim }).catch((error: { exitCode?: number; stderr?: unknown; message: string }) => error);
-      if (result.exitCode === EXIT.ok) return true;
-      if (result.exitCode === EXIT.dataRefused) return false; // no such process group: it has ended
-      // EXIT.launchRefused: the group is not the agent's, yet: the shim still runs as the service.
-      if (result.exitCode === EXIT.launchRefused && attempt < SIGNAL_TRIES) {
-        await new Promise((done) => setTimeout(done, SIGNAL_RETRY_MS));
-        continue;
-      }
-      fail(new Error(`cannot deliver ${signal} to agent process group ${pgid}: ${String(result.stderr ?? result.message).trim()}`));
-      return false;
-    }
+  /** Tries until the shim delivers, the job ends, or the tries run out (then the job fails with the reason). */
+  const deliver = async (signal: NodeJS.Signals): Promise<"delivered" | "ended" | AgentStopError> => {
+    const outcome = await deliverWithRetries(pgid!, signal, shim, running);
+    if (outcome.kind === "delivered") return "delivered";
+    if (outcome.kind !== "failed") return "ended";
+    fail(outcome.stop);
+    return outcome.stop;
   };
 
   const forceKillLater = (): void => {
@@ -112,7 +209,9 @@ export function routeKillsThroughShim(subprocess: ResultPromise, shim: string, p
       if (!running()) return;
       // Marked now, as execa marks it when it sends: the job may be reported before the shim that killed it has exited.
       forcedAfter = delay;
-      void deliver("SIGKILL");
+      void deliver("SIGKILL").then((outcome) => {
+        if (outcome instanceof AgentStopError) giveUp(outcome);
+      });
     }, delay);
   };
 
@@ -128,18 +227,22 @@ export function routeKillsThroughShim(subprocess: ResultPromise, shim: string, p
       failedWithError = true;
       execaKill(0, error);
     }
-    void deliver(signal).then((delivered) => {
-      if (delivered && signal === plan.killSignal) forceKillLater();
+    // The stop that execa's timeout, cancelSignal and kill() send: the force-kill follows it, delivered or not.
+    const forceFollows = signal === plan.killSignal && plan.forceKillAfterDelay !== false;
+    if (forceFollows) forceKillLater();
+    void deliver(signal).then((outcome) => {
+      // Nothing else will try to end the job: say so now rather than wait for an exit that may never come.
+      if (outcome instanceof AgentStopError && !forceFollows && (signal === plan.killSignal || signal === "SIGKILL")) giveUp(outcome);
     });
     return true;
   };
   subprocess.kill = kill as ResultPromise["kill"];
 
-  return reportForcedKill(subprocess, () => forcedAfter);
+  return reportForcedKill(subprocess, () => forcedAfter, undeliverable);
 }
 
 /** Marks a job ended by the force-kill as execa would: isForcefullyTerminated, and the message says after how long. */
-function reportForcedKill(subprocess: ResultPromise, forcedAfter: () => number | undefined): ResultPromise {
+function reportForcedKill(subprocess: ResultPromise, forcedAfter: () => number | undefined, undeliverable: Promise<never>): ResultPromise {
   const mark = <T>(outcome: T): T => {
     const delay = forcedAfter();
     // execa's failures (thrown, or returned with reject: false) carry failed: true and these messages.
@@ -152,9 +255,11 @@ function reportForcedKill(subprocess: ResultPromise, forcedAfter: () => number |
     Object.assign(failure, { isForcefullyTerminated: true, shortMessage: insert(failure.shortMessage), message: insert(failure.message) });
     return outcome;
   };
-  const decorated = subprocess.then(mark, (error: unknown) => {
+  const outcome = subprocess.then(mark, (error: unknown) => {
     throw mark(error);
   });
+  // Whichever comes first: the job's end, or the news that nothing could stop it.
+  const decorated = Promise.race([outcome, undeliverable]);
   // The subprocess is also its own promise (execa's mergePromise): it now settles with the marked outcome.
   for (const name of ["then", "catch", "finally"] as const) {
     Object.defineProperty(subprocess, name, { value: (Promise.prototype[name] as (...args: unknown[]) => unknown).bind(decorated), writable: true, configurable: true });

@@ -39,6 +39,18 @@ interface Outcome {
   aliveLater?: { uid: number; name: string } | null;
   aliveAfterMs?: number;
   error?: string;
+  hits?: number[];
+  /** How each signal stage ended (exit statuses, in order), from the counting shim. */
+  stages?: number[];
+}
+
+/** A root-owned 0755 directory holding a clankie-agent-exec that runs the real one under RLIMIT_NOFILE 0 when "$*" matches `pattern` (sh case syntax). */
+function wrapperDir(body: Body, name: string, pattern: string): string {
+  const dir = join(body.dir, name);
+  mkdirSync(dir, { mode: 0o755 });
+  chmodSync(dir, 0o755);
+  writeFileSync(join(dir, "clankie-agent-exec"), `#!/bin/sh\ncase "$*" in ${pattern}) exec /usr/bin/prlimit --nofile=0:0 -- /usr/local/sbin/clankie-agent-exec "$@" ;; esac\nexec /usr/local/sbin/clankie-agent-exec "$@"\n`, { mode: 0o755 });
+  return dir;
 }
 
 /** Runs one scenario of test/fixtures/agent-stop.mjs as the service of a fresh ADR launch. */
@@ -52,8 +64,16 @@ function scenario(name: string): Outcome & { launchMs: number } {
     mkdirSync(slow, { mode: 0o755 });
     chmodSync(slow, 0o755);
     writeFileSync(join(slow, "clankie-agent-exec"), '#!/bin/sh\ncase "$1" in --signal) ;; *) sleep 1 ;; esac\nexec /usr/local/sbin/clankie-agent-exec "$@"\n', { mode: 0o755 });
+    // Shims whose signal stages fail as the attacked ones do (RLIMIT_NOFILE 0: EMFILE, exit 127), for certain rather than by a race: every one, or those for SIGTERM.
+    const blocked = wrapperDir(body, "blocked", "--signal*");
+    const blockedTerm = wrapperDir(body, "blocked-term", "--signal\\ SIGTERM*");
+    // A shim that logs how each signal stage ended (to /tmp/signal-stages), so that a test can tell an attacked stage that failed from one that got through anyway.
+    const counting = join(body.dir, "counting");
+    mkdirSync(counting, { mode: 0o755 });
+    chmodSync(counting, 0o755);
+    writeFileSync(join(counting, "clankie-agent-exec"), '#!/bin/sh\ncase "$1" in --signal) /usr/local/sbin/clankie-agent-exec "$@"; rc=$?; echo $rc >> /tmp/signal-stages; exit $rc ;; esac\nexec /usr/local/sbin/clankie-agent-exec "$@"\n', { mode: 0o755 });
     const started = Date.now();
-    const run = body.run({ as: "root", command: [SANDBOX_NODE, `${SANDBOX_FIXTURES}/agent-stop.mjs`, name], binds: [[slow, "/opt/slow", "ro"]], timeoutMs: 90_000 });
+    const run = body.run({ as: "root", command: [SANDBOX_NODE, `${SANDBOX_FIXTURES}/agent-stop.mjs`, name], binds: [[slow, "/opt/slow", "ro"], [blocked, "/opt/blocked", "ro"], [blockedTerm, "/opt/blocked-term", "ro"], [counting, "/opt/counting", "ro"]], timeoutMs: 90_000 });
     const launchMs = Date.now() - started;
     assert.is(run.status, 0, `${name}: exit ${run.status}\n${run.stdout}\n${run.stderr}`);
     const outcome = JSON.parse(run.stdout) as Outcome;
@@ -191,6 +211,90 @@ rootTest(test, "a job that ends before its timeout: a success, and no timer hold
   assert.is(o.exitCode, 0);
   assert.is(o.timedOut, false);
   assert.ok(o.launchMs < 4000, `the launch took ${o.launchMs} ms with a 5000 ms timeout that never fired`);
+});
+
+/*
+ * The stop route under attack. The signal stage runs as the agent's uid for a
+ * few milliseconds before its kill(2); agent work that watches
+ * /proc/sys/kernel/ns_last_pid can prlimit(2) it to RLIMIT_NOFILE 0 in that
+ * time, and perl cannot load (exit 127). The attacker here is an agent-uid
+ * process with no seccomp filter and no Landlock domain (the fixture starts
+ * it with plain child_process), so these tests hold whatever the filter
+ * refuses: what they judge is the service's side of the stop.
+ */
+/** What perl says when it cannot open its libraries: errno 24, EMFILE. */
+const ATTACKED = /Error 24|EMFILE|Too many open files/;
+
+/**
+ * The attacker races the stage and may lose (or land its limit after perl has
+ * loaded): a run where no stage failed proves nothing either way, and is run
+ * again, at most 3 times.
+ */
+function attackedScenario(name: string, landed: (o: Outcome) => boolean): Outcome {
+  let o: Outcome;
+  for (let run = 1; ; run++) {
+    o = scenario(name);
+    if (landed(o) || run === 3) return o;
+  }
+}
+
+rootTest(test, "control: one signal stage under the attack is not delivered and the job runs on", () => {
+  const o = attackedScenario("control-attacked", (x) => (x as unknown as { onceExit: number }).onceExit !== 0) as unknown as Outcome & { onceExit: number | null; onceStderr: string };
+  assert.is(o.hits!.length, 1, JSON.stringify(o));
+  // 127 when perl cannot load its libraries, 71 or 24 when the limit lands a little later.
+  assert.ok(o.onceExit !== null && o.onceExit !== 0 && o.onceExit !== 65, `the stage: ${JSON.stringify(o)}`);
+  assert.match(o.onceStderr, ATTACKED);
+  assert.equal(o.aliveLater, { uid: IDS.agent, name: "sleep" });
+});
+
+rootTest(test, "attacked: the stop is retried until a signal stage gets through; the job ends by its timeout", () => {
+  const o = attackedScenario("attacked-timeout", (x) => x.stages!.some((status) => status !== 0));
+  assert.ok(o.hits!.length >= 1 && o.hits!.length <= 3, `the attacker hit ${JSON.stringify(o.hits)}`);
+  // At least one stage failed as attacked (127, or 71/24 when the limit landed a little later), and the last one delivered.
+  assert.ok(o.stages!.length >= 2 && o.stages!.slice(0, -1).every((status) => status !== 0 && status !== 65) && o.stages!.at(-1) === 0, `stages ended ${JSON.stringify(o.stages)}`);
+  assertStopped(o, "SIGTERM");
+  assert.is(o.timedOut, true);
+  assert.ok(o.wallMs < 10_000, `ran ${o.wallMs} ms with a 1000 ms timeout`);
+});
+
+rootTest(test, "the force-kill follows a stop that was not delivered: every SIGTERM stage fails, SIGKILL ends the job", () => {
+  const o = scenario("undelivered-term");
+  assertStopped(o, "SIGKILL");
+  assert.is(o.timedOut, true);
+  assert.is(o.isForcefullyTerminated, true);
+  assert.match(o.shortMessage!, /^Command timed out after 1000 milliseconds and was forcefully terminated after 1000 milliseconds: /);
+  assert.ok(o.wallMs >= 1800 && o.wallMs < 12_000, `ran ${o.wallMs} ms`);
+});
+
+rootTest(test, "a stop that never gets through: the promise rejects (reject: false too) with AgentStopError, never a success; so does signalAgent by hand", () => {
+  const o = scenario("undeliverable") as unknown as { wallMs: number; aliveThen: unknown; name: string | null; message: string | null; failedFlag: boolean | null; signalName: string | null; tries: number | null; byHand: Record<string, unknown>; error?: string };
+  assert.is(o.name, "AgentStopError", JSON.stringify(o));
+  assert.is(o.failedFlag, true);
+  assert.is(o.signalName, "SIGKILL");
+  assert.is(o.tries, 12);
+  assert.match(o.message!, /^cannot stop agent process group \d+: SIGKILL was not delivered after 12 tries \(last: the signal stage exited 127: .*libdl\.so\.2: cannot open shared object file: Error 24\); the job may still be running$/);
+  assert.equal(o.aliveThen, { uid: IDS.agent, name: "sleep" }, "the error is true: the job still ran");
+  assert.ok(o.wallMs >= 2000 && o.wallMs < 20_000, `took ${o.wallMs} ms to say so`);
+  assert.equal({ ...o.byHand, message: undefined }, { name: "AgentStopError", tries: 12, signal: "SIGTERM", message: undefined }, JSON.stringify(o.byHand));
+});
+
+rootTest(test, "attacked: signalAgent by hand is retried until a stage gets through, and resolves with that stage's result", () => {
+  const o = attackedScenario("signal-agent-attacked", (x) => x.stages!.some((status) => status !== 0)) as unknown as Outcome & { byHandExit: number | null; byHandError: string | null };
+  assert.ok(o.hits!.length >= 1, JSON.stringify(o));
+  assert.ok(o.stages!.length >= 2 && o.stages!.slice(0, -1).every((status) => status !== 0 && status !== 65) && o.stages!.at(-1) === 0, `stages ended ${JSON.stringify(o.stages)}`);
+  assert.is(o.byHandError, null);
+  assert.is(o.byHandExit, 0);
+  assert.is(o.signal, "SIGTERM");
+  assert.is(o.alive, false);
+});
+
+rootTest(test, "signalAgent given the service's own process group: exit 64, one line; control: as the agent the kill reaches only the caller and reports success", () => {
+  const o = scenario("own-group") as unknown as { pgid: number; results: { signal: string; exitCode: number | null; stderr: string; killedBy: string | null }[]; control: { code: number; out: string } };
+  for (const r of o.results) {
+    assert.is(r.exitCode, 64, JSON.stringify(r));
+    assert.is(r.stderr, `clankie-agent-exec: --pgid ${o.pgid} is the process group of clankie-agent-exec or of its caller, not agent work's; pass the process group of a job spawnAgent started (its child.pid)`);
+  }
+  assert.equal(o.control, { code: 0, out: "self\n1\n" });
 });
 
 test.run();

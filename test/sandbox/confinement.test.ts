@@ -226,6 +226,9 @@ rootTest(test, "/proc/self/comm is not writable (no write under /proc); prctl(PR
     // The control: without a Landlock domain the same write works.
     const control = agent(body, {}, ["/usr/bin/perl", ATTEMPTS, "comm"], { wrap: WITHOUT_LANDLOCK });
     assert.is(control.stdout, "comm ok", control.stderr);
+  });
+});
+
 interface JobState {
   fsize: string;
   nofile: string;

@@ -1,14 +1,16 @@
 /*
  * The exec rules against the built executable in the launch sandbox: a
  * trusted service command whose #! interpreter the agent (or anyone but root
- * and the service) could have written is refused before anything changes.
+ * and the service) could have written is refused before anything changes;
+ * and a program the service starts through systemExec holds no capability.
  */
 import { chmodSync, chownSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { rootTest } from "../helpers/privilege.ts";
-import { Body, IDS } from "../helpers/sandbox.ts";
+import { Body, IDS, SANDBOX_NODE } from "../helpers/sandbox.ts";
+import { seededBody, serviceJson } from "../helpers/stand-in.ts";
 import { treeDigest } from "../helpers/tree.ts";
 
 const test = suite("exec-rules");
@@ -68,6 +70,84 @@ rootTest(test, "control: the same script with a trusted interpreter runs as the 
       assert.is(run.status, 0, run.stderr);
       assert.is(run.stdout, "service ran as 1000\n");
     }
+  } finally {
+    body.cleanup();
+  }
+});
+
+
+/*
+ * What a program the service starts holds. The service runs with SETUID and
+ * SETGID in its ambient set (ADR 0272), and capabilities(7) carries the
+ * ambient set across execve(2): a plain child holds them, and setpriv makes
+ * it root. systemExec's children hold nothing, and cannot.
+ */
+interface ChildView {
+  exitCode: number | null;
+  stdout: string;
+  stderr: string;
+}
+interface Children {
+  service: string;
+  systemExec: ChildView;
+  plain: ChildView;
+  execa: ChildView;
+  systemExecSeen: { pid: number; ppid: number; status: string };
+  plainSeen: { pid: number; ppid: number; status: string };
+}
+
+function childrenOfService(): Children {
+  const body = seededBody();
+  try {
+    const run = serviceJson<Children>(body, ["children"]);
+    assert.is(run.status, 0, run.stderr);
+    return run.json;
+  } finally {
+    body.cleanup();
+  }
+}
+
+const capLine = (text: string, name: string): string => new RegExp(`^${name}:\\s*([0-9a-f]+)$`, "m").exec(text)?.[1] ?? `no ${name} line`;
+const SETUID_SETGID = "00000000000000c0";
+const NONE = "0000000000000000";
+
+rootTest(test, "a systemExec child holds no capability and cannot become root; control: a plain child of the same service holds SETUID+SETGID and becomes uid 0", () => {
+  const c = childrenOfService();
+  assert.is(capLine(c.service, "CapAmb"), SETUID_SETGID, `the service itself: ${c.service}`);
+  // The child's own /proc/self/status, and its try at root.
+  for (const set of ["CapInh", "CapPrm", "CapEff", "CapAmb"]) assert.is(capLine(c.systemExec.stdout, set), NONE, `${set}: ${c.systemExec.stdout}`);
+  assert.is(capLine(c.systemExec.stdout, "CapBnd"), SETUID_SETGID, "the bounding set stays: NoNewPrivs keeps it out of reach");
+  assert.match(c.systemExec.stdout, /^NoNewPrivs:\s*1$/m);
+  assert.match(c.systemExec.stdout, /^Uid:\s*1000\s+1000\s+1000\s+1000$/m);
+  assert.match(c.systemExec.stdout, /^setpriv=127$/m); // util-linux setpriv exits 127 when a credential call fails
+  assert.match(c.systemExec.stderr, /^setpriv: setresuid failed: Operation not permitted$/m);
+  assert.not.match(c.systemExec.stdout, /^0$/m);
+  // The service's view of a running systemExec child: its own pid (setpriv exec'd in place), nothing held.
+  assert.match(c.systemExecSeen.status, /^Name:\s*sleep$/m);
+  for (const set of ["CapInh", "CapPrm", "CapEff", "CapAmb"]) assert.is(capLine(c.systemExecSeen.status, set), NONE, `${set} seen from the service: ${c.systemExecSeen.status}`);
+  // Controls: child_process and plain execa, same service, same moment.
+  for (const [how, view] of [["child_process", c.plain], ["execa", c.execa]] as const) {
+    for (const set of ["CapPrm", "CapEff", "CapAmb"]) assert.is(capLine(view.stdout, set), SETUID_SETGID, `${how} ${set}: ${view.stdout}`);
+    assert.match(view.stdout, /^0\nsetpriv=0$/m, `${how}: ${view.stdout}${view.stderr}`);
+  }
+  assert.is(capLine(c.plainSeen.status, "CapAmb"), SETUID_SETGID, c.plainSeen.status);
+});
+
+rootTest(test, "systemExec and spawnAgent refuse execa's uid and gid options (the service's CAP_SETUID would honour uid: 0)", () => {
+  const body = seededBody();
+  try {
+    const script = `import { systemExec, spawnAgent } from "/opt/clankie/dist/lib/system-exec.js";
+const out = [];
+for (const [fn, opts] of [[systemExec, { uid: 0 }], [systemExec, { gid: 0 }], [spawnAgent, { uid: 0 }]]) {
+  try { await fn("/usr/bin/id", ["-u"], opts); out.push("ran"); } catch (e) { out.push(e.message); }
+}
+process.stdout.write(JSON.stringify(out) + "\\n");`;
+    const run = body.run({ as: "root", command: [SANDBOX_NODE, "--input-type=module", "-e", script], timeoutMs: 60_000 });
+    assert.is(run.status, 0, run.stderr);
+    const out = JSON.parse(run.stdout) as string[];
+    assert.is(out[0], "systemExec: the uid option is not accepted: it would start the child as another user with the service's CAP_SETUID/CAP_SETGID");
+    assert.is(out[1], "systemExec: the gid option is not accepted: it would start the child as another group with the service's CAP_SETUID/CAP_SETGID");
+    assert.is(out[2], "spawnAgent: the uid option is not accepted: it would start the child as another user with the service's CAP_SETUID/CAP_SETGID");
   } finally {
     body.cleanup();
   }

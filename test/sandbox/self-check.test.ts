@@ -3,7 +3,7 @@
  * executable, run the three ways the issue names:
  *
  *   - by the service, as its child (doctor): the stand-in service is `sh -c`
- *     or a node script that starts the audit through systemExec;
+ *     or a node script that starts the audit through runSelfCheck;
  *   - by root and by node from outside the service's tree, as `docker exec`
  *     does (nsenter into the running sandbox: root with the launch's six
  *     capabilities, node with none and without NoNewPrivs, moby#37667);
@@ -161,12 +161,12 @@ function shDoctor(body: Body, plant: string, args: string[], options: { extra?: 
   return body.run({ command: ["--", "/bin/sh", "-c", script, "doctor", ...args], extra: [...MASKS, ...(options.extra ?? [])], env: options.env });
 }
 
-/** The stand-in service is node, starting the audit through the package's systemExec as the real service does. */
+/** The stand-in service is node, starting the audit through the package's runSelfCheck as the real service does. */
 const NODE_DOCTOR = `
-import { systemExec } from "${SANDBOX_REPO}/dist/lib/system-exec.js";
+import { runSelfCheck } from "${SANDBOX_REPO}/dist/lib/system-exec.js";
 if (process.env.DOCTOR_GROUPS) process.setgroups(process.env.DOCTOR_GROUPS.split(",").map(Number));
 if (process.env.DOCTOR_DECLARE) process.env.CLANKIE_BOUNDARY = "complete";
-const r = await systemExec("${AUDIT}", process.argv.slice(1), { reject: false, pass: ["CLANKIE_BOUNDARY"] });
+const r = await runSelfCheck(process.argv.slice(2), { reject: false, pass: ["CLANKIE_BOUNDARY"] });
 process.stdout.write(r.stdout);
 process.stderr.write(r.stderr);
 process.exitCode = r.exitCode;
@@ -534,7 +534,7 @@ rootTest(SelfCheck, "control: with fs.protected_regular=0 the agent's pre-create
   assert.is(sysctlValue(path), original, "the host's setting is restored");
 });
 
-rootTest(SelfCheck, "node doctor through systemExec: --probe verifies from inside the agent; the service's declaration turns the label into a boundary", () => {
+rootTest(SelfCheck, "node doctor through runSelfCheck: --probe verifies from inside the agent; the service's declaration turns the label into a boundary", () => {
   inBody(seededBody(), (body) => {
     const audit = parse(nodeDoctor(body, ["--json", "--probe"], { DOCTOR_DECLARE: "1" }));
     assertFailing(audit, []);

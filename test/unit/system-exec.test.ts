@@ -5,7 +5,9 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { parseAgentExecArgs } from "../../src/cli.ts";
 import { EXIT, isAllowlisted, SYSTEM_PATH } from "../../src/constants.ts";
-import { agentExecArguments, buildEnvironment, spawnAgent, systemExec } from "../../src/system-exec.ts";
+import { agentExecArguments, buildEnvironment, runSelfCheck, spawnAgent, systemExec } from "../../src/system-exec.ts";
+import { DROP_CAPABILITIES, withoutCapabilities } from "../../src/service/drop-capabilities.ts";
+import { AgentStopError, STOP_RETRY_DELAYS_MS } from "../../src/service/agent-stop.ts";
 import { checkTrustedExecutable, MAX_SCRIPT_DEPTH, resolveCommand } from "../../src/exec/rules.ts";
 import { prepareExec } from "../../src/exec/replace.ts";
 import { runCapture, startCapture } from "../../src/exec/capture.ts";
@@ -190,6 +192,40 @@ shim("kill() refuses a signal the shim cannot deliver; kill(0) sends nothing and
 });
 
 shim.run();
+
+/* ------------------------------------------------ capabilities and stops -- */
+
+const powers = suite("systemExec's children and undelivered stops");
+
+powers("a systemExec child starts through setpriv that empties the inheritable and ambient sets, then execs it in place", () => {
+  assert.equal([...DROP_CAPABILITIES], ["/usr/bin/setpriv", "--inh-caps=-all", "--ambient-caps=-all", "--"]);
+  assert.equal(withoutCapabilities("/usr/bin/git", ["-C", "/state/install", "--", "x"]), {
+    file: "/usr/bin/setpriv",
+    args: ["--inh-caps=-all", "--ambient-caps=-all", "--", "/usr/bin/git", "-C", "/state/install", "--", "x"],
+  });
+});
+
+powers("systemExec, runSelfCheck and spawnAgent refuse execa's uid and gid options (64) before anything starts", () => {
+  const fix = (name: string) => `remove ${name}; agent work runs as the agent through spawnAgent`;
+  const what = (where: string, name: string) => `${where}: the ${name} option is not accepted: it would start the child as another ${name === "uid" ? "user" : "group"} with the service's CAP_SETUID/CAP_SETGID`;
+  const asAny = (o: object) => o as never;
+  assertRefusal(() => systemExec("/bin/true", [], asAny({ uid: 0 })), { exitCode: EXIT.usage, what: what("systemExec", "uid"), fix: fix("uid") });
+  assertRefusal(() => systemExec("/bin/true", [], asAny({ gid: 0 })), { exitCode: EXIT.usage, what: what("systemExec", "gid"), fix: fix("gid") });
+  assertRefusal(() => runSelfCheck([], asAny({ uid: 0 })), { exitCode: EXIT.usage, what: what("runSelfCheck", "uid"), fix: fix("uid") });
+  assertRefusal(() => spawnAgent("/bin/true", [], asAny({ shim: "/usr/bin/env", gid: 0 })), { exitCode: EXIT.usage, what: what("spawnAgent", "gid"), fix: fix("gid") });
+});
+
+powers("an undelivered stop: 12 tries over about 6.3 s, and an error that says the job may still run", () => {
+  assert.is(STOP_RETRY_DELAYS_MS.length + 1, 12);
+  assert.is(STOP_RETRY_DELAYS_MS.reduce((a, b) => a + b, 0), 6260);
+  const error = new AgentStopError(42, "SIGKILL", 12, "the signal stage exited 127: perl: error while loading shared libraries");
+  assert.instance(error, Error);
+  assert.is(error.name, "AgentStopError");
+  assert.is(error.failed, true);
+  assert.is(error.message, "cannot stop agent process group 42: SIGKILL was not delivered after 12 tries (last: the signal stage exited 127: perl: error while loading shared libraries); the job may still be running");
+});
+
+powers.run();
 
 /* --------------------------------------------------------- resolveCommand -- */
 
