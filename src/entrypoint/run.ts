@@ -6,8 +6,11 @@
  * runs as node with only SETUID and SETGID. Everything that can refuse on a
  * fact of the launch refuses before the first change on disk.
  *
- *   checkLaunch -> readIdentities -> vetPrograms -> secureState
+ *   checkLaunch -> readIdentities -> vetPrograms -> scanState -> secureState
  *     -> joinWorkspaceGroup -> shareWorkspace -> dropToService
+ *
+ * scanState only reads (find, state-scan.ts); secureState walks /state only
+ * when the scan did not find every entry fitting.
  */
 import { existsSync, lstatSync } from "node:fs";
 import { type Identities, readIdentities } from "../accounts.ts";
@@ -19,8 +22,8 @@ import { stageEnvironment } from "../verifier.ts";
 import { serviceCommandLine, setprivToServiceArgs, verifyStageArgs } from "./drop.ts";
 import { classifyLaunch, type LaunchMode } from "./launch-check.ts";
 import { serviceEnvironment } from "./service-env.ts";
-import { secureState } from "./state-layout.ts";
-import type { WalkStats } from "./tree-walk.ts";
+import { secureState, type StateResult } from "./state-layout.ts";
+import { scanState } from "./state-scan.ts";
 import { joinWorkspaceGroup, shareWorkspace, type WorkspaceResult } from "./workspace-layout.ts";
 
 function plural(n: number, word: string): string {
@@ -38,12 +41,13 @@ function checkLaunch(command: readonly string[]): Extract<LaunchMode, { mode: "r
 }
 
 /** Phase: every program the root phase and the drop will run passes the exec rules now, not after the walk. */
-function vetPrograms(command: readonly string[], ids: Identities): { servicePath: string; tini: boolean } {
+function vetPrograms(command: readonly string[], ids: Identities): { servicePath: string; tini: boolean; find: string } {
+  const find = prepareExec({ command: TOOLS.find, args: [], env: {}, trustedUids: [0] }).path;
   prepareExec({ command: TOOLS.setpriv, args: [], env: {}, trustedUids: [0] });
   prepareExec({ command: TOOLS.perl, args: [], env: {}, trustedUids: [0] });
   const tini = existsSync(TOOLS.tini);
   if (tini) prepareExec({ command: TOOLS.tini, args: [], env: {}, trustedUids: [0] });
-  return { servicePath: prepareExec({ command: command[0]!, args: [], env: {}, trustedUids: [0, ids.service.uid] }).path, tini };
+  return { servicePath: prepareExec({ command: command[0]!, args: [], env: {}, trustedUids: [0, ids.service.uid] }).path, tini, find };
 }
 
 function stateDevice(): number {
@@ -55,7 +59,8 @@ function stateDevice(): number {
 }
 
 /** One line for what was dropped or left alone, one for what was done. */
-function report(ids: Identities, launch: Extract<LaunchMode, { mode: "root" }>, dropped: readonly string[], state: WalkStats, workspace: WorkspaceResult, started: bigint): void {
+function report(ids: Identities, launch: Extract<LaunchMode, { mode: "root" }>, dropped: readonly string[], result: StateResult, workspace: WorkspaceResult, started: bigint): void {
+  const state = result.stats;
   if (launch.extraCapabilities.length > 0) printWarning(`capabilities beyond the six of ADR 0272 are dropped: ${launch.extraCapabilities.join(", ")}`);
   if (dropped.length > 0) printWarning(`variables that load code or are ours to set were removed from the service's environment: ${dropped.join(", ")}`);
   const skipped = [...state.skippedExamples, ...workspace.stats.skippedExamples];
@@ -65,13 +70,13 @@ function report(ids: Identities, launch: Extract<LaunchMode, { mode: "root" }>, 
   const ms = Number((process.hrtime.bigint() - started) / 1_000_000n);
   printInfo(
     `separated: service ${ids.service.name} (${ids.service.uid}), agent ${ids.agent.name} (${ids.agent.uid}); ` +
-      `/state ${state.checked} checked, ${state.fixed} fixed; ` +
+      `/state ${result.walked === undefined ? "scanned, every entry fits" : `walked (${result.walked}), ${state.checked} checked`}, ${state.fixed} fixed; ` +
       `/workspace ${workspace.walked ? "migrated" : "top only (layout marker current)"}, ${workspace.stats.checked} checked, ${workspace.stats.fixed} fixed; ${ms} ms`,
   );
 }
 
 /** Phase: setpriv to the service, then the verification stage as the service, then the service (under tini). */
-function dropToService(ids: Identities, command: readonly string[], vetted: { servicePath: string; tini: boolean }, env: Record<string, string>): never {
+function dropToService(ids: Identities, command: readonly string[], vetted: { servicePath: string; tini: boolean; find: string }, env: Record<string, string>): never {
   // execve(2) keeps the pid: the service's pid is ours, so tini knows here whether it will be PID 1.
   const line = serviceCommandLine(command, vetted.servicePath, process.pid, vetted.tini);
   const stage = stageEnvironment(env);
@@ -84,14 +89,14 @@ function dropToService(ids: Identities, command: readonly string[], vetted: { se
   });
 }
 
-export function runEntrypoint(command: readonly string[]): never {
+export async function runEntrypoint(command: readonly string[]): Promise<never> {
   const started = process.hrtime.bigint();
   const launch = checkLaunch(command);
   const ids = readIdentities();
   // The service's environment is computed (and refused) before any change on disk.
   const { env, dropped } = serviceEnvironment(process.env, ids);
   const vetted = vetPrograms(command, ids);
-  const state = secureState(ids);
+  const state = secureState(ids, await scanState(ids, vetted.find));
   joinWorkspaceGroup(ids);
   const workspace = shareWorkspace(ids, stateDevice());
   report(ids, launch, dropped, state, workspace, started);

@@ -10,6 +10,7 @@ import { MARKER_DIR } from "../layout/marker.ts";
 import { stateModes, stateRules, type StateZone } from "../layout/state.ts";
 import { kindOf } from "../os/file-kind.ts";
 import { osFailure, Refusal } from "../report.ts";
+import type { ScanVerdict } from "./state-scan.ts";
 import { newWalkStats, walkTree, type WalkStats } from "./tree-walk.ts";
 
 /**
@@ -82,11 +83,21 @@ function ensureMarkerDirectory(ids: Identities): void {
   takeOverDirectory(MARKER_DIR, { uid: ids.service.uid, gid: ids.service.gid, mode: 0o700 }, `remove it (rm ${MARKER_DIR}) and start again`);
 }
 
-/** Phase: make /state service-only, the agent's home the agent's, and the entrypoint's records directory (once). */
-export function secureState(ids: Identities): WalkStats {
+export interface StateResult {
+  stats: WalkStats;
+  /** Why /state was walked; undefined when the scan found every entry fitting and nothing was walked. */
+  walked: string | undefined;
+}
+
+/**
+ * Phase: make /state service-only, the agent's home the agent's, and the
+ * entrypoint's records directory (once). The walk runs unless `scan`
+ * (state-scan.ts) found every entry below /state fitting already.
+ */
+export function secureState(ids: Identities, scan: ScanVerdict): StateResult {
   const stats = newWalkStats();
-  walkTree(STATE_DIR, stateRules(ids), "top" as StateZone, stats);
+  if (!scan.fits) walkTree(STATE_DIR, stateRules(ids), "top" as StateZone, stats);
   prepareAgentHome(ids, stats);
   ensureMarkerDirectory(ids);
-  return stats;
+  return { stats, walked: scan.fits ? undefined : scan.reason };
 }

@@ -17,7 +17,7 @@ import { seededBody } from "../helpers/stand-in.ts";
 
 const test = suite("entrypoint");
 const SERVICE = [SANDBOX_NODE, `${SANDBOX_FIXTURES}/stand-in-service.mjs`];
-const SUMMARY = /^clankie-separate: separated: service node \(1000\), agent clankie-agent \(1001\); \/state \d+ checked, \d+ fixed; \/workspace (migrated|top only \(layout marker current\)), \d+ checked, \d+ fixed; \d+ ms$/;
+const SUMMARY = /^clankie-separate: separated: service node \(1000\), agent clankie-agent \(1001\); \/state (scanned, every entry fits|walked \([^()]+\), \d+ checked), \d+ fixed; \/workspace (migrated|top only \(layout marker current\)), \d+ checked, \d+ fixed; \d+ ms$/;
 
 /** A body as today's single-uid image leaves it: everything node's, seeded by the service itself. */
 const legacyBody = seededBody;
