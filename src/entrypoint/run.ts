@@ -41,13 +41,13 @@ function checkLaunch(command: readonly string[]): Extract<LaunchMode, { mode: "r
 }
 
 /** Phase: every program the root phase and the drop will run passes the exec rules now, not after the walk. */
-function vetPrograms(command: readonly string[], ids: Identities): { servicePath: string; tini: boolean; find: string } {
-  const find = prepareExec({ command: TOOLS.find, args: [], env: {}, trustedUids: [0] }).path;
+function vetPrograms(command: readonly string[], ids: Identities): { servicePath: string; tini: boolean } {
+  prepareExec({ command: TOOLS.find, args: [], env: {}, trustedUids: [0] });
   prepareExec({ command: TOOLS.setpriv, args: [], env: {}, trustedUids: [0] });
   prepareExec({ command: TOOLS.perl, args: [], env: {}, trustedUids: [0] });
   const tini = existsSync(TOOLS.tini);
   if (tini) prepareExec({ command: TOOLS.tini, args: [], env: {}, trustedUids: [0] });
-  return { servicePath: prepareExec({ command: command[0]!, args: [], env: {}, trustedUids: [0, ids.service.uid] }).path, tini, find };
+  return { servicePath: prepareExec({ command: command[0]!, args: [], env: {}, trustedUids: [0, ids.service.uid] }).path, tini };
 }
 
 function stateDevice(): number {
@@ -76,7 +76,7 @@ function report(ids: Identities, launch: Extract<LaunchMode, { mode: "root" }>, 
 }
 
 /** Phase: setpriv to the service, then the verification stage as the service, then the service (under tini). */
-function dropToService(ids: Identities, command: readonly string[], vetted: { servicePath: string; tini: boolean; find: string }, env: Record<string, string>): never {
+function dropToService(ids: Identities, command: readonly string[], vetted: { servicePath: string; tini: boolean }, env: Record<string, string>): never {
   // execve(2) keeps the pid: the service's pid is ours, so tini knows here whether it will be PID 1.
   const line = serviceCommandLine(command, vetted.servicePath, process.pid, vetted.tini);
   const stage = stageEnvironment(env);
@@ -96,7 +96,7 @@ export async function runEntrypoint(command: readonly string[]): Promise<never> 
   // The service's environment is computed (and refused) before any change on disk.
   const { env, dropped } = serviceEnvironment(process.env, ids);
   const vetted = vetPrograms(command, ids);
-  const state = secureState(ids, await scanState(ids, vetted.find));
+  const state = secureState(ids, await scanState(ids));
   joinWorkspaceGroup(ids);
   const workspace = shareWorkspace(ids, stateDevice());
   report(ids, launch, dropped, state, workspace, started);

@@ -19,13 +19,16 @@
  * Whatever is uncertain sends the start to the safe walk: any byte on
  * stdout (an entry listed) or on stderr (a warning, an entry that vanished,
  * a loop), an exit status other than 0, a signal, a failure to start. The
- * first byte ends the scan (SIGKILL to every find still running): a first
- * start, where every entry is listed, loses almost nothing to it.
+ * first byte kills that find (SIGKILL): a first start, where every entry is
+ * listed, loses almost nothing to the scan. A second find still running
+ * goes on to its end (at most one scan's time, and only on a start that
+ * walks anyway).
  */
-import { spawn, type ChildProcess } from "node:child_process";
 import { lstatSync, readdirSync, readFileSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import type { Identities } from "../accounts.ts";
-import { STATE_DIR } from "../constants.ts";
+import { STATE_DIR, TOOLS } from "../constants.ts";
+import { type CaptureResult, startCapture } from "../exec/capture.ts";
 import { kindOf } from "../os/file-kind.ts";
 import { parseMountinfo } from "../os/mountinfo.ts";
 import { STATE_LAYOUT, stateRules, stateScanExpressions, topLevelZone } from "../layout/state.ts";
@@ -53,7 +56,7 @@ function startingPoints(root: string): { private: Buffer[]; release: Buffer[] } 
   const prefix = Buffer.from(`${root}/`);
   for (const name of readdirSync(root, { encoding: "buffer" })) {
     const zone = topLevelZone(name);
-    if (zone !== "pruned") points[zone].push(prefix, name, Buffer.from([0]));
+    if (zone !== "pruned") points[zone].push(Buffer.concat([prefix, name, Buffer.from([0])]));
   }
   return points;
 }
@@ -65,59 +68,68 @@ export interface ScanJob {
 }
 
 /**
- * The finds that scan `root`, one per zone with top-level entries in it. The
- * tests run the same jobs to completion (spawnSync) to see every entry
- * listed; the start stops at the first.
+ * The finds that scan `root`: the release's, and the private zone's top-level
+ * entries dealt round-robin to one find per CPU (two at most). find is one
+ * thread, and a restart's scan is most of its time: two finds over halves of
+ * a tree take about half the wall time on two idle CPUs. The tests run the
+ * same jobs to completion (spawnSync) to see every entry listed; the start
+ * stops at the first.
  */
-export function scanJobs(ids: Identities, root: string): ScanJob[] {
+export function scanJobs(ids: Identities, root: string, parallel: number = Math.min(2, availableParallelism())): ScanJob[] {
   const points = startingPoints(root);
   const expressions = stateScanExpressions(ids, root);
-  return (["private", "release"] as const)
-    .filter((zone) => points[zone].length > 0)
-    .map((zone) => ({ args: ["-P", "-files0-from", "-", "-xdev", ...expressions[zone], "-print0"], input: Buffer.concat(points[zone]) }));
+  const job = (expression: string[], input: Buffer[]): ScanJob => ({ args: ["-P", "-files0-from", "-", "-xdev", ...expression, "-print0"], input: Buffer.concat(input) });
+  const privateShares = Array.from({ length: parallel }, (_, share) => points.private.filter((_, i) => i % parallel === share));
+  return [
+    ...privateShares.filter((share) => share.length > 0).map((share) => job(expressions.private, share)),
+    ...(points.release.length > 0 ? [job(expressions.release, points.release)] : []),
+  ];
 }
 
-/** Runs each find; resolves when all have ended: fits only if every one ended with status 0 and printed nothing at all. */
-function runScanners(findPath: string, jobs: readonly ScanJob[]): Promise<ScanVerdict> {
-  return new Promise((resolve) => {
-    let verdict: ScanVerdict = { fits: true };
-    let running = jobs.length;
-    const children: ChildProcess[] = [];
-    const fail = (reason: string): void => {
-      if (verdict.fits) verdict = { fits: false, reason };
-      for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-    };
-    const ended = (): void => {
-      if (--running === 0) resolve(verdict);
-    };
-    if (running === 0) {
-      resolve(verdict);
-      return;
-    }
-    for (const job of jobs) {
-      // An empty environment (the C locale, no POSIXLY_CORRECT) and / as the working directory.
-      const child = spawn(findPath, job.args, { argv0: "find", cwd: "/", env: {}, stdio: ["pipe", "pipe", "pipe"] });
-      children.push(child);
-      child.stdout!.once("data", () => fail("the scan listed an entry to change"));
-      child.stderr!.once("data", () => fail("the scan reported a problem"));
-      child.stdin!.on("error", () => fail("the scan stopped reading its starting points"));
-      child.once("error", () => fail("the scan could not start"));
-      child.once("close", (code, signal) => {
-        if (code !== 0) fail(`the scan ended with ${signal ?? `status ${code}`}`);
-        ended();
-      });
-      child.stdin!.end(job.input);
-    }
-  });
+/** What one find's end says: nothing (it fits), or why the walk must run. */
+export function judgeCapture(result: CaptureResult): string | undefined {
+  // maxBytes 0: the first byte on stdout or stderr kills find (SIGKILL) and sets ENOBUFS.
+  if (result.error === "ENOBUFS") return "the scan listed an entry to change or reported a problem";
+  if (result.error !== undefined) return `the scan failed: ${result.error}`;
+  if (result.status !== 0) return `the scan ended with ${result.signal ?? `status ${result.status}`}`;
+  if (result.stdout.length > 0 || result.stderr.length > 0) return "the scan listed an entry to change or reported a problem";
+  return undefined;
 }
 
 /**
- * Starts the scan of `root` (/state) with find at `findPath` (TOOLS.find,
- * vetted by the caller); the promise says whether every entry already fits
- * the layout. Read-only: nothing on disk changes until the caller has the
- * answer.
+ * Runs the finds side by side (startCapture: the exec gate, an allowlisted
+ * environment, / as the working directory) and waits for all; fits only if
+ * every one ended with status 0 and printed nothing at all.
  */
-export function scanState(ids: Identities, findPath: string, root: string = STATE_DIR): Promise<ScanVerdict> {
+async function runScanners(jobs: readonly ScanJob[]): Promise<ScanVerdict> {
+  const results = await Promise.all(
+    jobs.map((job) =>
+      startCapture({
+        command: TOOLS.find,
+        args: job.args,
+        // The C locale whatever the launch set: messages and name matching in bytes.
+        env: { LC_ALL: "C" },
+        input: job.input,
+        maxBytes: 0,
+        // No deadline of its own: a tree too big to scan in time is too big to walk in less.
+        timeoutMs: 2 ** 31 - 1,
+      }),
+    ),
+  );
+  for (const result of results) {
+    const reason = judgeCapture(result);
+    if (reason !== undefined) return { fits: false, reason };
+  }
+  return { fits: true };
+}
+
+/**
+ * Starts the scan of `root` (/state); the promise says whether every entry
+ * already fits the layout. Read-only: nothing on disk changes until the
+ * caller has the answer. TOOLS.find passes the exec gate (vetPrograms
+ * checks it first, so a find that is not root's refuses the start).
+ */
+export function scanState(ids: Identities, root: string = STATE_DIR): Promise<ScanVerdict> {
   let jobs: ScanJob[];
   try {
     if (!topFits(ids, root)) return Promise.resolve({ fits: false, reason: `${root} itself does not fit` });
@@ -127,5 +139,5 @@ export function scanState(ids: Identities, findPath: string, root: string = STAT
     // Whatever the scan could not look at, the walk will, and it reports what it finds.
     return Promise.resolve({ fits: false, reason: "the scan could not look at the tree" });
   }
-  return runScanners(findPath, jobs);
+  return runScanners(jobs);
 }

@@ -23,7 +23,12 @@
  *     readdir reporting a regular file and the open-first; that open is
  *     non-blocking, takes no controlling terminal, and the entry is refused;
  *   - depth is bounded by open files, not PATH_MAX: paths stay short;
- *   - names are bytes (Buffer), never decoded: non-UTF-8 names work;
+ *   - names are bytes, never decoded as UTF-8: read as latin1 strings (one
+ *     char per byte, lossless, and cheaper than a Buffer per name) and handed
+ *     to a system call as the same bytes (fsName): non-UTF-8 names work;
+ *   - a directory's listing is read at once (readdir), unless the directory
+ *     is over LISTING_AT_ONCE bytes, which is streamed (opendir): memory
+ *     stays bounded in a directory an attacker filled;
  *   - other filesystems (st_dev differs, or a mount point in mountinfo) are
  *     never entered or changed; the rules are asked about a mount point only
  *     so that one they prune (left to someone else, as /state/agent) is not
@@ -44,7 +49,9 @@ import {
   openSync,
   opendirSync,
   readFileSync,
+  readdirSync,
   type Dir,
+  type Dirent,
   type Stats,
 } from "node:fs";
 import { EXIT } from "../constants.ts";
@@ -184,9 +191,18 @@ interface WalkState {
   openFirst: boolean;
 }
 
+/** Directories up to this st_size are listed at once; larger ones are streamed (about 50,000 names on tmpfs, 20 bytes per entry). */
+const LISTING_AT_ONCE = 1 << 20;
+
+/** A directory's entries: the whole listing, or a stream for a large directory. */
+interface Listing {
+  next(): Dirent | null;
+  close(): void;
+}
+
 interface Frame<C> {
   fd: number;
-  dir: Dir;
+  dir: Listing;
   path: string;
   depth: number;
   context: C;
@@ -200,26 +216,36 @@ interface Frame<C> {
  * cost a sixth of a restart.
  */
 class WalkEntry implements EntryView {
-  readonly name: Buffer;
   readonly kind: EntryKind;
   readonly st: Stats;
   readonly depth: number;
   readonly #parent: string;
+  readonly #name: string;
   #path: string | undefined;
-  constructor(parent: string, name: Buffer, kind: EntryKind, st: Stats, depth: number) {
+  constructor(parent: string, name: string, kind: EntryKind, st: Stats, depth: number) {
     this.#parent = parent;
-    this.name = name;
+    this.#name = name;
     this.kind = kind;
     this.st = st;
     this.depth = depth;
   }
+  /** The name's bytes (the rules read it at the top of /state only). */
+  get name(): Buffer {
+    return Buffer.from(this.#name, "latin1");
+  }
   get path(): string {
-    this.#path ??= childPath(this.#parent, this.name);
+    this.#path ??= childPath(this.#parent, this.#name);
     return this.#path;
   }
 }
 
-function childPath(parent: string, name: Buffer): string {
+/** A latin1 name as a system call must see it: the same bytes (Node encodes a path string as UTF-8, so any byte over 0x7f goes as a Buffer). */
+function fsName(name: string): string | Buffer {
+  // eslint-disable-next-line no-control-regex
+  return /[^\x00-\x7f]/.test(name) ? Buffer.from(name, "latin1") : name;
+}
+
+function childPath(parent: string, name: string): string {
   return `${parent === "/" ? "" : parent}/${printablePath(name)}`;
 }
 
@@ -247,11 +273,24 @@ function openDirectoryAt(name: Buffer | string, path: string, expect?: Stats): {
   return { fd, st };
 }
 
-function openDir(fd: number, path: string): Dir {
+/** The entries of the directory open at `fd` (st: its fstat), names as latin1 strings. */
+function openDir(fd: number, st: Stats, path: string): Listing {
+  if (st.size <= LISTING_AT_ONCE) {
+    try {
+      const entries = readdirSync(`/proc/self/fd/${fd}`, { encoding: "latin1", withFileTypes: true });
+      let index = 0;
+      return { next: () => entries[index++] ?? null, close: () => undefined };
+    } catch {
+      // Where readdir reports no d_type, readdirSync lstats each name by a
+      // path it re-encodes as UTF-8 and can fail on a name that is not:
+      // the stream below asks nothing more than readdir(3) says.
+    }
+  }
   try {
-    return opendirSync(`/proc/self/fd/${fd}`, { encoding: "buffer" as BufferEncoding, bufferSize: 128 });
+    const dir: Dir = opendirSync(`/proc/self/fd/${fd}`, { encoding: "latin1", bufferSize: 128 });
+    return { next: () => dir.readSync(), close: () => dir.closeSync() };
   } catch (error) {
-    throw osFailure("opendir", path, error);
+    throw osFailure("readdir", path, error);
   }
 }
 
@@ -290,7 +329,7 @@ export function walkTree<C>(root: string, rules: Rules<C>, context: C, stats: Wa
   }
   fixDirectory(top.fd, top.st, rootDecision, root, stats);
   const rootDev = top.st.dev;
-  const stack: Frame<C>[] = [{ fd: top.fd, dir: openDir(top.fd, root), path: root, depth: 0, context: rootDecision.descend, holdsMounts: mountParents.has(root) }];
+  const stack: Frame<C>[] = [{ fd: top.fd, dir: openDir(top.fd, top.st, root), path: root, depth: 0, context: rootDecision.descend, holdsMounts: mountParents.has(root) }];
   // Entries are looked up relative to the working directory, moved onto each
   // directory's open fd (chdir through /proc/self/fd/N follows the fd, not a
   // path): the same safety as a lookup through /proc/self/fd/N/name, without
@@ -311,17 +350,17 @@ export function walkTree<C>(root: string, rules: Rules<C>, context: C, stats: Wa
       }
       let dirent;
       try {
-        dirent = frame.dir.readSync();
+        dirent = frame.dir.next();
       } catch (error) {
         throw osFailure("readdir", frame.path, error);
       }
       if (dirent === null) {
-        frame.dir.closeSync();
+        frame.dir.close();
         closeSync(frame.fd);
         stack.pop();
         continue;
       }
-      const name = dirent.name as unknown as Buffer;
+      const name = dirent.name;
       // d_type (readdir(3)) says a regular file: it may be opened before it is judged.
       const child =
         walk.openFirst && dirent.isFile()
@@ -333,7 +372,7 @@ export function walkTree<C>(root: string, rules: Rules<C>, context: C, stats: Wa
     restoreWorkingDirectory(home);
     for (const frame of stack) {
       try {
-        frame.dir.closeSync();
+        frame.dir.close();
       } catch {
         /* already closed */
       }
@@ -379,10 +418,10 @@ function onOtherFilesystem<C>(frame: Frame<C>, view: WalkEntry, rootDev: number,
  * there now fails the open (ELOOP); anything but a regular file behind the
  * fd is refused as changed since readdir.
  */
-function visitFileOpenedFirst<C>(frame: Frame<C>, name: Buffer, rootDev: number, mounts: ReadonlySet<string>, rules: Rules<C>, stats: WalkStats, walk: WalkState): undefined {
+function visitFileOpenedFirst<C>(frame: Frame<C>, name: string, rootDev: number, mounts: ReadonlySet<string>, rules: Rules<C>, stats: WalkStats, walk: WalkState): undefined {
   let fd: number;
   try {
-    fd = openSync(name, FILE_FLAGS);
+    fd = openSync(fsName(name), FILE_FLAGS);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === "ENOENT") return undefined; // removed since readdir
@@ -415,7 +454,7 @@ function visitFileOpenedFirst<C>(frame: Frame<C>, name: Buffer, rootDev: number,
 
 function visitEntry<C>(
   frame: Frame<C>,
-  name: Buffer,
+  name: string,
   rootDev: number,
   mounts: ReadonlySet<string>,
   mountParents: ReadonlySet<string>,
@@ -427,7 +466,7 @@ function visitEntry<C>(
   // name is looked up inside it, as openat(frame.fd, name) would.
   let st: Stats;
   try {
-    st = lstatSync(name);
+    st = lstatSync(fsName(name));
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined; // removed since readdir
     throw osFailure("lstat", childPath(frame.path, name), error);
@@ -443,7 +482,7 @@ function visitEntry<C>(
 
   if (kind === "directory") {
     const path = view.path;
-    const opened = openDirectoryAt(name, path, st);
+    const opened = openDirectoryAt(fsName(name), path, st);
     try {
       fixDirectory(opened.fd, opened.st, decision, path, stats);
     } catch (error) {
@@ -454,7 +493,7 @@ function visitEntry<C>(
       closeSync(opened.fd);
       return undefined;
     }
-    return { fd: opened.fd, dir: openDir(opened.fd, path), path, depth: frame.depth + 1, context: decision.descend, holdsMounts: mountParents.has(path) };
+    return { fd: opened.fd, dir: openDir(opened.fd, opened.st, path), path, depth: frame.depth + 1, context: decision.descend, holdsMounts: mountParents.has(path) };
   }
 
   const needsChange = st.uid !== uid || st.gid !== gid || (mode !== undefined && (st.mode & 0o7777) !== mode);
@@ -464,7 +503,7 @@ function visitEntry<C>(
   const flags = kind === "file" ? FILE_FLAGS : PATH_FLAGS;
   let fd: number;
   try {
-    fd = openSync(name, flags);
+    fd = openSync(fsName(name), flags);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === "ENOENT" || code === "ELOOP") throw changedUnderUs(view.path);

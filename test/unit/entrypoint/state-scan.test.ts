@@ -19,7 +19,8 @@ import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { TOOLS } from "../../../src/constants.ts";
-import { scanJobs, scanState } from "../../../src/entrypoint/state-scan.ts";
+import { judgeCapture, scanJobs, scanState } from "../../../src/entrypoint/state-scan.ts";
+import { startCapture } from "../../../src/exec/capture.ts";
 import { newWalkStats, walkTree } from "../../../src/entrypoint/tree-walk.ts";
 import { modeChangedExpression, modesKept } from "../../../src/layout/find-expression.ts";
 import { STATE_LAYOUT, stateRules, type StateZone } from "../../../src/layout/state.ts";
@@ -121,7 +122,7 @@ function withState(fn: (root: string) => void | Promise<void>): () => Promise<vo
 
 rootTest(test, "a /state that fits: the scan lists nothing, says it fits, and the walk changes nothing", withState(async (root) => {
   assert.equal(listed(root), []);
-  assert.equal(await scanState(ids, TOOLS.find, root), { fits: true });
+  assert.equal(await scanState(ids, root), { fits: true });
   assert.equal(walked(root), { changed: [], skipped: 0, refused: undefined });
 }));
 
@@ -183,7 +184,7 @@ for (const [what, deviate, entry, outcome] of DEVIATIONS) {
     const expected = entry.split(" ").map((e) => `${root}/${e}`).sort();
     // A hard link to another user's file: both names are listed (both are that user's).
     assert.equal(listed(root), expected);
-    const verdict = await scanState(ids, TOOLS.find, root);
+    const verdict = await scanState(ids, root);
     assert.is(verdict.fits, false);
     const walk = walked(root);
     if (outcome === "changed") {
@@ -214,20 +215,36 @@ rootTest(test, "the agent's home is not scanned: whatever is inside, the scan li
   chmodSync(join(root, "agent/anything"), 0o4777);
   mkdirSync(join(root, "agent/dir"), 0o777);
   assert.equal(listed(root), []);
-  assert.equal(await scanState(ids, TOOLS.find, root), { fits: true });
+  assert.equal(await scanState(ids, root), { fits: true });
 }));
 
 rootTest(test, "/state itself not 0711: the start walks without scanning", withState(async (root) => {
   chmodSync(root, 0o755);
-  assert.equal(await scanState(ids, TOOLS.find, root), { fits: false, reason: `${root} itself does not fit` });
+  assert.equal(await scanState(ids, root), { fits: false, reason: `${root} itself does not fit` });
 }));
 
-rootTest(test, "a scanner that fails (no such program, or a starting point gone) means the walk", withState(async (root) => {
-  const missing = await scanState(ids, "/nonexistent/find", root);
-  assert.is(missing.fits, false);
-  // A find that prints nothing on stdout but complains on stderr: a starting point that is not there.
-  const failing = await scanState(ids, "/bin/false", root);
-  assert.equal(failing, { fits: false, reason: "the scan ended with status 1" });
+/** A program run the way the scan runs find (startCapture, maxBytes 0), judged the way the scan judges find. */
+async function judged(command: string, args: string[], input?: Buffer): Promise<string | undefined> {
+  return judgeCapture(await startCapture({ command, args, env: { LC_ALL: "C" }, input, maxBytes: 0, timeoutMs: 10_000 }));
+}
+
+rootTest(test, "a scanner that fails, complains, is killed or lists anything means the walk; only silence and status 0 mean it fits", withState(async (root) => {
+  assert.is(await judged("/bin/true", []), undefined, "control: silent, status 0");
+  assert.is(await judged("/bin/false", []), "the scan ended with status 1");
+  assert.is(await judged("/bin/sh", ["-c", "kill -9 $$"]), "the scan ended with SIGKILL");
+  assert.is(await judged("/bin/sh", ["-c", "echo listed"]), "the scan listed an entry to change or reported a problem");
+  assert.is(await judged("/bin/sh", ["-c", "echo warning >&2"]), "the scan listed an entry to change or reported a problem");
+  // find itself, on a starting point removed after the top was read: "No such file or directory" on stderr.
+  const gone = join(root, "gone");
+  mkdirSync(gone, 0o700);
+  chownSync(gone, NODE, NODE);
+  const [job] = scanJobs(ids, root, 1);
+  rmSync(gone, { recursive: true });
+  assert.is(await judged(TOOLS.find, job!.args, job!.input), "the scan listed an entry to change or reported a problem");
+  // The same job on the tree as it was read: silent.
+  mkdirSync(gone, 0o700);
+  chownSync(gone, NODE, NODE);
+  assert.is(await judged(TOOLS.find, job!.args, job!.input), undefined);
 }));
 
 /*
