@@ -17,7 +17,7 @@ import { type Identities, readIdentities } from "../accounts.ts";
 import { STATE_DIR, TOOLS } from "../constants.ts";
 import { execReplace, prepareExec } from "../exec/replace.ts";
 import { readStatus } from "../os/proc-status.ts";
-import { osFailure, printInfo, printWarning } from "../report.ts";
+import { printInfo, printWarning } from "../report.ts";
 import { stageEnvironment } from "../verifier.ts";
 import { serviceCommandLine, setprivToServiceArgs, verifyStageArgs } from "./drop.ts";
 import { classifyLaunch, type LaunchMode } from "./launch-check.ts";
@@ -25,6 +25,7 @@ import { serviceEnvironment } from "./service-env.ts";
 import { secureState, type StateResult } from "./state-layout.ts";
 import { scanState } from "./state-scan.ts";
 import { joinWorkspaceGroup, shareWorkspace, type WorkspaceResult } from "./workspace-layout.ts";
+import { osCall } from "./os-call.ts";
 
 function plural(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? "" : "s"}`;
@@ -51,11 +52,7 @@ function vetPrograms(command: readonly string[], ids: Identities): { servicePath
 }
 
 function stateDevice(): number {
-  try {
-    return lstatSync(STATE_DIR).dev;
-  } catch (error) {
-    throw osFailure("lstat", STATE_DIR, error);
-  }
+  return osCall("lstat", STATE_DIR, () => lstatSync(STATE_DIR).dev);
 }
 
 /** One line for what was dropped or left alone, one for what was done. */

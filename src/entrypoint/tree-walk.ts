@@ -59,6 +59,7 @@ import { osFailure, printablePath, Refusal } from "../report.ts";
 import { parseMountinfo } from "../os/mountinfo.ts";
 import { type EntryKind, kindOf } from "../os/file-kind.ts";
 import type { Decision, EntryView, Rules } from "../layout/rules.ts";
+import { osCall } from "./os-call.ts";
 
 /** open(2) O_PATH on x86_64 and aarch64 (asm-generic/fcntl.h); Node does not export it. */
 const O_PATH = 0o10000000;
@@ -104,12 +105,7 @@ function restoreWorkingDirectory(home: number | undefined): void {
  * point; /proc/self/mountinfo can.
  */
 export function mountPointsBelow(root: string): Set<string> {
-  let text: string;
-  try {
-    text = readFileSync("/proc/self/mountinfo", "latin1");
-  } catch (error) {
-    throw osFailure("read", "/proc/self/mountinfo", error);
-  }
+  const text = osCall("read", "/proc/self/mountinfo", () => readFileSync("/proc/self/mountinfo", "latin1"));
   const prefix = root.endsWith("/") ? root : `${root}/`;
   const points = new Set<string>();
   for (const { point } of parseMountinfo(text)) {
@@ -132,25 +128,17 @@ interface Located {
 }
 
 /** Applies the wanted owner and mode to an open fd whose inode was checked. */
-function applyByFd(fd: number, st: Stats, uid: number, gid: number, mode: number, where: Located): boolean {
+export function applyByFd(fd: number, st: Stats, uid: number, gid: number, mode: number, where: Located): boolean {
   let changed = false;
   if (st.uid !== uid || st.gid !== gid) {
-    try {
-      fchownSync(fd, uid, gid);
-    } catch (error) {
-      throw osFailure("fchown", where.path, error);
-    }
+    osCall("fchown", where.path, () => fchownSync(fd, uid, gid));
     changed = true;
   }
   // chown(2) clears set-user-ID and set-group-ID bits of non-directories:
   // re-read the mode when there were any.
   const current = changed && (st.mode & 0o6000) !== 0 ? fstatSync(fd).mode & 0o7777 : st.mode & 0o7777;
   if (current !== mode) {
-    try {
-      fchmodSync(fd, mode);
-    } catch (error) {
-      throw osFailure("fchmod", where.path, error);
-    }
+    osCall("fchmod", where.path, () => fchmodSync(fd, mode));
     changed = true;
   }
   return changed;
@@ -169,11 +157,7 @@ function applyByPathFd(fd: number, st: Stats, uid: number, gid: number, mode: nu
     changed = true;
   }
   if (mode !== undefined && (st.mode & 0o7777) !== mode) {
-    try {
-      chmodSync(link, mode);
-    } catch (error) {
-      throw osFailure("chmod", where.path, error);
-    }
+    osCall("chmod", where.path, () => chmodSync(link, mode));
     changed = true;
   }
   return changed;
@@ -311,12 +295,7 @@ function decide<C>(rules: Rules<C>, view: EntryView, context: C, stats: WalkStat
 export function walkTree<C>(root: string, rules: Rules<C>, context: C, stats: WalkStats = newWalkStats()): WalkStats {
   const mounts = mountPointsBelow(root);
   const mountParents = new Set([...mounts].map(parentOf));
-  let rootSt: Stats;
-  try {
-    rootSt = lstatSync(root);
-  } catch (error) {
-    throw osFailure("lstat", root, error);
-  }
+  const rootSt = osCall("lstat", root, () => lstatSync(root));
   if (!rootSt.isDirectory()) {
     throw new Refusal(EXIT.dataRefused, `${root} is a ${kindOf(rootSt)}, not a directory`, `mount a volume (a directory) at ${root}`);
   }
@@ -341,19 +320,10 @@ export function walkTree<C>(root: string, rules: Rules<C>, context: C, stats: Wa
     while (stack.length > 0) {
       const frame = stack[stack.length - 1]!;
       if (cwdFd !== frame.fd) {
-        try {
-          process.chdir(`/proc/self/fd/${frame.fd}`);
-        } catch (error) {
-          throw osFailure("chdir", frame.path, error);
-        }
+        osCall("chdir", frame.path, () => process.chdir(`/proc/self/fd/${frame.fd}`));
         cwdFd = frame.fd;
       }
-      let dirent;
-      try {
-        dirent = frame.dir.next();
-      } catch (error) {
-        throw osFailure("readdir", frame.path, error);
-      }
+      const dirent = osCall("readdir", frame.path, () => frame.dir.next());
       if (dirent === null) {
         frame.dir.close();
         closeSync(frame.fd);
@@ -429,12 +399,7 @@ function visitFileOpenedFirst<C>(frame: Frame<C>, name: string, rootDev: number,
     throw osFailure("open", childPath(frame.path, name), error);
   }
   try {
-    let st: Stats;
-    try {
-      st = fstatSync(fd);
-    } catch (error) {
-      throw osFailure("fstat", childPath(frame.path, name), error);
-    }
+    const st = osCall("fstat", childPath(frame.path, name), () => fstatSync(fd));
     const view = new WalkEntry(frame.path, name, "file", st, frame.depth + 1);
     if (!st.isFile()) throw changedUnderUs(view.path);
     if (onOtherFilesystem(frame, view, rootDev, mounts, rules, stats)) return undefined;
