@@ -15,6 +15,8 @@ export const TOOLS = {
   tini: "/usr/bin/tini",
   /** Runs the verification stage (src/stage/); perl-base is Essential in Debian. */
   perl: "/usr/bin/perl",
+  /** The restart's read-only scan of /state (src/entrypoint/state-scan.ts); findutils is Essential in Debian. */
+  find: "/usr/bin/find",
 } as const;
 
 /*

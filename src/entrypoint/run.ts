@@ -6,22 +6,26 @@
  * runs as node with only SETUID and SETGID. Everything that can refuse on a
  * fact of the launch refuses before the first change on disk.
  *
- *   checkLaunch -> readIdentities -> vetPrograms -> secureState
+ *   checkLaunch -> readIdentities -> vetPrograms -> scanState -> secureState
  *     -> joinWorkspaceGroup -> shareWorkspace -> dropToService
+ *
+ * scanState only reads (find, state-scan.ts); secureState walks /state only
+ * when the scan did not find every entry fitting.
  */
 import { existsSync, lstatSync } from "node:fs";
 import { type Identities, readIdentities } from "../accounts.ts";
 import { STATE_DIR, TOOLS } from "../constants.ts";
 import { execReplace, prepareExec } from "../exec/replace.ts";
 import { readStatus } from "../os/proc-status.ts";
-import { osFailure, printInfo, printWarning } from "../report.ts";
+import { printInfo, printWarning } from "../report.ts";
 import { stageEnvironment } from "../stage/stage.ts";
 import { serviceCommandLine, setprivToServiceArgs, verifyStageArgs } from "./drop.ts";
 import { classifyLaunch, type LaunchMode } from "./launch-check.ts";
 import { serviceEnvironment } from "./service-env.ts";
-import { secureState } from "./state-layout.ts";
-import type { WalkStats } from "./tree-walk.ts";
+import { secureState, type StateResult } from "./state-layout.ts";
+import { scanState } from "./state-scan.ts";
 import { joinWorkspaceGroup, shareWorkspace, type WorkspaceResult } from "./workspace-layout.ts";
+import { osCall } from "./os-call.ts";
 
 function plural(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? "" : "s"}`;
@@ -39,6 +43,7 @@ function checkLaunch(command: readonly string[]): Extract<LaunchMode, { mode: "r
 
 /** Phase: every program the root phase and the drop will run passes the exec rules now, not after the walk. */
 function vetPrograms(command: readonly string[], ids: Identities): { servicePath: string; tini: boolean } {
+  prepareExec({ command: TOOLS.find, args: [], env: {}, trustedUids: [0] });
   prepareExec({ command: TOOLS.setpriv, args: [], env: {}, trustedUids: [0] });
   prepareExec({ command: TOOLS.perl, args: [], env: {}, trustedUids: [0] });
   const tini = existsSync(TOOLS.tini);
@@ -47,15 +52,12 @@ function vetPrograms(command: readonly string[], ids: Identities): { servicePath
 }
 
 function stateDevice(): number {
-  try {
-    return lstatSync(STATE_DIR).dev;
-  } catch (error) {
-    throw osFailure("lstat", STATE_DIR, error);
-  }
+  return osCall("lstat", STATE_DIR, () => lstatSync(STATE_DIR).dev);
 }
 
 /** One line for what was dropped or left alone, one for what was done. */
-function report(ids: Identities, launch: Extract<LaunchMode, { mode: "root" }>, dropped: readonly string[], state: WalkStats, workspace: WorkspaceResult, started: bigint): void {
+function report(ids: Identities, launch: Extract<LaunchMode, { mode: "root" }>, dropped: readonly string[], result: StateResult, workspace: WorkspaceResult, started: bigint): void {
+  const state = result.stats;
   if (launch.extraCapabilities.length > 0) printWarning(`capabilities beyond the six of ADR 0272 are dropped: ${launch.extraCapabilities.join(", ")}`);
   if (dropped.length > 0) printWarning(`variables that load code or are ours to set were removed from the service's environment: ${dropped.join(", ")}`);
   const skipped = [...state.skippedExamples, ...workspace.stats.skippedExamples];
@@ -65,7 +67,7 @@ function report(ids: Identities, launch: Extract<LaunchMode, { mode: "root" }>, 
   const ms = Number((process.hrtime.bigint() - started) / 1_000_000n);
   printInfo(
     `separated: service ${ids.service.name} (${ids.service.uid}), agent ${ids.agent.name} (${ids.agent.uid}); ` +
-      `/state ${state.checked} checked, ${state.fixed} fixed; ` +
+      `/state ${result.walked === undefined ? "scanned, every entry fits" : `walked (${result.walked}), ${state.checked} checked`}, ${state.fixed} fixed; ` +
       `/workspace ${workspace.walked ? "migrated" : "top only (layout marker current)"}, ${workspace.stats.checked} checked, ${workspace.stats.fixed} fixed; ${ms} ms`,
   );
 }
@@ -84,14 +86,14 @@ function dropToService(ids: Identities, command: readonly string[], vetted: { se
   });
 }
 
-export function runEntrypoint(command: readonly string[]): never {
+export async function runEntrypoint(command: readonly string[]): Promise<never> {
   const started = process.hrtime.bigint();
   const launch = checkLaunch(command);
   const ids = readIdentities();
   // The service's environment is computed (and refused) before any change on disk.
   const { env, dropped } = serviceEnvironment(process.env, ids);
   const vetted = vetPrograms(command, ids);
-  const state = secureState(ids);
+  const state = secureState(ids, await scanState(ids));
   joinWorkspaceGroup(ids);
   const workspace = shareWorkspace(ids, stateDevice());
   report(ids, launch, dropped, state, workspace, started);

@@ -3,14 +3,16 @@
  * src/layout/state.ts, and the agent's home (/state/agent) given to the agent
  * without walking into it.
  */
-import { closeSync, constants, fchmodSync, fchownSync, fstatSync, lstatSync, mkdirSync, openSync } from "node:fs";
+import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync } from "node:fs";
 import type { Identities } from "../accounts.ts";
 import { EXIT, STATE_AGENT_NAME, STATE_DIR } from "../constants.ts";
 import { MARKER_DIR } from "../layout/marker.ts";
 import { stateModes, stateRules, type StateZone } from "../layout/state.ts";
 import { kindOf } from "../os/file-kind.ts";
 import { osFailure, Refusal } from "../report.ts";
-import { newWalkStats, walkTree, type WalkStats } from "./tree-walk.ts";
+import type { ScanVerdict } from "./state-scan.ts";
+import { applyByFd, newWalkStats, walkTree, type WalkStats } from "./tree-walk.ts";
+import { osCall } from "./os-call.ts";
 
 /**
  * Makes `path` a directory owned by uid:gid with `mode` (creating it when
@@ -24,45 +26,14 @@ function takeOverDirectory(path: string, want: { uid: number; gid: number; mode:
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw osFailure("mkdir", path, error);
   }
-  let st;
-  try {
-    st = lstatSync(path);
-  } catch (error) {
-    throw osFailure("lstat", path, error);
-  }
+  const st = osCall("lstat", path, () => lstatSync(path));
   if (!st.isDirectory()) throw new Refusal(EXIT.dataRefused, `${path} is a ${kindOf(st)}, not a directory`, fix);
-  let fd: number;
+  const fd = osCall("open", path, () => openSync(path, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW));
   try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
-  } catch (error) {
-    throw osFailure("open", path, error);
-  }
-  try {
-    let opened;
-    try {
-      opened = fstatSync(fd);
-    } catch (error) {
-      throw osFailure("fstat", path, error);
-    }
+    const opened = osCall("fstat", path, () => fstatSync(fd));
     if (opened.ino !== st.ino || opened.dev !== st.dev) throw new Refusal(EXIT.dataRefused, `${path} changed while it was being taken over`, fix);
-    let changed = false;
-    if (opened.uid !== want.uid || opened.gid !== want.gid) {
-      try {
-        fchownSync(fd, want.uid, want.gid);
-      } catch (error) {
-        throw osFailure("fchown", path, error);
-      }
-      changed = true;
-    }
-    if ((opened.mode & 0o7777) !== want.mode) {
-      try {
-        fchmodSync(fd, want.mode);
-      } catch (error) {
-        throw osFailure("fchmod", path, error);
-      }
-      changed = true;
-    }
-    return changed;
+    // The walk's own change through a checked fd (tree-walk.ts).
+    return applyByFd(fd, opened, want.uid, want.gid, want.mode, { path });
   } finally {
     closeSync(fd);
   }
@@ -82,11 +53,21 @@ function ensureMarkerDirectory(ids: Identities): void {
   takeOverDirectory(MARKER_DIR, { uid: ids.service.uid, gid: ids.service.gid, mode: 0o700 }, `remove it (rm ${MARKER_DIR}) and start again`);
 }
 
-/** Phase: make /state service-only, the agent's home the agent's, and the entrypoint's records directory (once). */
-export function secureState(ids: Identities): WalkStats {
+export interface StateResult {
+  stats: WalkStats;
+  /** Why /state was walked; undefined when the scan found every entry fitting and nothing was walked. */
+  walked: string | undefined;
+}
+
+/**
+ * Phase: make /state service-only, the agent's home the agent's, and the
+ * entrypoint's records directory (once). The walk runs unless `scan`
+ * (state-scan.ts) found every entry below /state fitting already.
+ */
+export function secureState(ids: Identities, scan: ScanVerdict): StateResult {
   const stats = newWalkStats();
-  walkTree(STATE_DIR, stateRules(ids), "top" as StateZone, stats);
+  if (!scan.fits) walkTree(STATE_DIR, stateRules(ids), "top" as StateZone, stats);
   prepareAgentHome(ids, stats);
   ensureMarkerDirectory(ids);
-  return stats;
+  return { stats, walked: scan.fits ? undefined : scan.reason };
 }

@@ -13,10 +13,22 @@
  *     O_PATH|O_NOFOLLOW, and the change is made on that fd's inode;
  *   - a name swapped between the lstat and the change is caught: the opened
  *     inode must have the lstat'ed device and inode number;
- *   - no FIFO or device is ever opened for reading (O_PATH does not open
- *     the file, open(2)); regular files are opened with O_NONBLOCK|O_NOCTTY;
+ *   - or there is no lstat: once a regular file needed a change (a first
+ *     start), the next name readdir reports as a regular file (d_type) is
+ *     opened first and judged by the fstat of that fd, the inode any change
+ *     is made on (WalkState);
+ *   - no FIFO or device is opened for reading (O_PATH does not open the
+ *     file, open(2)); regular files are opened with O_NONBLOCK|O_NOCTTY. The
+ *     one exception is a race: a FIFO or device renamed over a name between
+ *     readdir reporting a regular file and the open-first; that open is
+ *     non-blocking, takes no controlling terminal, and the entry is refused;
  *   - depth is bounded by open files, not PATH_MAX: paths stay short;
- *   - names are bytes (Buffer), never decoded: non-UTF-8 names work;
+ *   - names are bytes, never decoded as UTF-8: read as latin1 strings (one
+ *     char per byte, lossless, and cheaper than a Buffer per name) and handed
+ *     to a system call as the same bytes (fsName): non-UTF-8 names work;
+ *   - a directory's listing is read at once (readdir), unless the directory
+ *     is over LISTING_AT_ONCE bytes, which is streamed (opendir): memory
+ *     stays bounded in a directory an attacker filled;
  *   - other filesystems (st_dev differs, or a mount point in mountinfo) are
  *     never entered or changed; the rules are asked about a mount point only
  *     so that one they prune (left to someone else, as /state/agent) is not
@@ -37,7 +49,9 @@ import {
   openSync,
   opendirSync,
   readFileSync,
+  readdirSync,
   type Dir,
+  type Dirent,
   type Stats,
 } from "node:fs";
 import { EXIT } from "../constants.ts";
@@ -45,6 +59,7 @@ import { osFailure, printablePath, Refusal } from "../report.ts";
 import { parseMountinfo } from "../os/mountinfo.ts";
 import { type EntryKind, kindOf } from "../os/file-kind.ts";
 import type { Decision, EntryView, Rules } from "../layout/rules.ts";
+import { osCall } from "./os-call.ts";
 
 /** open(2) O_PATH on x86_64 and aarch64 (asm-generic/fcntl.h); Node does not export it. */
 const O_PATH = 0o10000000;
@@ -90,12 +105,7 @@ function restoreWorkingDirectory(home: number | undefined): void {
  * point; /proc/self/mountinfo can.
  */
 export function mountPointsBelow(root: string): Set<string> {
-  let text: string;
-  try {
-    text = readFileSync("/proc/self/mountinfo", "latin1");
-  } catch (error) {
-    throw osFailure("read", "/proc/self/mountinfo", error);
-  }
+  const text = osCall("read", "/proc/self/mountinfo", () => readFileSync("/proc/self/mountinfo", "latin1"));
   const prefix = root.endsWith("/") ? root : `${root}/`;
   const points = new Set<string>();
   for (const { point } of parseMountinfo(text)) {
@@ -118,25 +128,17 @@ interface Located {
 }
 
 /** Applies the wanted owner and mode to an open fd whose inode was checked. */
-function applyByFd(fd: number, st: Stats, uid: number, gid: number, mode: number, where: Located): boolean {
+export function applyByFd(fd: number, st: Stats, uid: number, gid: number, mode: number, where: Located): boolean {
   let changed = false;
   if (st.uid !== uid || st.gid !== gid) {
-    try {
-      fchownSync(fd, uid, gid);
-    } catch (error) {
-      throw osFailure("fchown", where.path, error);
-    }
+    osCall("fchown", where.path, () => fchownSync(fd, uid, gid));
     changed = true;
   }
   // chown(2) clears set-user-ID and set-group-ID bits of non-directories:
   // re-read the mode when there were any.
   const current = changed && (st.mode & 0o6000) !== 0 ? fstatSync(fd).mode & 0o7777 : st.mode & 0o7777;
   if (current !== mode) {
-    try {
-      fchmodSync(fd, mode);
-    } catch (error) {
-      throw osFailure("fchmod", where.path, error);
-    }
+    osCall("fchmod", where.path, () => fchmodSync(fd, mode));
     changed = true;
   }
   return changed;
@@ -155,19 +157,36 @@ function applyByPathFd(fd: number, st: Stats, uid: number, gid: number, mode: nu
     changed = true;
   }
   if (mode !== undefined && (st.mode & 0o7777) !== mode) {
-    try {
-      chmodSync(link, mode);
-    } catch (error) {
-      throw osFailure("chmod", where.path, error);
-    }
+    osCall("chmod", where.path, () => chmodSync(link, mode));
     changed = true;
   }
   return changed;
 }
 
+/**
+ * Whether the last regular file needed a change. On a first start nearly
+ * every file does, and then the next one is opened first and judged by the
+ * fstat(2) of that fd: open, fstat, fchown, fchmod, close, five calls
+ * instead of six (an lstat before the open). On a tree that mostly fits,
+ * one lstat is cheaper than an open, an fstat and a close, so the walk goes
+ * back to lstat first as soon as a file needed nothing.
+ */
+interface WalkState {
+  openFirst: boolean;
+}
+
+/** Directories up to this st_size are listed at once; larger ones are streamed (about 50,000 names on tmpfs, 20 bytes per entry). */
+const LISTING_AT_ONCE = 1 << 20;
+
+/** A directory's entries: the whole listing, or a stream for a large directory. */
+interface Listing {
+  next(): Dirent | null;
+  close(): void;
+}
+
 interface Frame<C> {
   fd: number;
-  dir: Dir;
+  dir: Listing;
   path: string;
   depth: number;
   context: C;
@@ -181,26 +200,36 @@ interface Frame<C> {
  * cost a sixth of a restart.
  */
 class WalkEntry implements EntryView {
-  readonly name: Buffer;
   readonly kind: EntryKind;
   readonly st: Stats;
   readonly depth: number;
   readonly #parent: string;
+  readonly #name: string;
   #path: string | undefined;
-  constructor(parent: string, name: Buffer, kind: EntryKind, st: Stats, depth: number) {
+  constructor(parent: string, name: string, kind: EntryKind, st: Stats, depth: number) {
     this.#parent = parent;
-    this.name = name;
+    this.#name = name;
     this.kind = kind;
     this.st = st;
     this.depth = depth;
   }
+  /** The name's bytes (the rules read it at the top of /state only). */
+  get name(): Buffer {
+    return Buffer.from(this.#name, "latin1");
+  }
   get path(): string {
-    this.#path ??= childPath(this.#parent, this.name);
+    this.#path ??= childPath(this.#parent, this.#name);
     return this.#path;
   }
 }
 
-function childPath(parent: string, name: Buffer): string {
+/** A latin1 name as a system call must see it: the same bytes (Node encodes a path string as UTF-8, so any byte over 0x7f goes as a Buffer). */
+function fsName(name: string): string | Buffer {
+  // eslint-disable-next-line no-control-regex
+  return /[^\x00-\x7f]/.test(name) ? Buffer.from(name, "latin1") : name;
+}
+
+function childPath(parent: string, name: string): string {
   return `${parent === "/" ? "" : parent}/${printablePath(name)}`;
 }
 
@@ -228,11 +257,24 @@ function openDirectoryAt(name: Buffer | string, path: string, expect?: Stats): {
   return { fd, st };
 }
 
-function openDir(fd: number, path: string): Dir {
+/** The entries of the directory open at `fd` (st: its fstat), names as latin1 strings. */
+function openDir(fd: number, st: Stats, path: string): Listing {
+  if (st.size <= LISTING_AT_ONCE) {
+    try {
+      const entries = readdirSync(`/proc/self/fd/${fd}`, { encoding: "latin1", withFileTypes: true });
+      let index = 0;
+      return { next: () => entries[index++] ?? null, close: () => undefined };
+    } catch {
+      // Where readdir reports no d_type, readdirSync lstats each name by a
+      // path it re-encodes as UTF-8 and can fail on a name that is not:
+      // the stream below asks nothing more than readdir(3) says.
+    }
+  }
   try {
-    return opendirSync(`/proc/self/fd/${fd}`, { encoding: "buffer" as BufferEncoding, bufferSize: 128 });
+    const dir: Dir = opendirSync(`/proc/self/fd/${fd}`, { encoding: "latin1", bufferSize: 128 });
+    return { next: () => dir.readSync(), close: () => dir.closeSync() };
   } catch (error) {
-    throw osFailure("opendir", path, error);
+    throw osFailure("readdir", path, error);
   }
 }
 
@@ -253,12 +295,7 @@ function decide<C>(rules: Rules<C>, view: EntryView, context: C, stats: WalkStat
 export function walkTree<C>(root: string, rules: Rules<C>, context: C, stats: WalkStats = newWalkStats()): WalkStats {
   const mounts = mountPointsBelow(root);
   const mountParents = new Set([...mounts].map(parentOf));
-  let rootSt: Stats;
-  try {
-    rootSt = lstatSync(root);
-  } catch (error) {
-    throw osFailure("lstat", root, error);
-  }
+  const rootSt = osCall("lstat", root, () => lstatSync(root));
   if (!rootSt.isDirectory()) {
     throw new Refusal(EXIT.dataRefused, `${root} is a ${kindOf(rootSt)}, not a directory`, `mount a volume (a directory) at ${root}`);
   }
@@ -271,44 +308,41 @@ export function walkTree<C>(root: string, rules: Rules<C>, context: C, stats: Wa
   }
   fixDirectory(top.fd, top.st, rootDecision, root, stats);
   const rootDev = top.st.dev;
-  const stack: Frame<C>[] = [{ fd: top.fd, dir: openDir(top.fd, root), path: root, depth: 0, context: rootDecision.descend, holdsMounts: mountParents.has(root) }];
+  const stack: Frame<C>[] = [{ fd: top.fd, dir: openDir(top.fd, top.st, root), path: root, depth: 0, context: rootDecision.descend, holdsMounts: mountParents.has(root) }];
   // Entries are looked up relative to the working directory, moved onto each
   // directory's open fd (chdir through /proc/self/fd/N follows the fd, not a
   // path): the same safety as a lookup through /proc/self/fd/N/name, without
   // a procfs walk per entry, which cost three quarters of a restart's time.
   const home = saveWorkingDirectory();
+  const walk: WalkState = { openFirst: false };
   let cwdFd = -1;
   try {
     while (stack.length > 0) {
       const frame = stack[stack.length - 1]!;
       if (cwdFd !== frame.fd) {
-        try {
-          process.chdir(`/proc/self/fd/${frame.fd}`);
-        } catch (error) {
-          throw osFailure("chdir", frame.path, error);
-        }
+        osCall("chdir", frame.path, () => process.chdir(`/proc/self/fd/${frame.fd}`));
         cwdFd = frame.fd;
       }
-      let dirent;
-      try {
-        dirent = frame.dir.readSync();
-      } catch (error) {
-        throw osFailure("readdir", frame.path, error);
-      }
+      const dirent = osCall("readdir", frame.path, () => frame.dir.next());
       if (dirent === null) {
-        frame.dir.closeSync();
+        frame.dir.close();
         closeSync(frame.fd);
         stack.pop();
         continue;
       }
-      const child = visitEntry(frame, dirent.name as unknown as Buffer, rootDev, mounts, mountParents, rules, stats);
+      const name = dirent.name;
+      // d_type (readdir(3)) says a regular file: it may be opened before it is judged.
+      const child =
+        walk.openFirst && dirent.isFile()
+          ? visitFileOpenedFirst(frame, name, rootDev, mounts, rules, stats, walk)
+          : visitEntry(frame, name, rootDev, mounts, mountParents, rules, stats, walk);
       if (child) stack.push(child);
     }
   } finally {
     restoreWorkingDirectory(home);
     for (const frame of stack) {
       try {
-        frame.dir.closeSync();
+        frame.dir.close();
       } catch {
         /* already closed */
       }
@@ -339,31 +373,72 @@ function prunedByRules<C>(rules: Rules<C>, view: EntryView, context: C): boolean
   }
 }
 
+/** An entry on another filesystem (or a mount point): never entered or changed; skipped with a warning unless the rules leave it to someone else. */
+function onOtherFilesystem<C>(frame: Frame<C>, view: WalkEntry, rootDev: number, mounts: ReadonlySet<string>, rules: Rules<C>, stats: WalkStats): boolean {
+  if (view.st.dev === rootDev && !(frame.holdsMounts && mounts.has(view.path))) return false;
+  const pruned = prunedByRules(rules, view, frame.context);
+  decide(() => (pruned ? { action: "prune" } : { action: "skip", reason: "another filesystem is mounted here; it was not entered" }), view, frame.context, stats);
+  return true;
+}
+
+/**
+ * A name readdir reported as a regular file, opened first
+ * (O_RDONLY|O_NOFOLLOW|O_NONBLOCK|O_NOCTTY|O_NOATIME) and judged by the
+ * fstat(2) of that fd, the inode any change is then made on. A symlink
+ * there now fails the open (ELOOP); anything but a regular file behind the
+ * fd is refused as changed since readdir.
+ */
+function visitFileOpenedFirst<C>(frame: Frame<C>, name: string, rootDev: number, mounts: ReadonlySet<string>, rules: Rules<C>, stats: WalkStats, walk: WalkState): undefined {
+  let fd: number;
+  try {
+    fd = openSync(fsName(name), FILE_FLAGS);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") return undefined; // removed since readdir
+    if (code === "ELOOP") throw changedUnderUs(childPath(frame.path, name));
+    throw osFailure("open", childPath(frame.path, name), error);
+  }
+  try {
+    const st = osCall("fstat", childPath(frame.path, name), () => fstatSync(fd));
+    const view = new WalkEntry(frame.path, name, "file", st, frame.depth + 1);
+    if (!st.isFile()) throw changedUnderUs(view.path);
+    if (onOtherFilesystem(frame, view, rootDev, mounts, rules, stats)) return undefined;
+    const decision = decide(rules, view, frame.context, stats);
+    if (decision.action !== "fix") return undefined;
+    const uid = decision.uid < 0 ? st.uid : decision.uid;
+    const gid = decision.gid < 0 ? st.gid : decision.gid;
+    const mode = decision.mode ? decision.mode(st.mode & 0o7777) : st.mode & 0o7777;
+    const changed = applyByFd(fd, st, uid, gid, mode, view);
+    if (changed) stats.fixed++;
+    walk.openFirst = changed;
+  } finally {
+    closeSync(fd);
+  }
+  return undefined;
+}
+
 function visitEntry<C>(
   frame: Frame<C>,
-  name: Buffer,
+  name: string,
   rootDev: number,
   mounts: ReadonlySet<string>,
   mountParents: ReadonlySet<string>,
   rules: Rules<C>,
   stats: WalkStats,
+  walk: WalkState,
 ): Frame<C> | undefined {
   // The working directory is frame's directory (walkTree keeps it so): a bare
   // name is looked up inside it, as openat(frame.fd, name) would.
   let st: Stats;
   try {
-    st = lstatSync(name);
+    st = lstatSync(fsName(name));
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined; // removed since readdir
     throw osFailure("lstat", childPath(frame.path, name), error);
   }
   const kind = kindOf(st);
   const view = new WalkEntry(frame.path, name, kind, st, frame.depth + 1);
-  if (st.dev !== rootDev || (frame.holdsMounts && mounts.has(view.path))) {
-    const pruned = prunedByRules(rules, view, frame.context);
-    decide(() => (pruned ? { action: "prune" } : { action: "skip", reason: "another filesystem is mounted here; it was not entered" }), view, frame.context, stats);
-    return undefined;
-  }
+  if (onOtherFilesystem(frame, view, rootDev, mounts, rules, stats)) return undefined;
   const decision = decide(rules, view, frame.context, stats);
   if (decision.action !== "fix") return undefined;
   const uid = decision.uid < 0 ? st.uid : decision.uid;
@@ -372,7 +447,7 @@ function visitEntry<C>(
 
   if (kind === "directory") {
     const path = view.path;
-    const opened = openDirectoryAt(name, path, st);
+    const opened = openDirectoryAt(fsName(name), path, st);
     try {
       fixDirectory(opened.fd, opened.st, decision, path, stats);
     } catch (error) {
@@ -383,16 +458,17 @@ function visitEntry<C>(
       closeSync(opened.fd);
       return undefined;
     }
-    return { fd: opened.fd, dir: openDir(opened.fd, path), path, depth: frame.depth + 1, context: decision.descend, holdsMounts: mountParents.has(path) };
+    return { fd: opened.fd, dir: openDir(opened.fd, opened.st, path), path, depth: frame.depth + 1, context: decision.descend, holdsMounts: mountParents.has(path) };
   }
 
   const needsChange = st.uid !== uid || st.gid !== gid || (mode !== undefined && (st.mode & 0o7777) !== mode);
+  if (kind === "file") walk.openFirst = needsChange;
   if (!needsChange) return undefined;
   // Open only what needs a change, and change the inode we opened, not the name.
   const flags = kind === "file" ? FILE_FLAGS : PATH_FLAGS;
   let fd: number;
   try {
-    fd = openSync(name, flags);
+    fd = openSync(fsName(name), flags);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === "ENOENT" || code === "ELOOP") throw changedUnderUs(view.path);

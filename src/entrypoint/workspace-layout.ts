@@ -12,6 +12,7 @@ import { osFailure, Refusal } from "../report.ts";
 import { formatMarker, MARKER_DIR, type MarkerContent, parseMarker, WORKSPACE_MARKER } from "../layout/marker.ts";
 import { workspaceRules } from "../layout/workspace.ts";
 import { newWalkStats, walkTree, type WalkStats } from "./tree-walk.ts";
+import { osCall } from "./os-call.ts";
 
 function readMarker(): MarkerContent | undefined {
   try {
@@ -33,12 +34,7 @@ function writeMarker(ids: Identities, marker: MarkerContent): void {
   }
   if (!dirSt.isDirectory()) throw new Refusal(EXIT.dataRefused, `${MARKER_DIR} is not a directory`, `remove it (rm -rf ${MARKER_DIR}) and start again`);
   const temporary = `${WORKSPACE_MARKER}.${process.pid}`;
-  let fd: number;
-  try {
-    fd = openSync(temporary, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
-  } catch (error) {
-    throw osFailure("open", temporary, error);
-  }
+  const fd = osCall("open", temporary, () => openSync(temporary, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600));
   try {
     writeSync(fd, formatMarker(marker));
     fchownSync(fd, ids.service.uid, ids.service.gid);
@@ -48,11 +44,7 @@ function writeMarker(ids: Identities, marker: MarkerContent): void {
   } finally {
     closeSync(fd);
   }
-  try {
-    renameSync(temporary, WORKSPACE_MARKER);
-  } catch (error) {
-    throw osFailure("rename", WORKSPACE_MARKER, error);
-  }
+  osCall("rename", WORKSPACE_MARKER, () => renameSync(temporary, WORKSPACE_MARKER));
 }
 
 export interface WorkspaceResult {
@@ -67,12 +59,7 @@ export interface WorkspaceResult {
  * does not grant).
  */
 export function shareWorkspace(ids: Identities, stateDev: number): WorkspaceResult {
-  let top: Stats;
-  try {
-    top = lstatSync(WORKSPACE_DIR);
-  } catch (error) {
-    throw osFailure("lstat", WORKSPACE_DIR, error);
-  }
+  const top = osCall("lstat", WORKSPACE_DIR, () => lstatSync(WORKSPACE_DIR));
   if (!top.isDirectory()) {
     throw new Refusal(EXIT.dataRefused, `${WORKSPACE_DIR} is not a directory`, `mount a volume (a directory) at ${WORKSPACE_DIR}`);
   }
@@ -100,9 +87,5 @@ export function shareWorkspace(ids: Identities, stateDev: number): WorkspaceResu
  * The service's final groups are set by setpriv at the drop.
  */
 export function joinWorkspaceGroup(ids: Identities): void {
-  try {
-    process.setgroups!([ids.workspaceGroup.gid]);
-  } catch (error) {
-    throw osFailure("setgroups", String(ids.workspaceGroup.gid), error);
-  }
+  osCall("setgroups", String(ids.workspaceGroup.gid), () => process.setgroups!([ids.workspaceGroup.gid]));
 }

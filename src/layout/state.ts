@@ -28,6 +28,7 @@ import type { Identities } from "../accounts.ts";
 import { EXIT, STATE_AGENT_NAME, STATE_INSTALL_NAME } from "../constants.ts";
 import { Refusal } from "../report.ts";
 import type { Decision, EntryView } from "./rules.ts";
+import { literalPattern, modeChangedExpression } from "./find-expression.ts";
 
 export type StateZone = "top" | "private" | "release";
 
@@ -43,6 +44,29 @@ export const stateModes = {
   agentHome: (): number => 0o700,
 } as const;
 
+/**
+ * The layout as data: the walk's and the audit's judge (stateRules) and the
+ * restart scan's find expressions (stateScanExpressions) are both read from
+ * it, so the rules are stated once.
+ */
+export const STATE_LAYOUT = {
+  /** /state itself. */
+  top: stateModes.top,
+  /** The one top-level name left to someone else: the agent's home (prepareAgentHome takes over its top). */
+  pruned: STATE_AGENT_NAME,
+  /** The release root, a top-level name: a directory there is exactly `root`, every entry in it (and a non-directory there) `below`. */
+  release: { name: STATE_INSTALL_NAME, root: stateModes.releaseRoot, below: stateModes.release },
+  /** Every other entry. */
+  private: stateModes.private,
+} as const;
+
+/** Which part of the layout a top-level name of /state is in. */
+export function topLevelZone(name: Buffer): "pruned" | "release" | "private" {
+  if (name.equals(Buffer.from(STATE_LAYOUT.pruned))) return "pruned";
+  if (name.equals(Buffer.from(STATE_LAYOUT.release.name))) return "release";
+  return "private";
+}
+
 /** A file another user owns that has more than one name: changing it would change a file elsewhere. */
 function foreignHardLink(entry: EntryView, serviceUid: number): boolean {
   return entry.kind !== "directory" && entry.st.nlink > 1 && entry.st.uid !== serviceUid;
@@ -52,10 +76,11 @@ export function stateRules(ids: Identities) {
   const uid = ids.service.uid;
   const gid = ids.service.gid;
   return (entry: EntryView, zone: StateZone): Decision<StateZone> => {
-    if (entry.depth === 0) return { action: "fix", uid, gid, mode: stateModes.top, descend: "top" };
+    if (entry.depth === 0) return { action: "fix", uid, gid, mode: STATE_LAYOUT.top, descend: "top" };
+    const top = zone === "top" ? topLevelZone(entry.name) : undefined;
     // The agent's home is never walked: prepareAgentHome takes over its top,
     // whatever it is (a mount point of its own included) or refuses it.
-    if (zone === "top" && entry.name.equals(Buffer.from(STATE_AGENT_NAME))) return { action: "prune" };
+    if (top === "pruned") return { action: "prune" };
     if (entry.kind === "device") {
       throw new Refusal(EXIT.dataRefused, `${entry.path} is a device node`, `remove it (rm ${JSON.stringify(entry.path)}) and start again`);
     }
@@ -66,13 +91,34 @@ export function stateRules(ids: Identities) {
         `remove it (rm ${JSON.stringify(entry.path)}) and start again`,
       );
     }
-    if (zone === "top" && entry.name.equals(Buffer.from(STATE_INSTALL_NAME))) {
-      if (entry.kind === "directory") return { action: "fix", uid, gid, mode: stateModes.releaseRoot, descend: "release" };
-      return { action: "fix", uid, gid, mode: stateModes.release };
+    if (top === "release") {
+      if (entry.kind === "directory") return { action: "fix", uid, gid, mode: STATE_LAYOUT.release.root, descend: "release" };
+      return { action: "fix", uid, gid, mode: STATE_LAYOUT.release.below };
     }
     if (zone === "release") {
-      return { action: "fix", uid, gid, mode: stateModes.release, descend: entry.kind === "directory" ? "release" : undefined };
+      return { action: "fix", uid, gid, mode: STATE_LAYOUT.release.below, descend: entry.kind === "directory" ? "release" : undefined };
     }
-    return { action: "fix", uid, gid, mode: stateModes.private, descend: entry.kind === "directory" ? "private" : undefined };
+    return { action: "fix", uid, gid, mode: STATE_LAYOUT.private, descend: entry.kind === "directory" ? "private" : undefined };
+  };
+}
+
+/**
+ * find(1) expressions true for an entry below /state that stateRules would
+ * change or refuse, one per zone (src/entrypoint/state-scan.ts runs them,
+ * each from the top-level entries of its zone). An entry fits when it is the
+ * service's (uid and gid: this also rules out a hard link to another user's
+ * file, which the rules refuse), is no device node (refused), and, unless it
+ * is a symlink (whose own mode is never changed), has a mode its zone's rule
+ * keeps. In the release zone a directory that is the release root itself
+ * must also have the root's mode; -path is asked last, of such directories
+ * only, since matching every path costs a fifth of the scan.
+ */
+export function stateScanExpressions(ids: Identities, root: string): { private: string[]; release: string[] } {
+  const owned = ["!", "-uid", String(ids.service.uid), "-o", "!", "-gid", String(ids.service.gid), "-o", "-type", "b", "-o", "-type", "c"];
+  const zone = (mode: (current: number) => number): string[] => ["(", ...owned, "-o", "(", "!", "-type", "l", ...modeChangedExpression(mode), ")", ")"];
+  const releaseRoot = ["(", "-type", "d", ...modeChangedExpression(STATE_LAYOUT.release.root), "-path", literalPattern(`${root}/${STATE_LAYOUT.release.name}`), ")"];
+  return {
+    private: zone(STATE_LAYOUT.private),
+    release: ["(", ...zone(STATE_LAYOUT.release.below), "-o", ...releaseRoot, ")"],
   };
 }

@@ -96,4 +96,38 @@ for (const [what, kind, swap, untouched] of SWAPS) {
   });
 }
 
+/*
+ * Once a file needed a change, the next regular file is opened before it is
+ * judged (tree-walk.ts, WalkState): the rule then sees the fstat of that fd,
+ * and the change goes to that inode whatever the name holds by then. The
+ * second file the rule is asked about is swapped for a new file there, as a
+ * racing writer would do; readdir's order does not matter.
+ */
+test("opened first: the walk changes the inode it opened and judged; a file swapped in under the name afterwards is untouched", () => {
+  const root = mkdtempSync(join(tmpdir(), "clankie-walk-"));
+  try {
+    for (const name of ["one", "two"]) {
+      writeFileSync(join(root, name), `${name}\n`, { mode: 0o644 });
+      chmodSync(join(root, name), 0o644);
+    }
+    let files = 0;
+    let swapped = "";
+    const rule = (entry: EntryView): Decision<null> => {
+      if (entry.depth > 0 && entry.kind === "file" && ++files === 2) {
+        swapped = entry.name.toString();
+        renameSync(join(root, swapped), join(root, "judged"));
+        writeFileSync(join(root, swapped), "planted\n", { mode: 0o644 });
+        chmodSync(join(root, swapped), 0o644);
+      }
+      return { action: "fix", uid: -1, gid: -1, mode: () => (entry.kind === "directory" ? 0o700 : 0o600), descend: entry.kind === "directory" ? null : undefined };
+    };
+    walkTree(root, rule, null);
+    assert.ok(swapped, "the rule was asked about two files");
+    assert.is(mode(join(root, "judged")), 0o600, "the inode that was opened and judged was changed");
+    assert.is(mode(join(root, swapped)), 0o644, "the file swapped in afterwards was not");
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
 test.run();
