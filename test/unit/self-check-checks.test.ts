@@ -7,23 +7,21 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { resolveIdentities } from "../../src/accounts.ts";
 import { syscallNumbers } from "../../src/constants.ts";
-import { checkAccounts } from "../../src/self-check/accounts.ts";
-import { bounded, cannotRun, guarded, octal } from "../../src/self-check/check.ts";
-import { checkEnvironment, codeLoadingNames } from "../../src/self-check/environment.ts";
-import { decodeCapabilityXattr } from "../../src/self-check/file-caps.ts";
-import { checkFileCapabilities, checkMounts, checkPrivilegedFiles, checkReadOnlyRoot } from "../../src/self-check/image.ts";
-import { IMAGE_SCAN_SCRIPT, type ImageWalk, parseImageScan } from "../../src/self-check/image-scan.ts";
+import { judgeAccounts } from "../../src/self-check/accounts.ts";
+import { bounded, cannotLook, octal } from "../../src/self-check/check.ts";
+import { judgeEnvironment, codeLoadingNames } from "../../src/self-check/environment.ts";
+import { judgeFileCapabilities, judgeMounts, judgeSetuid, judgeReadOnlyRoot } from "../../src/self-check/image.ts";
+import { decodeCapabilityXattr, IMAGE_SCAN_SCRIPT, type ImageWalk, parseImageScan } from "../../src/self-check/image-scan.ts";
 import { judgeKernelSetting, KERNEL_SETTINGS } from "../../src/self-check/kernel.ts";
 import { excludedDirectories, mountOf, parseMountinfo } from "../../src/os/mountinfo.ts";
-import { checkRootProcesses, checkWorkspaceExecutables, underWorkspace } from "../../src/self-check/processes.ts";
+import { judgeRootProcesses, judgeWorkspaceExecutables, underWorkspace } from "../../src/self-check/processes.ts";
 import { parseProcessStatus, type ProcessCredentials, type ProcessEntry } from "../../src/os/proc-status.ts";
-import { lineage, parseEnviron } from "../../src/self-check/proc-table.ts";
-import { checkCapabilities, checkNoNewPrivs, checkProcessIds } from "../../src/self-check/service-process.ts";
-import { judgeStateEntry, stateChecks, type StateAudit } from "../../src/self-check/state.ts";
+import { lineage, parseEnviron } from "../../src/self-check/judged.ts";
+import { judgeCapabilities, judgeNoNewPrivs, judgeProcessIds } from "../../src/self-check/service-process.ts";
+import { judgeStateEntry, judgeStateZone, type StateAudit } from "../../src/self-check/state.ts";
 import { judgeWorkspaceMarker, judgeWorkspaceTop } from "../../src/self-check/workspace.ts";
-import type { WalkedEntry } from "../../src/self-check/walk.ts";
+import { WalkedEntry } from "../../src/self-check/walk.ts";
 import { stateRules } from "../../src/layout/state.ts";
-import { Refusal } from "../../src/report.ts";
 import { DEFAULT_GROUP, DEFAULT_PASSWD } from "../helpers/sandbox.ts";
 
 const ids = resolveIdentities(DEFAULT_PASSWD, DEFAULT_GROUP);
@@ -50,7 +48,7 @@ function stats(kind: Kind, mode: number, uid = 1000, gid = 1000, extra: Partial<
   } as unknown as Stats;
 }
 function walked(path: string, kind: Kind, mode: number, depth: number, uid = 1000, extra: Partial<{ nlink: number; otherDevice: boolean }> = {}): WalkedEntry {
-  return { fsPath: path, name: path.slice(path.lastIndexOf("/") + 1), kind, st: stats(kind, mode, uid, uid, extra), depth, otherDevice: extra.otherDevice ?? false };
+  return new WalkedEntry(path, path.slice(path.lastIndexOf("/") + 1), kind, stats(kind, mode, uid, uid, extra), depth, extra.otherDevice ?? false);
 }
 
 /* ------------------------------------------------------------ process -- */
@@ -58,57 +56,57 @@ const Process = suite("process checks");
 
 Process("separated: node's ids and groups, SETUID and SETGID in every set, NoNewPrivs", () => {
   const judged = { pid: 14, name: "node", creds: creds(1000, C0, { groups: [1000, 1002] }) };
-  assert.is(checkProcessIds(judged, ids, "separated").status, "pass");
-  const caps = checkCapabilities(judged, "separated");
+  assert.is(judgeProcessIds(judged, ids, "separated").status, "pass");
+  const caps = judgeCapabilities(judged, "separated");
   assert.is(caps.status, "pass");
   assert.equal((caps.found.sets as any).CapBnd, { mask: "0x00000000000000c0", names: ["SETGID", "SETUID"] });
-  assert.is(checkNoNewPrivs(judged, "separated").status, "pass");
+  assert.is(judgeNoNewPrivs(judged, "separated").status, "pass");
 });
 
 Process("separated: a missing group, an extra capability, no NoNewPrivs each fail with a fix", () => {
-  const ids1 = checkProcessIds({ pid: 14, name: "node", creds: creds(1000, C0, { groups: [1000] }) }, ids, "separated");
+  const ids1 = judgeProcessIds({ pid: 14, name: "node", creds: creds(1000, C0, { groups: [1000] }) }, ids, "separated");
   assert.is(ids1.status, "fail");
   assert.match(ids1.summary, /groups 1000 \(want 1000,1002\)/);
-  const caps = checkCapabilities({ pid: 14, name: "node", creds: creds(1000, C0 | (1n << 21n)) }, "separated");
+  const caps = judgeCapabilities({ pid: 14, name: "node", creds: creds(1000, C0 | (1n << 21n)) }, "separated");
   assert.is(caps.status, "fail");
   assert.match(caps.summary, /CapInh SETGID,SETUID,SYS_ADMIN/);
   assert.match(caps.fix!, /--cap-drop ALL/);
-  const nnp = checkNoNewPrivs({ pid: 14, name: "node", creds: creds(1000, C0, { nnp: false }) }, "separated");
+  const nnp = judgeNoNewPrivs({ pid: 14, name: "node", creds: creds(1000, C0, { nnp: false }) }, "separated");
   assert.is(nnp.status, "fail");
   assert.match(nnp.fix!, /no-new-privileges/);
 });
 
 Process("single-uid: no capability passes; a bounding set or no NoNewPrivs warns; a held capability fails; root fails", () => {
-  assert.is(checkCapabilities({ pid: 1, name: "node", creds: creds(1000, 0n, { bnd: 0n }) }, "single-uid").status, "pass");
-  assert.is(checkCapabilities({ pid: 1, name: "node", creds: creds(1000, 0n, { bnd: C0 }) }, "single-uid").status, "warn");
-  assert.is(checkCapabilities({ pid: 1, name: "node", creds: creds(1000, 1n << 10n) }, "single-uid").status, "fail");
-  assert.is(checkNoNewPrivs({ pid: 1, name: "node", creds: creds(1000, 0n, { nnp: false }) }, "single-uid").status, "warn");
-  assert.is(checkProcessIds({ pid: 1, name: "node", creds: creds(0, 0n) }, ids, "single-uid").status, "fail");
-  assert.is(checkProcessIds({ pid: 1, name: "node", creds: creds(1000, 0n) }, ids, "single-uid").status, "pass");
+  assert.is(judgeCapabilities({ pid: 1, name: "node", creds: creds(1000, 0n, { bnd: 0n }) }, "single-uid").status, "pass");
+  assert.is(judgeCapabilities({ pid: 1, name: "node", creds: creds(1000, 0n, { bnd: C0 }) }, "single-uid").status, "warn");
+  assert.is(judgeCapabilities({ pid: 1, name: "node", creds: creds(1000, 1n << 10n) }, "single-uid").status, "fail");
+  assert.is(judgeNoNewPrivs({ pid: 1, name: "node", creds: creds(1000, 0n, { nnp: false }) }, "single-uid").status, "warn");
+  assert.is(judgeProcessIds({ pid: 1, name: "node", creds: creds(0, 0n) }, ids, "single-uid").status, "fail");
+  assert.is(judgeProcessIds({ pid: 1, name: "node", creds: creds(1000, 0n) }, ids, "single-uid").status, "pass");
 });
 
 /* ----------------------------------------------------------- accounts -- */
 const Accounts = suite("accounts");
 
 Accounts("the image's users and groups pass, with their ids", () => {
-  const result = checkAccounts(DEFAULT_PASSWD, DEFAULT_GROUP);
-  assert.is(result.check.status, "pass");
-  assert.equal((result.check.found.agent as any).groups, [1001, 1002]);
+  const result = judgeAccounts(DEFAULT_PASSWD, DEFAULT_GROUP);
+  assert.is(result.status, "pass");
+  assert.equal((result.found.agent as any).groups, [1001, 1002]);
 });
 
 Accounts("a missing group, a shared uid, a wrong membership fail with the entrypoint's own fix", () => {
-  const missing = checkAccounts(DEFAULT_PASSWD, DEFAULT_GROUP.replace(/^clankie-workspace.*\n/m, ""));
-  assert.is(missing.check.status, "fail");
-  assert.is(missing.ids, undefined);
-  assert.match(missing.check.fix!, /rebuild the image/);
-  const shared = checkAccounts(DEFAULT_PASSWD.replace("clankie-agent:x:1001:1001", "clankie-agent:x:1000:1001"), DEFAULT_GROUP);
-  assert.match(shared.check.summary, /same uid as node/);
-  const member = checkAccounts(DEFAULT_PASSWD, DEFAULT_GROUP.replace("node:x:1000:", "node:x:1000:clankie-agent"));
-  assert.match(member.check.summary, /clankie-agent is a member of groups 1000/);
+  const missing = judgeAccounts(DEFAULT_PASSWD, DEFAULT_GROUP.replace(/^clankie-workspace.*\n/m, ""));
+  assert.is(missing.status, "fail");
+  assert.match(missing.fix!, /rebuild the image/);
+  const shared = judgeAccounts(DEFAULT_PASSWD.replace("clankie-agent:x:1001:1001", "clankie-agent:x:1000:1001"), DEFAULT_GROUP);
+  assert.match(shared.summary, /same uid as node/);
+  const member = judgeAccounts(DEFAULT_PASSWD, DEFAULT_GROUP.replace("node:x:1000:", "node:x:1000:clankie-agent"));
+  assert.match(member.summary, /clankie-agent is a member of groups 1000/);
 });
 
 /* -------------------------------------------------------------- state -- */
 const State = suite("state");
+const stateZones = (a: StateAudit, mode: "separated" | "single-uid") => [judgeStateZone(a, "layout", mode), judgeStateZone(a, "release", mode)];
 const rules = stateRules(ids);
 
 State("entries that follow the rules pass; the zone is handed down", () => {
@@ -134,10 +132,10 @@ State("group bits of node's own group (the service's umask 0007 since the start)
   assert.equal(judgeStateEntry(rules, walked("/state/logs", "directory", 0o770, 1), "top"), { descend: "private", umaskGroupBits: true });
   assert.equal(judgeStateEntry(rules, walked("/state/x", "file", 0o664, 1), "top").violation!.want!.mode, "0600");
   assert.equal(judgeStateEntry(rules, walked("/state/x", "file", 0o661, 1), "top").violation!.want!.mode, "0600");
-  const foreignGroup = { ...walked("/state/x", "file", 0o660, 1), st: stats("file", 0o660, 1000, 1002, {}) };
+  const foreignGroup = new WalkedEntry("/state/x", "x", "file", stats("file", 0o660, 1000, 1002, {}), 1, false);
   assert.ok(judgeStateEntry(rules, foreignGroup, "top").violation);
   assert.equal(judgeStateEntry(rules, walked("/state/install/s", "file", 0o660, 2), "release").violation!.want!.mode, "0644");
-  const [layout] = stateChecks(audit({ umaskGroupBits: 2 }), "separated");
+  const [layout] = stateZones(audit({ umaskGroupBits: 2 }), "separated");
   assert.is(layout!.status, "pass");
   assert.match(layout!.summary, /\(2 made by the service since the start keep its umask's group bits, of node's own group: the agent is not in it, and the next start removes them\)$/);
   assert.is(layout!.found.umaskGroupBits, 2);
@@ -164,80 +162,82 @@ function audit(partial: Partial<StateAudit>): StateAudit {
 const violation = { path: "/state/x", kind: "file", mode: "0664", uid: 1000, gid: 1000, want: { uid: 1000, gid: 1000, mode: "0600" } };
 
 State("stateChecks: pass, fail with the count and 50 shown, warn in single-uid", () => {
-  assert.equal(stateChecks(audit({}), "separated").map((c) => c.status), ["pass", "pass"]);
+  assert.equal(stateZones(audit({}), "separated").map((c) => c.status), ["pass", "pass"]);
   const many = Array.from({ length: 70 }, (_, i) => ({ ...violation, path: `/state/x${i}` }));
-  const [layout] = stateChecks(audit({ layout: many }), "separated");
+  const [layout] = stateZones(audit({ layout: many }), "separated");
   assert.is(layout!.status, "fail");
   assert.is((layout!.found.violations as any).count, 70);
   assert.is((layout!.found.violations as any).shown.length, 50);
   assert.match(layout!.summary, /^70 entries break the layout contract: \/state\/x0 \(file 0664 1000:1000, want 0600 1000:1000\); .*; and 67 more$/);
   assert.match(layout!.fix!, /restart the container/);
-  assert.is(stateChecks(audit({ layout: many }), "single-uid")[0]!.status, "warn");
+  assert.is(stateZones(audit({ layout: many }), "single-uid")[0]!.status, "warn");
 });
 
 State("stateChecks: a refused entry's own fix comes first; unreadable entries fail, never pass; a missing release warns", () => {
   const refused = { path: "/state/dev", kind: "device", mode: "0600", uid: 0, gid: 0, reason: "/state/dev is a device node", fix: 'remove it (rm "/state/dev") and start again' };
-  assert.match(stateChecks(audit({ layout: [refused] }), "separated")[0]!.fix!, /^remove it \(rm "\/state\/dev"\) and start again; then restart/);
+  assert.match(stateZones(audit({ layout: [refused] }), "separated")[0]!.fix!, /^remove it \(rm "\/state\/dev"\) and start again; then restart/);
   const problems = [{ path: "/state/sealed", syscall: "readdir", code: "EACCES" }];
-  const [layout, release] = stateChecks(audit({ problems }), "separated");
+  const [layout, release] = stateZones(audit({ problems }), "separated");
   assert.is(layout!.status, "fail");
   assert.match(layout!.summary, /could not read 1 entry under \/state: readdir \/state\/sealed: EACCES/);
   assert.is(release!.status, "pass", "a problem outside the release root is not the release's");
-  const root = stateChecks(audit({ problems: [{ path: "/state", syscall: "lstat", code: "ENOENT" }], checked: 0, releasePresent: false }), "separated");
+  const root = stateZones(audit({ problems: [{ path: "/state", syscall: "lstat", code: "ENOENT" }], checked: 0, releasePresent: false }), "separated");
   assert.equal(root.map((c) => c.status), ["fail", "fail"]);
-  assert.is(stateChecks(audit({ releasePresent: false }), "separated")[1]!.status, "warn");
+  assert.is(stateZones(audit({ releasePresent: false }), "separated")[1]!.status, "warn");
 });
 
 /* ---------------------------------------------------------- workspace -- */
 const Workspace = suite("workspace");
+const ok = (st: Stats) => ({ ok: true as const, value: st });
 
 Workspace("top: node:clankie-workspace 2775 passes; without set-group-ID fails", () => {
-  assert.is(judgeWorkspaceTop(ids, stats("directory", 0o2775, 1000, 1002), 1, "separated").status, "pass");
-  const bad = judgeWorkspaceTop(ids, stats("directory", 0o775, 1000, 1000), 1, "separated");
+  assert.is(judgeWorkspaceTop(ids, ok(stats("directory", 0o2775, 1000, 1002)), 1, "separated").status, "pass");
+  const bad = judgeWorkspaceTop(ids, ok(stats("directory", 0o775, 1000, 1000)), 1, "separated");
   assert.is(bad.status, "fail");
   assert.match(bad.summary, /group 1000, want 1002 \(clankie-workspace\); mode 0775, want 2775/);
-  assert.is(judgeWorkspaceTop(ids, stats("directory", 0o755, 1000, 1000), 1, "single-uid").status, "warn");
+  assert.is(judgeWorkspaceTop(ids, ok(stats("directory", 0o755, 1000, 1000)), 1, "single-uid").status, "warn");
 });
 
 Workspace("marker: current passes; missing, stale, malformed or another volume's fails", () => {
   const top = stats("directory", 0o2775, 1000, 1002, { dev: 7, ino: 99 });
-  assert.is(judgeWorkspaceMarker({ text: "version=1 dev=7 ino=99\n" }, top, "separated").status, "pass");
-  assert.match(judgeWorkspaceMarker({ text: "version=0 dev=7 ino=99\n" }, top, "separated").summary, /version 0, want 1/);
-  assert.match(judgeWorkspaceMarker({ text: "version=1 dev=7 ino=98\n" }, top, "separated").summary, /names another volume/);
-  assert.match(judgeWorkspaceMarker({ text: "junk" }, top, "separated").summary, /malformed/);
-  assert.is(judgeWorkspaceMarker({ error: "read x: ENOENT" }, top, "separated").status, "fail");
-  assert.is(judgeWorkspaceMarker({ error: "read x: ENOENT" }, top, "single-uid").status, "warn");
+  assert.is(judgeWorkspaceMarker({ text: "version=1 dev=7 ino=99\n" }, ok(top), "separated").status, "pass");
+  assert.match(judgeWorkspaceMarker({ text: "version=0 dev=7 ino=99\n" }, ok(top), "separated").summary, /version 0, want 1/);
+  assert.match(judgeWorkspaceMarker({ text: "version=1 dev=7 ino=98\n" }, ok(top), "separated").summary, /names another volume/);
+  assert.match(judgeWorkspaceMarker({ text: "junk" }, ok(top), "separated").summary, /malformed/);
+  assert.is(judgeWorkspaceMarker({ error: "read x: ENOENT" }, ok(top), "separated").status, "fail");
+  assert.is(judgeWorkspaceMarker({ error: "read x: ENOENT" }, ok(top), "single-uid").status, "warn");
 });
 
 /* -------------------------------------------------------------- image -- */
 const Image = suite("image");
 
+const scanOf = (partial: Partial<ImageWalk>) => ({ walk: imageWalk(partial), scan: { found: [], unreadable: [] } });
 function imageWalk(partial: Partial<ImageWalk>): ImageWalk {
   return { visited: 100, privileged: [], executables: 1, problems: [], excluded: ["/proc"], ...partial };
 }
 
 Image("set-ID files: none passes; any fails, even on a nosuid mount; unreadable directories warn", () => {
-  assert.is(checkPrivilegedFiles(imageWalk({})).status, "pass");
+  assert.is(judgeSetuid(scanOf({})).status, "pass");
   const su = { path: "/usr/bin/su", mode: "4755", uid: 0, gid: 0, bits: ["setuid" as const], mount: "/", nosuid: true };
-  const failed = checkPrivilegedFiles(imageWalk({ privileged: [su] }));
+  const failed = judgeSetuid(scanOf({ privileged: [su] }));
   assert.is(failed.status, "fail");
   assert.match(failed.summary, /\/usr\/bin\/su \(4755 0:0, on a nosuid mount\)/);
   assert.match(failed.fix!, /chmod ug-s/);
-  assert.is(checkPrivilegedFiles(imageWalk({ problems: [{ path: "/root", syscall: "readdir", code: "EACCES" }] })).status, "warn");
+  assert.is(judgeSetuid(scanOf({ problems: [{ path: "/root", syscall: "readdir", code: "EACCES" }] })).status, "warn");
 });
 
 Image("set-ID files that grant only the agent's own ids warn, never hide a root one", () => {
   const agent = { uid: 1001, groups: [1001, 1002] };
   const mine = { path: "/tmp/x", mode: "6755", uid: 1001, gid: 1002, bits: ["setuid" as const, "setgid" as const], mount: "/tmp", nosuid: true };
   const root = { ...mine, path: "/tmp/y", uid: 0, bits: ["setuid" as const] };
-  const warned = checkPrivilegedFiles(imageWalk({ privileged: [mine] }), agent);
+  const warned = judgeSetuid(scanOf({ privileged: [mine] }), agent);
   assert.is(warned.status, "warn");
   assert.match(warned.summary, /grant only the agent's own ids/);
-  assert.is(checkPrivilegedFiles(imageWalk({ privileged: [mine] })).status, "fail", "without the accounts nothing is presumed harmless");
-  const failed = checkPrivilegedFiles(imageWalk({ privileged: [mine, root] }), agent);
+  assert.is(judgeSetuid(scanOf({ privileged: [mine] })).status, "fail", "without the accounts nothing is presumed harmless");
+  const failed = judgeSetuid(scanOf({ privileged: [mine, root] }), agent);
   assert.is(failed.status, "fail");
   assert.equal((failed.found.files as any).shown.map((f: any) => f.path), ["/tmp/y"]);
-  assert.is(checkPrivilegedFiles(imageWalk({ privileged: [{ ...mine, gid: 0 }] }), agent).status, "fail");
+  assert.is(judgeSetuid(scanOf({ privileged: [{ ...mine, gid: 0 }] }), agent).status, "fail");
 });
 
 Image("file capabilities: decoded from vfs_cap_data; none passes; any fails; a scan that could not run warns", () => {
@@ -247,11 +247,10 @@ Image("file capabilities: decoded from vfs_cap_data; none passes; any fails; a s
   assert.is(v3.version, 3);
   assert.is(v3.effective, false);
   assert.equal(v3.permitted, ["NET_BIND_SERVICE", "NET_ADMIN"]);
-  assert.is(checkFileCapabilities(imageWalk({}), { found: [], unreadable: [] }).status, "pass");
-  const failed = checkFileCapabilities(imageWalk({}), { found: [cap], unreadable: [] });
+  assert.is(judgeFileCapabilities({ walk: imageWalk({}), scan: { found: [], unreadable: [] } }).status, "pass");
+  const failed = judgeFileCapabilities({ walk: imageWalk({}), scan: { found: [cap], unreadable: [] } });
   assert.is(failed.status, "fail");
   assert.match(failed.summary, /\/usr\/bin\/ping \(net_raw=ep\)/);
-  assert.is(checkFileCapabilities(imageWalk({}), { error: "perl is missing" }).status, "warn");
 });
 
 Image("the image walk's output is parsed: set-ID files with their mount, attributes, problems, counts", () => {
@@ -349,29 +348,30 @@ Image("mountinfo: parsed, escapes undone, longest match wins, pseudo filesystems
 });
 
 Image("mounts: recommendations only; a volume without nosuid,nodev warns", () => {
-  const check = checkMounts(parseMountinfo(MOUNTINFO));
+  const check = judgeMounts(parseMountinfo(MOUNTINFO));
   assert.is(check.status, "warn");
   assert.is(check.summary, "recommended: /workspace is mounted without nosuid, nodev");
   const good = parseMountinfo(MOUNTINFO.replace("/workspace rw,relatime", "/workspace rw,nosuid,nodev"));
-  assert.is(checkMounts(good).status, "pass");
+  assert.is(judgeMounts(good).status, "pass");
 });
 
 Image("read-only root: the mount at / with rw warns, naming what uid 0 owns there and --read-only; ro passes; the last mount at / counts", () => {
-  const writable = checkReadOnlyRoot(parseMountinfo(MOUNTINFO), "separated");
+  const writable = judgeReadOnlyRoot(parseMountinfo(MOUNTINFO), "separated");
   assert.is(writable.status, "warn");
   assert.match(writable.summary, /^\/ is writable \(tmpfs, rw\): the service's SETUID and SETGID let code running as node become uid 0, which, without DAC_OVERRIDE, still owns every root-owned file/);
   assert.match(writable.fix!, /^run the container with --read-only --tmpfs \/tmp/);
-  assert.match(checkReadOnlyRoot(parseMountinfo(MOUNTINFO), "single-uid").summary, /once the service holds SETUID and SETGID/);
-  const readOnly = checkReadOnlyRoot(parseMountinfo(MOUNTINFO.replace("/ / rw,", "/ / ro,")), "separated");
+  assert.match(judgeReadOnlyRoot(parseMountinfo(MOUNTINFO), "single-uid").summary, /once the service holds SETUID and SETGID/);
+  const readOnly = judgeReadOnlyRoot(parseMountinfo(MOUNTINFO.replace("/ / rw,", "/ / ro,")), "separated");
   assert.equal([readOnly.status, readOnly.found.options], ["pass", ["ro", "nosuid", "nodev", "relatime"]]);
   // A later mount over / (bubblewrap's remount) decides.
   const remounted = parseMountinfo(`${MOUNTINFO}\n99 69 0:50 / / ro,nosuid - tmpfs tmpfs rw`);
-  assert.is(checkReadOnlyRoot(remounted, "separated").status, "pass");
-  assert.is(checkReadOnlyRoot([], "separated").status, "warn");
+  assert.is(judgeReadOnlyRoot(remounted, "separated").status, "pass");
+  assert.is(judgeReadOnlyRoot([], "separated").status, "warn");
 });
 
 /* ---------------------------------------------------------- processes -- */
 const Processes = suite("processes");
+const links = (table: ProcessEntry[], exes: Record<number, string>) => new Map(table.map((e) => [e.pid, { ok: true as const, value: exes[e.pid]! }]));
 
 function proc(pid: number, ppid: number, uid: number, name: string): ProcessEntry {
   return { pid, ppid, name, threads: 1, creds: creds(uid, 0n) };
@@ -380,23 +380,23 @@ function proc(pid: number, ppid: number, uid: number, name: string): ProcessEntr
 Processes("root: the audit and what started it are left out; any other root process fails (warns single-uid)", () => {
   const table = [proc(1, 0, 1000, "tini"), proc(14, 1, 1000, "node"), proc(40, 0, 0, "sh"), proc(41, 40, 0, "MainThread")];
   assert.equal(lineage(table, 41), [41, 40]);
-  assert.is(checkRootProcesses(table, [41, 40], "separated").status, "pass");
+  assert.is(judgeRootProcesses(table, 41, "separated").status, "pass");
   const other = [...table, proc(50, 0, 0, "sleep")];
-  const failed = checkRootProcesses(other, [41, 40], "separated");
+  const failed = judgeRootProcesses(other, 41, "separated");
   assert.is(failed.status, "fail");
   assert.match(failed.summary, /1 process of uid 0 still running: 50 \(sleep\)/);
-  assert.is(checkRootProcesses(other, [41, 40], "single-uid").status, "warn");
+  assert.is(judgeRootProcesses(other, 41, "single-uid").status, "warn");
 });
 
 Processes("workspace executables fail; unreadable links warn, never pass", () => {
   const table = [proc(1, 0, 1000, "tini"), proc(14, 1, 1000, "node"), proc(20, 14, 1000, "x"), proc(30, 14, 1000, "audit")];
   const exes: Record<number, string> = { 1: "/usr/bin/tini", 14: "/usr/local/bin/node", 20: "/workspace/bin/x (deleted)" };
-  const failed = checkWorkspaceExecutables(table, 1000, 30, (pid) => ({ ok: true, value: exes[pid]! }), "separated");
+  const failed = judgeWorkspaceExecutables(table, 1000, 30, links(table, exes), "separated");
   assert.is(failed.status, "fail");
   assert.equal((failed.found.underWorkspace as any).shown, [{ pid: 20, name: "x", exe: "/workspace/bin/x (deleted)" }]);
-  const clean = checkWorkspaceExecutables(table.slice(0, 2), 1000, 30, (pid) => ({ ok: true, value: exes[pid]! }), "separated");
+  const clean = judgeWorkspaceExecutables(table.slice(0, 2), 1000, 30, links(table, exes), "separated");
   assert.is(clean.status, "pass");
-  const hidden = checkWorkspaceExecutables(table.slice(0, 2), 1000, 30, () => ({ ok: false, error: "readlink /proc/1/exe: EACCES" }), "separated");
+  const hidden = judgeWorkspaceExecutables(table.slice(0, 2), 1000, 30, new Map(table.map((e) => [e.pid, { ok: false as const, error: "readlink /proc/1/exe: EACCES" }])), "separated");
   assert.is(hidden.status, "warn");
   assert.ok(underWorkspace("/workspace"));
   assert.not.ok(underWorkspace("/workspaces/x"));
@@ -414,17 +414,17 @@ const Environment = suite("environment");
 
 Environment("code-loading variables in the audit's or the service's environment fail; names only", () => {
   assert.equal(codeLoadingNames({ LD_PRELOAD: "/x.so", LD_AUDIT: "y", PATH: "/bin", NODE_OPTIONS: "--require z" }), ["LD_AUDIT", "LD_PRELOAD", "NODE_OPTIONS"]);
-  const mine = checkEnvironment({ LD_PRELOAD: "/x.so" }, { pid: 1, self: true, environ: { ok: true, value: {} } });
+  const mine = judgeEnvironment({ LD_PRELOAD: "/x.so" }, { pid: 1, self: true, environ: { ok: true, value: {} } });
   assert.is(mine.status, "fail");
   assert.not.match(JSON.stringify(mine), /x\.so/);
-  const theirs = checkEnvironment({}, { pid: 14, self: false, environ: { ok: true, value: { GLIBC_TUNABLES: "x" } } });
+  const theirs = judgeEnvironment({}, { pid: 14, self: false, environ: { ok: true, value: { GLIBC_TUNABLES: "x" } } });
   assert.is(theirs.status, "fail");
   assert.match(theirs.summary, /the service \(pid 14\) was started with GLIBC_TUNABLES/);
 });
 
 Environment("clean passes; an unreadable service environment warns", () => {
-  assert.is(checkEnvironment({ PATH: "/bin" }, { pid: 14, self: false, environ: { ok: true, value: { PATH: "/bin" } } }).status, "pass");
-  assert.is(checkEnvironment({}, { pid: 14, self: false, environ: { ok: false, error: "EACCES" } }).status, "warn");
+  assert.is(judgeEnvironment({ PATH: "/bin" }, { pid: 14, self: false, environ: { ok: true, value: { PATH: "/bin" } } }).status, "pass");
+  assert.is(judgeEnvironment({}, { pid: 14, self: false, environ: { ok: false, error: "EACCES" } }).status, "warn");
 });
 
 /* ------------------------------------------------------------- kernel -- */
@@ -432,50 +432,46 @@ const Kernel = suite("kernel");
 
 Kernel("each setting: the safe value passes, the other warns with its meaning, absence is judged, a read error warns", () => {
   const [tiocsti, hardlinks, symlinks] = KERNEL_SETTINGS;
-  assert.is(judgeKernelSetting(tiocsti!, { value: "0\n" }).status, "pass");
-  const on = judgeKernelSetting(tiocsti!, { value: "1\n" });
+  assert.is(judgeKernelSetting(tiocsti!, { ok: true, value: "0\n" }).status, "pass");
+  const on = judgeKernelSetting(tiocsti!, { ok: true, value: "1\n" });
   assert.is(on.status, "warn");
   assert.match(on.summary, /^1: TIOCSTI works/);
   assert.match(on.fix!, /sysctl -w dev\.tty\.legacy_tiocsti=0/);
-  assert.match(judgeKernelSetting(tiocsti!, { error: "read x: ENOENT" }).summary, /^absent: no such setting \(Linux before 6\.2\)/);
-  assert.is(judgeKernelSetting(hardlinks!, { value: "1" }).status, "pass");
-  assert.is(judgeKernelSetting(hardlinks!, { value: "0" }).status, "warn");
-  assert.is(judgeKernelSetting(symlinks!, { value: "1" }).status, "pass");
-  assert.is(judgeKernelSetting(symlinks!, { value: "0" }).status, "warn");
-  assert.match(judgeKernelSetting(symlinks!, { error: "read x: EACCES" }).summary, /could not read/);
+  assert.match(judgeKernelSetting(tiocsti!, { ok: false, error: "read x: ENOENT" }).summary, /^absent: no such setting \(Linux before 6\.2\)/);
+  assert.is(judgeKernelSetting(hardlinks!, { ok: true, value: "1" }).status, "pass");
+  assert.is(judgeKernelSetting(hardlinks!, { ok: true, value: "0" }).status, "warn");
+  assert.is(judgeKernelSetting(symlinks!, { ok: true, value: "1" }).status, "pass");
+  assert.is(judgeKernelSetting(symlinks!, { ok: true, value: "0" }).status, "warn");
+  assert.match(judgeKernelSetting(symlinks!, { ok: false, error: "read x: EACCES" }).summary, /could not read/);
 });
 
 Kernel("protected_regular and protected_fifos: 1 and 2 pass, 0 and absence warn with the host's sysctl and the service's own remedy", () => {
   for (const id of ["kernel.protected-regular", "kernel.protected-fifos"]) {
     const setting = KERNEL_SETTINGS.find((s) => s.id === id)!;
     assert.is(setting.path, `/proc/sys/fs/${id.slice("kernel.".length).replace("-", "_")}`);
-    const best = judgeKernelSetting(setting, { value: "2\n" });
+    const best = judgeKernelSetting(setting, { ok: true, value: "2\n" });
     assert.equal([best.status, best.fix], ["pass", null]);
     assert.match(best.summary, /^2: an O_CREAT open of .* is refused, in group-writable sticky directories too/);
-    const one = judgeKernelSetting(setting, { value: "1\n" });
+    const one = judgeKernelSetting(setting, { ok: true, value: "1\n" });
     assert.is(one.status, "pass");
     assert.match(one.summary, /^1: .*2 also covers group-writable sticky directories/);
-    const off = judgeKernelSetting(setting, { value: "0\n" });
+    const off = judgeKernelSetting(setting, { ok: true, value: "0\n" });
     assert.is(off.status, "warn");
     assert.match(off.summary, /^0: off: the agent can create .* in \/tmp under a name the service will open/);
     assert.match(off.fix!, new RegExp(`^on the host: sysctl -w fs\\.${setting.path.split("/").pop()}=2 .*O_EXCL`));
-    assert.match(judgeKernelSetting(setting, { error: "read x: ENOENT" }).summary, /^absent: no such setting \(Linux before 4\.19\)/);
-    assert.is(judgeKernelSetting(setting, { error: "read x: ENOENT" }).status, "warn");
-    assert.match(judgeKernelSetting(setting, { value: "7" }).summary, /^7: unexpected value 7/);
+    assert.match(judgeKernelSetting(setting, { ok: false, error: "read x: ENOENT" }).summary, /^absent: no such setting \(Linux before 4\.19\)/);
+    assert.is(judgeKernelSetting(setting, { ok: false, error: "read x: ENOENT" }).status, "warn");
+    assert.match(judgeKernelSetting(setting, { ok: true, value: "7" }).summary, /^7: unexpected value 7/);
   }
 });
 
 /* ------------------------------------------------------------- common -- */
 const Common = suite("check helpers");
 
-Common("a check that cannot run fails (or warns) with its reason; a throw inside a check fails every id it covers", () => {
-  const failed = cannotRun("x", "/state", Object.assign(new Error("nope"), { code: "EACCES" }), "run as root");
-  assert.equal([failed.status, failed.summary], ["fail", "could not check /state: nope (EACCES)"]);
-  assert.is(cannotRun("x", "y", new Error("z"), "f", "warn").status, "warn");
-  const results = guarded(["a", "b"], "things", "fix", () => {
-    throw new Refusal(65, "refused", "do this");
-  });
-  assert.equal(results.map((r) => [r.id, r.status, r.fix]), [["a", "fail", "do this"], ["b", "fail", "do this"]]);
+Common("a check that cannot look fails (or warns) with its reason; counts are bounded; modes are octal", () => {
+  const failed = cannotLook("/state", "nope (EACCES)", "run as root");
+  assert.equal([failed.status, failed.summary, failed.found], ["fail", "could not check /state: nope (EACCES)", { error: "nope (EACCES)" }]);
+  assert.is(cannotLook("y", "z", "f", "warn").status, "warn");
   assert.equal(bounded([1, 2, 3], 2), { count: 3, shown: [1, 2] });
   assert.is(octal(0o104755), "4755");
 });

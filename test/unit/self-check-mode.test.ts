@@ -3,9 +3,9 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { resolveIdentities } from "../../src/accounts.ts";
 import { chooseJudged, handedDownByService, relationTo } from "../../src/self-check/judged.ts";
-import { boundaryCheck, boundaryOf, classifyMode, modeCheck, NOT_YET } from "../../src/self-check/mode.ts";
+import { boundaryOf, classifyMode, judgeBoundary, judgeMode, NOT_YET } from "../../src/self-check/mode.ts";
 import type { ProcessCredentials, ProcessEntry } from "../../src/os/proc-status.ts";
-import type { Readable } from "../../src/self-check/proc-table.ts";
+import type { Readable } from "../../src/self-check/facts.ts";
 import { DEFAULT_GROUP, DEFAULT_PASSWD } from "../helpers/sandbox.ts";
 
 const ids = resolveIdentities(DEFAULT_PASSWD, DEFAULT_GROUP);
@@ -68,10 +68,10 @@ Mode("a service of another uid is misconfigured", () => {
 });
 
 Mode("the mode check: separated passes, single-uid warns, misconfigured fails, each with the launch flags as fix", () => {
-  assert.is(modeCheck({ mode: "separated", reasons: [], marker: "1" }, 14).status, "pass");
-  const single = modeCheck({ mode: "single-uid", reasons: ["no agent uid is configured"], marker: null }, 1);
+  assert.is(judgeMode({ mode: "separated", reasons: [], marker: "1" }, 14).status, "pass");
+  const single = judgeMode({ mode: "single-uid", reasons: ["no agent uid is configured"], marker: null }, 1);
   assert.equal([single.status, single.summary], ["warn", "single-uid: no agent uid is configured; model-directed work runs as node, as today"]);
-  const bad = modeCheck({ mode: "misconfigured", reasons: ["NoNewPrivs is 0"], marker: "1" }, 14);
+  const bad = judgeMode({ mode: "misconfigured", reasons: ["NoNewPrivs is 0"], marker: "1" }, 14);
   assert.equal([bad.status, bad.summary], ["fail", "misconfigured: NoNewPrivs is 0"]);
   assert.match(bad.fix!, /--security-opt no-new-privileges/);
 });
@@ -79,11 +79,11 @@ Mode("the mode check: separated passes, single-uid warns, misconfigured fails, e
 const Boundary = suite("boundaryOf");
 
 Boundary("the boundary check passes only when declared; it never fails", () => {
-  assert.is(boundaryCheck({ label: "b", declared: true, source: "s" }, true).status, "pass");
-  const notYet = boundaryCheck({ label: NOT_YET, declared: false, source: "s" }, true);
+  assert.is(judgeBoundary({ label: "b", declared: true, source: "s" }, true).status, "pass");
+  const notYet = judgeBoundary({ label: NOT_YET, declared: false, source: "s" }, true);
   assert.equal([notYet.status, notYet.summary], ["warn", `${NOT_YET} (s)`]);
   assert.match(notYet.fix!, /CLANKIE_BOUNDARY=complete/);
-  assert.is(boundaryCheck({ label: "no boundary", declared: false, source: null }, false).fix, null);
+  assert.is(judgeBoundary({ label: "no boundary", declared: false, source: null }, false).fix, null);
 });
 
 Boundary("separated without a declaration: not a boundary yet", () => {

@@ -5,14 +5,31 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { resolveIdentities } from "../../src/accounts.ts";
 import type { ProcessCredentials } from "../../src/os/proc-status.ts";
-import { type Check, fail, pass, warn } from "../../src/self-check/check.ts";
-import { parseProbeReport, probeBlocker, probeChecks, probeRequest, probeSeccompCheck, probeStartFailure } from "../../src/self-check/probe.ts";
+import type { Identities } from "../../src/accounts.ts";
+import { type Check, fail as failed, pass as passed, type Verdict, warn as warned } from "../../src/self-check/check.ts";
+import { CHECKS, runCheck } from "../../src/self-check/checks.ts";
+import type { ConfinementFacts } from "../../src/self-check/confinement.ts";
+import { type Facts, known } from "../../src/self-check/facts.ts";
+import { judgeProbeRun, judgeProbeSeccomp, parseProbeReport, probeBlocker, probeRequest } from "../../src/self-check/probe.ts";
 import { parseConfinementAttempts, type ProbeReport } from "../../src/self-check/probe-agent.ts";
-import { buildDocument, CHECK_ORDER, renderText, verdictLine } from "../../src/self-check/render.ts";
+import { buildDocument, renderText, verdictLine } from "../../src/self-check/render.ts";
 import { DEFAULT_GROUP, DEFAULT_PASSWD } from "../helpers/sandbox.ts";
 import { REPO } from "../helpers/paths.ts";
 
 const ids = resolveIdentities(DEFAULT_PASSWD, DEFAULT_GROUP);
+const CHECK_ORDER = CHECKS.map((spec) => spec.id);
+const id = (name: string, verdict: Verdict): Check => ({ id: name, ...verdict });
+const pass = (name: string, summary: string): Check => id(name, passed(summary));
+const warn = (name: string, summary: string, found: Record<string, unknown>, fix: string): Check => id(name, warned(summary, found, fix));
+const fail = (name: string, summary: string, found: Record<string, unknown>, fix: string): Check => id(name, failed(summary, found, fix));
+const OFFERED: ConfinementFacts = { landlock: { abi: 7 }, seccomp: { mode: "2", filters: 1, actions: ["errno", "allow"] } };
+const NOT_OFFERED: ConfinementFacts = { landlock: { errno: "ENOSYS" }, seccomp: { mode: "2", filters: 1, actions: ["errno", "allow"] } };
+
+/** The probe's checks of the list, run on a snapshot that holds the probe's report. */
+function probeChecks(report: ProbeReport, who: Identities, auditor?: { mode: string | null; filters: number | null }, offered = false): Check[] {
+  const facts = { probe: known({ kind: "ran", report }), ids: known(who), self: known({ seccomp: auditor }), confinement: known(offered ? OFFERED : NOT_OFFERED) } as unknown as Facts;
+  return CHECKS.filter((spec) => spec.id.startsWith("probe.")).map((spec) => runCheck(spec, facts)!);
+}
 
 function document(checks: Check[]) {
   return buildDocument({
@@ -28,8 +45,8 @@ function document(checks: Check[]) {
 
 const Render = suite("render");
 
-Render("ok and counts follow the statuses; checks come in the documented order", () => {
-  const doc = document([warn("boundary", "b", {}, "f"), pass("mode", "m"), pass("accounts", "a")]);
+Render("ok and counts follow the statuses; checks stay in the order they were judged", () => {
+  const doc = document([pass("mode", "m"), warn("boundary", "b", {}, "f"), pass("accounts", "a")]);
   assert.is(doc.ok, true);
   assert.equal(doc.counts, { pass: 2, warn: 1, fail: 0 });
   assert.equal(doc.checks.map((c) => c.id), ["mode", "boundary", "accounts"]);
@@ -115,11 +132,11 @@ Probe("a denied agent passes every probe check", () => {
     ["probe.identity", "pass"],
     ["probe.capabilities", "pass"],
     ["probe.no-new-privs", "pass"],
-    ["probe.seccomp", "pass"],
     ["probe.write-state", "pass"],
     ["probe.read-credentials", "pass"],
     ["probe.signal-service", "pass"],
     ["probe.setpriv-node", "pass"],
+    ["probe.seccomp", "pass"],
     ["probe.lower-oom-score", "pass"],
     ["probe.abstract-socket", "pass"],
   ]);
@@ -185,8 +202,8 @@ Probe("not confined where the kernel does not offer it all: what only a Landlock
   assert.match(confined[2]!.fix!, /agent\.confinement/);
   assert.is(checks.filter((c) => c.status === "fail").length, 0);
   // Docker's profile is a filter too: as many as the service is still none of its own.
-  assert.is(probeSeccompCheck({ ...agentReport, seccomp: { mode: "2", filters: 1 } }, SERVICE_SECCOMP).status, "warn");
-  assert.is(probeSeccompCheck({ ...agentReport, seccomp: { mode: "2", filters: null } }, { mode: "2", filters: null }).status, "warn");
+  assert.is(judgeProbeSeccomp({ ...agentReport, seccomp: { mode: "2", filters: 1 } }, SERVICE_SECCOMP).status, "warn");
+  assert.is(judgeProbeSeccomp({ ...agentReport, seccomp: { mode: "2", filters: null } }, { mode: "2", filters: null }).status, "warn");
   assert.throws(() => parseProbeReport(JSON.stringify({ ...agentReport, seccomp: { mode: "x", filters: 1 } })), /seccomp/);
 });
 
@@ -207,9 +224,9 @@ Probe("the attempts' answers: the domain's EACCES at open, the kernel's floor at
 Probe("a malformed report is refused; a probe that did not start is one failure with the shim's words", () => {
   assert.throws(() => parseProbeReport("not json"));
   assert.throws(() => parseProbeReport(JSON.stringify({ ...agentReport, sets: { ...agentReport.sets, CapEff: "ff" } })), /CapEff/);
-  const failed = probeStartFailure({ path: "/usr/local/sbin/clankie-agent-exec", status: 77, signal: null, stdout: Buffer.alloc(0), stderr: Buffer.from("clankie-agent-exec: started by root; use ...\n") });
-  assert.is(failed.status, "fail");
-  assert.is(failed.summary, "the probe did not run (exit 77): clankie-agent-exec: started by root; use ...");
+  const started = judgeProbeRun({ kind: "failed", result: { path: "/usr/local/sbin/clankie-agent-exec", status: 77, signal: null, stdout: Buffer.alloc(0), stderr: Buffer.from("clankie-agent-exec: started by root; use ...\n") } });
+  assert.is(started.status, "fail");
+  assert.is(started.summary, "the probe did not run (exit 77): clankie-agent-exec: started by root; use ...");
 });
 
 Render.run();
