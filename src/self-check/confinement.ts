@@ -82,31 +82,27 @@ export function judgeConfinement(facts: ConfinementFacts): Verdict {
   const { landlock, seccomp } = facts;
   const abi = "abi" in landlock ? landlock.abi : null;
   const rules = abi === null ? [] : landlockRules(abi);
-  const seccompFilters = Array.isArray(seccomp.actions) && seccomp.mode !== null && seccomp.actions.includes("errno");
+  const { missing, fixes } = missingConfinement(facts);
+  const seccompFilters = !missing.includes("seccomp filters");
   const found = {
     landlock: { abi, rules, ...("errno" in landlock ? { errno: landlock.errno } : {}), ...("error" in landlock ? { error: landlock.error } : {}) },
     seccomp: { status: seccomp.mode, filters: seccomp.filters, actions: Array.isArray(seccomp.actions) ? seccomp.actions : null, ...(!Array.isArray(seccomp.actions) ? { error: seccomp.actions.error } : {}), filtersAvailable: seccompFilters },
   };
   const problems: string[] = [];
-  const fixes: string[] = [];
-  if (abi === null) {
-    const why = "errno" in landlock ? `landlock_create_ruleset: ${landlock.errno}` : "error" in landlock ? landlock.error : "";
-    problems.push(`Landlock is not available (${why})`);
-    fixes.push(LANDLOCK_FIX);
-  } else if (abi < FULL_ABI) {
-    const missing = LANDLOCK_ABI_RULES.filter((entry) => entry.abi > abi && entry.abi <= FULL_ABI);
-    problems.push(`Landlock ABI ${abi} lacks ${missing.map((entry) => `${entry.rule} (ABI ${entry.abi})`).join(", ")}`);
-    fixes.push(`run on Linux ${LANDLOCK_ABI_RULES.find((entry) => entry.abi === FULL_ABI)!.linux} or later for Landlock ABI ${FULL_ABI}`);
+  if (abi === null) problems.push(`Landlock is not available (${"errno" in landlock ? `landlock_create_ruleset: ${landlock.errno}` : "error" in landlock ? landlock.error : ""})`);
+  else if (abi < FULL_ABI) {
+    const lacking = LANDLOCK_ABI_RULES.filter((entry) => entry.abi > abi && entry.abi <= FULL_ABI);
+    problems.push(`Landlock ABI ${abi} lacks ${lacking.map((entry) => `${entry.rule} (ABI ${entry.abi})`).join(", ")}`);
+    fixes.unshift(`run on Linux ${LANDLOCK_ABI_RULES.find((entry) => entry.abi === FULL_ABI)!.linux} or later for Landlock ABI ${FULL_ABI}`);
   }
   if (!seccompFilters) {
     const why = seccomp.mode === null ? "no Seccomp: field in /proc/self/status" : !Array.isArray(seccomp.actions) ? seccomp.actions.error : `${SECCOMP_ACTIONS_FILE} lists no errno action`;
     problems.push(`seccomp filters are not available (${why})`);
-    fixes.push(SECCOMP_FIX);
   }
   const offered = abi === null ? "no Landlock" : `Landlock ABI ${abi} (${rules.join("; ")})`;
   const filters = seccompFilters ? "seccomp filters (errno action)" : "no seccomp filters";
   if (problems.length === 0) return pass(`the kernel offers ${offered} and ${filters}: every agent spawn can be confined beyond its uid`, found);
-  const consequence = abi === null || !seccompFilters ? "agent work then runs under the uid boundary only" : "those limits then rest on the uid boundary only";
+  const consequence = missing.length > 0 ? "agent work then runs under the uid boundary only" : "those limits then rest on the uid boundary only";
   return warn(`${problems.join("; ")}: ${consequence} (offered: ${offered}; ${filters})`, found, fixes.join("; and "));
 }
 

@@ -16,6 +16,7 @@ import { maskOf } from "../os/capabilities.ts";
 import { AGENT_EXEC_PATH, SERVICE_CAPABILITIES, SERVICE_ENV } from "../constants.ts";
 import type { ProcessCredentials } from "../os/proc-status.ts";
 import { fail, pass, type Verdict, warn } from "./check.ts";
+import { capabilitySets } from "./service-process.ts";
 import type { Readable } from "./facts.ts";
 
 export type Mode = "separated" | "single-uid" | "misconfigured";
@@ -46,14 +47,7 @@ export function classifyMode(creds: ProcessCredentials, environ: Readable<Record
   if (marker !== undefined && marker !== "1") reasons.push(`${SERVICE_ENV.separation} is ${marker === null ? "not set" : JSON.stringify(marker)}, want "1"`);
   if (!ids) reasons.push("the users and groups of ADR 0272 are not all defined");
   if (ids && creds.uids.some((id) => id !== ids.service.uid)) reasons.push(`uids ${creds.uids.join(",")}, want ${ids.service.uid} (${ids.service.name})`);
-  const sets = [
-    ["CapInh", creds.capInh],
-    ["CapPrm", creds.capPrm],
-    ["CapEff", creds.capEff],
-    ["CapAmb", creds.capAmb],
-    ["CapBnd", creds.capBnd],
-  ] as const;
-  const wrongSets = sets.filter(([, mask]) => mask !== SERVICE_MASK).map(([name]) => name);
+  const wrongSets = capabilitySets(creds).filter(([, mask]) => mask !== SERVICE_MASK).map(([name]) => name);
   if (wrongSets.length > 0) reasons.push(`${wrongSets.join(", ")} not exactly SETUID and SETGID`);
   if (!creds.noNewPrivs) reasons.push("NoNewPrivs is 0");
   if (environ.ok && ids) {

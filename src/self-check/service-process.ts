@@ -31,14 +31,13 @@ function decode(mask: CapabilityMask): { mask: string; names: string[] } {
   return { mask: formatMask(mask), names: namesOf(mask) };
 }
 
+/** The five capability sets, by their names in /proc/<pid>/status. */
+export function capabilitySets(creds: ProcessCredentials): Array<[string, CapabilityMask]> {
+  return [["CapInh", creds.capInh], ["CapPrm", creds.capPrm], ["CapEff", creds.capEff], ["CapAmb", creds.capAmb], ["CapBnd", creds.capBnd]];
+}
+
 function sets(creds: ProcessCredentials): Record<string, { mask: string; names: string[] }> {
-  return {
-    CapInh: decode(creds.capInh),
-    CapPrm: decode(creds.capPrm),
-    CapEff: decode(creds.capEff),
-    CapAmb: decode(creds.capAmb),
-    CapBnd: decode(creds.capBnd),
-  };
+  return Object.fromEntries(capabilitySets(creds).map(([name, mask]) => [name, decode(mask)]));
 }
 
 function sameSet(a: readonly number[], b: readonly number[]): boolean {
