@@ -7,7 +7,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { syscallNumbers } from "../../../src/constants.ts";
 import { parseMountinfo } from "../../../src/os/mountinfo.ts";
-import { decodeCapabilityXattr, IMAGE_SCAN_SCRIPT, parseImageScan } from "../../../src/self-check/image-scan.ts";
+import { IMAGE_SCAN_SCRIPT, parseImageScan } from "../../../src/self-check/image-scan.ts";
 
 const Scan = suite("image scan");
 

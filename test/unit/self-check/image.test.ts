@@ -1,13 +1,9 @@
-/* image.*: the judges of the image, and the image walk's output parsed and run for real. Pure, no privileges. */
-import { spawnSync } from "node:child_process";
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+/* image.*: the judges of the image (the executable, set-ID files, file capabilities, mounts). Pure, no privileges. */
 import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { syscallNumbers } from "../../../src/constants.ts";
 import { judgeFileCapabilities, judgeMounts, judgeSetuid, judgeReadOnlyRoot } from "../../../src/self-check/image.ts";
-import { decodeCapabilityXattr, IMAGE_SCAN_SCRIPT, type ImageWalk, parseImageScan } from "../../../src/self-check/image-scan.ts";
+import { decodeCapabilityXattr, type ImageWalk } from "../../../src/self-check/image-scan.ts";
 import { excludedDirectories, mountOf, parseMountinfo } from "../../../src/os/mountinfo.ts";
 import { ids } from "../helpers/self-check-fixtures.ts";
 
