@@ -1,5 +1,4 @@
 /* image.*: the judges of the image (the executable, set-ID files, file capabilities, mounts). Pure, no privileges. */
-import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { judgeFileCapabilities, judgeMounts, judgeSetuid, judgeReadOnlyRoot } from "../../../src/self-check/image.ts";
