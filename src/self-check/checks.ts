@@ -10,8 +10,9 @@
  * A need "x" hands the judge the value of fact x, and when x could not be
  * read the check says so instead (`could not check WHAT: why`, with the
  * fact's fix; a warning where `unread` says so). A need "x?" hands the value
- * or undefined. A judge returns undefined when its check does not apply (the
- * probe's checks without --probe).
+ * or undefined (the probe's checks ask so: without --probe they are absent,
+ * whatever else was read). A judge returns undefined when its check does not
+ * apply.
  */
 import { agentGroups } from "../accounts.ts";
 import { judgeAccounts } from "./accounts.ts";
@@ -50,12 +51,12 @@ function check<N extends Need>(spec: CheckSpec<N>): CheckSpec {
 
 const single = (mode: Values["mode"]): boolean => mode.mode === "single-uid";
 const ran = (probe: Values["probe"]): ProbeReport | undefined => (probe?.kind === "ran" ? probe.report : undefined);
-const offered = (confinement: Values["confinement"]): boolean => judgeConfinement(confinement).status === "pass";
+const offered = (confinement: Values["confinement"] | undefined): boolean => confinement !== undefined && judgeConfinement(confinement).status === "pass";
 
 function attemptCheck(spec: AttemptCheck, confined: boolean): CheckSpec {
   return check({
     id: `probe.${spec.id}`,
-    needs: ["probe", "confinement"],
+    needs: ["probe", "confinement?"],
     judge: ({ probe, confinement }) => {
       const report = ran(probe);
       return report && judgeProbeAttempt(spec, report, confined, offered(confinement));
@@ -95,7 +96,7 @@ export const CHECKS: readonly CheckSpec[] = [
   check({ id: "probe.capabilities", needs: ["probe"], judge: ({ probe }) => mapReport(probe, judgeProbeCapabilities) }),
   check({ id: "probe.no-new-privs", needs: ["probe"], judge: ({ probe }) => mapReport(probe, judgeProbeNoNewPrivs) }),
   ...UID_ATTEMPTS.map((spec) => attemptCheck(spec, false)),
-  check({ id: "probe.seccomp", needs: ["probe", "self", "confinement"], judge: ({ probe, self, confinement }) => mapReport(probe, (report) => judgeProbeSeccomp(report, self.seccomp, offered(confinement))) }),
+  check({ id: "probe.seccomp", needs: ["probe", "self?", "confinement?"], judge: ({ probe, self, confinement }) => mapReport(probe, (report) => judgeProbeSeccomp(report, self?.seccomp, offered(confinement))) }),
   ...CONFINED_ATTEMPTS.map((spec) => attemptCheck(spec, true)),
 ];
 
