@@ -7,23 +7,15 @@
 import { agentGroups, type Identities, resolveIdentities } from "../accounts.ts";
 import { AGENT_USER, GROUP_FILE, PASSWD_FILE, SERVICE_USER, WORKSPACE_GROUP } from "../constants.ts";
 import { Refusal } from "../report.ts";
-import { type Check, fail, pass } from "./check.ts";
+import { fail, pass, type Verdict } from "./check.ts";
 
-export interface AccountsResult {
-  check: Check;
-  ids: Identities | undefined;
-}
-
-export function checkAccounts(passwdText: string, groupText: string): AccountsResult {
-  const id = "accounts";
+export function judgeAccounts(passwdText: string, groupText: string): Verdict {
   let ids: Identities;
   try {
     ids = resolveIdentities(passwdText, groupText);
   } catch (error) {
-    if (error instanceof Refusal) {
-      return { check: fail(id, error.message, { files: [PASSWD_FILE, GROUP_FILE], problem: error.message }, error.fix), ids: undefined };
-    }
-    throw error;
+    if (!(error instanceof Refusal)) throw error;
+    return fail(error.message, { files: [PASSWD_FILE, GROUP_FILE], problem: error.message }, error.fix);
   }
   const found = {
     files: [PASSWD_FILE, GROUP_FILE],
@@ -31,12 +23,5 @@ export function checkAccounts(passwdText: string, groupText: string): AccountsRe
     agent: { name: ids.agent.name, uid: ids.agent.uid, gid: ids.agent.gid, groups: agentGroups(ids), home: ids.agent.home },
     workspaceGroup: { name: ids.workspaceGroup.name, gid: ids.workspaceGroup.gid, members: ids.workspaceGroup.members },
   };
-  return {
-    check: pass(
-      id,
-      `${SERVICE_USER} ${ids.service.uid}, ${AGENT_USER} ${ids.agent.uid}, group ${WORKSPACE_GROUP} ${ids.workspaceGroup.gid}: distinct, memberships as ADR 0272 requires`,
-      found,
-    ),
-    ids,
-  };
+  return pass(`${SERVICE_USER} ${ids.service.uid}, ${AGENT_USER} ${ids.agent.uid}, group ${WORKSPACE_GROUP} ${ids.workspaceGroup.gid}: distinct, memberships as ADR 0272 requires`, found);
 }

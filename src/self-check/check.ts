@@ -1,16 +1,15 @@
 /*
- * One check result, and the three ways to make one. A check that could not
- * look (permission denied, a missing file) is never a pass: `cannotRun`
- * makes it a failure, or a warning where the mode does not require it, and
- * says why in `found.error`.
+ * One check result, and how a judge says it. A judge returns a Verdict (no
+ * id: the id lives in the list of src/self-check/checks.ts only); the runner
+ * adds the id. A check that could not look (permission denied, a missing
+ * file) is never a pass: `cannotLook` makes it a failure, or a warning where
+ * the check allows, and says why in `found.error`.
  */
 import { OsFailure, Refusal } from "../report.ts";
 
 export type Status = "pass" | "warn" | "fail";
 
-export interface Check {
-  /** Stable identifier, documented in docs/self-check.md. */
-  id: string;
+export interface Verdict {
   status: Status;
   /** One line for people. */
   summary: string;
@@ -20,16 +19,29 @@ export interface Check {
   fix: string | null;
 }
 
-export function pass(id: string, summary: string, found: Record<string, unknown> = {}): Check {
-  return { id, status: "pass", summary, found, fix: null };
+export interface Check extends Verdict {
+  /** Stable identifier, documented in docs/self-check.md. */
+  id: string;
 }
 
-export function warn(id: string, summary: string, found: Record<string, unknown>, fix: string | null): Check {
-  return { id, status: "warn", summary, found, fix };
+/** How many offending entries a check lists; `count` says how many there were. */
+export const SHOWN_ENTRIES = 50;
+
+export function pass(summary: string, found: Record<string, unknown> = {}): Verdict {
+  return { status: "pass", summary, found, fix: null };
 }
 
-export function fail(id: string, summary: string, found: Record<string, unknown>, fix: string): Check {
-  return { id, status: "fail", summary, found, fix };
+export function warn(summary: string, found: Record<string, unknown>, fix: string | null): Verdict {
+  return { status: "warn", summary, found, fix };
+}
+
+export function fail(summary: string, found: Record<string, unknown>, fix: string): Verdict {
+  return { status: "fail", summary, found, fix };
+}
+
+/** fail where the separation is meant (separated, misconfigured), warn in a single-uid body. */
+export function failUnlessSingle(single: boolean, summary: string, found: Record<string, unknown>, fix: string): Verdict {
+  return single ? warn(summary, found, fix) : fail(summary, found, fix);
 }
 
 /** The reason an error gives, in the words of report.ts (syscall, path, errno code). */
@@ -44,26 +56,10 @@ export function reasonOf(error: unknown): string {
 }
 
 /** A check that could not look. */
-export function cannotRun(id: string, what: string, error: unknown, fix: string, status: "warn" | "fail" = "fail"): Check {
-  const reason = reasonOf(error);
+export function cannotLook(what: string, reason: string, fix: string, status: "warn" | "fail" = "fail"): Verdict {
   const found = { error: reason };
   const summary = `could not check ${what}: ${reason}`;
-  return status === "fail" ? fail(id, summary, found, fix) : warn(id, summary, found, fix);
-}
-
-/**
- * Runs a check (or several, named by `ids`); anything it throws becomes a
- * failure of each of them, never a crash of the audit.
- */
-export function guarded(ids: string | readonly string[], what: string, fix: string, run: () => Check | Check[]): Check[] {
-  try {
-    const result = run();
-    return Array.isArray(result) ? result : [result];
-  } catch (error) {
-    return (typeof ids === "string" ? [ids] : ids).map((id) =>
-      error instanceof Refusal ? fail(id, `could not check ${what}: ${error.message}`, { error: error.message }, error.fix) : cannotRun(id, what, error, fix),
-    );
-  }
+  return status === "fail" ? fail(summary, found, fix) : warn(summary, found, fix);
 }
 
 /** At most `limit` items, and how many there were: output stays bounded when a tree is wrong everywhere. */
@@ -72,11 +68,16 @@ export interface Bounded<T> {
   shown: T[];
 }
 
-export function bounded<T>(items: readonly T[], limit: number): Bounded<T> {
+export function bounded<T>(items: readonly T[], limit = SHOWN_ENTRIES): Bounded<T> {
   return { count: items.length, shown: items.slice(0, limit) };
 }
 
 /** Octal mode as people write it: 0644, 4755. */
 export function octal(mode: number): string {
   return (mode & 0o7777).toString(8).padStart(4, "0");
+}
+
+/** "1 file", "2 files". */
+export function plural(n: number, word: string, many = `${word}s`): string {
+  return `${n} ${n === 1 ? word : many}`;
 }

@@ -22,12 +22,9 @@
  * to the agent. What a spawn actually runs under is --probe's to show
  * (probe.seccomp, probe.lower-oom-score, probe.abstract-socket).
  */
-import { readFileSync } from "node:fs";
-import { syscallNumbers, TOOLS } from "../constants.ts";
+import { syscallNumbers } from "../constants.ts";
 import { errnoName } from "../os/errno.ts";
-import { parseSeccompStatus } from "../os/proc-status.ts";
-import { runCapture } from "../exec/capture.ts";
-import { type Check, pass, reasonOf, warn } from "./check.ts";
+import { pass, type Verdict, warn } from "./check.ts";
 
 export const LANDLOCK_CREATE_RULESET = syscallNumbers().landlockCreateRuleset;
 export const LANDLOCK_CREATE_RULESET_VERSION = 1;
@@ -81,63 +78,63 @@ const LANDLOCK_FIX =
 const SECCOMP_FIX = "run on a kernel built with CONFIG_SECCOMP_FILTER, under a runtime that does not hide it (gVisor, for one, has its own)";
 
 /** Pure: the check from what was read. */
-export function judgeConfinement(facts: ConfinementFacts): Check {
-  const id = "agent.confinement";
+export function judgeConfinement(facts: ConfinementFacts): Verdict {
   const { landlock, seccomp } = facts;
   const abi = "abi" in landlock ? landlock.abi : null;
   const rules = abi === null ? [] : landlockRules(abi);
-  const seccompFilters = Array.isArray(seccomp.actions) && seccomp.mode !== null && seccomp.actions.includes("errno");
+  const { missing, fixes } = missingConfinement(facts);
+  const seccompFilters = !missing.includes("seccomp filters");
   const found = {
     landlock: { abi, rules, ...("errno" in landlock ? { errno: landlock.errno } : {}), ...("error" in landlock ? { error: landlock.error } : {}) },
     seccomp: { status: seccomp.mode, filters: seccomp.filters, actions: Array.isArray(seccomp.actions) ? seccomp.actions : null, ...(!Array.isArray(seccomp.actions) ? { error: seccomp.actions.error } : {}), filtersAvailable: seccompFilters },
   };
   const problems: string[] = [];
-  const fixes: string[] = [];
-  if (abi === null) {
-    const why = "errno" in landlock ? `landlock_create_ruleset: ${landlock.errno}` : "error" in landlock ? landlock.error : "";
-    problems.push(`Landlock is not available (${why})`);
-    fixes.push(LANDLOCK_FIX);
-  } else if (abi < FULL_ABI) {
-    const missing = LANDLOCK_ABI_RULES.filter((entry) => entry.abi > abi && entry.abi <= FULL_ABI);
-    problems.push(`Landlock ABI ${abi} lacks ${missing.map((entry) => `${entry.rule} (ABI ${entry.abi})`).join(", ")}`);
-    fixes.push(`run on Linux ${LANDLOCK_ABI_RULES.find((entry) => entry.abi === FULL_ABI)!.linux} or later for Landlock ABI ${FULL_ABI}`);
+  if (abi === null) problems.push(`Landlock is not available (${"errno" in landlock ? `landlock_create_ruleset: ${landlock.errno}` : "error" in landlock ? landlock.error : ""})`);
+  else if (abi < FULL_ABI) {
+    const lacking = LANDLOCK_ABI_RULES.filter((entry) => entry.abi > abi && entry.abi <= FULL_ABI);
+    problems.push(`Landlock ABI ${abi} lacks ${lacking.map((entry) => `${entry.rule} (ABI ${entry.abi})`).join(", ")}`);
+    fixes.unshift(`run on Linux ${LANDLOCK_ABI_RULES.find((entry) => entry.abi === FULL_ABI)!.linux} or later for Landlock ABI ${FULL_ABI}`);
   }
   if (!seccompFilters) {
     const why = seccomp.mode === null ? "no Seccomp: field in /proc/self/status" : !Array.isArray(seccomp.actions) ? seccomp.actions.error : `${SECCOMP_ACTIONS_FILE} lists no errno action`;
     problems.push(`seccomp filters are not available (${why})`);
-    fixes.push(SECCOMP_FIX);
   }
   const offered = abi === null ? "no Landlock" : `Landlock ABI ${abi} (${rules.join("; ")})`;
   const filters = seccompFilters ? "seccomp filters (errno action)" : "no seccomp filters";
-  if (problems.length === 0) return pass(id, `the kernel offers ${offered} and ${filters}: every agent spawn can be confined beyond its uid`, found);
-  const consequence = abi === null || !seccompFilters ? "agent work then runs under the uid boundary only" : "those limits then rest on the uid boundary only";
-  return warn(id, `${problems.join("; ")}: ${consequence} (offered: ${offered}; ${filters})`, found, fixes.join("; and "));
+  if (problems.length === 0) return pass(`the kernel offers ${offered} and ${filters}: every agent spawn can be confined beyond its uid`, found);
+  const consequence = missing.length > 0 ? "agent work then runs under the uid boundary only" : "those limits then rest on the uid boundary only";
+  return warn(`${problems.join("; ")}: ${consequence} (offered: ${offered}; ${filters})`, found, fixes.join("; and "));
 }
 
-/** Reads the facts: perl for Landlock, /proc for seccomp. */
-export function readConfinementFacts(): ConfinementFacts {
-  let landlock: LandlockFact;
-  try {
-    const result = runCapture({ command: TOOLS.perl, args: ["-e", LANDLOCK_ABI_SCRIPT], timeoutMs: 10_000, maxBytes: 4096 });
-    if (result.error !== undefined || result.status !== 0) {
-      const said = result.stderr.toString("utf8").split("\n")[0] ?? "";
-      landlock = { error: `${result.path} failed (${result.error ?? (result.signal ? `killed by ${result.signal}` : `exit ${result.status}`)})${said ? `: ${said}` : ""}` };
-    } else {
-      landlock = parseLandlockAnswer(result.stdout.toString("latin1"));
-    }
-  } catch (error) {
-    landlock = { error: `could not run perl: ${reasonOf(error)}` };
-  }
-  const status = parseSeccompStatus(readFileSync("/proc/self/status", "latin1"));
-  let actions: string[] | { error: string };
-  try {
-    actions = readFileSync(SECCOMP_ACTIONS_FILE, "latin1").trim().split(/\s+/);
-  } catch (error) {
-    actions = { error: `read ${SECCOMP_ACTIONS_FILE}: ${(error as NodeJS.ErrnoException).code ?? String(error)}` };
-  }
-  return { landlock, seccomp: { ...status, actions } };
+/** What the kernel leaves out: no Landlock domain (null ABI), no seccomp filter that can fail a call. */
+function missingConfinement(facts: ConfinementFacts): { missing: string[]; fixes: string[] } {
+  const missing: string[] = [];
+  const fixes: string[] = [];
+  if (!("abi" in facts.landlock)) (missing.push("Landlock"), fixes.push(LANDLOCK_FIX));
+  const { seccomp } = facts;
+  if (!(Array.isArray(seccomp.actions) && seccomp.mode !== null && seccomp.actions.includes("errno"))) (missing.push("seccomp filters"), fixes.push(SECCOMP_FIX));
+  return { missing, fixes };
 }
 
-export function checkConfinement(): Check {
-  return judgeConfinement(readConfinementFacts());
+/*
+ * agent.stop-route: kill(), a timeout, cancelSignal and signalAgent() end a
+ * job through the signal stage, which runs as the agent uid before it
+ * confines itself. Among processes of one uid, prlimit64(2), setpriority(2),
+ * sched_setscheduler(2) and ioprio_set(2) need no privilege (the kernel's
+ * check is the same uid, kernel/sys.c, kernel/sched/syscalls.c), and Landlock
+ * does not scope them: only the stage's seccomp filter, with the Landlock
+ * domain around it, keeps an agent job from setting the stage's RLIMIT_NOFILE
+ * to 0 (the stop is never delivered) or from renicing or starving another
+ * job. Without either, the stop route is exposed. A warning, never a failure:
+ * the kernel and engine decide.
+ */
+export function judgeStopRoute(facts: ConfinementFacts): Verdict {
+  const { missing, fixes } = missingConfinement(facts);
+  const found = { landlock: "abi" in facts.landlock, seccompFilters: !missing.includes("seccomp filters"), missing };
+  if (missing.length === 0) return pass("the kernel offers Landlock and seccomp filters: the stages can keep agent jobs from changing the limits, priority or scheduling of the signal stage and of other jobs", found);
+  return warn(
+    `the stop route is exposed: without ${missing.join(" or ")}, an agent job can change the limits, priority and scheduling of the signal stage and of other agent jobs (prlimit, renice, chrt), so a stop can go undelivered and one job can starve another`,
+    found,
+    fixes.join("; and "),
+  );
 }

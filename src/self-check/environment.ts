@@ -10,8 +10,8 @@
  * may have been shaped by loaded code.
  */
 import { isCodeLoadingVariable } from "../constants.ts";
-import { type Check, fail, pass, warn } from "./check.ts";
-import type { Readable } from "./proc-table.ts";
+import { fail, pass, type Verdict, warn } from "./check.ts";
+import type { Readable } from "./facts.ts";
 
 export function codeLoadingNames(env: Record<string, string | undefined>): string[] {
   return Object.keys(env)
@@ -19,11 +19,10 @@ export function codeLoadingNames(env: Record<string, string | undefined>): strin
     .sort();
 }
 
-export function checkEnvironment(
+export function judgeEnvironment(
   own: Record<string, string | undefined>,
   judged: { pid: number; self: boolean; environ: Readable<Record<string, string>> },
-): Check {
-  const id = "environment";
+): Verdict {
   const mine = codeLoadingNames(own);
   const found: Record<string, unknown> = { self: mine };
   let theirs: string[] = [];
@@ -39,15 +38,13 @@ export function checkEnvironment(
   if (mine.length > 0) parts.push(`this audit was started with ${mine.join(", ")}`);
   if (theirs.length > 0) parts.push(`the service (pid ${judged.pid}) was started with ${theirs.join(", ")}`);
   if (parts.length > 0) {
-    return fail(
-      id,
-      `${parts.join("; ")}: variables that load code`,
+    return fail(`${parts.join("; ")}: variables that load code`,
       found,
       "remove them from the launcher's environment (docker run -e / --env-file, docker exec -e) and from the service's own execs; the entrypoint drops them only at a separated start",
     );
   }
   if (!judged.self && !judged.environ.ok) {
-    return warn(id, `no code-loading variable in this audit's environment; the service's (pid ${judged.pid}) could not be read: ${judged.environ.error}`, found, "run the audit as the service (doctor) to read the service's environment");
+    return warn(`no code-loading variable in this audit's environment; the service's (pid ${judged.pid}) could not be read: ${judged.environ.error}`, found, "run the audit as the service (doctor) to read the service's environment");
   }
-  return pass(id, judged.self ? "no variable that loads code in this process's environment" : `no variable that loads code in this audit's environment or the service's (pid ${judged.pid})`, found);
+  return pass(judged.self ? "no variable that loads code in this process's environment" : `no variable that loads code in this audit's environment or the service's (pid ${judged.pid})`, found);
 }

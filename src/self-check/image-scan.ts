@@ -26,8 +26,8 @@ import IMAGE_SCAN_TEMPLATE from "../perl/image-scan.pl";
 import { type CaptureResult, startCapture } from "../exec/capture.ts";
 import { STATE_DIR, syscallNumbers, TOOLS, WORKSPACE_DIR } from "../constants.ts";
 import { errnoName } from "../os/errno.ts";
+import { namesOf } from "../os/capabilities.ts";
 import { octal } from "./check.ts";
-import { type CapabilityScan, decodeCapabilityXattr } from "./file-caps.ts";
 import { hasOption, type Mount, mountOf } from "../os/mountinfo.ts";
 import { displayPath, type WalkProblem } from "./walk.ts";
 
@@ -51,6 +51,50 @@ export interface ImageWalk {
   excluded: string[];
 }
 
+/*
+ * File capabilities live in the security.capability extended attribute
+ * (capabilities(7), "File capabilities"); the walk reads it with
+ * lgetxattr(2), which does not follow symlinks, and this decodes it.
+ */
+export interface FileCapability {
+  path: string;
+  permitted: string[];
+  inheritable: string[];
+  effective: boolean;
+  version: number;
+  rootid?: number;
+  raw: string;
+}
+
+/** Pure: vfs_cap_data (linux/capability.h), little-endian. */
+export function decodeCapabilityXattr(path: string, hex: string): FileCapability {
+  const data = Buffer.from(hex, "hex");
+  const magic = data.length >= 4 ? data.readUInt32LE(0) : 0;
+  const version = magic >>> 24;
+  const word = (offset: number): bigint => (data.length >= offset + 4 ? BigInt(data.readUInt32LE(offset)) : 0n);
+  const permitted = word(4) | (version >= 2 ? word(12) << 32n : 0n);
+  const inheritable = word(8) | (version >= 2 ? word(16) << 32n : 0n);
+  return {
+    path,
+    permitted: namesOf(permitted),
+    inheritable: namesOf(inheritable),
+    effective: (magic & 1) === 1,
+    version,
+    ...(version === 3 && data.length >= 24 ? { rootid: data.readUInt32LE(20) } : {}),
+    raw: hex,
+  };
+}
+
+export interface CapabilityScan {
+  found: FileCapability[];
+  unreadable: Array<{ path: string; errno: number }>;
+}
+
+export interface ImageScan {
+  walk: ImageWalk;
+  scan: CapabilityScan;
+}
+
 export const IMAGE_WALK_SKIP: readonly string[] = ["/proc", "/sys", STATE_DIR, WORKSPACE_DIR];
 
 /** The walk, src/perl/image-scan.pl (its header says what it reads and prints). */
@@ -69,7 +113,7 @@ export function startImageScan(excluded: ReadonlySet<string>, root = "/"): Promi
 }
 
 /** Pure: the walk's output, with the mounts to say where each privileged file lies. */
-export function parseImageScan(stdout: Buffer, mounts: readonly Mount[], excluded: ReadonlySet<string>): { walk: ImageWalk; scan: CapabilityScan } {
+export function parseImageScan(stdout: Buffer, mounts: readonly Mount[], excluded: ReadonlySet<string>): ImageScan {
   // Every record ends with a NUL, so the text splits into fields plus one empty tail.
   const fields = stdout.toString("latin1").split("\0");
   if (fields.pop() !== "") throw new Error("the image walk's output does not end with a complete field");

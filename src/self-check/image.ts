@@ -1,127 +1,65 @@
 /*
  * The image: this executable and the tools it execs, every set-user-ID or
  * set-group-ID file and every file capability on the image's filesystems,
- * and how / and the volumes are mounted.
+ * and how / and the volumes are mounted. Pure: the files were read by
+ * facts.ts (the exec rules' verdict on each program) and image-scan.ts.
  */
-import { lstatSync, readFileSync, readlinkSync, statSync } from "node:fs";
-import { dirname } from "node:path";
-import { builtInBundleSha256 } from "../build-info.ts";
-import { AGENT_EXEC_NAME, ENTRYPOINT_NAME, INSTALL_DIR, STATE_DIR, TOOLS, WORKSPACE_DIR } from "../constants.ts";
-import { embeddedBundleSha256 } from "../embedded-bundle.ts";
-import { Refusal } from "../report.ts";
-import { checkTrustedExecutable } from "../exec/rules.ts";
-import { bounded, type Check, fail, octal, pass, reasonOf, warn } from "./check.ts";
-import type { CapabilityScan } from "./file-caps.ts";
-import type { ImageWalk, PrivilegedFile } from "./image-scan.ts";
+import { STATE_DIR, TOOLS, WORKSPACE_DIR } from "../constants.ts";
 import { hasOption, type Mount, mountOf } from "../os/mountinfo.ts";
+import { bounded, fail, pass, type Verdict, warn } from "./check.ts";
+import type { BuiltInHash, Program } from "./facts.ts";
+import type { ImageScan, ImageWalk, PrivilegedFile } from "./image-scan.ts";
 import type { Mode } from "./mode.ts";
-import { SHOWN_ENTRIES } from "./state.ts";
 
 const REBUILD_FIX = "rebuild the image from this project's Dockerfile: it installs the executable root-owned, mode 0755, under both names";
 
-/** Problems with one program file: ownership and write access (file and every directory above it), set-ID bits. */
-export function programProblems(path: string): string[] {
-  const problems: string[] = [];
-  try {
-    checkTrustedExecutable(path, [0]);
-  } catch (error) {
-    problems.push(error instanceof Refusal ? error.message : reasonOf(error));
-    return problems;
-  }
-  const st = statSync(path);
-  if (!st.isFile()) problems.push(`${path} is not a regular file`);
-  if (st.mode & 0o6000) problems.push(`${path} has mode ${octal(st.mode)}: set-user-ID or set-group-ID`);
-  return problems;
-}
-
-export function checkInstalledExecutable(): Check {
-  const id = "image.executable";
-  const running = readlinkSync("/proc/self/exe");
-  const installed = [`${INSTALL_DIR}/${ENTRYPOINT_NAME}`, `${INSTALL_DIR}/${AGENT_EXEC_NAME}`];
+/** The running executable and the two installed names: one root-owned file, writable by root only, not set-ID. */
+export function judgeExecutable(running: string, installed: readonly string[], programs: ReadonlyMap<string, Program>): Verdict {
   const paths = [...new Set([running, ...installed])];
-  const problems = paths.flatMap(programProblems);
-  const found: Record<string, unknown> = { running, installed };
-  const files = paths.map((path) => {
-    try {
-      const st = lstatSync(path);
-      return { path, uid: st.uid, gid: st.gid, mode: octal(st.mode), dev: st.dev, ino: st.ino };
-    } catch (error) {
-      return { path, error: reasonOf(error) };
-    }
-  });
-  found.files = files;
+  const problems = paths.flatMap((path) => programs.get(path)?.problems ?? [`${path} was not read`]);
+  const files = paths.map((path) => programs.get(path)!.file);
+  const found = { running, installed, files };
   const [entry, shim] = installed.map((path) => files.find((f) => f.path === path));
   if (entry && shim && "ino" in entry && "ino" in shim && (entry.ino !== shim.ino || entry.dev !== shim.dev)) {
     problems.push(`${installed[1]} is not the same file as ${installed[0]}`);
   }
-  if (problems.length > 0) return fail(id, problems.join("; "), found, REBUILD_FIX);
-  const elsewhere = !installed.includes(running);
-  if (elsewhere) return warn(id, `this audit runs ${running}, not the installed ${installed[0]}; both are root-owned and writable by root only`, found, `run ${installed[0]} --self-check`);
-  return pass(id, `${installed.join(" and ")}: one root-owned file, writable by root only, in root-owned directories, not set-user-ID`, found);
+  if (problems.length > 0) return fail(problems.join("; "), found, REBUILD_FIX);
+  if (!installed.includes(running)) return warn(`this audit runs ${running}, not the installed ${installed[0]}; both are root-owned and writable by root only`, found, `run ${installed[0]} --self-check`);
+  return pass(`${installed.join(" and ")}: one root-owned file, writable by root only, in root-owned directories, not set-user-ID`, found);
 }
 
-/**
- * The hash the build recorded for the bundle: a SEA asset "bundle.sha256"
- * when the build embeds one, else dist/SHA256SUMS installed beside the
- * executable (root-owned and writable by root only, or it is not believed).
- */
-export function builtInBundleHash(executable: string): { value: string; from: string } | { error: string } {
-  const asset = builtInBundleSha256();
-  if (asset !== undefined && /^[0-9a-f]{64}$/.test(asset)) return { value: asset, from: "the SEA asset bundle.sha256" };
-  const sums = `${dirname(executable)}/SHA256SUMS`;
-  try {
-    const st = lstatSync(sums);
-    if (!st.isFile() || st.uid !== 0 || (st.mode & 0o022) !== 0) return { error: `${sums} is not a root-owned file writable by root only` };
-    const match = /^([0-9a-f]{64}) {2}bundle\.cjs$/m.exec(readFileSync(sums, "latin1"));
-    if (match) return { value: match[1]!, from: sums };
-    return { error: `${sums} has no bundle.cjs line` };
-  } catch (error) {
-    return { error: `no built-in hash (no SEA asset bundle.sha256; ${reasonOf(error)})` };
-  }
-}
-
-export function checkBundle(): Check {
-  const id = "image.bundle";
-  const executable = readlinkSync("/proc/self/exe");
-  const actual = embeddedBundleSha256("/proc/self/exe");
-  if (actual === undefined) return fail(id, `${executable} holds no SEA bundle: this is not the single executable`, { executable }, REBUILD_FIX);
-  const expected = builtInBundleHash(executable);
+/** The SHA-256 of the embedded bundle against the one the build recorded. */
+export function judgeBundle(bundle: { executable: string; actual: string | undefined; expected: BuiltInHash }): Verdict {
+  const { executable, actual, expected } = bundle;
+  if (actual === undefined) return fail(`${executable} holds no SEA bundle: this is not the single executable`, { executable }, REBUILD_FIX);
   const found: Record<string, unknown> = { executable, sha256: actual };
   if ("error" in expected) {
     found.expected = null;
     found.error = expected.error;
-    return warn(id, `embedded bundle sha256 ${actual}; nothing built in to compare it with: ${expected.error}`, found, "build with the bundle hash embedded (SEA asset bundle.sha256) or install dist/SHA256SUMS beside the executable");
+    return warn(`embedded bundle sha256 ${actual}; nothing built in to compare it with: ${expected.error}`, found, "build with the bundle hash embedded (SEA asset bundle.sha256) or install dist/SHA256SUMS beside the executable");
   }
   found.expected = expected.value;
   found.expectedFrom = expected.from;
-  if (expected.value !== actual) {
-    return fail(id, `embedded bundle sha256 ${actual}, but ${expected.from} says ${expected.value}`, found, REBUILD_FIX);
-  }
-  return pass(id, `embedded bundle sha256 ${actual} equals ${expected.from}`, found);
+  if (expected.value !== actual) return fail(`embedded bundle sha256 ${actual}, but ${expected.from} says ${expected.value}`, found, REBUILD_FIX);
+  return pass(`embedded bundle sha256 ${actual} equals ${expected.from}`, found);
 }
 
-export function checkTools(): Check {
-  const id = "image.tools";
+/** The tools the stages exec (tini optional). */
+export function judgeTools(programs: ReadonlyMap<string, Program>): Verdict {
   const found: Array<Record<string, unknown>> = [];
   const problems: string[] = [];
   for (const [name, path] of Object.entries(TOOLS)) {
-    let present = true;
-    try {
-      lstatSync(path);
-    } catch {
-      present = false;
-    }
-    if (!present) {
+    const program = programs.get(path)!;
+    if (!program.present) {
       found.push({ name, path, present: false, optional: name === "tini" });
       if (name !== "tini") problems.push(`${path} is missing`);
       continue;
     }
-    const wrong = programProblems(path);
-    found.push({ name, path, present: true, problems: wrong });
-    problems.push(...wrong);
+    found.push({ name, path, present: true, problems: program.problems });
+    problems.push(...program.problems);
   }
-  if (problems.length > 0) return fail(id, problems.join("; "), { tools: found }, "reinstall them from the distribution (apt-get install --reinstall util-linux perl-base tini) and keep /usr root-owned and writable by root only");
-  return pass(id, `${found.filter((t) => t.present).map((t) => t.path).join(", ")}: root-owned, writable by root only, in root-owned directories, not set-user-ID${found.some((t) => !t.present) ? " (tini is not installed: optional)" : ""}`, { tools: found });
+  if (problems.length > 0) return fail(problems.join("; "), { tools: found }, "reinstall them from the distribution (apt-get install --reinstall util-linux perl-base tini) and keep /usr root-owned and writable by root only");
+  return pass(`${found.filter((t) => t.present).map((t) => t.path).join(", ")}: root-owned, writable by root only, in root-owned directories, not set-user-ID${found.some((t) => !t.present) ? " (tini is not installed: optional)" : ""}`, { tools: found });
 }
 
 function unreadableList(walk: ImageWalk): string[] {
@@ -144,45 +82,38 @@ function listFiles(files: readonly PrivilegedFile[]): string {
   return files.length > 5 ? `${list} and ${files.length - 5} more` : list;
 }
 
-export function checkPrivilegedFiles(walk: ImageWalk, agent?: { uid: number; groups: readonly number[] }): Check {
-  const id = "image.setuid";
+export function judgeSetuid({ walk }: ImageScan, agent?: { uid: number; groups: readonly number[] }): Verdict {
   const unreadable = unreadableList(walk);
   const agentOnly = walk.privileged.filter((f) => grantsOnlyAgent(f, agent));
   const privileged = walk.privileged.filter((f) => !grantsOnlyAgent(f, agent));
-  const found = { visited: walk.visited, files: bounded(privileged, SHOWN_ENTRIES), agentOnly: bounded(agentOnly, SHOWN_ENTRIES), notEntered: walk.excluded, unreadable: bounded(unreadable, SHOWN_ENTRIES) };
-  const plural = (n: number): string => `${n} set-user-ID or set-group-ID file${n === 1 ? "" : "s"}`;
+  const found = { visited: walk.visited, files: bounded(privileged), agentOnly: bounded(agentOnly), notEntered: walk.excluded, unreadable: bounded(unreadable) };
+  const setIdFiles = (n: number): string => `${n} set-user-ID or set-group-ID file${n === 1 ? "" : "s"}`;
   if (privileged.length > 0) {
-    return fail(
-      id,
-      `${plural(privileged.length)}: ${listFiles(privileged)}`,
+    return fail(`${setIdFiles(privileged.length)}: ${listFiles(privileged)}`,
       found,
       "strip them in the image (find / -xdev -type f -perm /6000 -exec chmod ug-s {} +) and mount added volumes nosuid; NoNewPrivs blocks what remains",
     );
   }
   if (agentOnly.length > 0) {
-    return warn(id, `${plural(agentOnly.length)} that grant only the agent's own ids (made by agent work): ${listFiles(agentOnly)}`, found, "remove them (chmod ug-s FILE); they grant nothing, and NoNewPrivs makes them inert");
+    return warn(`${setIdFiles(agentOnly.length)} that grant only the agent's own ids (made by agent work): ${listFiles(agentOnly)}`, found, "remove them (chmod ug-s FILE); they grant nothing, and NoNewPrivs makes them inert");
   }
   if (unreadable.length > 0) {
-    return warn(id, `no set-user-ID or set-group-ID file among ${walk.visited} entries, but ${unreadable.length} could not be read: ${unreadable.slice(0, 3).join("; ")}`, found, "run the audit as root (docker exec CONTAINER clankie-separate --self-check) to read every directory");
+    return warn(`no set-user-ID or set-group-ID file among ${walk.visited} entries, but ${unreadable.length} could not be read: ${unreadable.slice(0, 3).join("; ")}`, found, "run the audit as root (docker exec CONTAINER clankie-separate --self-check) to read every directory");
   }
-  return pass(id, `no set-user-ID or set-group-ID file among ${walk.visited} entries of the image's filesystems`, found);
+  return pass(`no set-user-ID or set-group-ID file among ${walk.visited} entries of the image's filesystems`, found);
 }
 
-export function checkFileCapabilities(walk: ImageWalk, scan: CapabilityScan | { error: string }): Check {
-  const id = "image.file-capabilities";
-  if ("error" in scan) {
-    return warn(id, `could not read file capabilities of ${walk.executables} executables: ${scan.error}`, { candidates: walk.executables, error: scan.error }, "keep perl-base in the image (it is Essential in Debian): the audit reads security.capability through it");
-  }
+export function judgeFileCapabilities({ walk, scan }: ImageScan): Verdict {
   const unreadable = [...unreadableList(walk), ...scan.unreadable.map((u) => `lgetxattr ${u.path}: errno ${u.errno}`)];
-  const found = { candidates: walk.executables, files: bounded(scan.found, SHOWN_ENTRIES), unreadable: bounded(unreadable, SHOWN_ENTRIES) };
+  const found = { candidates: walk.executables, files: bounded(scan.found), unreadable: bounded(unreadable) };
   if (scan.found.length > 0) {
     const list = scan.found.slice(0, 5).map((f) => `${f.path} (${f.permitted.join(",").toLowerCase() || "none"}${f.effective ? "=ep" : "=p"})`).join(", ");
-    return fail(id, `${scan.found.length} file${scan.found.length === 1 ? "" : "s"} with capabilities: ${list}`, found, "remove them in the image (setcap -r FILE); NoNewPrivs keeps them from taking effect meanwhile");
+    return fail(`${scan.found.length} file${scan.found.length === 1 ? "" : "s"} with capabilities: ${list}`, found, "remove them in the image (setcap -r FILE); NoNewPrivs keeps them from taking effect meanwhile");
   }
   if (unreadable.length > 0) {
-    return warn(id, `no file capability among ${walk.executables} executables, but ${unreadable.length} entries could not be read: ${unreadable.slice(0, 3).join("; ")}`, found, "run the audit as root (docker exec CONTAINER clankie-separate --self-check) to read every directory");
+    return warn(`no file capability among ${walk.executables} executables, but ${unreadable.length} entries could not be read: ${unreadable.slice(0, 3).join("; ")}`, found, "run the audit as root (docker exec CONTAINER clankie-separate --self-check) to read every directory");
   }
-  return pass(id, `no file capability on any of ${walk.executables} executables`, found);
+  return pass(`no file capability on any of ${walk.executables} executables`, found);
 }
 
 /*
@@ -196,23 +127,21 @@ export function checkFileCapabilities(walk: ImageWalk, scan: CapabilityScan | { 
  * the volumes and /tmp. Measured in docs/security.md, "The service's
  * remaining power". A recommendation, never a failure.
  */
-export function checkReadOnlyRoot(mounts: readonly Mount[], mode: Mode): Check {
-  const id = "image.read-only-root";
+export function judgeReadOnlyRoot(mounts: readonly Mount[], mode: Mode): Verdict {
   const root = mountOf(mounts, "/");
   const fix = "run the container with --read-only --tmpfs /tmp (Kubernetes: readOnlyRootFilesystem: true); docs/launch.md";
-  if (!root) return warn(id, "no mount at / in /proc/self/mountinfo: cannot tell whether the root filesystem is read-only", { mountPoint: null }, fix);
+  if (!root) return warn("no mount at / in /proc/self/mountinfo: cannot tell whether the root filesystem is read-only", { mountPoint: null }, fix);
   const found = { mountPoint: root.point, options: root.options, fstype: root.fstype };
-  if (hasOption(root, "ro")) return pass(id, "/ is mounted read-only: uid 0 without DAC_OVERRIDE, which the service's SETUID reaches, has no root-owned file to change outside the volumes and /tmp", found);
+  if (hasOption(root, "ro")) return pass("/ is mounted read-only: uid 0 without DAC_OVERRIDE, which the service's SETUID reaches, has no root-owned file to change outside the volumes and /tmp", found);
   const why =
     mode === "single-uid"
       ? "once the service holds SETUID and SETGID (the separated launch) it can become uid 0, which owns every root-owned file there"
       : "the service's SETUID and SETGID let code running as node become uid 0, which, without DAC_OVERRIDE, still owns every root-owned file and directory there: /etc/passwd, the tools the shim runs, and this executable, which runs as root at the next start of this container";
-  return warn(id, `/ is writable (${root.fstype}, rw): ${why}`, found, fix);
+  return warn(`/ is writable (${root.fstype}, rw): ${why}`, found, fix);
 }
 
 /** Recommendations, never failures: volumes that cannot carry set-user-ID programs or devices (the root: image.read-only-root). */
-export function checkMounts(mounts: readonly Mount[]): Check {
-  const id = "image.mounts";
+export function judgeMounts(mounts: readonly Mount[]): Verdict {
   const describe = (path: string) => {
     const mount = mountOf(mounts, path);
     return { path, mountPoint: mount?.point ?? null, separate: mount?.point === path, options: mount?.options ?? [], fstype: mount?.fstype ?? null };
@@ -224,6 +153,6 @@ export function checkMounts(mounts: readonly Mount[]): Check {
     if (!volume.separate) advice.push(`${volume.path} is not a mount of its own`);
     else if (missing.length > 0) advice.push(`${volume.path} is mounted without ${missing.join(", ")}`);
   }
-  if (advice.length === 0) return pass(id, "/state and /workspace are mounts of their own, nosuid,nodev", found);
-  return warn(id, `recommended: ${advice.join("; ")}`, found, "mount /state and /workspace as volumes of their own with the options nosuid,nodev");
+  if (advice.length === 0) return pass("/state and /workspace are mounts of their own, nosuid,nodev", found);
+  return warn(`recommended: ${advice.join("; ")}`, found, "mount /state and /workspace as volumes of their own with the options nosuid,nodev");
 }

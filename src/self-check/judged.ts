@@ -8,7 +8,6 @@
  * and forwards signals, is passed over for its child). Pure.
  */
 import type { ProcessEntry } from "../os/proc-status.ts";
-import { lineage } from "./proc-table.ts";
 
 export type Relation = "self" | "descendant" | "outside";
 
@@ -69,4 +68,26 @@ export function handedDownByService(table: readonly ProcessEntry[], selfPid: num
   if (at < 0) return false;
   const byPid = new Map(table.map((entry) => [entry.pid, entry]));
   return chain.slice(0, at + 1).every((pid) => byPid.get(pid)?.creds.uids.every((id) => id === serviceUid) ?? false);
+}
+
+/** Pure: pid and its ancestors (by PPid), up to the namespace's edge (PPid 0). */
+export function lineage(table: readonly ProcessEntry[], pid: number): number[] {
+  const byPid = new Map(table.map((entry) => [entry.pid, entry]));
+  const chain: number[] = [];
+  let current: number | undefined = pid;
+  while (current !== undefined && current > 0 && !chain.includes(current)) {
+    chain.push(current);
+    current = byPid.get(current)?.ppid;
+  }
+  return chain;
+}
+
+/** Pure: /proc/<pid>/environ, NUL-separated NAME=value pairs (what execve(2) gave it; later setenv calls do not show). */
+export function parseEnviron(data: Buffer): Record<string, string> {
+  const vars: Record<string, string> = {};
+  for (const pair of data.toString("latin1").split("\0")) {
+    const equals = pair.indexOf("=");
+    if (equals > 0) vars[pair.slice(0, equals)] = pair.slice(equals + 1);
+  }
+  return vars;
 }

@@ -2,10 +2,10 @@
  * Kernel settings that change the threat model of ADR 0272. They are the
  * host's, not the container's, and the design must hold with each of them
  * off; they are reported with what they mean here. A setting that weakens
- * the model is a warning, never a failure. Pure apart from `readSysctl`.
+ * the model is a warning, never a failure. Pure.
  */
-import { readFileSync } from "node:fs";
-import { type Check, pass, warn } from "./check.ts";
+import { pass, type Verdict, warn } from "./check.ts";
+import type { Readable } from "./facts.ts";
 
 export interface KernelSetting {
   id: string;
@@ -83,25 +83,11 @@ function judgeProtectedCreate(value: string | undefined, what: string, risk: str
   return { ok: false, meaning: `${setting}: the agent can create ${what} in /tmp under a name the service will open and ${risk}` };
 }
 
-export function judgeKernelSetting(setting: KernelSetting, read: { value: string } | { error: string }): Check {
-  const value = "value" in read ? read.value.trim() : undefined;
-  if ("error" in read && !read.error.endsWith("ENOENT")) {
-    return warn(setting.id, `could not read ${setting.path}: ${read.error}`, { path: setting.path, error: read.error }, setting.fix);
-  }
+export function judgeKernelSetting(setting: KernelSetting, read: Readable<string>): Verdict {
+  const value = read.ok ? read.value.trim() : undefined;
+  if (!read.ok && !read.error.endsWith("ENOENT")) return warn(`could not read ${setting.path}: ${read.error}`, { path: setting.path, error: read.error }, setting.fix);
   const { ok, meaning } = setting.judge(value);
   const found = { path: setting.path, value: value ?? null, meaning };
   const summary = `${value === undefined ? "absent" : value}: ${meaning}`;
-  return ok ? pass(setting.id, summary, found) : warn(setting.id, summary, found, setting.fix);
-}
-
-export function readSysctl(path: string): { value: string } | { error: string } {
-  try {
-    return { value: readFileSync(path, "latin1") };
-  } catch (error) {
-    return { error: `read ${path}: ${(error as NodeJS.ErrnoException).code ?? String(error)}` };
-  }
-}
-
-export function kernelChecks(): Check[] {
-  return KERNEL_SETTINGS.map((setting) => judgeKernelSetting(setting, readSysctl(setting.path)));
+  return ok ? pass(summary, found) : warn(summary, found, setting.fix);
 }

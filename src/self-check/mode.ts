@@ -15,8 +15,9 @@ import type { Identities } from "../accounts.ts";
 import { maskOf } from "../os/capabilities.ts";
 import { AGENT_EXEC_PATH, SERVICE_CAPABILITIES, SERVICE_ENV } from "../constants.ts";
 import type { ProcessCredentials } from "../os/proc-status.ts";
-import { type Check, fail, pass, warn } from "./check.ts";
-import type { Readable } from "./proc-table.ts";
+import { fail, pass, type Verdict, warn } from "./check.ts";
+import { capabilitySets } from "./service-process.ts";
+import type { Readable } from "./facts.ts";
 
 export type Mode = "separated" | "single-uid" | "misconfigured";
 
@@ -46,14 +47,7 @@ export function classifyMode(creds: ProcessCredentials, environ: Readable<Record
   if (marker !== undefined && marker !== "1") reasons.push(`${SERVICE_ENV.separation} is ${marker === null ? "not set" : JSON.stringify(marker)}, want "1"`);
   if (!ids) reasons.push("the users and groups of ADR 0272 are not all defined");
   if (ids && creds.uids.some((id) => id !== ids.service.uid)) reasons.push(`uids ${creds.uids.join(",")}, want ${ids.service.uid} (${ids.service.name})`);
-  const sets = [
-    ["CapInh", creds.capInh],
-    ["CapPrm", creds.capPrm],
-    ["CapEff", creds.capEff],
-    ["CapAmb", creds.capAmb],
-    ["CapBnd", creds.capBnd],
-  ] as const;
-  const wrongSets = sets.filter(([, mask]) => mask !== SERVICE_MASK).map(([name]) => name);
+  const wrongSets = capabilitySets(creds).filter(([, mask]) => mask !== SERVICE_MASK).map(([name]) => name);
   if (wrongSets.length > 0) reasons.push(`${wrongSets.join(", ")} not exactly SETUID and SETGID`);
   if (!creds.noNewPrivs) reasons.push("NoNewPrivs is 0");
   if (environ.ok && ids) {
@@ -109,17 +103,17 @@ export function boundaryOf(
   return { label: NOT_YET, declared: null, source: `the service's declaration could not be read (${judged.environ.error})` };
 }
 
-export function modeCheck(verdict: ModeVerdict, judgedPid: number): Check {
+export function judgeMode(verdict: ModeVerdict, judgedPid: number): Verdict {
   const found = { mode: verdict.mode, pid: judgedPid, marker: verdict.marker === undefined ? "unreadable" : verdict.marker, reasons: verdict.reasons };
   if (verdict.mode === "separated") {
-    return pass("mode", `separated: the service (pid ${judgedPid}) runs as node with SETUID and SETGID only, and an agent uid is configured${verdict.reasons.length ? ` (${verdict.reasons.join("; ")})` : ""}`, found);
+    return pass(`separated: the service (pid ${judgedPid}) runs as node with SETUID and SETGID only, and an agent uid is configured${verdict.reasons.length ? ` (${verdict.reasons.join("; ")})` : ""}`, found);
   }
-  if (verdict.mode === "single-uid") return warn("mode", "single-uid: no agent uid is configured; model-directed work runs as node, as today", found, `to separate: ${LAUNCH_FIX}`);
-  return fail("mode", `misconfigured: ${verdict.reasons.join("; ")}`, found, LAUNCH_FIX);
+  if (verdict.mode === "single-uid") return warn("single-uid: no agent uid is configured; model-directed work runs as node, as today", found, `to separate: ${LAUNCH_FIX}`);
+  return fail(`misconfigured: ${verdict.reasons.join("; ")}`, found, LAUNCH_FIX);
 }
 
-export function boundaryCheck(boundary: Boundary, separated: boolean): Check {
+export function judgeBoundary(boundary: Boundary, separated: boolean): Verdict {
   const found = { label: boundary.label, declared: boundary.declared, source: boundary.source };
-  if (boundary.declared === true) return pass("boundary", boundary.label, found);
-  return warn("boundary", `${boundary.label}${boundary.source ? ` (${boundary.source})` : ""}`, found, separated ? BOUNDARY_FIX : null);
+  if (boundary.declared === true) return pass(boundary.label, found);
+  return warn(`${boundary.label}${boundary.source ? ` (${boundary.source})` : ""}`, found, separated ? BOUNDARY_FIX : null);
 }

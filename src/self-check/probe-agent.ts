@@ -32,10 +32,10 @@ import { readIdentities } from "../accounts.ts";
 import { formatMask } from "../os/capabilities.ts";
 import { EXIT, PROBE_AGENT_FLAG, STATE_DIR, TOOLS } from "../constants.ts";
 import { errnoName } from "../os/errno.ts";
-import { readStatus } from "../os/proc-status.ts";
+import { parseSeccompStatus, parseStatus } from "../os/proc-status.ts";
 import { Refusal, writeLine } from "../report.ts";
 import { runCapture } from "../exec/capture.ts";
-import { parseSeccompStatus } from "../os/proc-status.ts";
+import { capabilitySets } from "./service-process.ts";
 
 /** The service's pid reaches the probe through the shim's --env, never argv. */
 export const PROBE_SERVICE_PID_VARIABLE = "CLANKIE_PROBE_SERVICE_PID";
@@ -173,18 +173,15 @@ export function parseConfinementAttempts(stdout: string, socketName: string | un
 }
 
 export function tryConfinement(socketName: string | undefined): Attempt[] {
-  let result;
+  let detail: string;
   try {
-    result = runCapture({ command: TOOLS.perl, args: ["-e", CONFINEMENT_ATTEMPTS_SCRIPT, socketName ?? ""], timeoutMs: 10_000, maxBytes: 4096 });
+    const result = runCapture({ command: TOOLS.perl, args: ["-e", CONFINEMENT_ATTEMPTS_SCRIPT, socketName ?? ""], timeoutMs: 10_000, maxBytes: 4096 });
+    if (result.error === undefined && result.status === 0) return parseConfinementAttempts(result.stdout.toString("latin1"), socketName);
+    detail = `perl: ${result.error ?? (result.signal ? `killed by ${result.signal}` : `exit ${result.status}`)}`;
   } catch (error) {
-    const detail = `could not run perl: ${(error as Error).message}`;
-    return [{ id: "lower-oom-score", outcome: "inconclusive", detail }, { id: "abstract-socket", outcome: "inconclusive", detail }];
+    detail = `could not run perl: ${(error as Error).message}`;
   }
-  if (result.error !== undefined || result.status !== 0) {
-    const detail = `perl: ${result.error ?? (result.signal ? `killed by ${result.signal}` : `exit ${result.status}`)}`;
-    return [{ id: "lower-oom-score", outcome: "inconclusive", detail }, { id: "abstract-socket", outcome: "inconclusive", detail }];
-  }
-  return parseConfinementAttempts(result.stdout.toString("latin1"), socketName);
+  return [{ id: "lower-oom-score", outcome: "inconclusive", detail }, { id: "abstract-socket", outcome: "inconclusive", detail }];
 }
 
 export function runProbeAgent(argv: readonly string[]): number {
@@ -192,7 +189,8 @@ export function runProbeAgent(argv: readonly string[]): number {
     throw new Refusal(EXIT.usage, `${PROBE_AGENT_FLAG} takes no arguments`, "this stage is started by clankie-separate --self-check --probe");
   }
   const ids = readIdentities();
-  const status = readStatus();
+  const statusText = readFileSync("/proc/self/status", "latin1");
+  const status = parseStatus(statusText);
   // Only as the agent: as any other uid the attempts would test the wrong user.
   if (status.uids.some((uid) => uid !== ids.agent.uid)) {
     throw new Refusal(EXIT.launchRefused, `${PROBE_AGENT_FLAG} runs as ${ids.agent.name} (${ids.agent.uid}) only, not as uid ${status.uids.join(",")}`, "run clankie-separate --self-check --probe as the service; it starts this stage through clankie-agent-exec");
@@ -203,15 +201,9 @@ export function runProbeAgent(argv: readonly string[]): number {
     uids: status.uids,
     gids: status.gids,
     groups: status.groups,
-    sets: {
-      CapInh: formatMask(status.capInh),
-      CapPrm: formatMask(status.capPrm),
-      CapEff: formatMask(status.capEff),
-      CapAmb: formatMask(status.capAmb),
-      CapBnd: formatMask(status.capBnd),
-    },
+    sets: Object.fromEntries(capabilitySets(status).map(([name, mask]) => [name, formatMask(mask)])) as ProbeReport["sets"],
     noNewPrivs: status.noNewPrivs ? 1 : 0,
-    seccomp: parseSeccompStatus(readFileSync("/proc/self/status", "latin1")),
+    seccomp: parseSeccompStatus(statusText),
     attempts: [
       tryWriteState(),
       tryReadCredentials(),

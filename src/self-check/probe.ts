@@ -10,7 +10,6 @@
  * `docker exec` it cannot, and says so.
  */
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { agentGroups, type Identities } from "../accounts.ts";
 import { maskOf, namesOf } from "../os/capabilities.ts";
@@ -18,10 +17,20 @@ import { AGENT_EXEC_PATH, ENTRYPOINT_NAME, INSTALL_DIR, PROBE_AGENT_FLAG, SERVIC
 import type { ProcessCredentials } from "../os/proc-status.ts";
 import { Refusal } from "../report.ts";
 import { type CaptureRequest, type CaptureResult, runCapture } from "../exec/capture.ts";
-import { type Check, fail, pass, reasonOf, warn } from "./check.ts";
+import { fail, pass, reasonOf, type Verdict, warn } from "./check.ts";
 import type { Mode } from "./mode.ts";
 import { type Attempt, PROBE_SERVICE_PID_VARIABLE, PROBE_SOCKET_VARIABLE, type ProbeReport } from "./probe-agent.ts";
-import { parseSeccompStatus } from "../os/proc-status.ts";
+
+/** What became of the probe: the reader's outcome, judged by the checks below. */
+export type ProbeRun =
+  | { kind: "single-uid" }
+  | { kind: "no-ids" }
+  | { kind: "blocked"; blocker: string; self: ProcessCredentials }
+  | { kind: "unstartable"; error: string; fix: string }
+  | { kind: "failed"; result: CaptureResult }
+  | { kind: "unreadable"; error: string; stdout: string }
+  | { kind: "ran"; report: ProbeReport };
+type Seccomp = { mode: string | null; filters: number | null };
 
 const DOCTOR_FIX = "run the probe as the service: have the service start clankie-separate --self-check --probe as its own child (doctor does); docker exec, even --user node, gets neither SETUID/SETGID nor NoNewPrivs (moby#37667)";
 
@@ -80,93 +89,121 @@ export function parseProbeReport(text: string): ProbeReport {
 const CONFINEMENT_FIX = "agent work is confined beyond its uid only where the kernel offers Landlock and seccomp filters (see agent.confinement); until then this rests on the uid boundary only";
 const UNCONFINED_FIX = "the kernel offers Landlock ABI 6 and seccomp filters (agent.confinement) but the probe ran without them: check that the installed clankie-agent-exec is this build (image.executable) and report this output";
 const UNSURE_FIX = "seed the service's state (/state/credentials.json) and run the probe from the service";
-const ATTEMPTS: ReadonlyArray<{ id: Attempt["id"]; what: string; fix: string; possible: "fail" | "warn"; unsure?: string }> = [
-  { id: "write-state", what: "write /state", fix: "restart the container: the entrypoint makes /state node-owned 0711 and every entry service-only", possible: "fail" },
-  { id: "read-credentials", what: "read the credentials", fix: "restart the container: the entrypoint makes /state/credentials.json service-only (0600)", possible: "fail" },
-  { id: "signal-service", what: "signal the service", fix: "check that the agent runs as its own uid (probe.identity) and holds no capability (probe.capabilities)", possible: "fail" },
-  { id: "setpriv-node", what: "switch to node with setpriv --reuid=node", fix: "check probe.capabilities and probe.no-new-privs, and that no set-user-ID setpriv is installed (image.tools)", possible: "fail" },
-  { id: "lower-oom-score", what: "lower its oom_score_adj (not confined: a raise the shim made can be undone)", fix: CONFINEMENT_FIX, possible: "warn", unsure: "run the probe from the service (doctor)" },
-  { id: "abstract-socket", what: "connect to an abstract unix socket outside its domain (not confined)", fix: CONFINEMENT_FIX, possible: "warn", unsure: "run the probe from the service (doctor)" },
+const DOCTOR_UNSURE = "run the probe from the service (doctor)";
+
+export interface AttemptCheck {
+  id: Attempt["id"];
+  what: string;
+  fix: string;
+  unsure?: string;
+}
+
+/** What the uid alone must refuse: possible fails. */
+export const UID_ATTEMPTS: readonly AttemptCheck[] = [
+  { id: "write-state", what: "write /state", fix: "restart the container: the entrypoint makes /state node-owned 0711 and every entry service-only" },
+  { id: "read-credentials", what: "read the credentials", fix: "restart the container: the entrypoint makes /state/credentials.json service-only (0600)" },
+  { id: "signal-service", what: "signal the service", fix: "check that the agent runs as its own uid (probe.identity) and holds no capability (probe.capabilities)" },
+  { id: "setpriv-node", what: "switch to node with setpriv --reuid=node", fix: "check probe.capabilities and probe.no-new-privs, and that no set-user-ID setpriv is installed (image.tools)" },
+];
+/** What only the spawn's confinement refuses: possible warns, and fails where the kernel offers the confinement. */
+export const CONFINED_ATTEMPTS: readonly AttemptCheck[] = [
+  { id: "lower-oom-score", what: "lower its oom_score_adj (not confined: a raise the shim made can be undone)", fix: CONFINEMENT_FIX, unsure: DOCTOR_UNSURE },
+  { id: "abstract-socket", what: "connect to an abstract unix socket outside its domain (not confined)", fix: CONFINEMENT_FIX, unsure: DOCTOR_UNSURE },
 ];
 
-/** Pure: the probe's seccomp against the auditor's own (the audit is the service's child: the filters it already had). */
-export function probeSeccompCheck(report: ProbeReport, auditor: { mode: string | null; filters: number | null } | undefined, offered = false): Check {
-  const id = "probe.seccomp";
-  const found = { pid: report.pid, seccomp: report.seccomp, auditor: auditor ?? null };
-  const { mode, filters } = report.seccomp;
-  if (mode === null) return warn(id, "the kernel shows no Seccomp: field for the agent: no seccomp, agent work runs under the uid boundary only", found, CONFINEMENT_FIX);
-  if (filters === null || auditor?.filters === null || auditor === undefined) {
-    return warn(id, `the agent runs with Seccomp: ${mode}; the kernel does not count filters (Seccomp_filters:, Linux 5.9+), so whether it has one of its own cannot be told`, found, CONFINEMENT_FIX);
+/** Pure: the "probe" check: whether it ran, and if not, why. */
+export function judgeProbeRun(run: ProbeRun): Verdict {
+  switch (run.kind) {
+    case "single-uid":
+      return warn("nothing to probe: no agent uid is configured", {}, null);
+    case "no-ids":
+      return fail("cannot probe: the users and groups of ADR 0272 are not all defined", {}, "fix the accounts check first");
+    case "blocked":
+      return fail(`cannot start the probe: ${run.blocker}`, { uids: run.self.uids, capEff: namesOf(run.self.capEff), noNewPrivs: run.self.noNewPrivs ? 1 : 0 }, DOCTOR_FIX);
+    case "unstartable":
+      return fail(`cannot start the probe: ${run.error}`, { error: run.error }, run.fix);
+    case "failed": {
+      const { result } = run;
+      const said = result.stderr.toString("utf8").trim().split("\n")[0] ?? "";
+      const how = result.error ?? (result.signal ? `killed by ${result.signal}` : `exit ${result.status}`);
+      return fail(`the probe did not run (${how})${said ? `: ${said}` : ""}`, { command: [result.path], status: result.status, signal: result.signal, error: result.error ?? null, stderr: said }, "fix what the shim names, then run the probe again");
+    }
+    case "unreadable":
+      return fail(`the probe's report is unreadable: ${run.error}`, { stdout: run.stdout.slice(0, 500) }, "rebuild the image: the probe and the audit come from different builds");
+    case "ran":
+      return pass(`the probe ran through ${AGENT_EXEC_PATH} (pid ${run.report.pid})`, { pid: run.report.pid });
   }
-  if (filters > auditor.filters) return pass(id, `the agent runs under ${filters} seccomp filter${filters === 1 ? "" : "s"} (Seccomp: ${mode}), ${filters - auditor.filters} more than this audit's ${auditor.filters}: a filter of its own`, found);
-  return (offered ? fail : warn)(id, `not confined: the agent runs under ${filters} seccomp filter${filters === 1 ? "" : "s"} (Seccomp: ${mode}), no more than this audit's ${auditor.filters}: no filter of its own, agent work runs under the uid boundary${filters > 0 ? " and the engine's profile" : ""} only`, found, offered ? UNCONFINED_FIX : CONFINEMENT_FIX);
 }
 
-/** Pure: checks from a report. */
-export function probeChecks(report: ProbeReport, ids: Identities, auditorSeccomp?: { mode: string | null; filters: number | null }, confinementOffered = false): Check[] {
-  const checks: Check[] = [];
+/** Pure: probe.identity. */
+export function judgeProbeIdentity(report: ProbeReport, ids: Identities): Verdict {
   const wantGroups = agentGroups(ids);
-  const idsFound = { pid: report.pid, uids: report.uids, gids: report.gids, groups: report.groups, want: { uid: ids.agent.uid, gid: ids.agent.gid, groups: wantGroups } };
+  const found = { pid: report.pid, uids: report.uids, gids: report.gids, groups: report.groups, want: { uid: ids.agent.uid, gid: ids.agent.gid, groups: wantGroups } };
   const sameGroups = [...new Set(report.groups)].sort((a, b) => a - b).join(",") === wantGroups.join(",");
   if (report.uids.every((u) => u === ids.agent.uid) && report.gids.every((g) => g === ids.agent.gid) && sameGroups) {
-    checks.push(pass("probe.identity", `the probe ran as ${ids.agent.name}: uid ${ids.agent.uid}, gid ${ids.agent.gid}, groups ${wantGroups.join(",")}`, idsFound));
-  } else {
-    checks.push(fail("probe.identity", `the probe ran with uids ${report.uids.join(",")} gids ${report.gids.join(",")} groups ${report.groups.join(",")}`, idsFound, "check the accounts of ADR 0272 and the shim; do not start agent work until this passes"));
+    return pass(`the probe ran as ${ids.agent.name}: uid ${ids.agent.uid}, gid ${ids.agent.gid}, groups ${wantGroups.join(",")}`, found);
   }
+  return fail(`the probe ran with uids ${report.uids.join(",")} gids ${report.gids.join(",")} groups ${report.groups.join(",")}`, found, "check the accounts of ADR 0272 and the shim; do not start agent work until this passes");
+}
+
+/** Pure: probe.capabilities. */
+export function judgeProbeCapabilities(report: ProbeReport): Verdict {
   const sets = Object.fromEntries(Object.entries(report.sets).map(([name, mask]) => [name, { mask, names: namesOf(BigInt(mask)) }]));
-  const held = ["CapInh", "CapPrm", "CapEff", "CapAmb"].filter((name) => BigInt(report.sets[name as keyof ProbeReport["sets"]]) !== 0n);
-  if (held.length === 0) {
-    checks.push(pass("probe.capabilities", `the agent holds no capability (CapInh, CapPrm, CapEff, CapAmb empty; bounding set ${namesOf(BigInt(report.sets.CapBnd)).join(",") || "empty"}, which NoNewPrivs keeps unreachable)`, { pid: report.pid, sets }));
-  } else {
-    checks.push(fail("probe.capabilities", `the agent holds capabilities in ${held.join(", ")}`, { pid: report.pid, sets }, "do not start agent work until this passes; report it with this output"));
-  }
-  if (report.noNewPrivs === 1) checks.push(pass("probe.no-new-privs", "the agent has NoNewPrivs 1", { pid: report.pid, noNewPrivs: 1 }));
-  else checks.push(fail("probe.no-new-privs", "the agent has NoNewPrivs 0", { pid: report.pid, noNewPrivs: 0 }, "add --security-opt no-new-privileges to docker run"));
-  checks.push(probeSeccompCheck(report, auditorSeccomp, confinementOffered));
-  for (const { id, what, fix, possible, unsure } of ATTEMPTS) {
-    const attempt = report.attempts.find((a) => a.id === id);
-    const checkId = `probe.${id}`;
-    if (!attempt) checks.push(fail(checkId, `the probe did not try to ${what}`, {}, "rebuild the image: the probe and the audit come from different builds"));
-    else if (attempt.outcome === "denied") checks.push(pass(checkId, `the agent cannot ${what.replace(/ \(.*\)$/, "")}: ${attempt.detail}`, { ...attempt }));
-    else if (attempt.outcome === "possible") {
-      const failing = possible === "fail" || confinementOffered;
-      checks.push((failing ? fail : warn)(checkId, `the agent CAN ${what}: ${attempt.detail}`, { ...attempt }, possible === "warn" && confinementOffered ? UNCONFINED_FIX : fix));
-    }
-    else checks.push(warn(checkId, `could not tell whether the agent can ${what.replace(/ \(.*\)$/, "")}: ${attempt.detail}`, { ...attempt }, unsure ?? UNSURE_FIX));
-  }
-  return checks;
+  const held = (["CapInh", "CapPrm", "CapEff", "CapAmb"] as const).filter((name) => BigInt(report.sets[name]) !== 0n);
+  if (held.length > 0) return fail(`the agent holds capabilities in ${held.join(", ")}`, { pid: report.pid, sets }, "do not start agent work until this passes; report it with this output");
+  return pass(`the agent holds no capability (CapInh, CapPrm, CapEff, CapAmb empty; bounding set ${namesOf(BigInt(report.sets.CapBnd)).join(",") || "empty"}, which NoNewPrivs keeps unreachable)`, { pid: report.pid, sets });
 }
 
-/** Pure: a failed start of the probe, in one check. */
-export function probeStartFailure(result: CaptureResult): Check {
-  const said = result.stderr.toString("utf8").trim().split("\n")[0] ?? "";
-  const how = result.error ?? (result.signal ? `killed by ${result.signal}` : `exit ${result.status}`);
-  return fail("probe", `the probe did not run (${how})${said ? `: ${said}` : ""}`, { command: [result.path], status: result.status, signal: result.signal, error: result.error ?? null, stderr: said }, "fix what the shim names, then run the probe again");
+/** Pure: probe.no-new-privs. */
+export function judgeProbeNoNewPrivs(report: ProbeReport): Verdict {
+  if (report.noNewPrivs === 1) return pass("the agent has NoNewPrivs 1", { pid: report.pid, noNewPrivs: 1 });
+  return fail("the agent has NoNewPrivs 0", { pid: report.pid, noNewPrivs: 0 }, "add --security-opt no-new-privileges to docker run");
 }
 
-export function runProbe(mode: Mode, self: ProcessCredentials, ids: Identities | undefined, servicePid: number, confinementOffered = false): Check[] {
-  if (mode === "single-uid") return [warn("probe", "nothing to probe: no agent uid is configured", {}, null)];
-  if (!ids) return [fail("probe", "cannot probe: the users and groups of ADR 0272 are not all defined", {}, "fix the accounts check first")];
-  const blocker = probeBlocker(self, ids);
-  if (blocker) return [fail("probe", `cannot start the probe: ${blocker}`, { uids: self.uids, capEff: namesOf(self.capEff), noNewPrivs: self.noNewPrivs ? 1 : 0 }, DOCTOR_FIX)];
+/** Pure: the probe's seccomp against the auditor's own (the audit is the service's child: the filters it already had). */
+export function judgeProbeSeccomp(report: ProbeReport, auditor: Seccomp | undefined, offered = false): Verdict {
+  const found = { pid: report.pid, seccomp: report.seccomp, auditor: auditor ?? null };
+  const { mode, filters } = report.seccomp;
+  if (mode === null) return warn("the kernel shows no Seccomp: field for the agent: no seccomp, agent work runs under the uid boundary only", found, CONFINEMENT_FIX);
+  if (filters === null || auditor?.filters === null || auditor === undefined) {
+    return warn(`the agent runs with Seccomp: ${mode}; the kernel does not count filters (Seccomp_filters:, Linux 5.9+), so whether it has one of its own cannot be told`, found, CONFINEMENT_FIX);
+  }
+  const count = `${filters} seccomp filter${filters === 1 ? "" : "s"} (Seccomp: ${mode})`;
+  if (filters > auditor.filters) return pass(`the agent runs under ${count}, ${filters - auditor.filters} more than this audit's ${auditor.filters}: a filter of its own`, found);
+  return (offered ? fail : warn)(`not confined: the agent runs under ${count}, no more than this audit's ${auditor.filters}: no filter of its own, agent work runs under the uid boundary${filters > 0 ? " and the engine's profile" : ""} only`, found, offered ? UNCONFINED_FIX : CONFINEMENT_FIX);
+}
+
+/** Pure: one attempt of the probe; `confined` for what only the spawn's confinement refuses. */
+export function judgeProbeAttempt(spec: AttemptCheck, report: ProbeReport, confined: boolean, offered = false): Verdict {
+  const attempt = report.attempts.find((a) => a.id === spec.id);
+  const plain = spec.what.replace(/ \(.*\)$/, "");
+  if (!attempt) return fail(`the probe did not try to ${spec.what}`, {}, "rebuild the image: the probe and the audit come from different builds");
+  if (attempt.outcome === "denied") return pass(`the agent cannot ${plain}: ${attempt.detail}`, { ...attempt });
+  if (attempt.outcome === "inconclusive") return warn(`could not tell whether the agent can ${plain}: ${attempt.detail}`, { ...attempt }, spec.unsure ?? UNSURE_FIX);
+  return (!confined || offered ? fail : warn)(`the agent CAN ${spec.what}: ${attempt.detail}`, { ...attempt }, confined && offered ? UNCONFINED_FIX : spec.fix);
+}
+
+/** Starts the probe through the shim, when it can start at all; the reader of the probe fact. */
+export function runProbe(at: { mode: Mode; self: ProcessCredentials; ids: Identities | undefined; servicePid: number }): ProbeRun {
+  if (at.mode === "single-uid") return { kind: "single-uid" };
+  if (!at.ids) return { kind: "no-ids" };
+  const blocker = probeBlocker(at.self, at.ids);
+  if (blocker) return { kind: "blocked", blocker, self: at.self };
   let result: CaptureResult;
   const socket = listenAbstract();
   try {
-    result = runCapture(probeRequest(servicePid, socket?.name));
+    result = runCapture(probeRequest(at.servicePid, socket?.name));
   } catch (error) {
-    return [fail("probe", `cannot start the probe: ${reasonOf(error)}`, { error: reasonOf(error) }, error instanceof Refusal ? error.fix : "check the installed executable (image.executable)")];
+    return { kind: "unstartable", error: reasonOf(error), fix: error instanceof Refusal ? error.fix : "check the installed executable (image.executable)" };
   } finally {
     socket?.server.close();
   }
-  if (result.error !== undefined || result.status !== 0) return [probeStartFailure(result)];
-  let report: ProbeReport;
+  if (result.error !== undefined || result.status !== 0) return { kind: "failed", result };
   try {
-    report = parseProbeReport(result.stdout.toString("utf8"));
+    return { kind: "ran", report: parseProbeReport(result.stdout.toString("utf8")) };
   } catch (error) {
-    return [fail("probe", `the probe's report is unreadable: ${reasonOf(error)}`, { stdout: result.stdout.toString("utf8").slice(0, 500) }, "rebuild the image: the probe and the audit come from different builds")];
+    return { kind: "unreadable", error: reasonOf(error), stdout: result.stdout.toString("utf8") };
   }
-  const auditor = parseSeccompStatus(readFileSync("/proc/self/status", "latin1"));
-  return [pass("probe", `the probe ran through ${AGENT_EXEC_PATH} (pid ${report.pid})`, { pid: report.pid }), ...probeChecks(report, ids, auditor, confinementOffered)];
 }
 
 /*

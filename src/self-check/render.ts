@@ -1,56 +1,14 @@
 /*
  * The audit's two forms. JSON: one document (docs/self-check.schema.json),
- * stable. Text, for people: one line per check, failures first, then
- * warnings, then passes, each with its fix, and a one-line verdict. Pure.
+ * stable, its checks in the order of the list (checks.ts). Text, for
+ * people: one line per check, failures first, then warnings, then passes,
+ * each with its fix, and a one-line verdict. Pure.
  */
 import type { Check, Status } from "./check.ts";
 import type { Boundary, Mode } from "./mode.ts";
 import type { Relation } from "./judged.ts";
 
 export const SCHEMA_VERSION = 1;
-
-/** The order checks appear in the JSON document and, within a status, in the text. */
-export const CHECK_ORDER: readonly string[] = [
-  "mode",
-  "boundary",
-  "process.ids",
-  "process.capabilities",
-  "process.no-new-privs",
-  "accounts",
-  "state.layout",
-  "state.release",
-  "state.agent-home",
-  "state.agent-volume",
-  "workspace.top",
-  "workspace.marker",
-  "image.executable",
-  "image.bundle",
-  "image.tools",
-  "image.setuid",
-  "image.file-capabilities",
-  "image.mounts",
-  "image.read-only-root",
-  "processes.root",
-  "processes.workspace-exe",
-  "environment",
-  "kernel.legacy-tiocsti",
-  "kernel.protected-hardlinks",
-  "kernel.protected-symlinks",
-  "kernel.protected-regular",
-  "kernel.protected-fifos",
-  "agent.confinement",
-  "probe",
-  "probe.identity",
-  "probe.capabilities",
-  "probe.no-new-privs",
-  "probe.write-state",
-  "probe.read-credentials",
-  "probe.signal-service",
-  "probe.setpriv-node",
-  "probe.seccomp",
-  "probe.lower-oom-score",
-  "probe.abstract-socket",
-];
 
 export interface SelfCheckDocument {
   schemaVersion: number;
@@ -66,17 +24,8 @@ export interface SelfCheckDocument {
   checks: Check[];
 }
 
-function rank(id: string): number {
-  const at = CHECK_ORDER.indexOf(id);
-  return at < 0 ? CHECK_ORDER.length : at;
-}
-
-export function sortChecks(checks: readonly Check[]): Check[] {
-  return [...checks].sort((a, b) => rank(a.id) - rank(b.id));
-}
-
 export function buildDocument(parts: Omit<SelfCheckDocument, "schemaVersion" | "ok" | "counts" | "checks"> & { checks: readonly Check[] }): SelfCheckDocument {
-  const checks = sortChecks(parts.checks);
+  const checks = [...parts.checks];
   const counts: Record<Status, number> = { pass: 0, warn: 0, fail: 0 };
   for (const check of checks) counts[check.status]++;
   return {

@@ -15,7 +15,7 @@ import type { Identities } from "../accounts.ts";
 import { type CapabilityMask, formatMask, maskOf, namesOf } from "../os/capabilities.ts";
 import { SERVICE_CAPABILITIES } from "../constants.ts";
 import type { ProcessCredentials } from "../os/proc-status.ts";
-import { type Check, fail, pass, warn } from "./check.ts";
+import { fail, pass, type Verdict, warn } from "./check.ts";
 import type { Mode } from "./mode.ts";
 
 export interface JudgedProcess {
@@ -31,14 +31,13 @@ function decode(mask: CapabilityMask): { mask: string; names: string[] } {
   return { mask: formatMask(mask), names: namesOf(mask) };
 }
 
+/** The five capability sets, by their names in /proc/<pid>/status. */
+export function capabilitySets(creds: ProcessCredentials): Array<[string, CapabilityMask]> {
+  return [["CapInh", creds.capInh], ["CapPrm", creds.capPrm], ["CapEff", creds.capEff], ["CapAmb", creds.capAmb], ["CapBnd", creds.capBnd]];
+}
+
 function sets(creds: ProcessCredentials): Record<string, { mask: string; names: string[] }> {
-  return {
-    CapInh: decode(creds.capInh),
-    CapPrm: decode(creds.capPrm),
-    CapEff: decode(creds.capEff),
-    CapAmb: decode(creds.capAmb),
-    CapBnd: decode(creds.capBnd),
-  };
+  return Object.fromEntries(capabilitySets(creds).map(([name, mask]) => [name, decode(mask)]));
 }
 
 function sameSet(a: readonly number[], b: readonly number[]): boolean {
@@ -47,55 +46,52 @@ function sameSet(a: readonly number[], b: readonly number[]): boolean {
   return x === y;
 }
 
-export function checkProcessIds(judged: JudgedProcess, ids: Identities | undefined, mode: Mode): Check {
-  const id = "process.ids";
+export function judgeProcessIds(judged: JudgedProcess, ids: Identities | undefined, mode: Mode): Verdict {
   const { creds } = judged;
   const found: Record<string, unknown> = { pid: judged.pid, name: judged.name, uids: creds.uids, gids: creds.gids, groups: creds.groups };
   if (creds.uids.some((uid) => uid === 0) || creds.gids.some((gid) => gid === 0)) {
-    return fail(id, `pid ${judged.pid} runs with uids ${creds.uids.join(",")} gids ${creds.gids.join(",")}: root`, found, LAUNCH_FIX);
+    return fail(`pid ${judged.pid} runs with uids ${creds.uids.join(",")} gids ${creds.gids.join(",")}: root`, found, LAUNCH_FIX);
   }
   if (mode === "single-uid") {
     const wrong = ids && creds.uids.some((uid) => uid !== ids.service.uid);
-    if (wrong) return warn(id, `pid ${judged.pid} runs as uid ${creds.uids.join(",")}, not ${ids.service.name} (${ids.service.uid})`, found, `run the service as ${ids.service.name} (docker run --user ${ids.service.name})`);
-    return pass(id, `pid ${judged.pid} runs as uid ${creds.uids[0]}, gid ${creds.gids[0]}, groups ${creds.groups.join(",") || "none"}`, found);
+    if (wrong) return warn(`pid ${judged.pid} runs as uid ${creds.uids.join(",")}, not ${ids.service.name} (${ids.service.uid})`, found, `run the service as ${ids.service.name} (docker run --user ${ids.service.name})`);
+    return pass(`pid ${judged.pid} runs as uid ${creds.uids[0]}, gid ${creds.gids[0]}, groups ${creds.groups.join(",") || "none"}`, found);
   }
-  if (!ids) return fail(id, `cannot say which ids pid ${judged.pid} should have: the users and groups of ADR 0272 are not all defined (see accounts)`, found, "fix the accounts check first");
+  if (!ids) return fail(`cannot say which ids pid ${judged.pid} should have: the users and groups of ADR 0272 are not all defined (see accounts)`, found, "fix the accounts check first");
   const want = { uid: ids.service.uid, gid: ids.service.gid, groups: ids.serviceGroups };
   found.want = want;
   const wrong: string[] = [];
   if (creds.uids.some((uid) => uid !== want.uid)) wrong.push(`uids ${creds.uids.join(",")} (want ${want.uid} in all four)`);
   if (creds.gids.some((gid) => gid !== want.gid)) wrong.push(`gids ${creds.gids.join(",")} (want ${want.gid} in all four)`);
   if (!sameSet(creds.groups, want.groups)) wrong.push(`groups ${creds.groups.join(",") || "none"} (want ${want.groups.join(",")})`);
-  if (wrong.length > 0) return fail(id, `pid ${judged.pid}: ${wrong.join("; ")}`, found, LAUNCH_FIX);
-  return pass(id, `pid ${judged.pid} runs as ${ids.service.name}: uid ${want.uid}, gid ${want.gid}, groups ${want.groups.join(",")}`, found);
+  if (wrong.length > 0) return fail(`pid ${judged.pid}: ${wrong.join("; ")}`, found, LAUNCH_FIX);
+  return pass(`pid ${judged.pid} runs as ${ids.service.name}: uid ${want.uid}, gid ${want.gid}, groups ${want.groups.join(",")}`, found);
 }
 
-export function checkCapabilities(judged: JudgedProcess, mode: Mode): Check {
-  const id = "process.capabilities";
+export function judgeCapabilities(judged: JudgedProcess, mode: Mode): Verdict {
   const { creds } = judged;
   const found: Record<string, unknown> = { pid: judged.pid, sets: sets(creds) };
   if (mode === "single-uid") {
     found.want = { CapInh: formatMask(0n), CapPrm: formatMask(0n), CapEff: formatMask(0n), CapAmb: formatMask(0n), CapBnd: `${formatMask(0n)} (recommended)` };
     const held = creds.capInh | creds.capPrm | creds.capEff | creds.capAmb;
-    if (held !== 0n) return fail(id, `pid ${judged.pid} holds ${namesOf(held).join(", ")} in a single-uid body`, found, "launch with --cap-drop ALL (today's launch) or with the flags of ADR 0272");
+    if (held !== 0n) return fail(`pid ${judged.pid} holds ${namesOf(held).join(", ")} in a single-uid body`, found, "launch with --cap-drop ALL (today's launch) or with the flags of ADR 0272");
     if (creds.capBnd !== 0n) {
-      return warn(id, `pid ${judged.pid} holds no capability, but its bounding set keeps ${namesOf(creds.capBnd).join(", ")} for set-user-ID programs to regain`, found, "launch with --cap-drop ALL");
+      return warn(`pid ${judged.pid} holds no capability, but its bounding set keeps ${namesOf(creds.capBnd).join(", ")} for set-user-ID programs to regain`, found, "launch with --cap-drop ALL");
     }
-    return pass(id, `pid ${judged.pid} holds no capability and its bounding set is empty`, found);
+    return pass(`pid ${judged.pid} holds no capability and its bounding set is empty`, found);
   }
   const want = formatMask(SERVICE_MASK);
   found.want = { CapInh: want, CapPrm: want, CapEff: want, CapAmb: want, CapBnd: want, names: [...SERVICE_CAPABILITIES] };
   const wrong = Object.entries(sets(creds))
     .filter(([, set]) => set.mask !== want)
     .map(([name, set]) => `${name} ${set.names.join(",") || "none"}`);
-  if (wrong.length > 0) return fail(id, `pid ${judged.pid}: ${wrong.join("; ")} (want exactly ${SERVICE_CAPABILITIES.join(", ")} in every set)`, found, LAUNCH_FIX);
-  return pass(id, `pid ${judged.pid} holds exactly ${SERVICE_CAPABILITIES.join(", ")} in every set (${want})`, found);
+  if (wrong.length > 0) return fail(`pid ${judged.pid}: ${wrong.join("; ")} (want exactly ${SERVICE_CAPABILITIES.join(", ")} in every set)`, found, LAUNCH_FIX);
+  return pass(`pid ${judged.pid} holds exactly ${SERVICE_CAPABILITIES.join(", ")} in every set (${want})`, found);
 }
 
-export function checkNoNewPrivs(judged: JudgedProcess, mode: Mode): Check {
-  const id = "process.no-new-privs";
+export function judgeNoNewPrivs(judged: JudgedProcess, mode: Mode): Verdict {
   const found = { pid: judged.pid, noNewPrivs: judged.creds.noNewPrivs ? 1 : 0 };
-  if (judged.creds.noNewPrivs) return pass(id, `pid ${judged.pid} has NoNewPrivs 1: set-user-ID bits and file capabilities cannot raise it or its children`, found);
-  if (mode === "single-uid") return warn(id, `pid ${judged.pid} has NoNewPrivs 0 (recommended: 1)`, found, "add --security-opt no-new-privileges to docker run");
-  return fail(id, `pid ${judged.pid} has NoNewPrivs 0: agent work could regain privileges through set-user-ID programs or file capabilities`, found, "add --security-opt no-new-privileges to docker run (Kubernetes: allowPrivilegeEscalation: false)");
+  if (judged.creds.noNewPrivs) return pass(`pid ${judged.pid} has NoNewPrivs 1: set-user-ID bits and file capabilities cannot raise it or its children`, found);
+  if (mode === "single-uid") return warn(`pid ${judged.pid} has NoNewPrivs 0 (recommended: 1)`, found, "add --security-opt no-new-privileges to docker run");
+  return fail(`pid ${judged.pid} has NoNewPrivs 0: agent work could regain privileges through set-user-ID programs or file capabilities`, found, "add --security-opt no-new-privileges to docker run (Kubernetes: allowPrivilegeEscalation: false)");
 }

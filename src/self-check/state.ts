@@ -9,20 +9,16 @@
  * entrypoint never walks it, also when it is a mount of its own; its top is
  * checked on its own, and whether it shares /state's filesystem too.
  */
-import { lstatSync } from "node:fs";
 import type { Identities } from "../accounts.ts";
 import { STATE_AGENT_NAME, STATE_DIR, STATE_INSTALL_NAME } from "../constants.ts";
 import { stateModes, stateRules } from "../layout/state.ts";
-import type { EntryView } from "../layout/rules.ts";
 import { Refusal } from "../report.ts";
-import { bounded, cannotRun, type Check, fail, octal, pass, warn } from "./check.ts";
+import { bounded, cannotLook, fail, octal, pass, type Verdict, warn } from "./check.ts";
+import type { Lstat } from "./facts.ts";
 import type { Mode } from "./mode.ts";
 import { displayPath, walkReadOnly, type WalkedEntry, type WalkProblem } from "./walk.ts";
 
 type StateZone = Parameters<ReturnType<typeof stateRules>>[1];
-
-/** How many offending entries a check lists; `count` says how many there were. */
-export const SHOWN_ENTRIES = 50;
 
 export interface StateViolation {
   path: string;
@@ -51,34 +47,6 @@ export interface StateAudit {
   umaskGroupBits: number;
 }
 
-function isName(name: WalkedEntry["name"], wanted: string): boolean {
-  return typeof name === "string" ? name === wanted : name.equals(Buffer.from(wanted));
-}
-
-/** The entrypoint's view of an entry, made lazily: the rules read the name and the path only now and then. */
-class LazyEntryView implements EntryView {
-  readonly #entry: WalkedEntry;
-  constructor(entry: WalkedEntry) {
-    this.#entry = entry;
-  }
-  get path(): string {
-    return displayPath(this.#entry.fsPath);
-  }
-  get name(): Buffer {
-    const name = this.#entry.name;
-    return typeof name === "string" ? Buffer.from(name) : name;
-  }
-  get kind(): WalkedEntry["kind"] {
-    return this.#entry.kind;
-  }
-  get st(): WalkedEntry["st"] {
-    return this.#entry.st;
-  }
-  get depth(): number {
-    return this.#entry.depth;
-  }
-}
-
 function describe(entry: WalkedEntry): Omit<StateViolation, "want" | "reason" | "fix"> {
   return { path: displayPath(entry.fsPath), kind: entry.kind, mode: octal(entry.st.mode), uid: entry.st.uid, gid: entry.st.gid };
 }
@@ -96,7 +64,7 @@ export function judgeStateEntry(
 ): { violation?: StateViolation; descend?: StateZone; pruned?: boolean; umaskGroupBits?: boolean } {
   let decision;
   try {
-    decision = rules(new LazyEntryView(entry), zone);
+    decision = rules(entry, zone);
   } catch (error) {
     if (!(error instanceof Refusal)) throw error;
     if (entry.otherDevice) return { violation: { ...describe(entry), reason: MOUNTED_INSIDE } };
@@ -132,7 +100,7 @@ export function auditState(ids: Identities, root: string = STATE_DIR): StateAudi
     "top",
     (entry, zone) => {
       const verdict = judgeStateEntry(rules, entry, zone);
-      const releaseTop = zone === "top" && isName(entry.name, STATE_INSTALL_NAME);
+      const releaseTop = zone === "top" && entry.name.equals(Buffer.from(STATE_INSTALL_NAME));
       if (releaseTop) audit.releasePresent = true;
       const inRelease = zone === "release" || releaseTop;
       if (verdict.violation) (inRelease ? audit.release : audit.layout).push(verdict.violation);
@@ -168,99 +136,73 @@ function unreadable(problems: readonly WalkProblem[]): string[] {
   return problems.map((p) => `${p.syscall} ${p.path}: ${p.code}`);
 }
 
-/** Pure: state.layout and state.release from one walk. */
-export function stateChecks(audit: StateAudit, mode: Mode): Check[] {
-  const separated = mode !== "single-uid";
+/** Pure: state.layout ("layout") or state.release ("release") from the one walk. */
+export function judgeStateZone(audit: StateAudit, zone: "layout" | "release", mode: Mode): Verdict {
   const releaseRoot = `${audit.root}/${STATE_INSTALL_NAME}`;
+  const release = zone === "release";
   // A problem with the root itself leaves both unchecked.
   const inRelease = (p: WalkProblem): boolean => p.path === audit.root || p.path === releaseRoot || p.path.startsWith(`${releaseRoot}/`);
-  const inLayout = (p: WalkProblem): boolean => p.path === audit.root || !inRelease(p);
-  const results: Check[] = [];
-  const groups = [
-    ["state.layout", audit.root, audit.layout, "", unreadable(audit.problems.filter(inLayout))] as const,
-    ["state.release", releaseRoot, audit.release, " of the release root", unreadable(audit.problems.filter(inRelease))] as const,
-  ];
-  for (const [id, where, violations, phrase, problems] of groups) {
-    const found = {
-      root: where,
-      checked: audit.checked,
-      violations: bounded(violations, SHOWN_ENTRIES),
-      unreadable: bounded(problems, SHOWN_ENTRIES),
-      ...(id === "state.layout" ? { umaskGroupBits: audit.umaskGroupBits } : {}),
-    };
-    if (violations.length > 0) {
-      const count = violations.length === 1 ? `1 entry${phrase} breaks` : `${violations.length} entries${phrase} break`;
-      const summary = `${count} the layout contract: ${examples(violations)}`;
-      results.push(separated ? fail(id, summary, found, refusedFirst(violations)) : warn(id, `${summary} (${SINGLE_UID_NOTE})`, found, refusedFirst(violations)));
-    } else if (problems.length > 0) {
-      const summary = `could not read ${problems.length} entr${problems.length === 1 ? "y" : "ies"} under ${audit.root}: ${problems.slice(0, 3).join("; ")}`;
-      results.push(fail(id, summary, found, "run the audit as root (docker exec CONTAINER clankie-separate --self-check), which can read every entry"));
-    } else if (id === "state.release" && !audit.releasePresent) {
-      results.push(warn(id, `no release root at ${where}`, found, "install the release under /state/install (the service's updater does), or ignore this if the service runs the release built into the image"));
-    } else {
-      const since =
-        id === "state.layout" && audit.umaskGroupBits > 0
-          ? ` (${audit.umaskGroupBits} made by the service since the start keep${audit.umaskGroupBits === 1 ? "s" : ""} its umask's group bits, of node's own group: the agent is not in it, and the next start removes them)`
-          : "";
-      results.push(pass(id, `${audit.checked} entries checked; every one ${id === "state.release" ? "of the release root " : ""}follows the layout contract${since}`, found));
-    }
+  const problems = unreadable(audit.problems.filter((p) => (release ? inRelease(p) : p.path === audit.root || !inRelease(p))));
+  const violations = release ? audit.release : audit.layout;
+  const found = {
+    root: release ? releaseRoot : audit.root,
+    checked: audit.checked,
+    violations: bounded(violations),
+    unreadable: bounded(problems),
+    ...(release ? {} : { umaskGroupBits: audit.umaskGroupBits }),
+  };
+  if (violations.length > 0) {
+    const summary = `${violations.length === 1 ? "1 entry" : `${violations.length} entries`}${release ? " of the release root" : ""} break${violations.length === 1 ? "s" : ""} the layout contract: ${examples(violations)}`;
+    return mode === "single-uid" ? warn(`${summary} (${SINGLE_UID_NOTE})`, found, refusedFirst(violations)) : fail(summary, found, refusedFirst(violations));
   }
-  return results;
+  if (problems.length > 0) {
+    const summary = `could not read ${problems.length} entr${problems.length === 1 ? "y" : "ies"} under ${audit.root}: ${problems.slice(0, 3).join("; ")}`;
+    return fail(summary, found, "run the audit as root (docker exec CONTAINER clankie-separate --self-check), which can read every entry");
+  }
+  if (release && !audit.releasePresent) {
+    return warn(`no release root at ${releaseRoot}`, found, "install the release under /state/install (the service's updater does), or ignore this if the service runs the release built into the image");
+  }
+  const since =
+    !release && audit.umaskGroupBits > 0
+      ? ` (${audit.umaskGroupBits} made by the service since the start keep${audit.umaskGroupBits === 1 ? "s" : ""} its umask's group bits, of node's own group: the agent is not in it, and the next start removes them)`
+      : "";
+  return pass(`${audit.checked} entries checked; every one ${release ? "of the release root " : ""}follows the layout contract${since}`, found);
 }
 
-/** /state/agent: a directory of the agent, mode 0700; never walked inside. */
-export function checkAgentHome(ids: Identities, mode: Mode, root: string = STATE_DIR): Check {
-  const id = "state.agent-home";
+/** Pure: /state/agent, a directory of the agent, mode 0700; never walked inside. */
+export function judgeAgentHome(ids: Identities, home: Lstat, mode: Mode, root: string = STATE_DIR): Verdict {
   const path = `${root}/${STATE_AGENT_NAME}`;
-  const separated = mode !== "single-uid";
-  let st;
-  try {
-    st = lstatSync(path);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT" && !separated) {
-      return warn(id, `${path} does not exist (${SINGLE_UID_NOTE})`, { path, exists: false }, null);
-    }
-    return cannotRun(id, path, error, "restart the container: the entrypoint creates it at every separated start", separated ? "fail" : "warn");
+  const single = mode === "single-uid";
+  if (!home.ok) {
+    if (home.code === "ENOENT" && single) return warn(`${path} does not exist (${SINGLE_UID_NOTE})`, { path, exists: false }, null);
+    return cannotLook(path, home.error, "restart the container: the entrypoint creates it at every separated start", single ? "warn" : "fail");
   }
+  const st = home.value;
   const want = { uid: ids.agent.uid, gid: ids.agent.gid, mode: octal(stateModes.agentHome()) };
   const found = { path, kind: st.isDirectory() ? "directory" : st.isSymbolicLink() ? "symlink" : "other", uid: st.uid, gid: st.gid, mode: octal(st.mode), want };
   const wrong: string[] = [];
   if (!st.isDirectory()) wrong.push(`it is a ${found.kind}, not a directory`);
   if (st.uid !== want.uid || st.gid !== want.gid) wrong.push(`owned by ${st.uid}:${st.gid}, want ${want.uid}:${want.gid} (${ids.agent.name})`);
   if (octal(st.mode) !== want.mode) wrong.push(`mode ${octal(st.mode)}, want ${want.mode}`);
-  if (wrong.length === 0) return pass(id, `${path} is the agent's (${want.uid}:${want.gid}, ${want.mode})`, found);
+  if (wrong.length === 0) return pass(`${path} is the agent's (${want.uid}:${want.gid}, ${want.mode})`, found);
   const summary = `${path}: ${wrong.join("; ")}`;
-  const fix = `remove it (rm -rf ${path}) and restart the container: the entrypoint recreates it empty for ${ids.agent.name}`;
-  return separated ? fail(id, summary, found, fix) : warn(id, `${summary} (${SINGLE_UID_NOTE})`, found, null);
+  return single ? warn(`${summary} (${SINGLE_UID_NOTE})`, found, null) : fail(summary, found, `remove it (rm -rf ${path}) and restart the container: the entrypoint recreates it empty for ${ids.agent.name}`);
 }
 
 /**
- * /state/agent on a filesystem of its own (st_dev differs from /state's).
+ * Pure: /state/agent on a filesystem of its own (st_dev differs from /state's).
  * On the same filesystem the agent can fill it, and the service's own writes
  * (credentials, event logs) then fail with ENOSPC. A warning, not a failure:
  * the launch decides, and a quota on a shared filesystem (which st_dev cannot
  * see) would also do.
  */
-export function checkAgentVolume(mode: Mode, root: string = STATE_DIR): Check {
-  const id = "state.agent-volume";
+export function judgeAgentVolume(top: Lstat, home: Lstat, mode: Mode, root: string = STATE_DIR): Verdict {
   const path = `${root}/${STATE_AGENT_NAME}`;
-  let top;
-  let home;
-  try {
-    top = lstatSync(root);
-    home = lstatSync(path);
-  } catch (error) {
-    return cannotRun(id, path, error, "restart the container: the entrypoint creates /state/agent at every separated start", "warn");
-  }
-  const found = { path, dev: home.dev, stateDev: top.dev };
-  if (home.dev !== top.dev) return pass(id, `${path} is a filesystem of its own: the agent cannot fill /state`, found);
+  if (!top.ok || !home.ok) return cannotLook(path, (!top.ok ? top : (home as { error: string })).error, "restart the container: the entrypoint creates /state/agent at every separated start", "warn");
+  const found = { path, dev: home.value.dev, stateDev: top.value.dev };
+  if (found.dev !== found.stateDev) return pass(`${path} is a filesystem of its own: the agent cannot fill /state`, found);
   const note = mode === "single-uid" ? ` (${SINGLE_UID_NOTE})` : "";
-  return warn(
-    id,
-    `${path} is on the filesystem of ${root}: the agent can fill it, and the service's writes to ${root} then fail with ENOSPC${note}`,
-    found,
-    AGENT_VOLUME_FIX,
-  );
+  return warn(`${path} is on the filesystem of ${root}: the agent can fill it, and the service's writes to ${root} then fail with ENOSPC${note}`, found, AGENT_VOLUME_FIX);
 }
 
 export const AGENT_VOLUME_FIX =

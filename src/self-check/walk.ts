@@ -13,18 +13,38 @@
 import { lstatSync, readdirSync, type Stats } from "node:fs";
 import { printablePath } from "../report.ts";
 import { type EntryKind, kindOf } from "../os/file-kind.ts";
+import type { EntryView } from "../layout/rules.ts";
 
 export type FsPath = string | Buffer;
 
-export interface WalkedEntry {
+/**
+ * One entry as the walk met it, and as the layout rules see it (EntryView):
+ * its display path and Buffer name are made only when a rule asks (a
+ * refusal, a skip), not for every entry of a large tree.
+ */
+export class WalkedEntry implements EntryView {
   /** What lstat and readdir were given. */
-  fsPath: FsPath;
-  name: FsPath;
-  kind: EntryKind;
-  st: Stats;
-  depth: number;
+  readonly fsPath: FsPath;
+  readonly fsName: FsPath;
+  readonly kind: EntryKind;
+  readonly st: Stats;
+  readonly depth: number;
   /** On another filesystem than the root (a mount point): never entered. */
-  otherDevice: boolean;
+  readonly otherDevice: boolean;
+  constructor(fsPath: FsPath, fsName: FsPath, kind: EntryKind, st: Stats, depth: number, otherDevice: boolean) {
+    this.fsPath = fsPath;
+    this.fsName = fsName;
+    this.kind = kind;
+    this.st = st;
+    this.depth = depth;
+    this.otherDevice = otherDevice;
+  }
+  get path(): string {
+    return displayPath(this.fsPath);
+  }
+  get name(): Buffer {
+    return typeof this.fsName === "string" ? Buffer.from(this.fsName) : this.fsName;
+  }
 }
 
 /** Something that could not be read: the walk goes on and the check reports it. */
@@ -84,7 +104,7 @@ export function walkReadOnly<C>(root: string, context: C, visit: Visit<C>, probl
     problems.push({ path: root, syscall: "lstat", code: code(error) });
     return 0;
   }
-  const first = visit({ fsPath: root, name: root, kind: kindOf(rootSt), st: rootSt, depth: 0, otherDevice: false }, context);
+  const first = visit(new WalkedEntry(root, root, kindOf(rootSt), rootSt, 0, false), context);
   if (first === undefined || !rootSt.isDirectory()) return 1;
   let visited = 1;
   const stack: Array<{ path: FsPath; depth: number; context: C }> = [{ path: root, depth: 0, context: first }];
@@ -104,7 +124,7 @@ export function walkReadOnly<C>(root: string, context: C, visit: Visit<C>, probl
       if (st === undefined) continue; // removed since readdir
       visited++;
       const otherDevice = st.dev !== rootSt.dev;
-      const next = visit({ fsPath, name, kind: kindOf(st), st, depth: dir.depth + 1, otherDevice }, dir.context);
+      const next = visit(new WalkedEntry(fsPath, name, kindOf(st), st, dir.depth + 1, otherDevice), dir.context);
       if (next === undefined || !st.isDirectory()) continue;
       if (otherDevice && !options.crossDevices) continue;
       if (typeof fsPath === "string" && options.excluded?.has(fsPath)) continue;

@@ -5,25 +5,31 @@
  * /state once it has walked the tree. The tree itself is not walked: it is
  * the agent's to change, and the marker records that the entrypoint walked it.
  */
-import { lstatSync, readFileSync, type Stats } from "node:fs";
 import type { Identities } from "../accounts.ts";
 import { WORKSPACE_DIR, WORKSPACE_GROUP, WORKSPACE_LAYOUT_VERSION } from "../constants.ts";
 import { parseMarker, WORKSPACE_MARKER } from "../layout/marker.ts";
 import { workspaceRules } from "../layout/workspace.ts";
 import { kindOf } from "../os/file-kind.ts";
-import { type Check, cannotRun, fail, octal, pass, warn } from "./check.ts";
+import { cannotLook, fail, octal, pass, type Verdict, warn } from "./check.ts";
+import type { Lstat } from "./facts.ts";
 import type { Mode } from "./mode.ts";
 
 const RESTART_FIX = "restart the container (docker restart CONTAINER): the root entrypoint gives /workspace its group and walks it again when the marker is stale";
 const SINGLE_UID_NOTE = "this body runs single-uid; the entrypoint applies it at the first start with the launch flags of ADR 0272";
 
 /** Pure: the top of /workspace against the depth-0 rule. */
-export function judgeWorkspaceTop(ids: Identities, top: Stats, stateDev: number, mode: Mode): Check {
-  const id = "workspace.top";
+/** A /workspace that cannot be looked at: no volume mounted there (single-uid warns). */
+function unmounted(what: string, top: Lstat & { ok: false }, mode: Mode): Verdict {
+  return cannotLook(what, top.error, `mount a volume at ${WORKSPACE_DIR}`, mode === "single-uid" ? "warn" : "fail");
+}
+
+export function judgeWorkspaceTop(ids: Identities, lstat: Lstat, stateDev: number, mode: Mode): Verdict {
+  if (!lstat.ok) return unmounted(WORKSPACE_DIR, lstat, mode);
+  const top = lstat.value;
   const decision = workspaceRules(ids, stateDev)({ path: WORKSPACE_DIR, name: Buffer.from(WORKSPACE_DIR), kind: kindOf(top), st: top, depth: 0 });
   const current = top.mode & 0o7777;
   const found: Record<string, unknown> = { path: WORKSPACE_DIR, kind: kindOf(top), uid: top.uid, gid: top.gid, mode: octal(current) };
-  if (decision.action !== "fix") return fail(id, `${WORKSPACE_DIR}: the entrypoint's rule does not apply`, found, RESTART_FIX);
+  if (decision.action !== "fix") return fail(`${WORKSPACE_DIR}: the entrypoint's rule does not apply`, found, RESTART_FIX);
   const want = { uid: decision.uid, gid: decision.gid, mode: octal(decision.mode ? decision.mode(current) : current) };
   found.want = want;
   const wrong: string[] = [];
@@ -31,18 +37,19 @@ export function judgeWorkspaceTop(ids: Identities, top: Stats, stateDev: number,
   if (top.uid !== want.uid) wrong.push(`owner ${top.uid}, want ${want.uid} (${ids.service.name})`);
   if (top.gid !== want.gid) wrong.push(`group ${top.gid}, want ${want.gid} (${WORKSPACE_GROUP})`);
   if (octal(current) !== want.mode) wrong.push(`mode ${octal(current)}, want ${want.mode} (group rwx and set-group-ID)`);
-  if (wrong.length === 0) return pass(id, `${WORKSPACE_DIR} is ${ids.service.name}:${WORKSPACE_GROUP} ${want.mode}: shared with the agent, new entries inherit the group`, found);
+  if (wrong.length === 0) return pass(`${WORKSPACE_DIR} is ${ids.service.name}:${WORKSPACE_GROUP} ${want.mode}: shared with the agent, new entries inherit the group`, found);
   const summary = `${WORKSPACE_DIR}: ${wrong.join("; ")}`;
-  return mode === "single-uid" ? warn(id, `${summary} (${SINGLE_UID_NOTE})`, found, null) : fail(id, summary, found, RESTART_FIX);
+  return mode === "single-uid" ? warn(`${summary} (${SINGLE_UID_NOTE})`, found, null) : fail(summary, found, RESTART_FIX);
 }
 
 /** Pure: the marker's text (or why it could not be read) against the layout version and the volume's identity. */
-export function judgeWorkspaceMarker(marker: { text: string } | { error: string }, top: Stats, mode: Mode): Check {
-  const id = "workspace.marker";
+export function judgeWorkspaceMarker(marker: { text: string } | { error: string }, lstat: Lstat, mode: Mode): Verdict {
+  if (!lstat.ok) return unmounted("the layout marker", lstat, mode);
+  const top = lstat.value;
   const found: Record<string, unknown> = { path: WORKSPACE_MARKER, wantVersion: WORKSPACE_LAYOUT_VERSION, workspace: { dev: top.dev, ino: top.ino } };
   const separated = mode !== "single-uid";
-  const complain = (summary: string, fix: string | null): Check =>
-    separated ? fail(id, summary, found, fix ?? RESTART_FIX) : warn(id, `${summary} (${SINGLE_UID_NOTE})`, found, fix);
+  const complain = (summary: string, fix: string | null): Verdict =>
+    separated ? fail(summary, found, fix ?? RESTART_FIX) : warn(`${summary} (${SINGLE_UID_NOTE})`, found, fix);
   if ("error" in marker) {
     found.error = marker.error;
     return complain(`no readable layout marker: ${marker.error}`, null);
@@ -57,28 +64,5 @@ export function judgeWorkspaceMarker(marker: { text: string } | { error: string 
   if (parsed.dev !== top.dev || parsed.ino !== top.ino) {
     return complain(`the layout marker names another volume (dev ${parsed.dev} ino ${parsed.ino}; /workspace is dev ${top.dev} ino ${top.ino})`, null);
   }
-  return pass(id, `layout marker version ${parsed.version} names this /workspace volume: the entrypoint walked it`, found);
-}
-
-function readMarker(): { text: string } | { error: string } {
-  try {
-    const st = lstatSync(WORKSPACE_MARKER);
-    if (!st.isFile()) return { error: `${WORKSPACE_MARKER} is a ${kindOf(st)}` };
-    if (st.size > 256) return { error: `${WORKSPACE_MARKER} is ${st.size} bytes` };
-    return { text: readFileSync(WORKSPACE_MARKER, "latin1") };
-  } catch (error) {
-    return { error: `read ${WORKSPACE_MARKER}: ${(error as NodeJS.ErrnoException).code ?? String(error)}` };
-  }
-}
-
-export function workspaceChecks(ids: Identities, stateDev: number | undefined, mode: Mode): Check[] {
-  let top: Stats;
-  try {
-    top = lstatSync(WORKSPACE_DIR);
-  } catch (error) {
-    const status = mode === "single-uid" ? "warn" : "fail";
-    const fix = `mount a volume at ${WORKSPACE_DIR}`;
-    return [cannotRun("workspace.top", WORKSPACE_DIR, error, fix, status), cannotRun("workspace.marker", "the layout marker", error, fix, status)];
-  }
-  return [judgeWorkspaceTop(ids, top, stateDev ?? -1, mode), judgeWorkspaceMarker(readMarker(), top, mode)];
+  return pass(`layout marker version ${parsed.version} names this /workspace volume: the entrypoint walked it`, found);
 }

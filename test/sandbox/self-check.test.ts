@@ -123,7 +123,7 @@ const HOST_SECCOMP_ERRNO = (() => {
     return false;
   }
 })();
-const CONFINEMENT_WARNINGS = Number(HOST_LANDLOCK) >= 6 && HOST_SECCOMP_ERRNO ? [] : ["agent.confinement"];
+const CONFINEMENT_WARNINGS = [...(Number(HOST_LANDLOCK) >= 6 && HOST_SECCOMP_ERRNO ? [] : ["agent.confinement"]), ...(HOST_LANDLOCK !== "none" && HOST_SECCOMP_ERRNO ? [] : ["agent.stop-route"])];
 
 /**
  * The warnings every healthy separated body in this sandbox has: what the
@@ -319,7 +319,7 @@ rootTest(SelfCheck, "text form: one line per check, failures first with their fi
     const result = shDoctor(body, "touch /state/planted; chmod 0664 /state/planted", []);
     assert.is(result.status, 1);
     const out = result.stdout.trimEnd().split("\n");
-    assert.is(out.length, 29, result.stdout); // 28 checks without --probe, and the verdict
+    assert.is(out.length, 31, result.stdout); // 30 checks without --probe, and the verdict
     assert.match(out[0]!, /^FAIL state\.layout: 1 entry breaks the layout contract: \/state\/planted \(file 0664 1000:1000, want 0600 1000:1000\); fix: restart the container/);
     const statuses = out.slice(0, -1).map((line) => line.split(" ")[0]);
     assert.equal(statuses, [...statuses].sort((a, b) => ["FAIL", "WARN", "PASS"].indexOf(a!) - ["FAIL", "WARN", "PASS"].indexOf(b!)));
@@ -344,7 +344,8 @@ rootTest(SelfCheck, "faults the service can plant in /state, /workspace and its 
       "cp /usr/bin/sleep /workspace/sleeper; /workspace/sleeper 30 &",
     ].join("\n");
     const audit = parse(shDoctor(body, plant, ["--json"]));
-    assertFailing(audit, ["state.layout", "state.release", "state.agent-home", "workspace.top", "workspace.marker", "processes.workspace-exe"]);
+    // The sleeper, started by the service, also holds its SETUID and SETGID (processes.capabilities).
+    assertFailing(audit, ["state.layout", "state.release", "state.agent-home", "workspace.top", "workspace.marker", "processes.workspace-exe", "processes.capabilities"]);
     const layout = check(audit, "state.layout").found.violations;
     assert.is(layout.count, 61, "60 planted files and /state/agent.old");
     assert.is(layout.shown.length, 50);
@@ -354,6 +355,33 @@ rootTest(SelfCheck, "faults the service can plant in /state, /workspace and its 
     assert.match(check(audit, "workspace.top").summary, /mode 0775, want 2775/);
     assert.match(check(audit, "workspace.marker").summary, /no readable layout marker: read \/state\/\.clankie-separate\/workspace-layout: ENOENT/);
     assert.is(check(audit, "processes.workspace-exe").found.underWorkspace.shown[0].exe, "/workspace/sleeper");
+  });
+});
+
+/*
+ * What processes.capabilities is about, as the control: a program the
+ * service starts the way execa and child_process do inherits its ambient
+ * SETUID and SETGID (capabilities(7)) and becomes uid 0 with setpriv; started
+ * capability-free (as systemExec is to start them) it cannot. The audit flags
+ * the first kind beside the service and passes the second.
+ */
+rootTest(SelfCheck, "processes.capabilities: a child of the service with its ambient SETUID and SETGID becomes uid 0 and fails the check; a capability-free child cannot and passes", () => {
+  inBody(seededBody(), (body) => {
+    const becomeRoot = "/usr/bin/setpriv --reuid=0 --regid=0 --clear-groups -- /usr/bin/id -u";
+    const held = shDoctor(body, `/bin/sh -c '${becomeRoot}' >&2\n/usr/bin/sleep 30 &`, ["--json"]);
+    assert.match(held.stderr, /^0$/m, "a child holding the service's capabilities became uid 0");
+    const flagged = parse(held);
+    assertFailing(flagged, ["processes.capabilities"]);
+    const holder = check(flagged, "processes.capabilities").found.holders.shown[0];
+    assert.equal([holder.name, holder.exe, holder.capabilities], ["sleep", "/usr/bin/sleep", ["SETGID", "SETUID"]]);
+    assert.match(check(flagged, "processes.capabilities").fix!, /systemExec/);
+
+    const dropped = "/usr/bin/setpriv --inh-caps=-all --ambient-caps=-all --";
+    const clean = shDoctor(body, `set +e\n${dropped} /bin/sh -c '${becomeRoot}' >&2\necho "exit $?" >&2\nset -e\n${dropped} /usr/bin/sleep 30 &\nsleep 0.2`, ["--json"]);
+    assert.match(clean.stderr, /setresuid failed: Operation not permitted\nexit 127$/m, clean.stderr);
+    const passed = parse(clean);
+    assertFailing(passed, []);
+    assert.is(check(passed, "processes.capabilities").status, "pass", check(passed, "processes.capabilities").summary);
   });
 });
 

@@ -10,10 +10,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import type { Identities } from "../../src/accounts.ts";
-import { auditState } from "../../src/self-check/state.ts";
-import { walkReadOnly, type WalkProblem } from "../../src/self-check/walk.ts";
-import { REPO } from "../helpers/paths.ts";
+import type { Identities } from "../../../src/accounts.ts";
+import { auditState } from "../../../src/self-check/state.ts";
+import { walkReadOnly, type WalkProblem } from "../../../src/self-check/walk.ts";
+import { REPO } from "../../helpers/paths.ts";
 
 const Walk = suite("read-only walk");
 const uid = process.getuid!();

@@ -1,12 +1,11 @@
 /* Which process is judged, the mode, and the boundary label: pure, no privileges. */
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { resolveIdentities } from "../../src/accounts.ts";
-import { chooseJudged, handedDownByService, relationTo } from "../../src/self-check/judged.ts";
-import { boundaryCheck, boundaryOf, classifyMode, modeCheck, NOT_YET } from "../../src/self-check/mode.ts";
-import type { ProcessCredentials, ProcessEntry } from "../../src/os/proc-status.ts";
-import type { Readable } from "../../src/self-check/proc-table.ts";
-import { DEFAULT_GROUP, DEFAULT_PASSWD } from "../helpers/sandbox.ts";
+import { resolveIdentities } from "../../../src/accounts.ts";
+import { boundaryOf, classifyMode, judgeBoundary, judgeMode, NOT_YET } from "../../../src/self-check/mode.ts";
+import type { ProcessCredentials, ProcessEntry } from "../../../src/os/proc-status.ts";
+import type { Readable } from "../../../src/self-check/facts.ts";
+import { DEFAULT_GROUP, DEFAULT_PASSWD } from "../../helpers/sandbox.ts";
 
 const ids = resolveIdentities(DEFAULT_PASSWD, DEFAULT_GROUP);
 const C0 = 0xc0n;
@@ -68,10 +67,10 @@ Mode("a service of another uid is misconfigured", () => {
 });
 
 Mode("the mode check: separated passes, single-uid warns, misconfigured fails, each with the launch flags as fix", () => {
-  assert.is(modeCheck({ mode: "separated", reasons: [], marker: "1" }, 14).status, "pass");
-  const single = modeCheck({ mode: "single-uid", reasons: ["no agent uid is configured"], marker: null }, 1);
+  assert.is(judgeMode({ mode: "separated", reasons: [], marker: "1" }, 14).status, "pass");
+  const single = judgeMode({ mode: "single-uid", reasons: ["no agent uid is configured"], marker: null }, 1);
   assert.equal([single.status, single.summary], ["warn", "single-uid: no agent uid is configured; model-directed work runs as node, as today"]);
-  const bad = modeCheck({ mode: "misconfigured", reasons: ["NoNewPrivs is 0"], marker: "1" }, 14);
+  const bad = judgeMode({ mode: "misconfigured", reasons: ["NoNewPrivs is 0"], marker: "1" }, 14);
   assert.equal([bad.status, bad.summary], ["fail", "misconfigured: NoNewPrivs is 0"]);
   assert.match(bad.fix!, /--security-opt no-new-privileges/);
 });
@@ -79,11 +78,11 @@ Mode("the mode check: separated passes, single-uid warns, misconfigured fails, e
 const Boundary = suite("boundaryOf");
 
 Boundary("the boundary check passes only when declared; it never fails", () => {
-  assert.is(boundaryCheck({ label: "b", declared: true, source: "s" }, true).status, "pass");
-  const notYet = boundaryCheck({ label: NOT_YET, declared: false, source: "s" }, true);
+  assert.is(judgeBoundary({ label: "b", declared: true, source: "s" }, true).status, "pass");
+  const notYet = judgeBoundary({ label: NOT_YET, declared: false, source: "s" }, true);
   assert.equal([notYet.status, notYet.summary], ["warn", `${NOT_YET} (s)`]);
   assert.match(notYet.fix!, /CLANKIE_BOUNDARY=complete/);
-  assert.is(boundaryCheck({ label: "no boundary", declared: false, source: null }, false).fix, null);
+  assert.is(judgeBoundary({ label: "no boundary", declared: false, source: null }, false).fix, null);
 });
 
 Boundary("separated without a declaration: not a boundary yet", () => {
@@ -124,44 +123,6 @@ Boundary("single-uid and misconfigured bodies have no boundary, whatever they de
   assert.is(boundaryOf("misconfigured", { pid: 1, environ }, { env: {}, handedDownByService: false }).declared, false);
 });
 
-const Judged = suite("chooseJudged");
-
-Judged("tini is passed over for the service under it; the audit below is a descendant", () => {
-  const table = [entry(1, 0, 1000, "tini", C0), entry(14, 1, 1000, "MainThread", C0), entry(30, 14, 1000, "MainThread", C0)];
-  const choice = chooseJudged(table, table[2]!, 1000);
-  assert.is(choice.entry.pid, 14);
-  assert.is(choice.reason, "the service: the first process of uid 1000 under pid 1");
-  assert.is(relationTo(table, 30, 14), "descendant");
-  assert.ok(handedDownByService(table, 30, 14, 1000));
-});
-
-Judged("the service is pid 1 when there is no tini", () => {
-  const table = [entry(1, 0, 1000, "node", C0), entry(9, 0, 0, "MainThread", 0x1cbn)];
-  const choice = chooseJudged(table, table[1]!, 1000);
-  assert.is(choice.entry.pid, 1);
-  assert.is(relationTo(table, 9, 1), "outside");
-  assert.not.ok(handedDownByService(table, 9, 1, 1000));
-});
-
-Judged("breadth first: the service, not a deeper process of the same uid", () => {
-  const table = [entry(1, 0, 0, "init"), entry(5, 1, 1000, "service"), entry(6, 1, 1001, "agent"), entry(7, 6, 1000, "deep")];
-  assert.is(chooseJudged(table, table[0]!, 1000).entry.pid, 5);
-});
-
-Judged("a process of another uid between the audit and the service does not hand down", () => {
-  const table = [entry(1, 0, 1000, "service"), entry(2, 1, 1001, "agent"), entry(3, 2, 1000, "audit")];
-  assert.not.ok(handedDownByService(table, 3, 1, 1000));
-});
-
-Judged("no service process: the audit judges itself and says why", () => {
-  const self = entry(1, 0, 0, "MainThread", 0x1cbn);
-  const choice = chooseJudged([self], self, 1000);
-  assert.is(choice.entry, self);
-  assert.match(choice.reason, /no process of uid 1000 under pid 1; judged this audit's own process/);
-  assert.match(chooseJudged([self], self, undefined).reason, /the service user is not defined/);
-  assert.is(relationTo([self], 1, 1), "self");
-});
 
 Mode.run();
 Boundary.run();
-Judged.run();

@@ -1,73 +1,28 @@
-/* The document, its two forms, the schema's agreement with the code, and the probe's pure parts. */
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
+/* The probe: what the audit runs, who may run it, its report parsed, and the probe's checks of the list judged from a report. */
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { resolveIdentities } from "../../src/accounts.ts";
-import type { ProcessCredentials } from "../../src/os/proc-status.ts";
-import { type Check, fail, pass, warn } from "../../src/self-check/check.ts";
-import { parseProbeReport, probeBlocker, probeChecks, probeRequest, probeSeccompCheck, probeStartFailure } from "../../src/self-check/probe.ts";
-import { parseConfinementAttempts, type ProbeReport } from "../../src/self-check/probe-agent.ts";
-import { buildDocument, CHECK_ORDER, renderText, verdictLine } from "../../src/self-check/render.ts";
-import { DEFAULT_GROUP, DEFAULT_PASSWD } from "../helpers/sandbox.ts";
-import { REPO } from "../helpers/paths.ts";
+import type { ProcessCredentials } from "../../../src/os/proc-status.ts";
+import { judgeProbeRun, judgeProbeSeccomp, parseProbeReport, probeBlocker, probeRequest } from "../../../src/self-check/probe.ts";
+import { parseConfinementAttempts, type ProbeReport } from "../../../src/self-check/probe-agent.ts";
+import type { Identities } from "../../../src/accounts.ts";
+import type { Check } from "../../../src/self-check/check.ts";
+import { CHECKS, runCheck } from "../../../src/self-check/checks.ts";
+import type { ConfinementFacts } from "../../../src/self-check/confinement.ts";
+import { type Facts, known } from "../../../src/self-check/facts.ts";
+import { resolveIdentities } from "../../../src/accounts.ts";
+import { DEFAULT_GROUP, DEFAULT_PASSWD } from "../../helpers/sandbox.ts";
 
 const ids = resolveIdentities(DEFAULT_PASSWD, DEFAULT_GROUP);
+const OFFERED: ConfinementFacts = { landlock: { abi: 7 }, seccomp: { mode: "2", filters: 1, actions: ["errno", "allow"] } };
+const NOT_OFFERED: ConfinementFacts = { landlock: { errno: "ENOSYS" }, seccomp: { mode: "2", filters: 1, actions: ["errno", "allow"] } };
 
-function document(checks: Check[]) {
-  return buildDocument({
-    version: "0.1.0",
-    mode: "separated",
-    boundary: { label: "not a boundary yet: workers still run as node", declared: false, source: "x" },
-    judged: { pid: 14, name: "node", uid: 1000, reason: "the service: pid 1" },
-    auditor: { pid: 30, uid: 1000, capabilities: ["SETGID", "SETUID"], noNewPrivs: 1, relation: "descendant" },
-    probe: false,
-    checks,
-  });
+/** The probe's checks of the list, run on a snapshot that holds the probe's report. */
+function probeChecks(report: ProbeReport, who: Identities, auditor?: { mode: string | null; filters: number | null }, offered = false): Check[] {
+  const facts = { probe: known({ kind: "ran", report }), ids: known(who), self: known({ seccomp: auditor }), confinement: known(offered ? OFFERED : NOT_OFFERED) } as unknown as Facts;
+  return CHECKS.filter((spec) => spec.id.startsWith("probe.")).map((spec) => runCheck(spec, facts)!);
 }
 
-const Render = suite("render");
 
-Render("ok and counts follow the statuses; checks come in the documented order", () => {
-  const doc = document([warn("boundary", "b", {}, "f"), pass("mode", "m"), pass("accounts", "a")]);
-  assert.is(doc.ok, true);
-  assert.equal(doc.counts, { pass: 2, warn: 1, fail: 0 });
-  assert.equal(doc.checks.map((c) => c.id), ["mode", "boundary", "accounts"]);
-  assert.is(document([fail("environment", "e", {}, "f")]).ok, false);
-});
-
-Render("text: failures first, then warnings, then passes, fixes on the first two, one verdict line last", () => {
-  const doc = document([pass("mode", "separated"), warn("boundary", "not yet", {}, "route the seams"), fail("state.layout", "1 entry breaks\nthe contract", {}, "restart"), pass("accounts", "ok")]);
-  assert.equal(renderText(doc).split("\n"), [
-    "FAIL state.layout: 1 entry breaks the contract; fix: restart",
-    "WARN boundary: not yet; fix: route the seams",
-    "PASS mode: separated",
-    "PASS accounts: ok",
-    "verdict: FAILED: 1 failed, 1 warnings, 2 passed; separated; not a boundary yet: workers still run as node; judged pid 14 (node, uid 1000): the service: pid 1",
-  ]);
-  assert.match(verdictLine(document([pass("mode", "m")])), /^verdict: ok: 0 failed/);
-});
-
-const Schema = suite("schema");
-const schema = JSON.parse(readFileSync(join(REPO, "docs/self-check.schema.json"), "utf8"));
-const docs = readFileSync(join(REPO, "docs/self-check.md"), "utf8");
-
-Schema("is draft 2020-12 and requires what buildDocument always writes", () => {
-  assert.is(schema.$schema, "https://json-schema.org/draft/2020-12/schema");
-  const doc = document([pass("mode", "m")]);
-  assert.equal([...schema.required].sort(), Object.keys(doc).sort());
-  assert.equal([...schema.$defs.check.required].sort(), Object.keys(doc.checks[0]!).sort());
-  assert.equal(schema.$defs.check.properties.status.enum, ["pass", "warn", "fail"]);
-  assert.equal(schema.properties.mode.enum, ["separated", "single-uid", "misconfigured"]);
-});
-
-Schema("every check id matches the schema's pattern and is documented", () => {
-  const pattern = new RegExp(schema.$defs.check.properties.id.pattern, "u");
-  for (const id of CHECK_ORDER) {
-    assert.ok(pattern.test(id), id);
-    assert.ok(docs.includes(`\`${id}\``), `docs/self-check.md documents ${id}`);
-  }
-});
 
 const Probe = suite("probe");
 const agentReport: ProbeReport = {
@@ -115,11 +70,11 @@ Probe("a denied agent passes every probe check", () => {
     ["probe.identity", "pass"],
     ["probe.capabilities", "pass"],
     ["probe.no-new-privs", "pass"],
-    ["probe.seccomp", "pass"],
     ["probe.write-state", "pass"],
     ["probe.read-credentials", "pass"],
     ["probe.signal-service", "pass"],
     ["probe.setpriv-node", "pass"],
+    ["probe.seccomp", "pass"],
     ["probe.lower-oom-score", "pass"],
     ["probe.abstract-socket", "pass"],
   ]);
@@ -185,8 +140,8 @@ Probe("not confined where the kernel does not offer it all: what only a Landlock
   assert.match(confined[2]!.fix!, /agent\.confinement/);
   assert.is(checks.filter((c) => c.status === "fail").length, 0);
   // Docker's profile is a filter too: as many as the service is still none of its own.
-  assert.is(probeSeccompCheck({ ...agentReport, seccomp: { mode: "2", filters: 1 } }, SERVICE_SECCOMP).status, "warn");
-  assert.is(probeSeccompCheck({ ...agentReport, seccomp: { mode: "2", filters: null } }, { mode: "2", filters: null }).status, "warn");
+  assert.is(judgeProbeSeccomp({ ...agentReport, seccomp: { mode: "2", filters: 1 } }, SERVICE_SECCOMP).status, "warn");
+  assert.is(judgeProbeSeccomp({ ...agentReport, seccomp: { mode: "2", filters: null } }, { mode: "2", filters: null }).status, "warn");
   assert.throws(() => parseProbeReport(JSON.stringify({ ...agentReport, seccomp: { mode: "x", filters: 1 } })), /seccomp/);
 });
 
@@ -207,11 +162,9 @@ Probe("the attempts' answers: the domain's EACCES at open, the kernel's floor at
 Probe("a malformed report is refused; a probe that did not start is one failure with the shim's words", () => {
   assert.throws(() => parseProbeReport("not json"));
   assert.throws(() => parseProbeReport(JSON.stringify({ ...agentReport, sets: { ...agentReport.sets, CapEff: "ff" } })), /CapEff/);
-  const failed = probeStartFailure({ path: "/usr/local/sbin/clankie-agent-exec", status: 77, signal: null, stdout: Buffer.alloc(0), stderr: Buffer.from("clankie-agent-exec: started by root; use ...\n") });
-  assert.is(failed.status, "fail");
-  assert.is(failed.summary, "the probe did not run (exit 77): clankie-agent-exec: started by root; use ...");
+  const started = judgeProbeRun({ kind: "failed", result: { path: "/usr/local/sbin/clankie-agent-exec", status: 77, signal: null, stdout: Buffer.alloc(0), stderr: Buffer.from("clankie-agent-exec: started by root; use ...\n") } });
+  assert.is(started.status, "fail");
+  assert.is(started.summary, "the probe did not run (exit 77): clankie-agent-exec: started by root; use ...");
 });
 
-Render.run();
-Schema.run();
 Probe.run();

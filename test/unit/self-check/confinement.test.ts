@@ -1,16 +1,14 @@
 /*
  * agent.confinement: the perl answer and /proc fields parsed, and the check
- * judged for each state the kernel or engine can be in. The number perl gets
- * from the kernel here is compared with the kernel's own answer in
- * test/sandbox/self-check.test.ts.
+ * judged for each state the kernel or engine can be in, and agent.stop-route
+ * from the same facts. The number perl gets from the kernel here is compared
+ * with the kernel's own answer in test/sandbox/self-check.test.ts.
  */
 import { spawnSync } from "node:child_process";
-import { createServer } from "node:net";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { CONFINEMENT_ATTEMPTS_SCRIPT, parseConfinementAttempts } from "../../src/self-check/probe-agent.ts";
-import { type ConfinementFacts, judgeConfinement, LANDLOCK_ABI_SCRIPT, landlockRules, parseLandlockAnswer } from "../../src/self-check/confinement.ts";
-import { parseSeccompStatus } from "../../src/os/proc-status.ts";
+import { type ConfinementFacts, judgeConfinement, judgeStopRoute, LANDLOCK_ABI_SCRIPT, landlockRules, parseLandlockAnswer } from "../../../src/self-check/confinement.ts";
+import { parseSeccompStatus } from "../../../src/os/proc-status.ts";
 
 const Confinement = suite("agent.confinement");
 
@@ -71,46 +69,22 @@ Confinement("an older ABI warns with what it lacks; missing seccomp filters warn
   assert.match(judgeConfinement({ landlock: { abi: 7 }, seccomp: { ...SECCOMP_ON, actions: ["kill_process", "allow"] } }).summary, /lists no errno action/);
 });
 
-/*
- * The probe's attempts against the kernel, both outcomes: the same perl
- * script run bare (the control) and inside a Landlock domain this test makes
- * (writes handled and none allowed, abstract unix sockets scoped: ABI 6), the
- * way the agent-side stage confines a spawn. This process listens on the
- * abstract socket, outside the domain, as the audit does.
- */
-const ABI = Number(spawnSync("/usr/bin/perl", ["-e", LANDLOCK_ABI_SCRIPT], { encoding: "utf8" }).stdout.replace(/^abi /, ""));
-// As the shim does: raise oom_score_adj to 500 (a raise needs no privilege; the floor stays where it was).
-const RAISE = String.raw`
-open(my $f, ">", "/proc/self/oom_score_adj") or die "open oom_score_adj: $!\n";
-print $f "500\n";
-close($f) or die "raise oom_score_adj: $!\n";
-`;
-const DOMAIN = String.raw`${RAISE}
-syscall(157, 38, 1, 0, 0, 0) == 0 or die "prctl(PR_SET_NO_NEW_PRIVS): $!\n";
-my $attr = pack("QQQ", 1 << 1, 0, 1 << 0);
-my $fd = syscall(444, $attr, 24, 0);
-$fd >= 0 or die "landlock_create_ruleset: $!\n";
-syscall(446, $fd, 0) == 0 or die "landlock_restrict_self: $!\n";
-exec "/usr/bin/perl", "-e", @ARGV or die "exec: $!\n";
-`;
-(process.arch === "x64" && ABI >= 6 ? Confinement : Confinement.skip)("the probe's attempts: possible without a domain, denied (EACCES, EPERM) inside a Landlock domain", () => {
-  const name = `clankie-test-${process.pid}-${Date.now()}`;
-  const server = createServer((socket) => socket.destroy()).listen({ path: `\0${name}` });
-  try {
-    const bare = spawnSync("/usr/bin/perl", ["-e", `${RAISE}\nexec "/usr/bin/perl", "-e", @ARGV or die "exec: $!\\n";`, CONFINEMENT_ATTEMPTS_SCRIPT, name], { encoding: "utf8" });
-    assert.is(bare.status, 0, bare.stderr);
-    const [lowered, connected] = parseConfinementAttempts(bare.stdout, name);
-    assert.equal([lowered!.outcome, lowered!.detail], ["possible", "wrote 499 over 500 to /proc/self/oom_score_adj"]);
-    assert.is(connected!.outcome, "possible", connected!.detail);
-    const confined = spawnSync("/usr/bin/perl", ["-e", DOMAIN, CONFINEMENT_ATTEMPTS_SCRIPT, name], { encoding: "utf8" });
-    assert.is(confined.status, 0, confined.stderr);
-    const [refused, scoped] = parseConfinementAttempts(confined.stdout, name);
-    assert.equal([refused!.outcome, refused!.detail], ["denied", "open /proc/self/oom_score_adj for writing: EACCES"]);
-    assert.equal([scoped!.outcome, scoped!.detail], ["denied", `connect(@${name}), the audit's socket outside the agent's domain: EPERM`]);
-  } finally {
-    server.close();
-  }
-});
-if (!(process.arch === "x64" && ABI >= 6)) process.stderr.write(`SKIPPED: Landlock ABI ${ABI || "none"} on ${process.arch}: the confined outcome needs ABI 6 on x86-64\n`);
 
 Confinement.run();
+
+const StopRoute = suite("agent.stop-route");
+
+StopRoute("Landlock and seccomp filters: the stop route can be kept from agent jobs (pass); without either it is exposed (warn, the confinement's fix)", () => {
+  assert.is(judgeStopRoute({ landlock: { abi: 7 }, seccomp: SECCOMP_ON }).status, "pass");
+  assert.is(judgeStopRoute({ landlock: { abi: 3 }, seccomp: SECCOMP_ON }).status, "pass", "any ABI gives the domain the stage's filter sits in");
+  const noLandlock = judgeStopRoute({ landlock: { errno: "ENOSYS" }, seccomp: SECCOMP_ON });
+  assert.is(noLandlock.status, "warn");
+  assert.match(noLandlock.summary, /^the stop route is exposed: without Landlock, an agent job can change the limits, priority and scheduling of the signal stage and of other agent jobs \(prlimit, renice, chrt\)/);
+  assert.equal(noLandlock.fix, judgeConfinement({ landlock: { errno: "ENOSYS" }, seccomp: SECCOMP_ON }).fix);
+  const neither = judgeStopRoute({ landlock: { error: "perl" }, seccomp: { mode: null, filters: null, actions: { error: "x" } } });
+  assert.match(neither.summary, /without Landlock or seccomp filters/);
+  assert.equal(neither.found.missing, ["Landlock", "seccomp filters"]);
+  assert.match(neither.fix!, /CONFIG_SECURITY_LANDLOCK.*; and .*CONFIG_SECCOMP_FILTER/);
+});
+
+StopRoute.run();

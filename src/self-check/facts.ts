@@ -1,0 +1,253 @@
+/*
+ * The snapshot: every fact the audit judges, read once, each a value or the
+ * reason it could not be read (with the fix for that). The readers are here
+ * and in the few modules they name (walk.ts and state.ts for /state,
+ * image-scan.ts for the image walk, probe.ts for the probe); the judges of
+ * checks.ts only ever see these values. Nothing here writes: the audit reads
+ * /proc, /etc/passwd and /etc/group, /state, the top of /workspace and the
+ * image, and starts perl (and, with --probe, the shim) through capture.ts.
+ *
+ * What another process's /proc/<pid>/environ and /proc/<pid>/exe show needs
+ * ptrace read access (proc(5), ptrace(2) "Ptrace access mode checking"): the
+ * same uid AND effective capabilities covering the target's permitted set, or
+ * CAP_SYS_PTRACE. Root in the launch of ADR 0272 (no SYS_PTRACE) and
+ * `docker exec --user node` cannot read the service's; its own children can.
+ * Those reads are values that carry their error, judged as such.
+ */
+import { lstatSync, readFileSync, readlinkSync, statSync, type Stats } from "node:fs";
+import { type Identities, parsePasswd, resolveIdentities } from "../accounts.ts";
+import { builtInBundleSha256 } from "../build-info.ts";
+import { AGENT_EXEC_NAME, ENTRYPOINT_NAME, GROUP_FILE, INSTALL_DIR, PASSWD_FILE, SERVICE_USER, STATE_AGENT_NAME, STATE_DIR, TOOLS, WORKSPACE_DIR } from "../constants.ts";
+import { embeddedBundleSha256 } from "../embedded-bundle.ts";
+import { runCapture } from "../exec/capture.ts";
+import { checkTrustedExecutable } from "../exec/rules.ts";
+import { readMarkerText } from "../layout/marker.ts";
+import { excludedDirectories, type Mount, parseMountinfo } from "../os/mountinfo.ts";
+import { parseProcessStatus, parseSeccompStatus, type ProcessEntry, readProcessTable } from "../os/proc-status.ts";
+import { Refusal } from "../report.ts";
+import { octal, reasonOf } from "./check.ts";
+import { type ConfinementFacts, LANDLOCK_ABI_SCRIPT, type LandlockFact, parseLandlockAnswer, SECCOMP_ACTIONS_FILE } from "./confinement.ts";
+import { IMAGE_WALK_SKIP, type ImageScan, parseImageScan, startImageScan } from "./image-scan.ts";
+import { chooseJudged, handedDownByService, parseEnviron, relationTo } from "./judged.ts";
+import { KERNEL_SETTINGS } from "./kernel.ts";
+import { type Boundary, boundaryOf, classifyMode, type ModeVerdict } from "./mode.ts";
+import { type ProbeRun, runProbe } from "./probe.ts";
+import { auditState, type StateAudit } from "./state.ts";
+
+/** A fact: its value, or why it could not be read and what to do about it. */
+export type Fact<T> = { ok: true; value: T } | { ok: false; error: string; fix: string };
+/** A read whose failure is itself judged (an unreadable environment warns, say). */
+export type Readable<T> = { ok: true; value: T } | { ok: false; error: string };
+
+export function known<T>(value: T): Fact<T> {
+  return { ok: true, value };
+}
+
+/** Runs a reader; what it throws becomes the fact's error (a Refusal brings its own fix). */
+export function attempt<T>(fix: string, reader: () => T): Fact<T> {
+  try {
+    return { ok: true, value: reader() };
+  } catch (error) {
+    return { ok: false, error: reasonOf(error), fix: error instanceof Refusal ? error.fix : fix };
+  }
+}
+
+function readable<T>(syscall: string, path: string, reader: () => T): Readable<T> {
+  try {
+    return { ok: true, value: reader() };
+  } catch (error) {
+    return { ok: false, error: `${syscall} ${path}: ${(error as NodeJS.ErrnoException).code ?? String(error)}` };
+  }
+}
+
+/** An lstat(2) whose failure a judge words itself (reasonOf: message and code). */
+export type Lstat = { ok: true; value: Stats } | { ok: false; error: string; code: string | undefined };
+function lstatOf(path: string): Lstat {
+  try {
+    return { ok: true, value: lstatSync(path) };
+  } catch (error) {
+    return { ok: false, error: reasonOf(error), code: (error as NodeJS.ErrnoException).code };
+  }
+}
+
+/** One program file under the exec rules (checkTrustedExecutable), and its own lstat. */
+export interface Program {
+  path: string;
+  present: boolean;
+  problems: string[];
+  file: { path: string; uid: number; gid: number; mode: string; dev: number; ino: number } | { path: string; error: string };
+}
+
+function readProgram(path: string): Program {
+  const st = lstatOf(path);
+  const file = st.ok ? { path, uid: st.value.uid, gid: st.value.gid, mode: octal(st.value.mode), dev: st.value.dev, ino: st.value.ino } : { path, error: st.error };
+  const problems: string[] = [];
+  try {
+    checkTrustedExecutable(path, [0]);
+    const target = statSync(path);
+    if (!target.isFile()) problems.push(`${path} is not a regular file`);
+    if (target.mode & 0o6000) problems.push(`${path} has mode ${octal(target.mode)}: set-user-ID or set-group-ID`);
+  } catch (error) {
+    problems.push(reasonOf(error));
+  }
+  return { path, present: st.ok, problems, file };
+}
+
+/** The hash the build recorded for the bundle: a SEA asset, else a root-owned SHA256SUMS beside the executable. */
+export type BuiltInHash = { value: string; from: string } | { error: string };
+function readBuiltInHash(executable: string): BuiltInHash {
+  const asset = builtInBundleSha256();
+  if (asset !== undefined && /^[0-9a-f]{64}$/.test(asset)) return { value: asset, from: "the SEA asset bundle.sha256" };
+  const sums = `${executable.slice(0, executable.lastIndexOf("/")) || "/"}/SHA256SUMS`;
+  try {
+    const st = lstatSync(sums);
+    if (!st.isFile() || st.uid !== 0 || (st.mode & 0o022) !== 0) return { error: `${sums} is not a root-owned file writable by root only` };
+    const match = /^([0-9a-f]{64}) {2}bundle\.cjs$/m.exec(readFileSync(sums, "latin1"));
+    return match ? { value: match[1]!, from: sums } : { error: `${sums} has no bundle.cjs line` };
+  } catch (error) {
+    return { error: `no built-in hash (no SEA asset bundle.sha256; ${reasonOf(error)})` };
+  }
+}
+
+/** What the kernel and the engine offer: perl asks for the Landlock ABI, /proc tells about seccomp. */
+function readConfinement(selfStatus: string): ConfinementFacts {
+  let landlock: LandlockFact;
+  try {
+    const result = runCapture({ command: TOOLS.perl, args: ["-e", LANDLOCK_ABI_SCRIPT], timeoutMs: 10_000, maxBytes: 4096 });
+    landlock = result.error !== undefined || result.status !== 0 ? { error: captureFailure(result) } : parseLandlockAnswer(result.stdout.toString("latin1"));
+  } catch (error) {
+    landlock = { error: `could not run perl: ${reasonOf(error)}` };
+  }
+  const actions = readable("read", SECCOMP_ACTIONS_FILE, () => readFileSync(SECCOMP_ACTIONS_FILE, "latin1").trim().split(/\s+/));
+  return { landlock, seccomp: { ...parseSeccompStatus(selfStatus), actions: actions.ok ? actions.value : { error: actions.error } } };
+}
+
+/** "PATH failed (exit 2): first line of stderr". */
+export function captureFailure(result: { path: string; status: number | null; signal: string | null; stderr: Buffer; error?: string }): string {
+  const said = result.stderr.toString("utf8").split("\n")[0] ?? "";
+  return `${result.path} failed (${result.error ?? (result.signal ? `killed by ${result.signal}` : `exit ${result.status}`)})${said ? `: ${said}` : ""}`;
+}
+
+const ACCOUNTS_FIX = "fix the accounts check first";
+const ROOT_FIX = "run the audit as root";
+const PROC_FIX = "mount /proc in the container";
+const INSTALLED_FIX = "run the installed executable";
+const PERL_FIX = "keep perl-base in the image (it is Essential in Debian): the audit walks the image and reads security.capability through it";
+export const INSTALLED = [`${INSTALL_DIR}/${ENTRYPOINT_NAME}`, `${INSTALL_DIR}/${AGENT_EXEC_NAME}`] as const;
+
+export interface Facts {
+  /** The audit's own process (its status read once: ids, capabilities, seccomp). */
+  self: Fact<ProcessEntry & { seccomp: { mode: string | null; filters: number | null } }>;
+  /** The audit's own environment. */
+  env: Fact<Record<string, string | undefined>>;
+  table: Fact<ProcessEntry[]>;
+  accounts: Fact<{ passwd: string; group: string }>;
+  ids: Fact<Identities>;
+  /** The service uid even when the accounts as a whole are wrong: the judged process is found by it. */
+  serviceUid: Fact<number>;
+  judged: Fact<{ entry: ProcessEntry; reason: string; self: boolean; environ: Readable<Record<string, string>>; relation: "self" | "descendant" | "outside"; handed: boolean }>;
+  mode: Fact<ModeVerdict>;
+  boundary: Fact<Boundary>;
+  stateAudit: Fact<StateAudit>;
+  stateTop: Fact<Lstat>;
+  agentHome: Fact<Lstat>;
+  workspaceTop: Fact<Lstat>;
+  marker: Fact<{ text: string } | { error: string }>;
+  running: Fact<string>;
+  programs: Fact<Map<string, Program>>;
+  bundle: Fact<{ executable: string; actual: string | undefined; expected: BuiltInHash }>;
+  mounts: Fact<Mount[]>;
+  imageScan: Fact<ImageScan>;
+  /** The executable of every other process of the service uid, where it could be read. */
+  exes: Fact<Map<number, Readable<string>>>;
+  sysctls: Fact<Map<string, Readable<string>>>;
+  confinement: Fact<ConfinementFacts>;
+  /** What the probe did; absent without --probe. */
+  probe: Fact<ProbeRun | undefined>;
+}
+
+/** Reads every fact once. The image walk (perl) starts first, after the process table, and runs beside the /state walk. */
+export async function readFacts(request: { probe: boolean }): Promise<Facts> {
+  /* 1. Who is asking, and which process stands for the body. */
+  const selfStatus = readFileSync("/proc/self/status", "latin1");
+  const own = { ...parseProcessStatus(process.pid, selfStatus), seccomp: parseSeccompStatus(selfStatus) };
+  let table: ProcessEntry[];
+  try {
+    table = readProcessTable();
+  } catch {
+    table = [own];
+  }
+  if (!table.some((entry) => entry.pid === own.pid)) table.push(own);
+  const accounts = attempt("the image must have readable /etc/passwd and /etc/group", () => ({ passwd: readFileSync(PASSWD_FILE, "utf8"), group: readFileSync(GROUP_FILE, "utf8") }));
+  let ids: Fact<Identities> = { ok: false, error: "the users and groups of ADR 0272 are not all defined (see accounts)", fix: ACCOUNTS_FIX };
+  if (accounts.ok) {
+    try {
+      ids = known(resolveIdentities(accounts.value.passwd, accounts.value.group));
+    } catch (error) {
+      if (!(error instanceof Refusal)) throw error;
+    }
+  }
+  const serviceUid = ids.ok ? ids.value.service.uid : accounts.ok ? parsePasswd(accounts.value.passwd).find((user) => user.name === SERVICE_USER)?.uid : undefined;
+  const choice = chooseJudged(table, own, serviceUid);
+  const isSelf = choice.entry.pid === own.pid;
+  const environ: Readable<Record<string, string>> = isSelf ? { ok: true, value: process.env as Record<string, string> } : readable("read", `/proc/${choice.entry.pid}/environ`, () => parseEnviron(readFileSync(`/proc/${choice.entry.pid}/environ`)));
+  const handed = serviceUid !== undefined && handedDownByService(table, own.pid, choice.entry.pid, serviceUid);
+  const mode = classifyMode(choice.entry.creds, environ, ids.ok ? ids.value : undefined);
+  const boundary = boundaryOf(mode.mode, { pid: choice.entry.pid, environ }, { env: process.env, handedDownByService: handed });
+  const exes = new Map<number, Readable<string>>();
+  for (const entry of table) {
+    if (entry.pid === own.pid || serviceUid === undefined || !entry.creds.uids.some((uid) => uid === serviceUid)) continue;
+    exes.set(entry.pid, readable("readlink", `/proc/${entry.pid}/exe`, () => readlinkSync(`/proc/${entry.pid}/exe`, "latin1")));
+  }
+
+  /* 2. The image walk, started now so that it runs beside the /state walk. */
+  const mounts = attempt(PROC_FIX, () => parseMountinfo(readFileSync("/proc/self/mountinfo", "latin1")));
+  const excluded = mounts.ok ? excludedDirectories(mounts.value, IMAGE_WALK_SKIP) : new Set<string>();
+  const scanning = mounts.ok ? attempt(PERL_FIX, () => startImageScan(excluded)) : mounts;
+
+  /* 3. /state, /workspace, the image's programs, the kernel: read while perl walks. */
+  const stateAudit = ids.ok ? attempt(ROOT_FIX, () => auditState(ids.value)) : ids;
+  const stateTop = lstatOf(STATE_DIR);
+  const running = attempt(INSTALLED_FIX, () => readlinkSync("/proc/self/exe"));
+  const programs = new Map<string, Program>();
+  for (const path of [...(running.ok ? [running.value] : []), ...INSTALLED, ...Object.values(TOOLS)]) if (!programs.has(path)) programs.set(path, readProgram(path));
+  const facts: Omit<Facts, "imageScan" | "probe"> = {
+    self: known(own),
+    env: known(process.env),
+    table: known(table),
+    accounts,
+    ids,
+    serviceUid: serviceUid === undefined ? { ok: false, error: "the service user is not defined", fix: ACCOUNTS_FIX } : known(serviceUid),
+    judged: known({ ...choice, self: isSelf, environ, relation: relationTo(table, own.pid, choice.entry.pid), handed }),
+    mode: known(mode),
+    boundary: known(boundary),
+    stateAudit,
+    stateTop: known(stateTop),
+    agentHome: known(lstatOf(`${STATE_DIR}/${STATE_AGENT_NAME}`)),
+    workspaceTop: known(lstatOf(WORKSPACE_DIR)),
+    marker: known(readMarkerText()),
+    running,
+    programs: known(programs),
+    bundle: attempt(INSTALLED_FIX, () => {
+      const executable = readlinkSync("/proc/self/exe");
+      return { executable, actual: embeddedBundleSha256("/proc/self/exe"), expected: readBuiltInHash(executable) };
+    }),
+    mounts,
+    exes: known(exes),
+    sysctls: known(new Map(KERNEL_SETTINGS.map((setting) => [setting.path, readable("read", setting.path, () => readFileSync(setting.path, "latin1"))]))),
+    confinement: known(readConfinement(selfStatus)),
+  };
+
+  /* 4. The image walk's result, then the probe (after everything else: its processes are not the body's). */
+  const perlFailed = (why: string): Fact<ImageScan> => ({ ok: false, error: `the image walk (perl) did not complete: ${why}`, fix: PERL_FIX });
+  let imageScan: Fact<ImageScan>;
+  if (!mounts.ok) imageScan = mounts;
+  else if (!scanning.ok) imageScan = perlFailed(scanning.error);
+  else {
+    const output = await scanning.value;
+    const parsed = output.error !== undefined || output.status !== 0 ? undefined : attempt(PERL_FIX, () => parseImageScan(output.stdout, mounts.value, excluded));
+    imageScan = parsed?.ok ? parsed : perlFailed(parsed?.error ?? captureFailure(output));
+  }
+  const probe = request.probe ? runProbe({ mode: mode.mode, self: own.creds, ids: ids.ok ? ids.value : undefined, servicePid: choice.entry.pid }) : undefined;
+  return { ...facts, imageScan, probe: known(probe) };
+}

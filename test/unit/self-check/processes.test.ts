@@ -1,0 +1,93 @@
+/* processes.*: processes that should not be there, judged from a process table and the links read of it. Pure. */
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { judgeCapabilityHolders, judgeRootProcesses, judgeWorkspaceExecutables, underWorkspace } from "../../../src/self-check/processes.ts";
+import type { Readable } from "../../../src/self-check/facts.ts";
+import { parseProcessStatus, type ProcessEntry } from "../../../src/os/proc-status.ts";
+import { lineage, parseEnviron } from "../../../src/self-check/judged.ts";
+
+const C0 = 0xc0n;
+function proc(pid: number, ppid: number, uid: number, name: string, caps = 0n, amb = caps): ProcessEntry {
+  const ids: [number, number, number, number] = [uid, uid, uid, uid];
+  return { pid, ppid, name, threads: 1, creds: { uids: ids, gids: ids, groups: [uid], capInh: caps, capPrm: caps, capEff: caps, capAmb: amb, capBnd: C0, noNewPrivs: true } };
+}
+const exe = (value: string): Readable<string> => ({ ok: true, value });
+
+const Holders = suite("processes.capabilities");
+// tini (pid 1) and the service (14) hold SETUID and SETGID; doctor's audit (30) is the service's child.
+const body = [proc(1, 0, 1000, "tini", C0), proc(14, 1, 1000, "node", C0), proc(30, 14, 1000, "MainThread", C0), proc(40, 14, 1001, "bash")];
+
+Holders("the service, what is above it, the audit and what started it, and agent processes are left out: pass", () => {
+  const verdict = judgeCapabilityHolders(body, 1000, 14, 30, new Map());
+  assert.is(verdict.status, "pass", verdict.summary);
+  assert.equal(verdict.found.leftOut, [1, 14, 30]);
+});
+
+Holders("a child of the service that inherited its ambient capabilities fails, naming them, with the systemExec fix", () => {
+  const table = [...body, proc(50, 14, 1000, "git", C0)];
+  const verdict = judgeCapabilityHolders(table, 1000, 14, 30, new Map([[50, exe("/usr/bin/git")]]));
+  assert.is(verdict.status, "fail");
+  assert.is(verdict.summary, "1 process of uid 1000 besides the service holds capabilities: 50 (/usr/bin/git: SETGID,SETUID); each can make itself uid 0 (setresuid)");
+  assert.match(verdict.fix!, /systemExec/);
+  assert.match(verdict.fix!, /ADR 0272/);
+});
+
+Holders("permitted, effective or ambient alone counts; an inheritable set alone does not", () => {
+  const onlyAmbient = proc(51, 14, 1000, "x", 0n, C0);
+  assert.is(judgeCapabilityHolders([...body, onlyAmbient], 1000, 14, 30, new Map()).status, "fail");
+  const inheritable = { ...proc(52, 14, 1000, "y"), creds: { ...proc(52, 14, 1000, "y").creds, capInh: C0 } };
+  assert.is(judgeCapabilityHolders([...body, inheritable], 1000, 14, 30, new Map()).status, "pass");
+});
+
+Holders("the shim's chain is known by its executable, not its name; an unreadable executable is not passed over", () => {
+  const chain = [proc(60, 14, 1000, "clankie-agent-e", C0), proc(61, 14, 1000, "setpriv", C0), proc(62, 14, 1000, "prlimit", C0)];
+  const links = new Map([[60, exe("/usr/local/sbin/clankie-agent-exec")], [61, exe("/usr/bin/setpriv")], [62, exe("/usr/bin/prlimit")]]);
+  assert.is(judgeCapabilityHolders([...body, ...chain], 1000, 14, 30, links).status, "pass");
+  // The same names on other executables are flagged: a name is the process's own to choose.
+  const named = judgeCapabilityHolders([...body, ...chain], 1000, 14, 30, new Map([[61, exe("/tmp/setpriv")]]));
+  assert.is(named.status, "fail");
+  assert.is((named.found.holders as { count: number }).count, 3);
+  const hidden = judgeCapabilityHolders([...body, chain[0]!], 1000, 14, 30, new Map([[60, { ok: false, error: "readlink /proc/60/exe: EACCES" }]]));
+  assert.is(hidden.status, "fail");
+  assert.equal((hidden.found.holders as { shown: Array<{ error: string }> }).shown[0]!.error, "readlink /proc/60/exe: EACCES");
+});
+
+const Processes = suite("processes");
+const links = (table: ProcessEntry[], exes: Record<number, string>) => new Map(table.map((e) => [e.pid, { ok: true as const, value: exes[e.pid]! }]));
+
+
+Processes("root: the audit and what started it are left out; any other root process fails (warns single-uid)", () => {
+  const table = [proc(1, 0, 1000, "tini"), proc(14, 1, 1000, "node"), proc(40, 0, 0, "sh"), proc(41, 40, 0, "MainThread")];
+  assert.equal(lineage(table, 41), [41, 40]);
+  assert.is(judgeRootProcesses(table, 41, "separated").status, "pass");
+  const other = [...table, proc(50, 0, 0, "sleep")];
+  const failed = judgeRootProcesses(other, 41, "separated");
+  assert.is(failed.status, "fail");
+  assert.match(failed.summary, /1 process of uid 0 still running: 50 \(sleep\)/);
+  assert.is(judgeRootProcesses(other, 41, "single-uid").status, "warn");
+});
+
+Processes("workspace executables fail; unreadable links warn, never pass", () => {
+  const table = [proc(1, 0, 1000, "tini"), proc(14, 1, 1000, "node"), proc(20, 14, 1000, "x"), proc(30, 14, 1000, "audit")];
+  const exes: Record<number, string> = { 1: "/usr/bin/tini", 14: "/usr/local/bin/node", 20: "/workspace/bin/x (deleted)" };
+  const failed = judgeWorkspaceExecutables(table, 1000, 30, links(table, exes), "separated");
+  assert.is(failed.status, "fail");
+  assert.equal((failed.found.underWorkspace as any).shown, [{ pid: 20, name: "x", exe: "/workspace/bin/x (deleted)" }]);
+  const clean = judgeWorkspaceExecutables(table.slice(0, 2), 1000, 30, links(table, exes), "separated");
+  assert.is(clean.status, "pass");
+  const hidden = judgeWorkspaceExecutables(table.slice(0, 2), 1000, 30, new Map(table.map((e) => [e.pid, { ok: false as const, error: "readlink /proc/1/exe: EACCES" }])), "separated");
+  assert.is(hidden.status, "warn");
+  assert.ok(underWorkspace("/workspace"));
+  assert.not.ok(underWorkspace("/workspaces/x"));
+});
+
+Processes("status and environ parsing", () => {
+  const entry = parseProcessStatus(7, "Name:\tMainThread\nPPid:\t3\nUid:\t1\t1\t1\t1\nGid:\t1\t1\t1\t1\nGroups:\t\nCapInh:\t0000000000000000\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000\nCapBnd:\t00000000000000c0\nCapAmb:\t0000000000000000\nNoNewPrivs:\t1\n");
+  assert.is(entry.name, "MainThread");
+  assert.is(entry.ppid, 3);
+  assert.equal(parseEnviron(Buffer.from("A=1\0B=x=y\0junk\0")), { A: "1", B: "x=y" });
+});
+
+Processes.run();
+
+Holders.run();

@@ -1,0 +1,90 @@
+/* state.*: the entrypoint's rules on walked entries, and the checks from one walk. Pure, no privileges. */
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { judgeStateEntry, judgeStateZone, type StateAudit } from "../../../src/self-check/state.ts";
+import { WalkedEntry } from "../../../src/self-check/walk.ts";
+import { stateRules } from "../../../src/layout/state.ts";
+import { ids, stats, walked } from "../helpers/self-check-fixtures.ts";
+
+const State = suite("state");
+const stateZones = (a: StateAudit, mode: "separated" | "single-uid") => [judgeStateZone(a, "layout", mode), judgeStateZone(a, "release", mode)];
+const rules = stateRules(ids);
+
+State("entries that follow the rules pass; the zone is handed down", () => {
+  assert.equal(judgeStateEntry(rules, walked("/state", "directory", 0o711, 0), "top"), { descend: "top" });
+  assert.equal(judgeStateEntry(rules, walked("/state/credentials.json", "file", 0o600, 1), "top"), { descend: undefined });
+  assert.equal(judgeStateEntry(rules, walked("/state/install", "directory", 0o755, 1), "top"), { descend: "release" });
+  assert.equal(judgeStateEntry(rules, walked("/state/install/bin/tool", "file", 0o755, 3), "release"), { descend: undefined });
+  // A symlink's mode is never judged.
+  assert.equal(judgeStateEntry(rules, walked("/state/link", "symlink", 0o777, 1), "private"), { descend: undefined });
+});
+
+State("the agent's home is pruned, not judged, also when it is a mount of its own", () => {
+  assert.equal(judgeStateEntry(rules, walked("/state/agent", "directory", 0o755, 1, 1001), "top"), { pruned: true });
+  assert.equal(judgeStateEntry(rules, walked("/state/agent", "directory", 0o700, 1, 1001, { otherDevice: true }), "top"), { pruned: true });
+  // Only at the top: a mount called agent deeper down is another filesystem inside /state.
+  assert.match(judgeStateEntry(rules, walked("/state/sub/agent", "directory", 0o700, 2, 1000, { otherDevice: true }), "private").violation!.reason!, /another filesystem is mounted here/);
+  // A device mounted inside /state is reported as a mount (it is never entered), as before.
+  assert.match(judgeStateEntry(rules, walked("/state/d", "device", 0o600, 1, 0, { otherDevice: true }), "top").violation!.reason!, /another filesystem is mounted here/);
+});
+
+State("group bits of node's own group (the service's umask 0007 since the start) are not a violation; other bits, another group or a release entry are", () => {
+  assert.equal(judgeStateEntry(rules, walked("/state/credentials.json", "file", 0o660, 1), "top"), { descend: undefined, umaskGroupBits: true });
+  assert.equal(judgeStateEntry(rules, walked("/state/logs", "directory", 0o770, 1), "top"), { descend: "private", umaskGroupBits: true });
+  assert.equal(judgeStateEntry(rules, walked("/state/x", "file", 0o664, 1), "top").violation!.want!.mode, "0600");
+  assert.equal(judgeStateEntry(rules, walked("/state/x", "file", 0o661, 1), "top").violation!.want!.mode, "0600");
+  const foreignGroup = new WalkedEntry("/state/x", "x", "file", stats("file", 0o660, 1000, 1002, {}), 1, false);
+  assert.ok(judgeStateEntry(rules, foreignGroup, "top").violation);
+  assert.equal(judgeStateEntry(rules, walked("/state/install/s", "file", 0o660, 2), "release").violation!.want!.mode, "0644");
+  const [layout] = stateZones(audit({ umaskGroupBits: 2 }), "separated");
+  assert.is(layout!.status, "pass");
+  assert.match(layout!.summary, /\(2 made by the service since the start keep its umask's group bits, of node's own group: the agent is not in it, and the next start removes them\)$/);
+  assert.is(layout!.found.umaskGroupBits, 2);
+});
+
+State("wrong mode, wrong owner, setuid, devices, foreign hard links and mounts are violations", () => {
+  const groupWritable = judgeStateEntry(rules, walked("/state/x", "file", 0o664, 1), "top").violation!;
+  assert.equal(groupWritable, { path: "/state/x", kind: "file", mode: "0664", uid: 1000, gid: 1000, want: { uid: 1000, gid: 1000, mode: "0600" } });
+  assert.equal(judgeStateEntry(rules, walked("/state/y", "file", 0o600, 1, 0), "top").violation!.want, { uid: 1000, gid: 1000, mode: "0600" });
+  assert.is(judgeStateEntry(rules, walked("/state/install/s", "file", 0o4755, 2), "release").violation!.want!.mode, "0755");
+  const device = judgeStateEntry(rules, walked("/state/dev", "device", 0o600, 1), "top").violation!;
+  assert.match(device.reason!, /is a device node/);
+  assert.match(device.fix!, /^remove it/);
+  const link = judgeStateEntry(rules, walked("/state/passwd", "file", 0o644, 1, 0, { nlink: 2 }), "top").violation!;
+  assert.match(link.reason!, /hard link \(2 names\) to a file owned by uid 0/);
+  const mount = judgeStateEntry(rules, walked("/state/m", "directory", 0o700, 1, 1000, { otherDevice: true }), "top");
+  assert.match(mount.violation!.reason!, /another filesystem is mounted here/);
+  assert.is(mount.descend, undefined);
+});
+
+function audit(partial: Partial<StateAudit>): StateAudit {
+  return { root: "/state", checked: 10, layout: [], release: [], releasePresent: true, problems: [], umaskGroupBits: 0, ...partial };
+}
+const violation = { path: "/state/x", kind: "file", mode: "0664", uid: 1000, gid: 1000, want: { uid: 1000, gid: 1000, mode: "0600" } };
+
+State("stateChecks: pass, fail with the count and 50 shown, warn in single-uid", () => {
+  assert.equal(stateZones(audit({}), "separated").map((c) => c.status), ["pass", "pass"]);
+  const many = Array.from({ length: 70 }, (_, i) => ({ ...violation, path: `/state/x${i}` }));
+  const [layout] = stateZones(audit({ layout: many }), "separated");
+  assert.is(layout!.status, "fail");
+  assert.is((layout!.found.violations as any).count, 70);
+  assert.is((layout!.found.violations as any).shown.length, 50);
+  assert.match(layout!.summary, /^70 entries break the layout contract: \/state\/x0 \(file 0664 1000:1000, want 0600 1000:1000\); .*; and 67 more$/);
+  assert.match(layout!.fix!, /restart the container/);
+  assert.is(stateZones(audit({ layout: many }), "single-uid")[0]!.status, "warn");
+});
+
+State("stateChecks: a refused entry's own fix comes first; unreadable entries fail, never pass; a missing release warns", () => {
+  const refused = { path: "/state/dev", kind: "device", mode: "0600", uid: 0, gid: 0, reason: "/state/dev is a device node", fix: 'remove it (rm "/state/dev") and start again' };
+  assert.match(stateZones(audit({ layout: [refused] }), "separated")[0]!.fix!, /^remove it \(rm "\/state\/dev"\) and start again; then restart/);
+  const problems = [{ path: "/state/sealed", syscall: "readdir", code: "EACCES" }];
+  const [layout, release] = stateZones(audit({ problems }), "separated");
+  assert.is(layout!.status, "fail");
+  assert.match(layout!.summary, /could not read 1 entry under \/state: readdir \/state\/sealed: EACCES/);
+  assert.is(release!.status, "pass", "a problem outside the release root is not the release's");
+  const root = stateZones(audit({ problems: [{ path: "/state", syscall: "lstat", code: "ENOENT" }], checked: 0, releasePresent: false }), "separated");
+  assert.equal(root.map((c) => c.status), ["fail", "fail"]);
+  assert.is(stateZones(audit({ releasePresent: false }), "separated")[1]!.status, "warn");
+});
+
+State.run();
