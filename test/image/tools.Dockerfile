@@ -16,8 +16,10 @@ FROM ${IMAGE}
 USER root
 COPY --from=debs /debs/ /tmp/debs/
 RUN set -eu; \
-    dpkg -i /tmp/debs/*.deb >/tmp/dpkg.log 2>&1 || { cat /tmp/dpkg.log >&2; exit 1; }; \
-    rm -rf /tmp/debs /tmp/dpkg.log /var/log/dpkg.log; \
+# apt-get, not dpkg -i: apt orders the packages by their pre-dependencies
+# (python3-minimal before python3); every file is local, no mirror is asked.
+    apt-get install -qq -y --no-install-recommends -o Dpkg::Use-Pty=0 /tmp/debs/*.deb >/tmp/apt.log 2>&1 || { cat /tmp/apt.log >&2; exit 1; }; \
+    rm -rf /tmp/debs /tmp/apt.log /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt /var/log/dpkg.log; \
     find / -xdev -perm /6000 \( -type f -o -type d \) -exec chmod ug-s {} +; \
     test -z "$(find / -xdev -perm /6000)"; \
     git --version; python3 --version; strace -V | head -1; rg --version | head -1
