@@ -568,10 +568,13 @@ rootTest(image, "8. everyday work: git both ways between the uids, and every eve
   // /var/tmp on a tmpfs of its own: under --read-only it is writable to no one, and the battery asks whether agent work may write where its uid may.
   const flags = { flags: RECOMMENDED_FLAGS, extra: ["--tmpfs", "/var/tmp:rw,exec,nosuid,nodev,mode=1777"], state, workspace, image: session.toolsImage, timeoutMs: 300_000 };
 
+  const gitStarted = Date.now();
   const git = session.run({ name: "git-trust", ...flags, command: ["node", `${REPO_MOUNT}/test/fixtures/git-trust-service.mjs`, "/workspace/git"] });
   checkGitTrust(git.stdout, git.stderr, "/workspace/git");
 
+  const batteryStarted = Date.now();
   const run = session.run({ name: "everyday", ...flags, command: ["node", EVERYDAY] });
+  process.stdout.write(`   git both ways ${((batteryStarted - gitStarted) / 1000).toFixed(1)} s; battery ${((Date.now() - batteryStarted) / 1000).toFixed(1)} s\n`);
   const line = run.stdout.split("\n").find((l) => l.startsWith("{"));
   assert.ok(line, `the battery printed its results (exit ${run.status}):\n${run.stdout}\n${run.stderr}`);
   const results = (JSON.parse(line!) as { results: EverydayResult[] }).results;
