@@ -3,7 +3,9 @@
 // Starts a body in the launch sandbox (the ADR's docker run flags reproduced
 // with namespaces and setpriv), with a stand-in service and a realistic
 // /state, and runs a scripted model through the shim: a fixed list of tool
-// calls that attempts every row of ADR 0272's threat model as clankie-agent.
+// calls that attempts every row of ADR 0272's threat model as clankie-agent,
+// then the rows beyond the ADR (what the uid alone does not guard), each
+// beside its control: the same attempt by the agent's uid alone.
 import { chownSync } from "node:fs";
 import { Body, IDS, SANDBOX_FIXTURES, SANDBOX_NODE } from "../test/helpers/sandbox.ts";
 
@@ -23,7 +25,10 @@ try {
   process.stdout.write("3. The service runs the scripted model through clankie-agent-exec.\n\n");
   const run = body.run({ as: "root", command: [...service, "model"] });
   process.stdout.write(run.stderr);
-  process.exitCode = run.status ?? 1;
+  process.stdout.write("\n4. Beyond the ADR: the same service starts job B and tries what the uid alone does not guard.\n\n");
+  const beyond = body.run({ as: "root", command: [SANDBOX_NODE, `${SANDBOX_FIXTURES}/beyond-adr-service.mjs`], timeoutMs: 120_000 });
+  process.stdout.write(beyond.stderr.split("\n").filter((line) => !line.startsWith("clankie-separate: separated:")).join("\n"));
+  process.exitCode = run.status === 0 && beyond.status === 0 ? 0 : 1;
 } finally {
   body.cleanup();
 }

@@ -67,7 +67,8 @@ clankie-agent-exec [--cwd DIR] [--env NAME]... [--keep-fd N]...
                          it: Landlock ABI 6 or later and the seccomp filter
 
 clankie-agent-exec --signal SIGNAL --pgid PGID
-  Delivers SIGNAL to the agent's process group PGID, as the agent.
+  Delivers SIGNAL to the agent's process group PGID, as the agent. The way to
+  stop a job: kill(1) from another agent job answers EPERM (its own domain).
 
 Both: --help, --version. --version prints the program and Node versions and
 the bundle's SHA-256 recorded at build time; --self-check recomputes it from

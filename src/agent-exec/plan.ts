@@ -30,16 +30,17 @@ import { AGENT_EXEC_NAME, AGENT_UMASK, STATE_AGENT_NAME, STATE_DIR, TOOLS } from
 import { buildEnvironment, type Environment } from "../exec/environment.ts";
 import { stageArgv } from "../stage/stage.ts";
 import { type ConfinementRequest, confinementKeys } from "../confinement.ts";
+import { withGitTrust } from "./git-trust.ts";
 
 export const AGENT_HOME = `${STATE_DIR}/${STATE_AGENT_NAME}`;
 
 /** The agent's environment: the allowlist and the named variables of the shim's own environment, plus ours. */
 export function agentEnvironment(shimEnv: NodeJS.ProcessEnv, names: readonly string[], ids: Identities): Environment {
-  return buildEnvironment({
+  return withGitTrust(buildEnvironment({
     from: shimEnv,
     pass: names,
     set: { HOME: AGENT_HOME, USER: ids.agent.name, LOGNAME: ids.agent.name },
-  });
+  }));
 }
 
 interface ChainBase {

@@ -13,6 +13,9 @@
  *   5. doctor                    --self-check from the service and from docker exec agree
  *   6. resource abuse            fork bomb and memory hog under --pids-limit and --memory
  *   7. docker kill mid-walk      a restart of the same container completes the root phase
+ *   8. everyday work             in the image with a developer's tools added: git both ways
+ *                                between the uids, and a battery of everyday actions, each
+ *                                through the shim and as the agent's uid alone
  *
  * Every claim is read from the kernel on the host (/proc/<pid>/status, the
  * container's cgroup, stat(2) of the volume's directory, the kernel log), not
@@ -39,6 +42,7 @@ import {
   eventOf,
   healthOk,
   logsOf,
+  REPO_MOUNT,
   ROOT_WITHOUT_NNP_FLAGS,
   Session,
   sleep,
@@ -48,6 +52,8 @@ import {
 } from "./helpers/engine.ts";
 import { CAPS, cgroupCounters, cgroupDir, containerId, countByUid, initPid, isAlive, mountOptions, oomKillLines, oomKills, type Proc, processesOf, readProc, runsFile } from "./helpers/kernel.ts";
 import { checkStateLayout, countPrivate, listFiles, seedLargeTree, treeDigest } from "./helpers/volumes.ts";
+import { checkGitTrust } from "../helpers/git-trust.ts";
+import { EVERYDAY, judgeEveryday, type EverydayResult, NEEDED_DENIALS } from "./helpers/everyday.ts";
 
 const SERVICE = 1000;
 const AGENT = 1001;
@@ -547,6 +553,39 @@ rootTest(image, "7. docker kill during the /state walk; a restart of the same co
   const service = find(processesOf(container), "service", (p) => p.uid === SERVICE && p.cmdline === `node ${STAND_IN} serve`);
   assertService(service, "the restarted service");
   session.remove(container);
+});
+
+/* --------------------------------------------------- 8. everyday work -- */
+
+rootTest(image, "8. everyday work: git both ways between the uids, and every everyday action that works as the agent's uid alone works through the shim, or is a denial the boundary needs", () => {
+  needImage();
+  const { state, workspace } = ensureBody();
+  const tools = session.buildToolsImage();
+  process.stdout.write(
+    `\n   tools: packages ${tools.debs.built ? `downloaded in ${tools.debs.seconds.toFixed(1)} s` : "cached"}; ` +
+      `tools image built in ${tools.build.seconds.toFixed(1)} s, ${(tools.build.bytes / 1e6).toFixed(0)} MB\n`,
+  );
+  // /var/tmp on a tmpfs of its own: under --read-only it is writable to no one, and the battery asks whether agent work may write where its uid may.
+  const flags = { flags: RECOMMENDED_FLAGS, extra: ["--tmpfs", "/var/tmp:rw,exec,nosuid,nodev,mode=1777"], state, workspace, image: session.toolsImage, timeoutMs: 300_000 };
+
+  const gitStarted = Date.now();
+  const git = session.run({ name: "git-trust", ...flags, command: ["node", `${REPO_MOUNT}/test/fixtures/git-trust-service.mjs`, "/workspace/git"] });
+  checkGitTrust(git.stdout, git.stderr, "/workspace/git");
+
+  const batteryStarted = Date.now();
+  const run = session.run({ name: "everyday", ...flags, command: ["node", EVERYDAY] });
+  process.stdout.write(`   git both ways ${((batteryStarted - gitStarted) / 1000).toFixed(1)} s; battery ${((Date.now() - batteryStarted) / 1000).toFixed(1)} s\n`);
+  const line = run.stdout.split("\n").find((l) => l.startsWith("{"));
+  assert.ok(line, `the battery printed its results (exit ${run.status}):\n${run.stdout}\n${run.stderr}`);
+  const results = (JSON.parse(line!) as { results: EverydayResult[] }).results;
+  const verdict = judgeEveryday(results);
+  process.stdout.write(`\n${verdict.table.map((r) => `   ${r}`).join("\n")}\n`);
+  assert.ok(verdict.meaningful >= 30, `at least 30 actions work as the agent's uid alone (${verdict.meaningful})`);
+  assert.equal(verdict.broken, [], "actions that work as the agent's uid alone but not through the shim, and are not listed as a denial the boundary needs");
+  for (const id of Object.keys(NEEDED_DENIALS)) assert.ok(results.some((r) => r.id === id), `the listed denial ${id} is an action of the battery`);
+  const gitLog = results.find((r) => r.id === "git-service-log")!;
+  assert.is(gitLog.agent.exitCode, 0, "the agent's git reads a repository the service created");
+  assert.is.not(gitLog.control.exitCode, 0, "which the agent's uid alone cannot (dubious ownership): the shim's trust is what makes it work");
 });
 
 /* -------------------------------------------------------- cleanup -- */

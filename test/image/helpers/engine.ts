@@ -102,6 +102,18 @@ export interface Timings {
   build: { seconds: number; bytes: number };
 }
 
+export interface ToolsTimings {
+  debs: { image: string; seconds: number; built: boolean };
+  build: { seconds: number; bytes: number };
+}
+
+export const DEFAULT_TOOLS_DEBS = "clankie-tools-debs:bookworm";
+
+/** The image ids (12 hex digits) a classic-builder run names: each step's result, cached or not. */
+export function builtIds(stdout: string): string[] {
+  return [...stdout.matchAll(/^(?: ---> |Successfully built )([0-9a-f]{12})$/gm)].map((m) => m[1]!);
+}
+
 export interface RunOptions {
   name: string;
   flags: readonly string[];
@@ -111,11 +123,23 @@ export interface RunOptions {
   command: readonly string[];
   /** Extra docker run flags (limits, -t, -e). */
   extra?: readonly string[];
+  /** Another image than the session's (the tools image). */
+  image?: string;
 }
 
 export class Session {
   readonly runId = `${process.pid}-${Date.now().toString(36)}`;
   readonly image = `clankie-separate:e2e-${this.runId}`;
+  /** The session's image with a developer's tools added (test/image/tools.Dockerfile), once built. */
+  readonly toolsImage = `clankie-separate:e2e-tools-${this.runId}`;
+  /**
+   * Every image id this run's builds named. The cleanup removes only images
+   * that are both new since the run began and named here, so that a
+   * concurrent run's images (new too) are left alone.
+   */
+  private readonly ownIds = new Set<string>();
+  private toolsBuilt = false;
+  private debsToRemove: string | undefined;
   private readonly containers = new Set<string>();
   private readonly volumes = new Set<string>();
   /** The engine's images before this run touched it; undefined until buildImage has looked. */
@@ -154,11 +178,39 @@ export class Session {
     const started = Date.now();
     const build = ["build", "--network", "host", "--build-arg", `BASE_IMAGE=${baseImage}`, "--build-arg", `SEA=${process.env.CLANKIE_E2E_SEA ?? "prebuilt"}`, "-t", this.image, REPO];
     const result = docker(build, { timeoutMs: 900_000, env: { DOCKER_BUILDKIT: "0" } });
+    for (const id of builtIds(result.stdout)) this.ownIds.add(id);
     if (result.status !== 0) throw new Error(`${describe(build, result)}\n${result.stdout.slice(-4000)}`);
     const seconds = (Date.now() - started) / 1000;
     const bytes = Number(dockerOk(["image", "inspect", "-f", "{{.Size}}", this.image]).trim());
     this.timings = { base: { image: baseImage, seconds: baseSeconds, built: !baseExisted }, build: { seconds, bytes } };
     return this.timings;
+  }
+
+  /**
+   * The tools image: the session's image plus git, python3, strace, procps,
+   * ripgrep and kin from a cached package image (scripts/image/make-tools.sh,
+   * kept when it existed before the run, like the base), installed without
+   * the mirror (--network none).
+   */
+  buildToolsImage(): ToolsTimings {
+    if (!this.timings) throw new Error("buildImage first");
+    const debs = process.env.CLANKIE_E2E_TOOLS_DEBS ?? DEFAULT_TOOLS_DEBS;
+    const existed = imageExists(debs);
+    const debsStarted = Date.now();
+    const made = spawnSync(join(REPO, "scripts/image/make-tools.sh"), [this.timings.base.image, debs], { encoding: "utf8", timeout: 600_000 });
+    if (made.status !== 0) throw new Error(`make-tools.sh failed: ${made.stderr}${made.stdout}`);
+    process.stdout.write(`   ${made.stdout.trim()}\n`);
+    if (!existed) this.debsToRemove = debs;
+    const debsSeconds = (Date.now() - debsStarted) / 1000;
+
+    const started = Date.now();
+    const build = ["build", "--network", "none", "--build-arg", `IMAGE=${this.image}`, "--build-arg", `DEBS=${debs}`, "-t", this.toolsImage, "-f", join(REPO, "test/image/tools.Dockerfile"), join(REPO, "test/image")];
+    this.toolsBuilt = true;
+    const result = docker(build, { timeoutMs: 900_000, env: { DOCKER_BUILDKIT: "0" } });
+    for (const id of builtIds(result.stdout)) this.ownIds.add(id);
+    if (result.status !== 0) throw new Error(`${describe(build, result)}\n${result.stdout.slice(-4000)}`);
+    const bytes = Number(dockerOk(["image", "inspect", "-f", "{{.Size}}", this.toolsImage]).trim());
+    return { debs: { image: debs, seconds: debsSeconds, built: !existed }, build: { seconds: (Date.now() - started) / 1000, bytes } };
   }
 
   name(what: string): string {
@@ -213,7 +265,7 @@ export class Session {
       ...(options.state ? ["-v", `${options.state}:/state`] : []),
       ...(options.workspace ? ["-v", `${options.workspace}:/workspace`] : []),
       "-v", `${REPO}:${REPO_MOUNT}:ro`,
-      this.image,
+      options.image ?? this.image,
       ...options.command,
     ];
   }
@@ -261,12 +313,16 @@ export class Session {
     }
     const before = this.imagesBefore;
     if (before === undefined) return problems; // the engine was never reached
+    if (this.toolsBuilt) docker(["rmi", "-f", this.toolsImage], { timeoutMs: 120_000 });
     docker(["rmi", "-f", this.image], { timeoutMs: 120_000 });
+    if (this.debsToRemove) docker(["rmi", "-f", this.debsToRemove], { timeoutMs: 120_000 });
     if (this.baseToRemove) docker(["rmi", "-f", this.baseToRemove], { timeoutMs: 120_000 });
-    // The classic builder leaves the build stage behind as untagged images.
-    const leftovers = [...imageIds()].filter((id) => !before.has(id));
+    // The classic builder leaves the build stage behind as untagged images:
+    // those this run's builds named (a concurrent run's new images are not ours).
+    const ours = (id: string): boolean => !before.has(id) && this.ownIds.has(id.replace(/^sha256:/, "").slice(0, 12));
+    const leftovers = [...imageIds()].filter(ours);
     for (const id of leftovers.reverse()) docker(["rmi", id], { timeoutMs: 120_000 });
-    const still = [...imageIds()].filter((id) => !before.has(id));
+    const still = [...imageIds()].filter(ours);
     if (still.length > 0) problems.push(`images left behind: ${still.join(" ")}`);
     return problems;
   }

@@ -9,6 +9,8 @@ import { confinementKeys, NO_EXTRA_CONFINEMENT } from "../../../src/confinement.
 import { signalPlan } from "../../../src/agent-exec/run.ts";
 
 const ids = imageIdentities();
+/** src/agent-exec/git-trust.ts: the agent's git trusts the service's repositories. */
+const GIT_TRUST = { GIT_CONFIG_COUNT: "1", GIT_CONFIG_KEY_0: "safe.directory", GIT_CONFIG_VALUE_0: "*" };
 const PERL = ["/usr/bin/perl", "-T", "-C0", "-e", STAGE_SOURCE, "--", "clankie-agent-exec"];
 const AGENT = ["uid=1001", "gid=1001", "groups=1001,1002", "inh=0", "prm=0", "eff=0", "amb=0", "nnp=1", "unset="];
 /** The confinement keys for the image's top level as this machine has it (the stage skips what is missing). */
@@ -130,6 +132,7 @@ test("agentEnvironment: the allowlist and the named variables, then the agent's 
     USER: "clankie-agent",
     LOGNAME: "clankie-agent",
     PATH: SYSTEM_PATH,
+    ...GIT_TRUST,
   });
 });
 
@@ -140,12 +143,13 @@ test("agentEnvironment: a named HOME, USER, LOGNAME or PATH cannot override ours
     USER: "clankie-agent",
     LOGNAME: "clankie-agent",
     PATH: SYSTEM_PATH,
+    ...GIT_TRUST,
   });
 });
 
 test("agentEnvironment: nothing of the service's own environment reaches the agent unnamed", () => {
   const env = agentEnvironment({ DISCORD_TOKEN: "x", CLANKIE_AGENT_UID: "1001", SSH_AUTH_SOCK: "/tmp/s", HOSTNAME: "body" }, [], ids);
-  assert.equal(Object.keys(env).sort(), ["HOME", "LOGNAME", "PATH", "USER"]);
+  assert.equal(Object.keys(env).sort(), ["GIT_CONFIG_COUNT", "GIT_CONFIG_KEY_0", "GIT_CONFIG_VALUE_0", "HOME", "LOGNAME", "PATH", "USER"]);
 });
 
 test("the agent's home and umask", () => {
