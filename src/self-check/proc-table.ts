@@ -1,6 +1,6 @@
 /*
  * What the audit reads of a process beyond its status (the table itself is
- * readProcessTable in proc-status.ts, shared with the shim's task count), and
+ * readProcessTable in proc-status.ts), and
  * its ancestry. /proc/<pid>/status is readable by all; /proc/<pid>/environ
  * and /proc/<pid>/exe are not: the kernel asks for ptrace read access
  * (proc(5), ptrace(2) "Ptrace access mode checking"), which needs the same
