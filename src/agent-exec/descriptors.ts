@@ -1,25 +1,28 @@
 /*
  * File descriptors: only 0, 1, 2 and the ones named with --keep-fd reach the
  * agent (an fd the service leaked into the shim would otherwise cross the
- * uid). Node has no close_range(2) and no fcntl(2). It lists /proc/self/fd
- * once (proc(5)) and closes every fd above 2 that --keep-fd does not name:
- * closefrom(3) semantics. Node's own fds are closed too. They are all
- * close-on-exec, so execve(2) would close them anyway. Closing each costs one
- * close(2), while telling them apart would cost a read of
- * /proc/self/fdinfo for every fd. Only the kept fds are read there: a kept fd
- * that is close-on-exec would not reach the agent, so it is refused.
+ * uid). Node has no close_range(2) and no fcntl(2): the shim lists
+ * /proc/self/fd once, reads the flags of an fd from /proc/self/fdinfo (proc(5))
+ * and closes every fd that execve(2) would not close, O_CLOEXEC unset, above 2
+ * and not kept.
  *
- * After closeStrayDescriptors the process must exec: the fds of Node's
- * own event loops are gone, and Node aborts (SIGABRT, "libuv:
- * io_uring_enter(getevents): Bad file descriptor") if it goes back to its
- * loop, even to exit. The shim calls it last, after every check that can
- * refuse; only the exec gate runs again, on tools it has just passed.
+ * Node's own fds (the event loops of its threads) must stay open: they are
+ * all close-on-exec, and closing one that another thread polls makes libuv
+ * abort the process ("io_uring_enter(getevents): Bad file descriptor") before
+ * the exec, as it did here. Only fds from 16 up are read: at start-up Node
+ * marks fds 0-15, and any inherited run above them, close-on-exec (libuv's
+ * uv_disable_stdio_inheritance), and it opens its own fds close-on-exec, so
+ * below 16 nothing can cross the exec but what the shim hands on
+ * (test/unit/agent-exec/descriptors.test.ts shows both). Reading an fd's
+ * fdinfo costs an open, a read and a close; Node holds about 18 fds here.
  */
-import { closeSync, readdirSync, readFileSync } from "node:fs";
+import { closeSync, openSync, readdirSync, readSync } from "node:fs";
 import { EXIT } from "../constants.ts";
 import { osFailure, Refusal } from "../report.ts";
 
 const O_CLOEXEC = 0o2000000;
+/** Below this, every fd is close-on-exec by the time any JavaScript runs (see above). */
+export const FIRST_INHERITABLE_FD = 16;
 
 /** The "flags:" field of /proc/<pid>/fdinfo/<fd> is octal open(2) flags. Pure. */
 export function parseFdinfoFlags(text: string): number | undefined {
@@ -27,7 +30,25 @@ export function parseFdinfoFlags(text: string): number | undefined {
   return match ? Number.parseInt(match[1]!, 8) : undefined;
 }
 
-/** The numbers /proc/self/fd lists, including the fd readdir itself used (closed by the time it returns). */
+/** pos: and flags: are the first two lines of fdinfo: a short read holds them. */
+const fdinfoHead = Buffer.alloc(128);
+
+/** The open(2) flags of one of this process's fds, or undefined when it is not open. */
+export function readDescriptorFlags(fd: number): number | undefined {
+  let info: number;
+  try {
+    info = openSync(`/proc/self/fdinfo/${fd}`, "r");
+  } catch {
+    return undefined; // not open (the fd readdir itself used is one: closed by the time it returns)
+  }
+  try {
+    return parseFdinfoFlags(fdinfoHead.toString("latin1", 0, readSync(info, fdinfoHead, 0, fdinfoHead.length, 0)));
+  } finally {
+    closeSync(info);
+  }
+}
+
+/** The numbers /proc/self/fd lists, in order. */
 export function listDescriptors(): number[] {
   let names: string[];
   try {
@@ -38,20 +59,15 @@ export function listDescriptors(): number[] {
   return names.map(Number).sort((a, b) => a - b);
 }
 
-/** The fds that must not survive execve(2): above 2 and not in `keep`. Pure. */
-export function strayDescriptors(open: readonly number[], keep: readonly number[]): number[] {
-  return open.filter((fd) => fd > 2 && !keep.includes(fd));
+/** The fds whose close-on-exec flag decides whether they cross the exec: from 16 up and not kept. Pure. */
+export function inheritableCandidates(open: readonly number[], keep: readonly number[]): number[] {
+  return open.filter((fd) => fd >= FIRST_INHERITABLE_FD && !keep.includes(fd));
 }
 
 /** Refuses a --keep-fd that is not open, or that is close-on-exec and so would not reach the agent. */
 export function checkKeptDescriptors(keep: readonly number[]): void {
   for (const fd of keep) {
-    let flags: number | undefined;
-    try {
-      flags = parseFdinfoFlags(readFileSync(`/proc/self/fdinfo/${fd}`, "latin1"));
-    } catch {
-      flags = undefined;
-    }
+    const flags = readDescriptorFlags(fd);
     if (flags === undefined) throw new Refusal(EXIT.usage, `--keep-fd ${fd}: fd ${fd} is not open`, "open it in the shim's parent before the spawn");
     if ((flags & O_CLOEXEC) !== 0) {
       throw new Refusal(EXIT.usage, `--keep-fd ${fd}: fd ${fd} is close-on-exec here (Node 24 marks inherited fds 3-16 so at start-up)`, "hand the fd to the shim as fd 17 or higher");
@@ -59,18 +75,19 @@ export function checkKeptDescriptors(keep: readonly number[]): void {
   }
 }
 
-/** Closes every fd above 2 that `keep` does not name; returns the numbers it closed. */
+/** Closes every fd that would cross the exec but 0-2 and `keep`; returns the numbers it closed. */
 export function closeStrayDescriptors(keep: readonly number[]): number[] {
   checkKeptDescriptors(keep);
   const closed: number[] = [];
-  for (const fd of strayDescriptors(listDescriptors(), keep)) {
+  for (const fd of inheritableCandidates(listDescriptors(), keep)) {
+    const flags = readDescriptorFlags(fd);
+    if (flags === undefined || (flags & O_CLOEXEC) !== 0) continue;
     try {
       closeSync(fd);
-      closed.push(fd);
     } catch (error) {
-      // EBADF: not open, so it cannot leak (the fd readdir used is one).
-      if ((error as NodeJS.ErrnoException).code !== "EBADF") throw osFailure("close", `fd ${fd}`, error);
+      throw osFailure("close", `fd ${fd}`, error);
     }
+    closed.push(fd);
   }
   return closed;
 }

@@ -68,11 +68,11 @@ function checkedIdentities(): Identities {
 
 /** oomScoreAdj undefined leaves the value as it is (the signal stage runs no agent code). */
 function execChain(ids: Identities, chain: AgentChain, oomScoreAdj: number | undefined, envNames: readonly string[]): never {
-  for (const tool of [...(chain.nproc === undefined ? [] : [TOOLS.prlimit]), TOOLS.setpriv, TOOLS.perl]) {
-    prepareExec({ command: tool, args: [], env: {}, trustedUids: [0] });
-  }
   const { env, unset } = stageEnvironment(agentEnvironment(process.env, envNames, ids));
   const argv = agentChainArgv(ids, { ...chain, ...(unset === undefined ? {} : { unset }) });
+  // Every tool of the chain passes the exec rules; execReplace gates the first (argv[0]) itself.
+  const [, ...later] = [...(chain.nproc === undefined ? [] : [TOOLS.prlimit]), TOOLS.setpriv, TOOLS.perl];
+  for (const tool of later) prepareExec({ command: tool, args: [], env: {}, trustedUids: [0] });
   if (oomScoreAdj !== undefined) raiseOomScore(oomScoreAdj);
   closeStrayDescriptors(chain.keepFds);
   execReplace({ command: argv[0]!, args: argv.slice(1), argv0: argv[0], env, trustedUids: [0] });

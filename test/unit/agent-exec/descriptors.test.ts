@@ -3,7 +3,7 @@ import { closeSync, openSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { checkKeptDescriptors, listDescriptors, parseFdinfoFlags, strayDescriptors } from "../../../src/agent-exec/descriptors.ts";
+import { checkKeptDescriptors, inheritableCandidates, listDescriptors, parseFdinfoFlags, readDescriptorFlags } from "../../../src/agent-exec/descriptors.ts";
 import { EXIT } from "../../../src/constants.ts";
 import { NODE24, REPO } from "../../helpers/paths.ts";
 import { assertRefusal } from "../helpers/refusal.ts";
@@ -32,23 +32,24 @@ test("parseFdinfoFlags and listDescriptors: what the kernel shows for a close-on
     const flags = parseFdinfoFlags(readFileSync(`/proc/self/fdinfo/${fd}`, "latin1"));
     assert.ok(flags !== undefined);
     assert.is(flags & O_CLOEXEC, O_CLOEXEC);
+    assert.is(readDescriptorFlags(fd), flags);
     assert.ok(listDescriptors().includes(fd));
   } finally {
     closeSync(fd);
   }
+  assert.is(readDescriptorFlags(1000), undefined);
 });
 
-test("strayDescriptors: every fd above 2 not asked for, close-on-exec or not", () => {
-  const open = [0, 1, 2, 3, 4, 5, 17, 20, 21];
+test("inheritableCandidates: fds from 16 up that are not kept", () => {
+  const open = [0, 1, 2, 3, 4, 15, 16, 17, 20, 21];
   const cases: ReadonlyArray<readonly [number[], number[]]> = [
-    [[], [3, 4, 5, 17, 20, 21]],
-    [[17], [3, 4, 5, 20, 21]],
-    [[17, 20, 5, 3, 4, 21], []],
-    [[99], [3, 4, 5, 17, 20, 21]],
+    [[], [16, 17, 20, 21]],
+    [[17], [16, 20, 21]],
+    [[17, 20, 16, 21], []],
+    [[99], [16, 17, 20, 21]],
   ];
-  for (const [keep, stray] of cases) assert.equal(strayDescriptors(open, keep), stray, `keep ${keep.join(",")}`);
-  assert.equal(strayDescriptors([], []), []);
-  assert.equal(strayDescriptors([0, 1, 2], []), []);
+  for (const [keep, candidates] of cases) assert.equal(inheritableCandidates(open, keep), candidates, `keep ${keep.join(",")}`);
+  assert.equal(inheritableCandidates([0, 1, 2, 3, 15], []), []);
 });
 
 test("checkKeptDescriptors: an fd that is not open, or is close-on-exec, is refused (64)", () => {
@@ -68,36 +69,41 @@ test("checkKeptDescriptors: an fd that is not open, or is close-on-exec, is refu
 
 /*
  * closeStrayDescriptors in a Node process of its own, started with /dev/null
- * inherited as fds 3 (Node marks it close-on-exec at start-up) and 20 and 21
- * (left as they came: they would cross an exec). It then execs perl, which
- * prints the fds it was given (and the one it lists /proc/self/fd with, the
- * lowest free number, 3). The control does the same without the call.
- * After the call the process must exec: the fds of Node's own event loops
- * are closed too, and Node aborts if it goes back to its loop.
+ * inherited as fds 5, 20 and 21, none of them close-on-exec as they arrive.
+ * It reports what it closed, then execs perl, which prints the fds it was
+ * given (and the one it lists /proc/self/fd with, the lowest free number, 3).
+ * The control does the same without the call: it shows that 20 and 21 would
+ * cross the exec, and that 5 would not (Node marks fds below 16 close-on-exec
+ * at start-up, which is why the shim need not read them).
  */
 const CHILD = `
+import { writeSync } from "node:fs";
 import { closeStrayDescriptors } from ${JSON.stringify(join(REPO, "src/agent-exec/descriptors.ts"))};
-if (process.argv[1] === "close") closeStrayDescriptors([20]);
+writeSync(2, JSON.stringify(process.argv[1] === "close" ? closeStrayDescriptors([20]) : []));
 process.execve("/usr/bin/perl", ["perl", "-e", 'opendir(my $d, "/proc/self/fd") or die; print join(",", sort { $a <=> $b } grep { /^[0-9]+$/ } readdir $d)'], {});
 `;
 
-function fdsAcrossExec(mode: string): string {
+function fdsAcrossExec(mode: string): { crossed: number[]; closed: number[] } {
   const devnull = openSync("/dev/null", "r");
   try {
-    const stdio = ["ignore", "pipe", "pipe", devnull, ...Array(16).fill("ignore"), devnull, devnull];
+    const stdio = ["ignore", "pipe", "pipe", "ignore", "ignore", devnull, ...Array(14).fill("ignore"), devnull, devnull];
     const result = spawnSync(NODE24, ["--input-type=module", "--import", join(REPO, "scripts/text-modules.mjs"), "-e", CHILD, mode], { encoding: "utf8", stdio: stdio as never });
     assert.is(result.status, 0, `child exited ${result.status ?? result.signal}: ${result.stderr}`);
-    assert.is(result.stderr, "");
-    return result.stdout;
+    return { crossed: result.stdout.split(",").map(Number), closed: JSON.parse(result.stderr) as number[] };
   } finally {
     closeSync(devnull);
   }
 }
 
-test("closeStrayDescriptors: only 0-2 and the kept fd cross the exec (3: perl's own listing)", () => {
+test("closeStrayDescriptors: only 0-2 and the kept fd cross the exec; Node's own fds stay open until then", () => {
   // The control may show more: fds this test's own caller leaked without close-on-exec.
-  assert.ok(fdsAcrossExec("control").split(",").includes("21"), "control: inherited fd 21 did not cross the exec, so the test proves nothing");
-  assert.is(fdsAcrossExec("close"), "0,1,2,3,20");
+  const control = fdsAcrossExec("control");
+  assert.ok(control.crossed.includes(20) && control.crossed.includes(21), `control: inherited fds 20 and 21 did not cross the exec, so the test proves nothing: ${control.crossed}`);
+  assert.not.ok(control.crossed.includes(5), "inherited fd 5 crossed the exec: Node no longer marks fds below 16 close-on-exec, so the shim must read them too");
+  const child = fdsAcrossExec("close");
+  assert.equal(child.crossed, [0, 1, 2, 3, 20]);
+  // It closed exactly what would have crossed (21, and any the caller leaked), none of Node's own.
+  assert.equal(child.closed, control.crossed.filter((fd) => fd > 3 && fd !== 20));
 });
 
 test.run();
