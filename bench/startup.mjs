@@ -1,7 +1,7 @@
 /*
  * Start-up of the single executable against `node -e 0` of the same
- * Node 24.20.0, in one hyperfine run; the sea-config variants (code cache,
- * snapshot, unstripped Node) in that same run; and the sizes.
+ * Node 24.20.0, in one hyperfine run; the sea-config variants (start flags,
+ * Node's own code cache, unstripped Node) in that same run; and the sizes.
  */
 import { statSync } from "node:fs";
 import { join } from "node:path";
@@ -59,18 +59,15 @@ export function benchStartup({ repo, work, nodeBinary, plan, env }) {
     "",
     "The variants are built by bench/lib/sea-variants.mjs with build.mjs's own steps 2 and 3 " +
       "(`node --experimental-sea-config`, copy the Node binary, postject with the same fuse) from the " +
-      "bundle build.mjs left in .build/bundle.cjs. `dist/` is built with sea-config.json as committed, so it should match `codecache-off`.",
+      "main script and code caches build.mjs left in .build/, each with sea-config.json's settings but the one it varies. `dist/` is built with sea-config.json as committed, so it should match `as-built`.",
     `Fastest in this run: \`${best[0]}\` (${ms(best[1].median)}, ${ratio(best[1].median, node.median)} node -e 0).`,
     "",
     "Their sea-config files:",
     "",
     codeBlock(configs, "json"),
     "",
-    "`useSnapshot`: the main script runs once at build time and must name the function to run at start-up " +
-      "with `v8.startupSnapshot.setDeserializeMainFunction`. src/main.ts calls `main()` at module level, so the variant's entry is " +
-      "the same bundle with that last statement wrapped in `setDeserializeMainFunction(() => { ... })`: every module-level definition is in the " +
-      "snapshot and `main()` runs with the real argv. With a snapshot the blob holds a V8 heap, not the script, so `--version`'s " +
-      "`bundle sha256` no longer hashes the bundle (it hashes the blob's script field, which is the snapshot): adopting it would need that audit line reworked.",
+    "`useSnapshot` is not measured: it was 1.5-1.9x slower than the code cache for this program, and with a snapshot the blob holds a V8 heap, " +
+      "not the main script, so `bundle sha256` (what --version prints and --self-check audits) would no longer be the hash of the code that runs.",
     ...missing.map((m) => `\n${m.label} was not measured: ${m.reason}.`),
     "",
     "Sizes:",

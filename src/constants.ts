@@ -184,8 +184,6 @@ export const EXIT = {
   launchRefused: 77,
   /** An operating-system call failed (carries syscall, path and errno). */
   osError: 71,
-  /** The agent uid is at its process limit: try again when agent work has ended. */
-  busy: 75,
   /** After a privilege change the kernel reports something other than what was asked. */
   verifyFailed: 70,
   /** The command exists but is not executable or is refused by the exec rules. */
@@ -201,8 +199,7 @@ export const EXIT_DESCRIPTIONS: ReadonlyArray<readonly [number, string]> = [
   [EXIT.noUser, "node, clankie-agent or clankie-workspace missing or wrong in /etc/passwd or /etc/group"],
   [EXIT.verifyFailed, "after a privilege change the kernel reports other ids, groups, capabilities or NoNewPrivs than asked (for the agent also: a terminal, no session of its own, a stray fd, a Landlock domain or seccomp filter not in force)"],
   [EXIT.osError, "an operating-system call failed; the message names the call, the path and the errno code"],
-  [EXIT.busy, "clankie-agent-exec: the agent uid is at its process limit (--nproc); try again later"],
   [EXIT.launchRefused, "the launch lacks what the mode needs: NoNewPrivs, a capability, the caller is the wrong uid, or the kernel cannot confine agent work as --strict-confinement or --no-network asks"],
-  [EXIT.notExecutable, "the command is refused by the exec rules (writable by others, foreign owner) or cannot be executed"],
+  [EXIT.notExecutable, "the command is refused by the exec rules (writable by others, foreign owner) or cannot be executed; from clankie-agent-exec also setpriv's own line \"setpriv: failed to execute /usr/bin/perl: Resource temporarily unavailable\": the agent uid runs more tasks than --nproc allows, try again when agent work has ended"],
   [EXIT.notFound, "the command was not found in the fixed system PATH"],
 ];

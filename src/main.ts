@@ -3,15 +3,17 @@
  * as, run it, and turn any refusal into one line on stderr and an exit code.
  */
 import { basename } from "node:path";
-import { parseAgentExecArgs, parseEntrypointArgs } from "./cli.ts";
+import { parseEntrypointArgs } from "./cli.ts";
 import { AGENT_EXEC_NAME, ENTRYPOINT_NAME, EXIT, PROBE_AGENT_FLAG } from "./constants.ts";
 import { helpText, versionText } from "./help.ts";
 import { Refusal, reportError, setProgramName, writeLine } from "./report.ts";
 
 /*
  * Each role's modules are imported when that role runs, not before: the
- * bundle evaluates only what the role needs, which keeps --version and the
- * shim's start close to a bare `node -e 0` (docs/benchmarks.md).
+ * bundle evaluates only what the role needs, which keeps --version close to
+ * a bare `node -e 0` (docs/benchmarks.md). The shim's start does not come
+ * here at all when it is started under its own name: build.mjs gives it a
+ * bundle of its own (src/agent-exec/start.ts).
  */
 
 function role(): string {
@@ -30,18 +32,7 @@ function inform(kind: "help" | "version", name: string): number {
 async function main(argv: readonly string[]): Promise<number> {
   const name = role();
   setProgramName(name);
-  if (name === AGENT_EXEC_NAME) {
-    const request = parseAgentExecArgs(argv);
-    switch (request.kind) {
-      case "help":
-      case "version":
-        return inform(request.kind, name);
-      case "signal":
-        return (await import("./agent-exec/run.ts")).runSignal(request);
-      case "run":
-        return (await import("./agent-exec/run.ts")).runAgentExec(request);
-    }
-  }
+  if (name === AGENT_EXEC_NAME) return (await import("./agent-exec/main.ts")).runAgentExecRole(argv);
   // The inside half of --self-check --probe, started through the shim as the agent.
   if (argv[0] === PROBE_AGENT_FLAG) return (await import("./self-check/probe-agent.ts")).runProbeAgent(argv.slice(1));
   const request = parseEntrypointArgs(argv);

@@ -1,20 +1,28 @@
 /*
- * File descriptors: only 0, 1, 2 and the ones named with
- * --keep-fd reach the agent. Node cannot fcntl(2); it can read each fd's
- * flags from /proc/self/fdinfo (proc(5)) and close(2) any fd. An fd with
- * O_CLOEXEC is closed by execve(2) anyway (Node's own are all such); any other
- * that was not asked for is closed here, before the exec.
+ * File descriptors: only 0, 1, 2 and the ones named with --keep-fd reach the
+ * agent (an fd the service leaked into the shim would otherwise cross the
+ * uid). Node has no close_range(2) and no fcntl(2): the shim lists
+ * /proc/self/fd once, reads the flags of an fd from /proc/self/fdinfo (proc(5))
+ * and closes every fd that execve(2) would not close, O_CLOEXEC unset, above 2
+ * and not kept.
+ *
+ * Node's own fds (the event loops of its threads) must stay open: they are
+ * all close-on-exec, and closing one that another thread polls makes libuv
+ * abort the process ("io_uring_enter(getevents): Bad file descriptor") before
+ * the exec, as it did here. Only fds from 16 up are read: at start-up Node
+ * marks fds 0-15, and any inherited run above them, close-on-exec (libuv's
+ * uv_disable_stdio_inheritance), and it opens its own fds close-on-exec, so
+ * below 16 nothing can cross the exec but what the shim hands on
+ * (test/unit/agent-exec/descriptors.test.ts shows both). Reading an fd's
+ * fdinfo costs an open, a read and a close; Node holds about 18 fds here.
  */
-import { closeSync, readdirSync, readFileSync } from "node:fs";
+import { closeSync, openSync, readdirSync, readSync } from "node:fs";
 import { EXIT } from "../constants.ts";
 import { osFailure, Refusal } from "../report.ts";
 
 const O_CLOEXEC = 0o2000000;
-
-export interface OpenDescriptor {
-  fd: number;
-  cloexec: boolean;
-}
+/** Below this, every fd is close-on-exec by the time any JavaScript runs (see above). */
+export const FIRST_INHERITABLE_FD = 16;
 
 /** The "flags:" field of /proc/<pid>/fdinfo/<fd> is octal open(2) flags. Pure. */
 export function parseFdinfoFlags(text: string): number | undefined {
@@ -22,49 +30,64 @@ export function parseFdinfoFlags(text: string): number | undefined {
   return match ? Number.parseInt(match[1]!, 8) : undefined;
 }
 
-export function listDescriptors(): OpenDescriptor[] {
+/** pos: and flags: are the first two lines of fdinfo: a short read holds them. */
+const fdinfoHead = Buffer.alloc(128);
+
+/** The open(2) flags of one of this process's fds, or undefined when it is not open. */
+export function readDescriptorFlags(fd: number): number | undefined {
+  let info: number;
+  try {
+    info = openSync(`/proc/self/fdinfo/${fd}`, "r");
+  } catch {
+    return undefined; // not open (the fd readdir itself used is one: closed by the time it returns)
+  }
+  try {
+    return parseFdinfoFlags(fdinfoHead.toString("latin1", 0, readSync(info, fdinfoHead, 0, fdinfoHead.length, 0)));
+  } finally {
+    closeSync(info);
+  }
+}
+
+/** The numbers /proc/self/fd lists, in order. */
+export function listDescriptors(): number[] {
   let names: string[];
   try {
     names = readdirSync("/proc/self/fd");
   } catch (error) {
     throw osFailure("readdir", "/proc/self/fd", error);
   }
-  const result: OpenDescriptor[] = [];
-  for (const name of names) {
-    const fd = Number(name);
-    let flags: number | undefined;
-    try {
-      flags = parseFdinfoFlags(readFileSync(`/proc/self/fdinfo/${fd}`, "latin1"));
-    } catch {
-      continue; // the fd readdir itself used, closed since
-    }
-    if (flags === undefined) continue;
-    result.push({ fd, cloexec: (flags & O_CLOEXEC) !== 0 });
-  }
-  return result.sort((a, b) => a.fd - b.fd);
+  return names.map(Number).sort((a, b) => a - b);
 }
 
-/** The fds that would survive execve(2) beyond 0-2 and `keep`. Pure. */
-export function strayDescriptors(open: readonly OpenDescriptor[], keep: readonly number[]): number[] {
-  return open.filter((d) => d.fd > 2 && !d.cloexec && !keep.includes(d.fd)).map((d) => d.fd);
+/** The fds whose close-on-exec flag decides whether they cross the exec: from 16 up and not kept. Pure. */
+export function inheritableCandidates(open: readonly number[], keep: readonly number[]): number[] {
+  return open.filter((fd) => fd >= FIRST_INHERITABLE_FD && !keep.includes(fd));
 }
 
-export function closeStrayDescriptors(keep: readonly number[]): number[] {
-  const open = listDescriptors();
+/** Refuses a --keep-fd that is not open, or that is close-on-exec and so would not reach the agent. */
+export function checkKeptDescriptors(keep: readonly number[]): void {
   for (const fd of keep) {
-    const found = open.find((d) => d.fd === fd);
-    if (!found) throw new Refusal(EXIT.usage, `--keep-fd ${fd}: fd ${fd} is not open`, "open it in the shim's parent before the spawn");
-    if (found.cloexec) {
+    const flags = readDescriptorFlags(fd);
+    if (flags === undefined) throw new Refusal(EXIT.usage, `--keep-fd ${fd}: fd ${fd} is not open`, "open it in the shim's parent before the spawn");
+    if ((flags & O_CLOEXEC) !== 0) {
       throw new Refusal(EXIT.usage, `--keep-fd ${fd}: fd ${fd} is close-on-exec here (Node 24 marks inherited fds 3-16 so at start-up)`, "hand the fd to the shim as fd 17 or higher");
     }
   }
-  const stray = strayDescriptors(open, keep);
-  for (const fd of stray) {
+}
+
+/** Closes every fd that would cross the exec but 0-2 and `keep`; returns the numbers it closed. */
+export function closeStrayDescriptors(keep: readonly number[]): number[] {
+  checkKeptDescriptors(keep);
+  const closed: number[] = [];
+  for (const fd of inheritableCandidates(listDescriptors(), keep)) {
+    const flags = readDescriptorFlags(fd);
+    if (flags === undefined || (flags & O_CLOEXEC) !== 0) continue;
     try {
       closeSync(fd);
     } catch (error) {
       throw osFailure("close", `fd ${fd}`, error);
     }
+    closed.push(fd);
   }
-  return stray;
+  return closed;
 }

@@ -15,7 +15,6 @@ import { execReplace, prepareExec } from "../exec/replace.ts";
 import { resolveCommand } from "../exec/rules.ts";
 import { checkCaller } from "./caller.ts";
 import { closeStrayDescriptors } from "./descriptors.ts";
-import { countTasks, NEW_AGENT_TASKS } from "./process-count.ts";
 import { agentChainArgv, agentEnvironment, type AgentChain } from "./plan.ts";
 import { stageEnvironment } from "../stage/stage.ts";
 
@@ -53,23 +52,27 @@ function checkedIdentities(): Identities {
   return ids;
 }
 
+/*
+ * RLIMIT_NPROC (--nproc) counts the tasks of a real uid (setrlimit(2)) and is
+ * set by prlimit before the uid change. The kernel itself refuses the agent
+ * process when the agent uid is already over the limit: setresuid(2) in
+ * setpriv marks the process (PF_NPROC_EXCEEDED, kernel/sys.c) and setpriv's
+ * execve(2) of the verification stage then fails with EAGAIN (Linux 3.1+;
+ * counted per user namespace and uid since 5.14, across every pid namespace,
+ * which no scan of this one's /proc could see). setpriv reports it in one
+ * line, "setpriv: failed to execute /usr/bin/perl: Resource temporarily
+ * unavailable", and exits 126 (README, "Exit codes"). So the shim does not
+ * count the agent's tasks: that scan cost a read of every /proc/<pid>/status
+ * on each spawn, growing with the processes in the body.
+ */
+
 /** oomScoreAdj undefined leaves the value as it is (the signal stage runs no agent code). */
 function execChain(ids: Identities, chain: AgentChain, oomScoreAdj: number | undefined, envNames: readonly string[]): never {
-  for (const tool of [...(chain.nproc === undefined ? [] : [TOOLS.prlimit]), TOOLS.setpriv, TOOLS.perl]) {
-    prepareExec({ command: tool, args: [], env: {}, trustedUids: [0] });
-  }
-  if (chain.nproc !== undefined) {
-    const tasks = countTasks(ids.agent.uid);
-    if (tasks + NEW_AGENT_TASKS > chain.nproc) {
-      throw new Refusal(
-        EXIT.busy,
-        `the agent uid already runs ${tasks} tasks and the limit is ${chain.nproc} (--nproc)`,
-        "stop agent work (clankie-agent-exec --signal TERM --pgid PGID) or raise --nproc, then try again",
-      );
-    }
-  }
   const { env, unset } = stageEnvironment(agentEnvironment(process.env, envNames, ids));
   const argv = agentChainArgv(ids, { ...chain, ...(unset === undefined ? {} : { unset }) });
+  // Every tool of the chain passes the exec rules; execReplace gates the first (argv[0]) itself.
+  const [, ...later] = [...(chain.nproc === undefined ? [] : [TOOLS.prlimit]), TOOLS.setpriv, TOOLS.perl];
+  for (const tool of later) prepareExec({ command: tool, args: [], env: {}, trustedUids: [0] });
   if (oomScoreAdj !== undefined) raiseOomScore(oomScoreAdj);
   closeStrayDescriptors(chain.keepFds);
   execReplace({ command: argv[0]!, args: argv.slice(1), argv0: argv[0], env, trustedUids: [0] });

@@ -2,9 +2,9 @@
  * Black-box tests of the built single executable: it is run as a program and
  * its stdout, stderr and exit code are compared exactly. No privileges needed.
  */
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { closeSync, constants, existsSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, symlinkSync, writeFileSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { suite } from "uvu";
@@ -41,7 +41,7 @@ test("--help lists both roles, their options and every exit code", () => {
   for (const text of ["clankie-separate [--] SERVICE-COMMAND", "--self-check [--json] [--probe]", "clankie-agent-exec [--cwd DIR]", "--signal SIGNAL --pgid PGID", "--keep-fd N", "--nproc N", "--oom-score-adj N"]) {
     assert.ok(result.stdout.includes(text), `missing ${text}`);
   }
-  for (const code of [0, 1, 64, 65, 67, 70, 71, 75, 77, 126, 127]) assert.match(result.stdout, new RegExp(`^ +${code}  `, "m"));
+  for (const code of [0, 1, 64, 65, 67, 70, 71, 77, 126, 127]) assert.match(result.stdout, new RegExp(`^ +${code}  `, "m"));
 });
 
 const usage: [string, string, string[], string][] = [
@@ -123,6 +123,67 @@ if (!haveCc) process.stderr.write("SKIPPED: no C compiler (cc) to build the Open
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/*
+ * Sends SIGUSR1 to a program while it is blocked writing to a full pipe (its
+ * stdout: a FIFO this test fills to its 64 KiB, pipe(7)), then lets it
+ * finish, and returns how it ended and what it printed on stderr. Node's
+ * answer to SIGUSR1 is to start its inspector ("Debugger listening on
+ * ws://...") as soon as its main thread runs again: anyone who may signal the
+ * process could then run code in it.
+ */
+async function sigusr1WhileBlocked(file: string, args: string[]): Promise<{ code: number | null; stderr: string }> {
+  const dir = mkdtempSync(join(tmpdir(), "clankie-sigusr1-"));
+  const fifo = join(dir, "full");
+  assert.is(spawnSync("mkfifo", [fifo]).status, 0);
+  const fd = openSync(fifo, "r+"); // read and write: the open does not wait for a reader
+  const drain = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
+  try {
+    writeSync(fd, Buffer.alloc(65536));
+    const child = spawn(file, args, { stdio: ["ignore", fd, "pipe"], env: { PATH: "/usr/bin:/bin" } });
+    let stderr = "";
+    child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    const ended = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
+    const wchan = () => {
+      try {
+        return readFileSync(`/proc/${child.pid}/wchan`, "utf8");
+      } catch {
+        return "";
+      }
+    };
+    for (let i = 0; i < 400 && !wchan().includes("pipe_write"); i++) await sleep(25);
+    assert.match(wchan(), /pipe_write/, `${file} did not block writing to the full pipe`);
+    child.kill("SIGUSR1");
+    await sleep(300);
+    const buffer = Buffer.alloc(1 << 16);
+    for (let i = 0; i < 250 && child.exitCode === null && child.signalCode === null; i++) {
+      try {
+        while (readSync(drain, buffer) > 0);
+      } catch {
+        // EAGAIN: empty for now
+      }
+      await sleep(20);
+    }
+    child.kill("SIGKILL");
+    return { code: await ended, stderr };
+  } finally {
+    closeSync(drain);
+    closeSync(fd);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+test("SIGUSR1 does not start Node's inspector: --disable-sigusr1 is in the SEA's execArgv (plain Node as the control)", async () => {
+  const control = await sigusr1WhileBlocked(NODE24, ["-e", 'require("fs").writeSync(1, "x".repeat(100000))']);
+  assert.match(control.stderr, /Debugger listening on ws:\/\//, "control failed: plain node started no inspector on SIGUSR1");
+  for (const file of [ENTRYPOINT, AGENT_EXEC]) {
+    const result = await sigusr1WhileBlocked(file, ["--help"]);
+    assert.is(result.stderr, "");
+    assert.is(result.code, 0);
   }
 });
 

@@ -55,7 +55,7 @@ test("parseStat refuses text it cannot parse instead of returning NaN", () => {
   assert.equal(parseStat("42 (a b) c) S 1 42 42 0 -1"), { pid: 42, pgrp: 42, session: 42, ttyNr: 0 });
 });
 
-test("the process table counts threads, which RLIMIT_NPROC counts (the shim's busy check sums them)", () => {
+test("the process table counts threads, which RLIMIT_NPROC counts", () => {
   const status = ["Name:\tnode", "Threads:\t11", "PPid:\t1", "Uid:\t1001\t1001\t1001\t1001", "Gid:\t1001\t1001\t1001\t1001", "Groups:\t1001", "CapInh:\t0000000000000000", "CapPrm:\t0000000000000000", "CapEff:\t0000000000000000", "CapBnd:\t00000000000000c0", "CapAmb:\t0000000000000000", "NoNewPrivs:\t1", ""].join("\n");
   const entry = parseProcessStatus(42, status);
   assert.is(entry.threads, 11);

@@ -1,7 +1,12 @@
+import { spawnSync } from "node:child_process";
 import { closeSync, openSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { listDescriptors, type OpenDescriptor, parseFdinfoFlags, strayDescriptors } from "../../../src/agent-exec/descriptors.ts";
+import { checkKeptDescriptors, inheritableCandidates, listDescriptors, parseFdinfoFlags, readDescriptorFlags } from "../../../src/agent-exec/descriptors.ts";
+import { EXIT } from "../../../src/constants.ts";
+import { NODE24, REPO } from "../../helpers/paths.ts";
+import { assertRefusal } from "../helpers/refusal.ts";
 
 const O_CLOEXEC = 0o2000000;
 
@@ -21,40 +26,84 @@ test("parseFdinfoFlags: no flags line, or a malformed one, is undefined", () => 
   }
 });
 
-test("parseFdinfoFlags: reads what the kernel writes for a close-on-exec fd of this process", () => {
+test("parseFdinfoFlags and listDescriptors: what the kernel shows for a close-on-exec fd of this process", () => {
   const fd = openSync("/dev/null", "r"); // Node opens every fd with O_CLOEXEC
   try {
     const flags = parseFdinfoFlags(readFileSync(`/proc/self/fdinfo/${fd}`, "latin1"));
     assert.ok(flags !== undefined);
     assert.is(flags & O_CLOEXEC, O_CLOEXEC);
-    assert.ok(listDescriptors().some((d) => d.fd === fd && d.cloexec));
+    assert.is(readDescriptorFlags(fd), flags);
+    assert.ok(listDescriptors().includes(fd));
   } finally {
     closeSync(fd);
   }
+  assert.is(readDescriptorFlags(1000), undefined);
 });
 
-test("strayDescriptors: only fds above 2, without close-on-exec, not asked for", () => {
-  const open: OpenDescriptor[] = [
-    { fd: 0, cloexec: false },
-    { fd: 1, cloexec: false },
-    { fd: 2, cloexec: false },
-    { fd: 3, cloexec: false },
-    { fd: 4, cloexec: true },
-    { fd: 5, cloexec: false },
-    { fd: 17, cloexec: false },
-    { fd: 20, cloexec: false },
-    { fd: 21, cloexec: true },
-  ];
+test("inheritableCandidates: fds from 16 up that are not kept", () => {
+  const open = [0, 1, 2, 3, 4, 15, 16, 17, 20, 21];
   const cases: ReadonlyArray<readonly [number[], number[]]> = [
-    [[], [3, 5, 17, 20]],
-    [[17], [3, 5, 20]],
-    [[17, 20, 5, 3], []],
-    [[4, 21], [3, 5, 17, 20]],
-    [[99], [3, 5, 17, 20]],
+    [[], [16, 17, 20, 21]],
+    [[17], [16, 20, 21]],
+    [[17, 20, 16, 21], []],
+    [[99], [16, 17, 20, 21]],
   ];
-  for (const [keep, stray] of cases) assert.equal(strayDescriptors(open, keep), stray, `keep ${keep.join(",")}`);
-  assert.equal(strayDescriptors([], []), []);
-  assert.equal(strayDescriptors(open.slice(0, 3), []), []);
+  for (const [keep, candidates] of cases) assert.equal(inheritableCandidates(open, keep), candidates, `keep ${keep.join(",")}`);
+  assert.equal(inheritableCandidates([0, 1, 2, 3, 15], []), []);
+});
+
+test("checkKeptDescriptors: an fd that is not open, or is close-on-exec, is refused (64)", () => {
+  assertRefusal(() => checkKeptDescriptors([1000]), { exitCode: EXIT.usage, what: "--keep-fd 1000: fd 1000 is not open", fix: "open it in the shim's parent before the spawn" });
+  const fd = openSync("/dev/null", "r");
+  try {
+    assertRefusal(() => checkKeptDescriptors([fd]), {
+      exitCode: EXIT.usage,
+      what: `--keep-fd ${fd}: fd ${fd} is close-on-exec here (Node 24 marks inherited fds 3-16 so at start-up)`,
+      fix: "hand the fd to the shim as fd 17 or higher",
+    });
+  } finally {
+    closeSync(fd);
+  }
+  checkKeptDescriptors([]);
+});
+
+/*
+ * closeStrayDescriptors in a Node process of its own, started with /dev/null
+ * inherited as fds 5, 20 and 21, none of them close-on-exec as they arrive.
+ * It reports what it closed, then execs perl, which prints the fds it was
+ * given (and the one it lists /proc/self/fd with, the lowest free number, 3).
+ * The control does the same without the call: it shows that 20 and 21 would
+ * cross the exec, and that 5 would not (Node marks fds below 16 close-on-exec
+ * at start-up, which is why the shim need not read them).
+ */
+const CHILD = `
+import { writeSync } from "node:fs";
+import { closeStrayDescriptors } from ${JSON.stringify(join(REPO, "src/agent-exec/descriptors.ts"))};
+writeSync(2, JSON.stringify(process.argv[1] === "close" ? closeStrayDescriptors([20]) : []));
+process.execve("/usr/bin/perl", ["perl", "-e", 'opendir(my $d, "/proc/self/fd") or die; print join(",", sort { $a <=> $b } grep { /^[0-9]+$/ } readdir $d)'], {});
+`;
+
+function fdsAcrossExec(mode: string): { crossed: number[]; closed: number[] } {
+  const devnull = openSync("/dev/null", "r");
+  try {
+    const stdio = ["ignore", "pipe", "pipe", "ignore", "ignore", devnull, ...Array(14).fill("ignore"), devnull, devnull];
+    const result = spawnSync(NODE24, ["--input-type=module", "--import", join(REPO, "scripts/text-modules.mjs"), "-e", CHILD, mode], { encoding: "utf8", stdio: stdio as never });
+    assert.is(result.status, 0, `child exited ${result.status ?? result.signal}: ${result.stderr}`);
+    return { crossed: result.stdout.split(",").map(Number), closed: JSON.parse(result.stderr) as number[] };
+  } finally {
+    closeSync(devnull);
+  }
+}
+
+test("closeStrayDescriptors: only 0-2 and the kept fd cross the exec; Node's own fds stay open until then", () => {
+  // The control may show more: fds this test's own caller leaked without close-on-exec.
+  const control = fdsAcrossExec("control");
+  assert.ok(control.crossed.includes(20) && control.crossed.includes(21), `control: inherited fds 20 and 21 did not cross the exec, so the test proves nothing: ${control.crossed}`);
+  assert.not.ok(control.crossed.includes(5), "inherited fd 5 crossed the exec: Node no longer marks fds below 16 close-on-exec, so the shim must read them too");
+  const child = fdsAcrossExec("close");
+  assert.equal(child.crossed, [0, 1, 2, 3, 20]);
+  // It closed exactly what would have crossed (21, and any the caller leaked), none of Node's own.
+  assert.equal(child.closed, control.crossed.filter((fd) => fd > 3 && fd !== 20));
 });
 
 test.run();

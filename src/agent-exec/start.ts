@@ -1,0 +1,17 @@
+/*
+ * The entry of the shim's own bundle. The single executable's main script
+ * (build.mjs) runs this bundle when it is started as clankie-agent-exec, and
+ * src/main.ts's bundle for every other name: the shim, started for every
+ * piece of agent work, then neither compiles nor loads the entrypoint's and
+ * the audit's code (docs/benchmarks.md, "Agent spawn").
+ */
+import { AGENT_EXEC_NAME } from "../constants.ts";
+import { reportError, setProgramName } from "../report.ts";
+import { runAgentExecRole } from "./main.ts";
+
+setProgramName(AGENT_EXEC_NAME);
+try {
+  process.exitCode = runAgentExecRole(process.argv.slice(2));
+} catch (error) {
+  process.exitCode = reportError(error);
+}
