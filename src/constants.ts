@@ -38,11 +38,13 @@ export interface SyscallNumbers {
   landlockCreateRuleset: number;
   landlockAddRule: number;
   landlockRestrictSelf: number;
+  /** rt_sigprocmask(2): the stage unblocks every signal the chain left blocked. */
+  rtSigprocmask: number;
 }
 
 export const SYSCALL_NUMBERS: Readonly<Record<string, SyscallNumbers>> = {
-  x64: { setsid: 112, execve: 59, lgetxattr: 192, prctl: 157, ioctl: 16, landlockCreateRuleset: 444, landlockAddRule: 445, landlockRestrictSelf: 446 },
-  arm64: { setsid: 157, execve: 221, lgetxattr: 9, prctl: 167, ioctl: 29, landlockCreateRuleset: 444, landlockAddRule: 445, landlockRestrictSelf: 446 },
+  x64: { setsid: 112, execve: 59, lgetxattr: 192, prctl: 157, ioctl: 16, landlockCreateRuleset: 444, landlockAddRule: 445, landlockRestrictSelf: 446, rtSigprocmask: 14 },
+  arm64: { setsid: 157, execve: 221, lgetxattr: 9, prctl: 167, ioctl: 29, landlockCreateRuleset: 444, landlockAddRule: 445, landlockRestrictSelf: 446, rtSigprocmask: 135 },
 };
 
 export function syscallNumbers(arch: string = process.arch): SyscallNumbers {

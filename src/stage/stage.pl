@@ -201,6 +201,13 @@ sub reset_signals {
   my @names = qw(HUP INT QUIT ILL TRAP ABRT BUS FPE KILL USR1 SEGV USR2 PIPE ALRM TERM STKFLT CHLD CONT STOP TSTP TTIN TTOU URG XCPU XFSZ VTALRM PROF WINCH IO PWR SYS);
   my $ignored = hex($status{SigIgn} // "0");
   for my $i (0 .. $#names) { $SIG{$names[$i]} = "DEFAULT" if $ignored & (1 << $i) }
+  # The blocked mask survives execve(2) too (signal(7)), and Node blocks
+  # SIGUSR1 in its main thread under --disable-sigusr1: unblock every signal
+  # (rt_sigprocmask(SIG_SETMASK, empty set)), as a child the service spawned
+  # itself would start (libuv clears the mask in its children).
+  my $empty = pack "Q", 0;
+  syscall(@rtSigprocmask@, 2, $empty, 0, 8) == 0
+    or refuse(EXIT_OS_ERROR, "rt_sigprocmask failed: " . errname(), $KERNEL_FIX);
 }
 
 # ---- umask(2), chdir(2), and the environment perl alone needed ----

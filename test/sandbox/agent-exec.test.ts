@@ -91,6 +91,9 @@ rootTest(test, "what the agent gets: ids, groups, no capabilities, NoNewPrivs, o
     // The shim is Node, which ignores SIGPIPE and SIGXFSZ; the command starts with neither ignored nor blocked.
     assert.is(st.sigIgn, "0000000000000000");
     assert.is(st.sigBlk, "0000000000000000");
+    // dash clears its signal mask at start; grep, exec'd by the stage itself, shows what the chain left.
+    const bare = agent(body, {}, ["/bin/grep", "-E", "^Sig(Ign|Blk):", "/proc/self/status"]);
+    assert.is(bare.stdout, "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000", bare.stderr);
     assert.match(result.stdout, new RegExp(`umask=0002 cwd=/workspace pid=${result.pid}\\n`));
     assert.match(result.stdout, new RegExp(`stat=${result.pid} 0 `), "a session of its own, no controlling terminal");
     assert.match(result.stdout, /oom=500 exe=\/usr\/bin\/dash/, "no Node stays resident: the spawned pid is the command itself");
