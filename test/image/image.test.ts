@@ -337,6 +337,13 @@ rootTest(image, "3b. confinement: what the uid does not guard is denied to agent
 
 /* ---------------------------------------- 3c. one job against another -- */
 
+/** The JSON line a stand-in mode printed, or a failure that shows what the run said. */
+function jsonLine<T>(run: { stdout: string; stderr: string; status: number | null }, what: string): T {
+  const line = run.stdout.split("\n").find((l) => l.startsWith("{"));
+  assert.ok(line, `${what} printed no result (exit ${run.status}):\n${run.stdout}\n${run.stderr}`);
+  return JSON.parse(line!) as T;
+}
+
 /**
  * Job A against job B's limits (RLIMIT_FSIZE, RLIMIT_NOFILE), nice value,
  * policy (SCHED_IDLE), CPUs and I/O priority, MPTCP to a port denied to TCP,
@@ -351,9 +358,7 @@ rootTest(image, "3c. one job against another: limits, priority, scheduling, I/O 
   const { state, workspace } = ensureBody();
   const itemStarted = Date.now();
   const run = session.run({ name: "processes", flags: RECOMMENDED_FLAGS, state, workspace, command: ["node", STAND_IN, "processes", "{}"], timeoutMs: 180_000 });
-  const line = run.stdout.split("\n").find((l) => l.startsWith("{"));
-  assert.ok(line, `the service printed its results (exit ${run.status}):\n${run.stdout}\n${run.stderr}`);
-  const result = JSON.parse(line!) as Processes;
+  const result = jsonLine<Processes>(run, "the service");
   process.stdout.write(`\n${processesTable(result).map((r) => `   ${r}`).join("\n")}\n   job B before ${JSON.stringify(result.before)}\n   after the control ${JSON.stringify(result.afterControl)}\n   3c: ${((Date.now() - itemStarted) / 1000).toFixed(1)} s\n`);
   judgeProcesses(result);
   assert.is(run.status, 0, run.stderr);
@@ -366,9 +371,7 @@ rootTest(image, "3d. a systemExec child holds no capability and cannot become ro
   const { state, workspace } = ensureBody();
   const itemStarted = Date.now();
   const run = session.run({ name: "children", flags: RECOMMENDED_FLAGS, state, workspace, command: ["node", STAND_IN, "children"], timeoutMs: 120_000 });
-  const line = run.stdout.split("\n").find((l) => l.startsWith("{"));
-  assert.ok(line, `the service printed its results (exit ${run.status}):\n${run.stdout}\n${run.stderr}`);
-  const children = JSON.parse(line!) as Children;
+  const children = jsonLine<Children>(run, "the service");
   process.stdout.write(`\n   3d: ${((Date.now() - itemStarted) / 1000).toFixed(1)} s\n`);
   judgeChildren(children);
   assert.is(run.status, 0, run.stderr);
@@ -390,12 +393,6 @@ function raced<T>(what: string, once: () => T, landed: (t: T) => boolean): { res
     if (landed(result) || runs === 3) return { result, runs };
     process.stdout.write(`   ${what}: no signal stage seen, run again\n`);
   }
-}
-
-function jsonLine<T>(run: { stdout: string; stderr: string; status: number | null }, what: string): T {
-  const line = run.stdout.split("\n").find((l) => l.startsWith("{"));
-  assert.ok(line, `${what} printed no result (exit ${run.status}):\n${run.stdout}\n${run.stderr}`);
-  return JSON.parse(line!) as T;
 }
 
 /**
