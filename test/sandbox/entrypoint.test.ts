@@ -12,7 +12,7 @@ import { rootTest } from "../helpers/privilege.ts";
 import { Body, IDS, SANDBOX_FIXTURES, SANDBOX_NODE, statusFields, DEFAULT_GROUP, DEFAULT_PASSWD, inBody } from "../helpers/sandbox.ts";
 import { listTree, octal, treeDigest } from "../helpers/tree.ts";
 import { verifyStageArgs } from "../../src/entrypoint/drop.ts";
-import { imageIdentities } from "../unit/helpers/identities.ts";
+import { imageIdentities } from "../helpers/identities.ts";
 import { seededBody } from "../helpers/stand-in.ts";
 
 const test = suite("entrypoint");

@@ -3,7 +3,7 @@ import * as assert from "uvu/assert";
 import { extraPathProblem } from "../../src/confinement.ts";
 import { type AgentExecRequest, type EntrypointRequest, parseAgentExecArgs, parseEntrypointArgs } from "../../src/cli.ts";
 import { EXIT } from "../../src/constants.ts";
-import { assertRefusal } from "./helpers/refusal.ts";
+import { assertRefusal } from "../helpers/refusal.ts";
 
 interface Accepts<R> {
   argv: string[];

@@ -13,8 +13,8 @@ import { serviceEnvironment } from "../../src/entrypoint/service-env.ts";
 import { parseProcessStatus, parseStat } from "../../src/os/proc-status.ts";
 import { agentExecArguments, buildEnvironment } from "../../src/system-exec.ts";
 import { resolveCommand } from "../../src/exec/rules.ts";
-import { imageIdentities } from "./helpers/identities.ts";
-import { catchRefusal } from "./helpers/refusal.ts";
+import { imageIdentities } from "../helpers/identities.ts";
+import { catchRefusal } from "../helpers/refusal.ts";
 
 const test = suite("regressions");
 

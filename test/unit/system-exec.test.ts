@@ -13,7 +13,7 @@ import { prepareExec } from "../../src/exec/replace.ts";
 import { runCapture, startCapture } from "../../src/exec/capture.ts";
 import { REPO } from "../helpers/paths.ts";
 import { rootTest } from "../helpers/privilege.ts";
-import { assertRefusal, catchRefusal } from "./helpers/refusal.ts";
+import { assertRefusal, catchRefusal } from "../helpers/refusal.ts";
 
 const FIX = "install programs that root or the service run in a root-owned directory that only root can write (for example /usr/local/bin)";
 const INTERPRETER_FIX = "name a #! interpreter installed in a root-owned directory that only root can write (for example /usr/bin)";

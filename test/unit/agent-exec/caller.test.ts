@@ -2,8 +2,8 @@ import { test } from "uvu";
 import { checkCaller } from "../../../src/agent-exec/caller.ts";
 import { EXIT } from "../../../src/constants.ts";
 import type { ProcessCredentials } from "../../../src/os/proc-status.ts";
-import { assertRefusal } from "../helpers/refusal.ts";
-import { imageIdentities } from "../helpers/identities.ts";
+import { assertRefusal } from "../../helpers/refusal.ts";
+import { imageIdentities } from "../../helpers/identities.ts";
 
 const ids = imageIdentities();
 const SERVICE: ProcessCredentials = {

@@ -4,7 +4,7 @@ import { AGENT_UMASK, SYSTEM_PATH } from "../../../src/constants.ts";
 import { STAGE_SOURCE } from "../../../src/stage/stage.ts";
 import { AGENT_HOME, agentChainArgv, agentEnvironment, type AgentExecChain } from "../../../src/agent-exec/plan.ts";
 import { agentGroups } from "../../../src/accounts.ts";
-import { imageIdentities } from "../helpers/identities.ts";
+import { imageIdentities } from "../../helpers/identities.ts";
 import { confinementKeys, NO_EXTRA_CONFINEMENT } from "../../../src/confinement.ts";
 import { signalPlan } from "../../../src/agent-exec/run.ts";
 

@@ -2,7 +2,7 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { serviceCommandLine, setprivToServiceArgs, verifyStageArgs } from "../../../src/entrypoint/drop.ts";
 import { STAGE_SOURCE } from "../../../src/stage/stage.ts";
-import { imageIdentities } from "../helpers/identities.ts";
+import { imageIdentities } from "../../helpers/identities.ts";
 
 const ids = imageIdentities();
 const PERL = ["/usr/bin/perl", "-T", "-C0", "-e", STAGE_SOURCE, "--"];

@@ -4,7 +4,7 @@ import { maskOf } from "../../../src/os/capabilities.ts";
 import { EXIT, ROOT_CAPABILITIES } from "../../../src/constants.ts";
 import { classifyLaunch } from "../../../src/entrypoint/launch-check.ts";
 import type { ProcessCredentials } from "../../../src/os/proc-status.ts";
-import { assertRefusal } from "../helpers/refusal.ts";
+import { assertRefusal } from "../../helpers/refusal.ts";
 
 /** The launch of ADR 0272: uid 0, the six capabilities, empty inheritable and ambient sets, NoNewPrivs. */
 const ADR_LAUNCH: ProcessCredentials = {

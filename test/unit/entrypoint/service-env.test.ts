@@ -2,7 +2,7 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { CODE_LOADING_VARIABLES, SYSTEM_PATH } from "../../../src/constants.ts";
 import { serviceEnvironment } from "../../../src/entrypoint/service-env.ts";
-import { imageIdentities } from "../helpers/identities.ts";
+import { imageIdentities } from "../../helpers/identities.ts";
 
 const ids = imageIdentities();
 

@@ -4,7 +4,7 @@ import * as assert from "uvu/assert";
 import { judgeFileCapabilities, judgeMounts, judgeSetuid, judgeReadOnlyRoot } from "../../../src/self-check/image.ts";
 import { decodeCapabilityXattr, type ImageWalk } from "../../../src/self-check/image-scan.ts";
 import { excludedDirectories, mountOf, parseMountinfo } from "../../../src/os/mountinfo.ts";
-import { ids } from "../helpers/self-check-fixtures.ts";
+import { ids } from "../../helpers/self-check-fixtures.ts";
 
 const Image = suite("image");
 

@@ -18,7 +18,7 @@ import {
   portRules,
   SCOPE,
   seccompProgram,
-} from "../../../src/confinement.ts";
+} from "../../src/confinement.ts";
 
 const test = suite("confinement");
 

@@ -1,9 +1,9 @@
 /* Fixtures for the audit's pure judges: the image's identities, process credentials, lstat results, walked entries. */
 import type { Stats } from "node:fs";
-import { resolveIdentities } from "../../../src/accounts.ts";
-import type { ProcessCredentials } from "../../../src/os/proc-status.ts";
-import { WalkedEntry } from "../../../src/self-check/walk.ts";
-import { DEFAULT_GROUP, DEFAULT_PASSWD } from "../../helpers/sandbox.ts";
+import { resolveIdentities } from "../../src/accounts.ts";
+import type { ProcessCredentials } from "../../src/os/proc-status.ts";
+import { WalkedEntry } from "../../src/self-check/walk.ts";
+import { DEFAULT_GROUP, DEFAULT_PASSWD } from "./sandbox.ts";
 
 export const ids = resolveIdentities(DEFAULT_PASSWD, DEFAULT_GROUP);
 export const C0 = 0xc0n;

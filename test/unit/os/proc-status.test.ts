@@ -1,6 +1,6 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { parseStat, parseStatus, type ProcessCredentials, readSession, readStatus } from "../../src/os/proc-status.ts";
+import { parseStat, parseStatus, type ProcessCredentials, readSession, readStatus } from "../../../src/os/proc-status.ts";
 
 /** A /proc/<pid>/status as Linux 6.x prints it for the service (uid 1000, SETUID+SETGID). */
 const SERVICE_STATUS = [

@@ -3,8 +3,8 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { EXIT_DESCRIPTIONS } from "../../src/constants.ts";
-import { REPO } from "../helpers/paths.ts";
+import { EXIT_DESCRIPTIONS } from "../../../src/constants.ts";
+import { REPO } from "../../helpers/paths.ts";
 
 test("README's exit codes are the executable's, word for word (backticks aside)", () => {
   const readme = readFileSync(join(REPO, "README.md"), "utf8");
