@@ -62,7 +62,7 @@ test("stage.pl: a fix it shares with the TypeScript side is worded the same on b
   const text = readFileSync(join(REPO, "src/stage/stage.pl"), "utf8");
   const shared: [string, string][] = [
     ["check the command's path and permissions", "src/exec/rules.ts"],
-    ["mount /proc in the container", "src/self-check/run.ts"],
+    ["mount /proc in the container", "src/self-check/facts.ts"],
   ];
   for (const [fix, file] of shared) {
     assert.ok(text.includes(`"${fix}"`) || text.includes(`'${fix}'`), `stage.pl: ${fix}`);
