@@ -82,4 +82,12 @@ test("the launcher's object is not changed", () => {
   assert.equal(launcher, { LD_PRELOAD: "x", PATH: "/tmp" });
 });
 
+test("every CLANKIE_* of the launcher is dropped, CLANKIE_BOUNDARY included", () => {
+  const { env, dropped } = serviceEnvironment({ CLANKIE_BOUNDARY: "complete", CLANKIE_OTHER: "x", KEEP: "1" }, imageIdentities());
+  assert.is(env.CLANKIE_BOUNDARY, undefined);
+  assert.is(env.CLANKIE_OTHER, undefined);
+  assert.equal(dropped, ["CLANKIE_BOUNDARY", "CLANKIE_OTHER"]);
+  assert.is(env.KEEP, "1");
+});
+
 test.run();

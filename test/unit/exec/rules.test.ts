@@ -1,18 +1,16 @@
-import { NO_EXTRA_CONFINEMENT } from "../../../src/confinement.ts";
 import { accessSync, chmodSync, chownSync, constants, existsSync, lstatSync, mkdirSync, mkdtempSync, rmdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { parseAgentExecArgs } from "../../../src/cli.ts";
-import { EXIT, isAllowlisted, SYSTEM_PATH } from "../../../src/constants.ts";
-import { agentExecArguments, buildEnvironment, runSelfCheck, spawnAgent, systemExec } from "../../../src/system-exec.ts";
-import { DROP_CAPABILITIES, withoutCapabilities } from "../../../src/service/drop-capabilities.ts";
-import { AgentStopError, STOP_RETRY_DELAYS_MS } from "../../../src/service/agent-stop.ts";
+import { EXIT, SYSTEM_PATH } from "../../../src/constants.ts";
+import { systemExec } from "../../../src/system-exec.ts";
 import { checkTrustedExecutable, MAX_SCRIPT_DEPTH, resolveCommand } from "../../../src/exec/rules.ts";
 import { prepareExec } from "../../../src/exec/replace.ts";
-import { runCapture, startCapture } from "../../../src/exec/capture.ts";
+import { runCapture } from "../../../src/exec/capture.ts";
 import { REPO } from "../../helpers/paths.ts";
 import { rootTest } from "../../helpers/privilege.ts";
+import { withProcessEnv } from "../../helpers/process-env.ts";
 import { assertRefusal, catchRefusal } from "../../helpers/refusal.ts";
 
 const FIX = "install programs that root or the service run in a root-owned directory that only root can write (for example /usr/local/bin)";
@@ -21,211 +19,11 @@ const EUID = process.geteuid!();
 const TRUSTED = [...new Set([0, EUID])];
 const octal = (path: string): string => (lstatSync(path).mode & 0o7777).toString(8);
 
-/** Runs fn with these process.env values (undefined deletes), then restores them. */
-function withProcessEnv(values: Record<string, string | undefined>, fn: () => void): void {
-  const saved = Object.fromEntries(Object.keys(values).map((name) => [name, process.env[name]]));
-  const apply = (v: Record<string, string | undefined>): void => {
-    for (const [name, value] of Object.entries(v)) {
-      if (value === undefined) delete process.env[name];
-      else process.env[name] = value;
-    }
-  };
-  apply(values);
-  try {
-    fn();
-  } finally {
-    apply(saved);
-  }
-}
-
 function writeProgram(path: string, mode = 0o755): string {
   writeFileSync(path, "#!/bin/sh\nexit 0\n");
   chmodSync(path, mode);
   return path;
 }
-
-/* ------------------------------------------------------- buildEnvironment -- */
-
-const env = suite("buildEnvironment");
-
-env("nothing asked: only the fixed PATH", () => {
-  assert.equal(buildEnvironment(), { PATH: SYSTEM_PATH });
-  assert.equal(buildEnvironment({}), { PATH: SYSTEM_PATH });
-});
-
-env("from: the allowlist only (exact names, and the LC_ prefix)", () => {
-  const from = {
-    TERM: "xterm",
-    COLORTERM: "truecolor",
-    LANG: "C.UTF-8",
-    LANGUAGE: "en",
-    LC_ALL: "C",
-    LC_: "x",
-    TZ: "UTC",
-    NO_COLOR: "1",
-    TERMINAL: "no",
-    LCX: "no",
-    lang: "no",
-    HOME: "/root",
-    LD_PRELOAD: "/x.so",
-    SECRET: "s",
-    GONE: undefined,
-  };
-  assert.equal(buildEnvironment({ from }), {
-    TERM: "xterm",
-    COLORTERM: "truecolor",
-    LANG: "C.UTF-8",
-    LANGUAGE: "en",
-    LC_ALL: "C",
-    LC_: "x",
-    TZ: "UTC",
-    NO_COLOR: "1",
-    PATH: SYSTEM_PATH,
-  });
-});
-
-env("pass copies named variables; set overrides both; PATH is always the fixed one", () => {
-  const from = { TERM: "xterm", TOKEN: "from-env", OTHER: "o", PATH: "/tmp", EMPTY: "" };
-  assert.equal(buildEnvironment({ from, pass: ["TOKEN", "EMPTY", "MISSING", "PATH"], set: { TERM: "dumb", NEW: "n", PATH: "/workspace/bin" } }), {
-    TERM: "dumb",
-    TOKEN: "from-env",
-    EMPTY: "",
-    NEW: "n",
-    PATH: SYSTEM_PATH,
-  });
-});
-
-env("the caller's objects are not changed", () => {
-  const from = { TERM: "xterm" };
-  const set = { A: "1" };
-  const result = buildEnvironment({ from, set });
-  result.B = "2";
-  assert.equal(from, { TERM: "xterm" });
-  assert.equal(set, { A: "1" });
-});
-
-env.run();
-
-/* ----------------------------------------------------- agentExecArguments -- */
-
-const shim = suite("agentExecArguments");
-
-shim("no options: only the command after --", () => {
-  withProcessEnv({ TERM: undefined, SECRET_FOR_TEST: "s" }, () => {
-    const { argv, env } = agentExecArguments("ls", ["-la", "--", "x"]);
-    assert.equal(argv, ["--", "ls", "-la", "--", "x"]);
-    assert.equal(env, buildEnvironment({ from: process.env }));
-    assert.is(env.SECRET_FOR_TEST, undefined);
-  });
-});
-
-shim("every option, in a fixed order; variables by name in argv, by value in the environment", () => {
-  const allowlisted = Object.fromEntries(Object.keys(process.env).filter(isAllowlisted).map((name) => [name, undefined]));
-  withProcessEnv({ ...allowlisted, TERM: "xterm-test", LC_ALL: "C", SECRET_FOR_TEST: "service-only", TOKEN: undefined }, () => {
-    const { argv, env } = agentExecArguments("git", ["push"], {
-      cwd: "/workspace/repo",
-      env: { ZED: "z", TOKEN: "agent-token" },
-      keepFds: [17, 18],
-      nproc: 64,
-      oomScoreAdj: 900,
-    });
-    assert.equal(argv, ["--cwd", "/workspace/repo", "--env", "TOKEN", "--env", "ZED", "--keep-fd", "17", "--keep-fd", "18", "--nproc", "64", "--oom-score-adj", "900", "--", "git", "push"]);
-    assert.equal(env, { TERM: "xterm-test", LC_ALL: "C", TOKEN: "agent-token", ZED: "z", PATH: SYSTEM_PATH });
-    assert.not.ok(argv.some((arg) => arg.includes("agent-token")), "a value never appears in argv");
-  });
-});
-
-shim("what the service sends is what the shim parses", () => {
-  const { argv } = agentExecArguments("node", ["--cwd=/", "--"], { cwd: "/workspace/p", env: { B: "1", A: "2" }, keepFds: [17], nproc: 5, oomScoreAdj: -1000 });
-  assert.equal(parseAgentExecArgs(argv), { kind: "run", cwd: "/workspace/p", env: ["A", "B"], keepFds: [17], nproc: 5, oomScoreAdj: -1000, confinement: NO_EXTRA_CONFINEMENT, command: ["node", "--cwd=/", "--"] });
-  assert.equal(parseAgentExecArgs(agentExecArguments("true", []).argv), { kind: "run", cwd: "/workspace", env: [], keepFds: [], nproc: 512, oomScoreAdj: 500, confinement: NO_EXTRA_CONFINEMENT, command: ["true"] });
-  const confinement = { strict: true, allowWrite: ["/state/run/w1"], allowRead: ["/opt/r"], denyConnect: [8081], denyBind: [8080, 8081], network: "none" as const };
-  const confined = agentExecArguments("true", [], { allowWrite: confinement.allowWrite, allowRead: confinement.allowRead, denyConnect: confinement.denyConnect, denyBind: confinement.denyBind, strictConfinement: true, network: "none" });
-  assert.equal(parseAgentExecArgs(confined.argv), { kind: "run", cwd: "/workspace", env: [], keepFds: [], nproc: 512, oomScoreAdj: 500, confinement, command: ["true"] });
-});
-
-shim("network: \"none\" is --no-network; a value other than \"all\" or \"none\" is refused (64), never read as the network", () => {
-  assert.equal(agentExecArguments("true", [], { network: "none" }).argv, ["--no-network", "--", "true"]);
-  assert.equal(agentExecArguments("true", [], { network: "all" }).argv, ["--", "true"]);
-  for (const network of ["None", "off", ""]) {
-    assertRefusal(() => agentExecArguments("true", [], { network: network as "none" }), {
-      exitCode: EXIT.usage,
-      what: `network ${JSON.stringify(network)} is not "all" or "none"`,
-      fix: 'give network: "none" to keep agent work off the network, or leave it out',
-    });
-  }
-});
-
-shim("a PATH for the agent is named but never given: the fixed PATH wins", () => {
-  const { argv, env } = agentExecArguments("x", [], { env: { PATH: "/workspace/bin" } });
-  assert.equal(argv, ["--env", "PATH", "--", "x"]);
-  assert.is(env.PATH, SYSTEM_PATH);
-});
-
-const SIGNALS_FIX = "use one of these";
-const SIGNALS_LIST = "SIGHUP, SIGINT, SIGQUIT, SIGKILL, SIGUSR1, SIGUSR2, SIGTERM, SIGCONT, SIGSTOP, SIGTSTP, SIGWINCH";
-
-shim("spawnAgent refuses a killSignal the shim cannot deliver (64), before anything starts", () => {
-  // /usr/bin/env stands in for the shim's path: it passes the trust rule, and nothing may start.
-  for (const [killSignal, shown] of [["SIGABRT", '"SIGABRT"'], [6, "6"], ["TERM", '"TERM"'], [999, "999"]] as const) {
-    assertRefusal(() => spawnAgent("/bin/true", [], { shim: "/usr/bin/env", killSignal: killSignal as NodeJS.Signals }), {
-      exitCode: EXIT.usage,
-      what: `killSignal ${shown}: the shim delivers only ${SIGNALS_LIST} to agent work`,
-      fix: SIGNALS_FIX,
-    });
-  }
-});
-
-shim("kill() refuses a signal the shim cannot deliver; kill(0) sends nothing and says whether the command runs", async () => {
-  // /usr/bin/env as the shim runs the command as this uid, so that it can be cleaned up here.
-  const child = spawnAgent("/bin/sleep", ["5"], { shim: "/usr/bin/env", reject: false });
-  try {
-    assertRefusal(() => child.kill("SIGABRT"), { exitCode: EXIT.usage, what: `kill() "SIGABRT": the shim delivers only ${SIGNALS_LIST} to agent work`, fix: SIGNALS_FIX });
-    assert.is(child.kill(0), true);
-  } finally {
-    process.kill(-child.pid!, "SIGKILL");
-  }
-  const result = await child;
-  assert.is(result.signal, "SIGKILL");
-  assert.is(child.kill(0), false);
-  assert.is(child.kill(), false, "nothing is sent once the command has exited: its pid may be someone else's");
-});
-
-shim.run();
-
-/* ------------------------------------------------ capabilities and stops -- */
-
-const powers = suite("systemExec's children and undelivered stops");
-
-powers("a systemExec child starts through setpriv that empties the inheritable and ambient sets, then execs it in place", () => {
-  assert.equal([...DROP_CAPABILITIES], ["/usr/bin/setpriv", "--inh-caps=-all", "--ambient-caps=-all", "--"]);
-  assert.equal(withoutCapabilities("/usr/bin/git", ["-C", "/state/install", "--", "x"]), {
-    file: "/usr/bin/setpriv",
-    args: ["--inh-caps=-all", "--ambient-caps=-all", "--", "/usr/bin/git", "-C", "/state/install", "--", "x"],
-  });
-});
-
-powers("systemExec, runSelfCheck and spawnAgent refuse execa's uid and gid options (64) before anything starts", () => {
-  const fix = (name: string) => `remove ${name}; agent work runs as the agent through spawnAgent`;
-  const what = (where: string, name: string) => `${where}: the ${name} option is not accepted: it would start the child as another ${name === "uid" ? "user" : "group"} with the service's CAP_SETUID/CAP_SETGID`;
-  const asAny = (o: object) => o as never;
-  assertRefusal(() => systemExec("/bin/true", [], asAny({ uid: 0 })), { exitCode: EXIT.usage, what: what("systemExec", "uid"), fix: fix("uid") });
-  assertRefusal(() => systemExec("/bin/true", [], asAny({ gid: 0 })), { exitCode: EXIT.usage, what: what("systemExec", "gid"), fix: fix("gid") });
-  assertRefusal(() => runSelfCheck([], asAny({ uid: 0 })), { exitCode: EXIT.usage, what: what("runSelfCheck", "uid"), fix: fix("uid") });
-  assertRefusal(() => spawnAgent("/bin/true", [], asAny({ shim: "/usr/bin/env", gid: 0 })), { exitCode: EXIT.usage, what: what("spawnAgent", "gid"), fix: fix("gid") });
-});
-
-powers("an undelivered stop: 12 tries over about 6.3 s, and an error that says the job may still run", () => {
-  assert.is(STOP_RETRY_DELAYS_MS.length + 1, 12);
-  assert.is(STOP_RETRY_DELAYS_MS.reduce((a, b) => a + b, 0), 6260);
-  const error = new AgentStopError(42, "SIGKILL", 12, "the signal stage exited 127: perl: error while loading shared libraries");
-  assert.instance(error, Error);
-  assert.is(error.name, "AgentStopError");
-  assert.is(error.failed, true);
-  assert.is(error.message, "cannot stop agent process group 42: SIGKILL was not delivered after 12 tries (last: the signal stage exited 127: perl: error while loading shared libraries); the job may still be running");
-});
-
-powers.run();
 
 /* --------------------------------------------------------- resolveCommand -- */
 
@@ -283,6 +81,20 @@ resolve("not found: exit 127", () => {
     what: `clankie-no-such-command: not found in ${SYSTEM_PATH}`,
     fix: "install it in a system directory or give its absolute path",
   });
+});
+
+resolve("works for absolute and bare names when the working directory was removed (docker exec, nsenter)", () => {
+  const home = process.cwd();
+  const gone = mkdtempSync(join(tmpdir(), "gone-"));
+  process.chdir(gone);
+  rmdirSync(gone);
+  try {
+    assert.throws(() => process.cwd(), /ENOENT/, "the control: the working directory is gone");
+    assert.is(resolveCommand("/usr/bin/perl"), "/usr/bin/perl");
+    assert.is(resolveCommand("perl"), "/usr/bin/perl");
+  } finally {
+    process.chdir(home);
+  }
 });
 
 resolve.run();
@@ -714,65 +526,3 @@ trust.after(() => {
   if (SCRATCH_BASE?.startsWith("/run/")) rmSync(SCRATCH_BASE, { recursive: true, force: true });
 });
 trust.run();
-
-/* ------------------------------------------------------------- capture -- */
-
-const capture = suite("runCapture and startCapture");
-
-capture("both return the same result: stdout, stderr, status; the environment is the allowlist plus what is named", async () => {
-  process.env.CAPTURE_NAMED = "named";
-  process.env.CAPTURE_SECRET = "not passed";
-  try {
-    const request = { command: "/bin/sh", args: ["-c", 'echo "out $CAPTURE_NAMED ${CAPTURE_SECRET-absent} $PATH"; echo err >&2; exit 3'], pass: ["CAPTURE_NAMED"] };
-    const sync = runCapture(request);
-    const later = await startCapture(request);
-    for (const result of [sync, later]) {
-      assert.is(result.path, "/bin/sh");
-      assert.is(result.stdout.toString(), `out named absent ${SYSTEM_PATH}\n`);
-      assert.is(result.stderr.toString(), "err\n");
-      assert.is(result.status, 3);
-      assert.is(result.signal, null);
-      assert.is(result.error, undefined);
-    }
-  } finally {
-    delete process.env.CAPTURE_NAMED;
-    delete process.env.CAPTURE_SECRET;
-  }
-});
-
-capture("startCapture runs beside this process: it has started before the promise is awaited", async () => {
-  const pending = startCapture({ command: "/bin/sh", args: ["-c", "sleep 0.3; echo done"] });
-  const blockedUntil = Date.now() + 400;
-  while (Date.now() < blockedUntil) {
-    // synchronous work, as the audit's /state walk
-  }
-  const started = Date.now();
-  const result = await pending;
-  assert.is(result.stdout.toString(), "done\n");
-  assert.ok(Date.now() - started < 250, "the program had already finished while this process was busy");
-});
-
-capture("startCapture: the timeout kills (ETIMEDOUT), the output limit kills (ENOBUFS), input reaches stdin", async () => {
-  const slow = await startCapture({ command: "/bin/sleep", args: ["5"], timeoutMs: 100 });
-  assert.is(slow.error, "ETIMEDOUT");
-  assert.is(slow.signal, "SIGKILL");
-  const loud = await startCapture({ command: "/usr/bin/yes", args: [], maxBytes: 4096 });
-  assert.is(loud.error, "ENOBUFS");
-  assert.ok(loud.stdout.length <= 4096 + 65536);
-  const echoed = await startCapture({ command: "/bin/cat", args: [], input: "through stdin" });
-  assert.is(echoed.stdout.toString(), "through stdin");
-  const ignored = await startCapture({ command: "/bin/true", args: [], input: Buffer.alloc(1 << 20) });
-  assert.is(ignored.status, 0, "a program that never reads its input does not crash the caller (EPIPE)");
-});
-
-capture("both refuse a program the exec rules refuse, before anything starts", () => {
-  for (const start of [runCapture, startCapture] as const) {
-    assertRefusal(() => start({ command: "no-such-program-here", args: [] }), {
-      exitCode: EXIT.notFound,
-      what: `no-such-program-here: not found in ${SYSTEM_PATH}`,
-      fix: "install it in a system directory or give its absolute path",
-    });
-  }
-});
-
-capture.run();

@@ -1,0 +1,107 @@
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { NO_EXTRA_CONFINEMENT } from "../../src/confinement.ts";
+import { parseAgentExecArgs } from "../../src/cli.ts";
+import { EXIT, isAllowlisted, SYSTEM_PATH } from "../../src/constants.ts";
+import { agentExecArguments, buildEnvironment, runSelfCheck, spawnAgent, systemExec } from "../../src/system-exec.ts";
+import { withProcessEnv } from "../helpers/process-env.ts";
+import { assertRefusal, catchRefusal } from "../helpers/refusal.ts";
+
+const shim = suite("agentExecArguments");
+
+shim("no options: only the command after --", () => {
+  withProcessEnv({ TERM: undefined, SECRET_FOR_TEST: "s" }, () => {
+    const { argv, env } = agentExecArguments("ls", ["-la", "--", "x"]);
+    assert.equal(argv, ["--", "ls", "-la", "--", "x"]);
+    assert.equal(env, buildEnvironment({ from: process.env }));
+    assert.is(env.SECRET_FOR_TEST, undefined);
+  });
+});
+
+shim("every option, in a fixed order; variables by name in argv, by value in the environment", () => {
+  const allowlisted = Object.fromEntries(Object.keys(process.env).filter(isAllowlisted).map((name) => [name, undefined]));
+  withProcessEnv({ ...allowlisted, TERM: "xterm-test", LC_ALL: "C", SECRET_FOR_TEST: "service-only", TOKEN: undefined }, () => {
+    const { argv, env } = agentExecArguments("git", ["push"], {
+      cwd: "/workspace/repo",
+      env: { ZED: "z", TOKEN: "agent-token" },
+      keepFds: [17, 18],
+      nproc: 64,
+      oomScoreAdj: 900,
+    });
+    assert.equal(argv, ["--cwd", "/workspace/repo", "--env", "TOKEN", "--env", "ZED", "--keep-fd", "17", "--keep-fd", "18", "--nproc", "64", "--oom-score-adj", "900", "--", "git", "push"]);
+    assert.equal(env, { TERM: "xterm-test", LC_ALL: "C", TOKEN: "agent-token", ZED: "z", PATH: SYSTEM_PATH });
+    assert.not.ok(argv.some((arg) => arg.includes("agent-token")), "a value never appears in argv");
+  });
+});
+
+shim("what the service sends is what the shim parses", () => {
+  const { argv } = agentExecArguments("node", ["--cwd=/", "--"], { cwd: "/workspace/p", env: { B: "1", A: "2" }, keepFds: [17], nproc: 5, oomScoreAdj: -1000 });
+  assert.equal(parseAgentExecArgs(argv), { kind: "run", cwd: "/workspace/p", env: ["A", "B"], keepFds: [17], nproc: 5, oomScoreAdj: -1000, confinement: NO_EXTRA_CONFINEMENT, command: ["node", "--cwd=/", "--"] });
+  assert.equal(parseAgentExecArgs(agentExecArguments("true", []).argv), { kind: "run", cwd: "/workspace", env: [], keepFds: [], nproc: 512, oomScoreAdj: 500, confinement: NO_EXTRA_CONFINEMENT, command: ["true"] });
+  const confinement = { strict: true, allowWrite: ["/state/run/w1"], allowRead: ["/opt/r"], denyConnect: [8081], denyBind: [8080, 8081], network: "none" as const };
+  const confined = agentExecArguments("true", [], { allowWrite: confinement.allowWrite, allowRead: confinement.allowRead, denyConnect: confinement.denyConnect, denyBind: confinement.denyBind, strictConfinement: true, network: "none" });
+  assert.equal(parseAgentExecArgs(confined.argv), { kind: "run", cwd: "/workspace", env: [], keepFds: [], nproc: 512, oomScoreAdj: 500, confinement, command: ["true"] });
+});
+
+shim("network: \"none\" is --no-network; a value other than \"all\" or \"none\" is refused (64), never read as the network", () => {
+  assert.equal(agentExecArguments("true", [], { network: "none" }).argv, ["--no-network", "--", "true"]);
+  assert.equal(agentExecArguments("true", [], { network: "all" }).argv, ["--", "true"]);
+  for (const network of ["None", "off", ""]) {
+    assertRefusal(() => agentExecArguments("true", [], { network: network as "none" }), {
+      exitCode: EXIT.usage,
+      what: `network ${JSON.stringify(network)} is not "all" or "none"`,
+      fix: 'give network: "none" to keep agent work off the network, or leave it out',
+    });
+  }
+});
+
+shim("a PATH for the agent is named but never given: the fixed PATH wins", () => {
+  const { argv, env } = agentExecArguments("x", [], { env: { PATH: "/workspace/bin" } });
+  assert.equal(argv, ["--env", "PATH", "--", "x"]);
+  assert.is(env.PATH, SYSTEM_PATH);
+});
+
+const SIGNALS_FIX = "use one of these";
+const SIGNALS_LIST = "SIGHUP, SIGINT, SIGQUIT, SIGKILL, SIGUSR1, SIGUSR2, SIGTERM, SIGCONT, SIGSTOP, SIGTSTP, SIGWINCH";
+
+shim("spawnAgent refuses a killSignal the shim cannot deliver (64), before anything starts", () => {
+  // /usr/bin/env stands in for the shim's path: it passes the trust rule, and nothing may start.
+  for (const [killSignal, shown] of [["SIGABRT", '"SIGABRT"'], [6, "6"], ["TERM", '"TERM"'], [999, "999"]] as const) {
+    assertRefusal(() => spawnAgent("/bin/true", [], { shim: "/usr/bin/env", killSignal: killSignal as NodeJS.Signals }), {
+      exitCode: EXIT.usage,
+      what: `killSignal ${shown}: the shim delivers only ${SIGNALS_LIST} to agent work`,
+      fix: SIGNALS_FIX,
+    });
+  }
+});
+
+shim("kill() refuses a signal the shim cannot deliver; kill(0) sends nothing and says whether the command runs", async () => {
+  // /usr/bin/env as the shim runs the command as this uid, so that it can be cleaned up here.
+  const child = spawnAgent("/bin/sleep", ["5"], { shim: "/usr/bin/env", reject: false });
+  try {
+    assertRefusal(() => child.kill("SIGABRT"), { exitCode: EXIT.usage, what: `kill() "SIGABRT": the shim delivers only ${SIGNALS_LIST} to agent work`, fix: SIGNALS_FIX });
+    assert.is(child.kill(0), true);
+  } finally {
+    process.kill(-child.pid!, "SIGKILL");
+  }
+  const result = await child;
+  assert.is(result.signal, "SIGKILL");
+  assert.is(child.kill(0), false);
+  assert.is(child.kill(), false, "nothing is sent once the command has exited: its pid may be someone else's");
+});
+
+shim("systemExec, runSelfCheck and spawnAgent refuse execa's uid and gid options (64) before anything starts", () => {
+  const fix = (name: string) => `remove ${name}; agent work runs as the agent through spawnAgent`;
+  const what = (where: string, name: string) => `${where}: the ${name} option is not accepted: it would start the child as another ${name === "uid" ? "user" : "group"} with the service's CAP_SETUID/CAP_SETGID`;
+  const asAny = (o: object) => o as never;
+  assertRefusal(() => systemExec("/bin/true", [], asAny({ uid: 0 })), { exitCode: EXIT.usage, what: what("systemExec", "uid"), fix: fix("uid") });
+  assertRefusal(() => systemExec("/bin/true", [], asAny({ gid: 0 })), { exitCode: EXIT.usage, what: what("systemExec", "gid"), fix: fix("gid") });
+  assertRefusal(() => runSelfCheck([], asAny({ uid: 0 })), { exitCode: EXIT.usage, what: what("runSelfCheck", "uid"), fix: fix("uid") });
+  assertRefusal(() => spawnAgent("/bin/true", [], asAny({ shim: "/usr/bin/env", gid: 0 })), { exitCode: EXIT.usage, what: what("spawnAgent", "gid"), fix: fix("gid") });
+});
+
+shim("a code-loading variable cannot be named for the agent (it would reach prlimit and setpriv, which hold SETUID)", () => {
+  assert.is(catchRefusal(() => agentExecArguments("true", [], { env: { LD_PRELOAD: "/x.so" } })).exitCode, EXIT.usage);
+});
+
+shim.run();
