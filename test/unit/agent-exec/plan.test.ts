@@ -1,8 +1,8 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { AGENT_UMASK, SYSTEM_PATH } from "../../../src/constants.ts";
+import { AGENT_HOME, SYSTEM_PATH } from "../../../src/constants.ts";
 import { STAGE_SOURCE } from "../../../src/stage/stage.ts";
-import { AGENT_HOME, agentChainArgv, agentEnvironment, type AgentExecChain } from "../../../src/agent-exec/plan.ts";
+import { agentChainArgv, agentEnvironment, type AgentExecChain } from "../../../src/agent-exec/plan.ts";
 import { agentGroups } from "../../../src/accounts.ts";
 import { imageIdentities } from "../../helpers/identities.ts";
 import { confinementKeys, NO_EXTRA_CONFINEMENT } from "../../../src/confinement.ts";
@@ -150,11 +150,6 @@ test("agentEnvironment: a named HOME, USER, LOGNAME or PATH cannot override ours
 test("agentEnvironment: nothing of the service's own environment reaches the agent unnamed", () => {
   const env = agentEnvironment({ DISCORD_TOKEN: "x", CLANKIE_AGENT_UID: "1001", SSH_AUTH_SOCK: "/tmp/s", HOSTNAME: "body" }, [], ids);
   assert.equal(Object.keys(env).sort(), ["GIT_CONFIG_COUNT", "GIT_CONFIG_KEY_0", "GIT_CONFIG_VALUE_0", "HOME", "LOGNAME", "PATH", "USER"]);
-});
-
-test("the agent's home and umask", () => {
-  assert.is(AGENT_HOME, "/state/agent");
-  assert.is(AGENT_UMASK, 0o002);
 });
 
 test("the signal stage writes no oom_score_adj (a launcher's raised floor would refuse 0) and runs unconfined, so it can reach every job's domain", () => {

@@ -1,6 +1,7 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { CODE_LOADING_VARIABLES, SYSTEM_PATH } from "../../../src/constants.ts";
+import { SYSTEM_PATH } from "../../../src/constants.ts";
+import { CODE_LOADING_VARIABLES } from "../../../src/exec/environment.ts";
 import { serviceEnvironment } from "../../../src/entrypoint/service-env.ts";
 import { imageIdentities } from "../../helpers/identities.ts";
 

@@ -1,9 +1,9 @@
-/* The README's exit-code table says what --help says (src/constants.ts EXIT_DESCRIPTIONS). */
+/* The README's exit-code table says what --help says (src/help.ts EXIT_DESCRIPTIONS). */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { EXIT_DESCRIPTIONS } from "../../../src/constants.ts";
+import { EXIT_DESCRIPTIONS } from "../../../src/help.ts";
 import { REPO } from "../../helpers/paths.ts";
 
 test("README's exit codes are the executable's, word for word (backticks aside)", () => {
