@@ -54,6 +54,8 @@ export const WORKSPACE_LAYOUT_VERSION = 1;
 
 /** The six capabilities of the launcher command in ADR 0272, in `--cap-add` spelling. */
 export const ROOT_CAPABILITIES = ["CHOWN", "DAC_OVERRIDE", "FOWNER", "SETPCAP", "SETUID", "SETGID"] as const;
+/** The launcher flags of ADR 0272 (docker run): root, every capability dropped but the six, NoNewPrivs. */
+export const ADR_LAUNCH_FLAGS: readonly string[] = ["--user", "0:0", "--cap-drop", "ALL", ...ROOT_CAPABILITIES.flatMap((cap) => ["--cap-add", cap]), "--security-opt", "no-new-privileges"];
 /** What the service keeps: only what starting agent work needs. */
 export const SERVICE_CAPABILITIES = ["SETUID", "SETGID"] as const;
 

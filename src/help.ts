@@ -1,5 +1,5 @@
 /* --help and --version text, and what each exit code of constants.ts means. */
-import { AGENT_DEFAULT_NPROC, AGENT_DEFAULT_OOM_SCORE_ADJ, EXIT, SYSTEM_PATH } from "./constants.ts";
+import { ADR_LAUNCH_FLAGS, AGENT_DEFAULT_NPROC, AGENT_DEFAULT_OOM_SCORE_ADJ, EXIT, SYSTEM_PATH } from "./constants.ts";
 
 /** What each exit code means: `--help` prints this table and README.md holds the same rows (test/unit/project/docs.test.ts). */
 export const EXIT_DESCRIPTIONS: ReadonlyArray<readonly [number, string]> = [
@@ -35,10 +35,9 @@ One executable, two names; the name it is started as picks the role.
 
 clankie-separate [--] SERVICE-COMMAND [ARG...]
   The image's ENTRYPOINT. Started as any uid but 0 it execs the service
-  command unchanged. Started as root (docker run --user 0:0 --cap-drop ALL
-  --cap-add CHOWN --cap-add DAC_OVERRIDE --cap-add FOWNER --cap-add SETPCAP
-  --cap-add SETUID --cap-add SETGID --security-opt no-new-privileges) it makes
-  /state service-only, gives /workspace the clankie-workspace group, and
+  command unchanged. Started as root with the flags of ADR 0272,
+    docker run ${ADR_LAUNCH_FLAGS.join(" ")}
+  it makes /state service-only, gives /workspace the clankie-workspace group, and
   drops to node keeping only SETUID and SETGID, with umask 0007.
 
 clankie-separate --self-check [--json] [--probe]
