@@ -4,6 +4,7 @@ import { AGENT_HOME, SYSTEM_PATH } from "../../../src/constants.ts";
 import { STAGE_SOURCE } from "../../../src/stage/stage.ts";
 import { agentChainArgv, agentEnvironment, type AgentExecChain } from "../../../src/agent-exec/plan.ts";
 import { agentGroups } from "../../../src/accounts.ts";
+import { TERMINAL_ENV } from "../../helpers/environments.ts";
 import { imageIdentities } from "../../helpers/identities.ts";
 import { confinementKeys, NO_EXTRA_CONFINEMENT } from "../../../src/confinement.ts";
 import { signalPlan } from "../../../src/agent-exec/run.ts";
@@ -97,14 +98,7 @@ test("no capability is kept: setpriv clears the inheritable and ambient sets and
 
 test("agentEnvironment: the allowlist and the named variables, then the agent's HOME, USER, LOGNAME and the fixed PATH", () => {
   const shimEnv = {
-    TERM: "xterm-256color",
-    COLORTERM: "truecolor",
-    LANG: "C.UTF-8",
-    LANGUAGE: "en",
-    LC_ALL: "C.UTF-8",
-    LC_CTYPE: "C.UTF-8",
-    TZ: "UTC",
-    NO_COLOR: "1",
+    ...TERMINAL_ENV,
     PATH: "/workspace/bin:/usr/bin",
     HOME: "/home/node",
     USER: "node",
@@ -118,14 +112,7 @@ test("agentEnvironment: the allowlist and the named variables, then the agent's 
     EMPTY: "",
   };
   assert.equal(agentEnvironment(shimEnv, ["GITHUB_TOKEN", "EMPTY", "NOT_SET"], ids), {
-    TERM: "xterm-256color",
-    COLORTERM: "truecolor",
-    LANG: "C.UTF-8",
-    LANGUAGE: "en",
-    LC_ALL: "C.UTF-8",
-    LC_CTYPE: "C.UTF-8",
-    TZ: "UTC",
-    NO_COLOR: "1",
+    ...TERMINAL_ENV,
     GITHUB_TOKEN: "for-the-agent",
     EMPTY: "",
     HOME: "/state/agent",

@@ -2,6 +2,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { EXIT, SYSTEM_PATH } from "../../../src/constants.ts";
 import { buildEnvironment } from "../../../src/exec/environment.ts";
+import { TERMINAL_ENV } from "../../helpers/environments.ts";
 import { catchRefusal } from "../../helpers/refusal.ts";
 
 const env = suite("buildEnvironment");
@@ -12,34 +13,9 @@ env("nothing asked: only the fixed PATH", () => {
 });
 
 env("from: the allowlist only (exact names, and the LC_ prefix)", () => {
-  const from = {
-    TERM: "xterm",
-    COLORTERM: "truecolor",
-    LANG: "C.UTF-8",
-    LANGUAGE: "en",
-    LC_ALL: "C",
-    LC_: "x",
-    TZ: "UTC",
-    NO_COLOR: "1",
-    TERMINAL: "no",
-    LCX: "no",
-    lang: "no",
-    HOME: "/root",
-    LD_PRELOAD: "/x.so",
-    SECRET: "s",
-    GONE: undefined,
-  };
-  assert.equal(buildEnvironment({ from }), {
-    TERM: "xterm",
-    COLORTERM: "truecolor",
-    LANG: "C.UTF-8",
-    LANGUAGE: "en",
-    LC_ALL: "C",
-    LC_: "x",
-    TZ: "UTC",
-    NO_COLOR: "1",
-    PATH: SYSTEM_PATH,
-  });
+  const kept = { ...TERMINAL_ENV, LC_: "x" };
+  const from = { ...kept, TERMINAL: "no", LCX: "no", lang: "no", HOME: "/root", LD_PRELOAD: "/x.so", SECRET: "s", GONE: undefined };
+  assert.equal(buildEnvironment({ from }), { ...kept, PATH: SYSTEM_PATH });
 });
 
 env("pass copies named variables; set overrides both; PATH is always the fixed one", () => {
