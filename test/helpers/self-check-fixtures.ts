@@ -1,16 +1,13 @@
 /* Fixtures for the audit's pure judges: the image's identities, process credentials, lstat results, walked entries. */
 import type { Stats } from "node:fs";
 import { resolveIdentities } from "../../src/accounts.ts";
-import type { ProcessCredentials } from "../../src/os/proc-status.ts";
 import { WalkedEntry } from "../../src/self-check/walk.ts";
 import { DEFAULT_GROUP, DEFAULT_PASSWD } from "./sandbox.ts";
 
 export const ids = resolveIdentities(DEFAULT_PASSWD, DEFAULT_GROUP);
 export const C0 = 0xc0n;
 
-export function creds(uid: number, caps: bigint, options: { nnp?: boolean; bnd?: bigint; groups?: number[] } = {}): ProcessCredentials {
-  return { uids: [uid, uid, uid, uid], gids: [uid, uid, uid, uid], groups: options.groups ?? [uid], capInh: caps, capPrm: caps, capEff: caps, capAmb: caps, capBnd: options.bnd ?? caps, noNewPrivs: options.nnp ?? true };
-}
+export { creds } from "./credentials.ts";
 
 export type Kind = "directory" | "file" | "symlink" | "device";
 export function stats(kind: Kind, mode: number, uid = 1000, gid = 1000, extra: Partial<{ nlink: number; dev: number; ino: number }> = {}): Stats {

@@ -1,6 +1,7 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { parseProcessStatus, parseStat, parseStatus, type ProcessCredentials, readSession, readStatus } from "../../../src/os/proc-status.ts";
+import { parseProcessStatus, parseStat, parseStatus, readSession, readStatus } from "../../../src/os/proc-status.ts";
+import { creds, SERVICE_CREDENTIALS } from "../../helpers/credentials.ts";
 
 /** A /proc/<pid>/status as Linux 6.x prints it for the service (uid 1000, SETUID+SETGID). */
 const SERVICE_STATUS = [
@@ -37,17 +38,7 @@ function withLine(name: string, value: string | undefined): string {
   return lines.join("\n");
 }
 
-const SERVICE: ProcessCredentials = {
-  uids: [1000, 1000, 1000, 1000],
-  gids: [1000, 1000, 1000, 1000],
-  groups: [1000, 1002],
-  capInh: 0xc0n,
-  capPrm: 0xc0n,
-  capEff: 0xc0n,
-  capBnd: 0xc0n,
-  capAmb: 0xc0n,
-  noNewPrivs: true,
-};
+const SERVICE = SERVICE_CREDENTIALS;
 
 test("parseStatus: the service's status", () => {
   assert.equal(parseStatus(SERVICE_STATUS), SERVICE);
@@ -66,17 +57,7 @@ test("parseStatus: root with a full set, empty Groups as the kernel prints it (t
     "CapAmb:\t0000000000000000",
     "NoNewPrivs:\t0",
   ].join("\n");
-  assert.equal(parseStatus(text), {
-    uids: [0, 0, 0, 0],
-    gids: [0, 0, 0, 0],
-    groups: [],
-    capInh: 0n,
-    capPrm: 0x1ffffffffffn,
-    capEff: 0x1ffffffffffn,
-    capBnd: 0x1ffffffffffn,
-    capAmb: 0n,
-    noNewPrivs: false,
-  });
+  assert.equal(parseStatus(text), { ...creds(0, 0x1ffffffffffn, { groups: [], nnp: false }), capInh: 0n, capAmb: 0n });
 });
 
 test("parseStatus: distinct real, effective, saved and filesystem ids keep their order", () => {
