@@ -1,49 +1,18 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { workspaceModes } from "../../../src/layout/workspace.ts";
-
-const octal = (mode: number): string => mode.toString(8).padStart(4, "0");
-
-function table(rule: (mode: number) => number, cases: ReadonlyArray<readonly [number, number]>): void {
-  for (const [from, to] of cases) assert.is(octal(rule(from)), octal(to), `${octal(from)} -> ${octal(to)}`);
-}
+import { assertModes, octal } from "../../helpers/modes.ts";
 
 test("directory: group rwx and set-group-ID added, set-user-ID removed, sticky and other bits kept", () => {
-  table(workspaceModes.directory, [
-    [0o755, 0o2775],
-    [0o700, 0o2770],
-    [0o000, 0o2070],
-    [0o2775, 0o2775],
-    [0o4755, 0o2775],
-    [0o1777, 0o3777],
-    [0o7777, 0o3777],
-    [0o750, 0o2770],
-  ]);
+  assertModes(workspaceModes.directory, "0755>2775 0700>2770 0000>2070 2775>2775 4755>2775 1777>3777 7777>3777 0750>2770");
 });
 
 test("file: group read/write, group execute when the owner may execute, set-id and sticky removed", () => {
-  table(workspaceModes.file, [
-    [0o644, 0o664],
-    [0o600, 0o660],
-    [0o755, 0o775],
-    [0o700, 0o770],
-    [0o4755, 0o775],
-    [0o2755, 0o775],
-    [0o1644, 0o664],
-    [0o000, 0o060],
-    [0o611, 0o671],
-    [0o601, 0o661],
-  ]);
+  assertModes(workspaceModes.file, "0644>0664 0600>0660 0755>0775 0700>0770 4755>0775 2755>0775 1644>0664 0000>0060 0611>0671 0601>0661");
 });
 
 test("other (fifo, socket): group read/write, set-id and sticky removed, no execute added", () => {
-  table(workspaceModes.other, [
-    [0o600, 0o660],
-    [0o644, 0o664],
-    [0o700, 0o760],
-    [0o4755, 0o775],
-    [0o000, 0o060],
-  ]);
+  assertModes(workspaceModes.other, "0600>0660 0644>0664 0700>0760 4755>0775 0000>0060");
 });
 
 test("no file rule leaves a set-user-ID or set-group-ID bit; every rule gives the group read and write", () => {
