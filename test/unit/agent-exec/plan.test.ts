@@ -32,6 +32,9 @@ const PREFIX = [
 
 const RUN: AgentExecChain = { needSetsid: true, nproc: 512, cwd: "/workspace/project", keepFds: [], confinement: NO_EXTRA_CONFINEMENT, action: { path: "/usr/bin/git", argv: ["git", "status"] } };
 
+/** The end of every chain of RUN: umask, working directory, confinement, then git status. */
+const TAIL = ["umask=0002", "cwd=/workspace/project", ...CONFINED, "--", "/usr/bin/git", "git", "status"];
+
 test("agentGroups: the agent's own group and clankie-workspace, nothing else", () => {
   assert.equal(agentGroups(ids), [1001, 1002]);
   const sameGid = { ...ids, workspaceGroup: { ...ids.workspaceGroup, gid: 1001 } };
@@ -48,13 +51,7 @@ test("the chain with a new session: prlimit, setpriv, the verification stage (wh
     ...AGENT,
     "session=new",
     "fds=",
-    "umask=0002",
-    "cwd=/workspace/project",
-    ...CONFINED,
-    "--",
-    "/usr/bin/git",
-    "git",
-    "status",
+    ...TAIL,
   ]);
 });
 
@@ -68,13 +65,7 @@ test("the chain without setsid (the shim already leads its own session), with ke
     ...AGENT,
     "session=own",
     "fds=17,20",
-    "umask=0002",
-    "cwd=/workspace/project",
-    ...CONFINED,
-    "--",
-    "/usr/bin/git",
-    "git",
-    "status",
+    ...TAIL,
   ]);
 });
 
