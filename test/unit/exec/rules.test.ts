@@ -25,6 +25,18 @@ function writeProgram(path: string, mode = 0o755): string {
   return path;
 }
 
+/** A directory with this mode (mkdir's is masked by the umask). */
+function makeDirectory(path: string, mode: number): string {
+  mkdirSync(path);
+  chmodSync(path, mode);
+  return path;
+}
+
+/** checkTrustedExecutable refuses `program` (126) because `why`, with the fix every such refusal gives. */
+function assertNotTrusted(program: string, why: string, trusted: readonly number[] = TRUSTED): void {
+  assertRefusal(() => checkTrustedExecutable(program, trusted), { exitCode: 126, what: `refusing to execute ${program}: ${why}`, fix: FIX });
+}
+
 /* --------------------------------------------------------- resolveCommand -- */
 
 const resolve = suite("resolveCommand");
@@ -136,132 +148,80 @@ trust("an owner outside the trusted set is refused (126), naming the uid", () =>
   assertRefusal(() => checkTrustedExecutable("/usr/bin/env", []), { exitCode: 126, what: "refusing to execute /usr/bin/env: /usr/bin/env is owned by uid 0, not ", fix: FIX });
 });
 
-/** A scratch directory under /tmp (itself world-writable: nothing below it can pass). */
-function scratch(): string {
+/** Runs fn in a scratch directory under /tmp (itself world-writable: nothing below it can pass), then removes it. */
+function inScratch(fn: (dir: string) => void): void {
   const dir = mkdtempSync("/tmp/clankie-unit-trust-");
   chmodSync(dir, 0o700);
-  return dir;
+  try {
+    fn(dir);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 trust("a file in a 0777 directory is refused, naming that directory", () => {
-  const dir = scratch();
-  try {
-    const open = join(dir, "open");
-    mkdirSync(open);
-    chmodSync(open, 0o777);
-    const program = writeProgram(join(open, "prog"));
-    assertRefusal(() => checkTrustedExecutable(program, TRUSTED), {
-      exitCode: 126,
-      what: `refusing to execute ${program}: ${open} is writable by group or other (mode 777)`,
-      fix: FIX,
-    });
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  inScratch((dir) => {
+  const open = makeDirectory(join(dir, "open"), 0o777);
+  const program = writeProgram(join(open, "prog"));
+  assertNotTrusted(program, `${open} is writable by group or other (mode 777)`);
+  });
 });
 
 trust("group- or other-writable files and directories are refused, whatever else is set", () => {
-  const dir = scratch();
-  try {
-    const cases: ReadonlyArray<readonly [number, string]> = [
-      [0o775, "775"],
-      [0o757, "757"],
-      [0o4777, "4777"],
-      [0o2775, "2775"],
-    ];
-    for (const [mode, shown] of cases) {
-      const program = writeProgram(join(dir, `prog-${shown}`), mode);
-      assertRefusal(() => checkTrustedExecutable(program, TRUSTED), {
-        exitCode: 126,
-        what: `refusing to execute ${program}: ${program} is writable by group or other (mode ${shown})`,
-        fix: FIX,
-      });
-    }
-    const sticky = join(dir, "sticky");
-    mkdirSync(sticky);
-    chmodSync(sticky, 0o1777);
-    const program = writeProgram(join(sticky, "prog"));
-    assertRefusal(() => checkTrustedExecutable(program, TRUSTED), {
-      exitCode: 126,
-      what: `refusing to execute ${program}: ${sticky} is writable by group or other (mode 1777)`,
-      fix: FIX,
-    });
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
+  inScratch((dir) => {
+  const cases: ReadonlyArray<readonly [number, string]> = [
+    [0o775, "775"],
+    [0o757, "757"],
+    [0o4777, "4777"],
+    [0o2775, "2775"],
+  ];
+  for (const [mode, shown] of cases) {
+    const program = writeProgram(join(dir, `prog-${shown}`), mode);
+    assertNotTrusted(program, `${program} is writable by group or other (mode ${shown})`);
   }
+  const sticky = makeDirectory(join(dir, "sticky"), 0o1777);
+  const program = writeProgram(join(sticky, "prog"));
+  assertNotTrusted(program, `${sticky} is writable by group or other (mode 1777)`);
+  });
 });
 
 trust("every directory up to / is checked: /tmp itself refuses what is below it", () => {
-  const dir = scratch();
-  try {
-    const program = writeProgram(join(dir, "prog"));
-    const top = dirname(dir);
-    assert.ok((lstatSync(top).mode & 0o022) !== 0, `${top} is expected to be world-writable`);
-    assertRefusal(() => checkTrustedExecutable(program, TRUSTED), {
-      exitCode: 126,
-      what: `refusing to execute ${program}: ${top} is writable by group or other (mode ${octal(top)})`,
-      fix: FIX,
-    });
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  inScratch((dir) => {
+  const program = writeProgram(join(dir, "prog"));
+  const top = dirname(dir);
+  assert.ok((lstatSync(top).mode & 0o022) !== 0, `${top} is expected to be world-writable`);
+  assertNotTrusted(program, `${top} is writable by group or other (mode ${octal(top)})`);
+  });
 });
 
 trust("a symlink in a 0777 directory is refused even when its target is trusted (the path as given counts)", () => {
-  const dir = scratch();
-  try {
-    const open = join(dir, "open");
-    mkdirSync(open);
-    chmodSync(open, 0o777);
-    const link = join(open, "env");
-    symlinkSync("/usr/bin/env", link);
-    assertRefusal(() => checkTrustedExecutable(link, [0, EUID]), {
-      exitCode: 126,
-      what: `refusing to execute ${link}: ${open} is writable by group or other (mode 777)`,
-      fix: FIX,
-    });
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  inScratch((dir) => {
+  const open = makeDirectory(join(dir, "open"), 0o777);
+  const link = join(open, "env");
+  symlinkSync("/usr/bin/env", link);
+  assertNotTrusted(link, `${open} is writable by group or other (mode 777)`, [0, EUID]);
+  });
 });
 
 rootTest(trust, "a file owned by another uid is refused (chown)", () => {
-  const dir = scratch();
-  try {
-    const program = writeProgram(join(dir, "prog"));
-    chownSync(program, 4242, 4242);
-    assertRefusal(() => checkTrustedExecutable(program, [0]), {
-      exitCode: 126,
-      what: `refusing to execute ${program}: ${program} is owned by uid 4242, not 0`,
-      fix: FIX,
-    });
-    // trusting that uid moves the refusal up to the first untrusted directory
-    assertRefusal(() => checkTrustedExecutable(program, [4242]), {
-      exitCode: 126,
-      what: `refusing to execute ${program}: ${dir} is owned by uid 0, not 4242`,
-      fix: FIX,
-    });
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  inScratch((dir) => {
+  const program = writeProgram(join(dir, "prog"));
+  chownSync(program, 4242, 4242);
+  assertNotTrusted(program, `${program} is owned by uid 4242, not 0`, [0]);
+  // trusting that uid moves the refusal up to the first untrusted directory
+  assertNotTrusted(program, `${dir} is owned by uid 0, not 4242`, [4242]);
+  });
 });
 
 rootTest(trust, "a root-owned file in a directory owned by another uid is refused (chown)", () => {
-  const dir = scratch();
-  try {
-    const sub = join(dir, "theirs");
-    mkdirSync(sub, 0o755);
-    chmodSync(sub, 0o755);
-    chownSync(sub, 4242, 4242);
-    const program = writeProgram(join(sub, "prog"));
-    assertRefusal(() => checkTrustedExecutable(program, [0]), {
-      exitCode: 126,
-      what: `refusing to execute ${program}: ${sub} is owned by uid 4242, not 0`,
-      fix: FIX,
-    });
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  inScratch((dir) => {
+  const sub = join(dir, "theirs");
+  mkdirSync(sub, 0o755);
+  chmodSync(sub, 0o755);
+  chownSync(sub, 4242, 4242);
+  const program = writeProgram(join(sub, "prog"));
+  assertNotTrusted(program, `${sub} is owned by uid 4242, not 0`, [0]);
+  });
 });
 
 /*
@@ -324,39 +284,23 @@ withTrustedScratch("a file in a clean chain passes; making one directory group-w
   const program = writeProgram(join(dir, "prog"));
   checkTrustedExecutable(program, TRUSTED);
   chmodSync(dir, 0o775);
-  assertRefusal(() => checkTrustedExecutable(program, TRUSTED), {
-    exitCode: 126,
-    what: `refusing to execute ${program}: ${dir} is writable by group or other (mode 775)`,
-    fix: FIX,
-  });
+  assertNotTrusted(program, `${dir} is writable by group or other (mode 775)`);
 });
 
 withTrustedScratch("a symlink in a clean directory to a file in a 0777 directory is refused (the path as resolved counts)", (dir) => {
-  const open = join(dir, "open");
-  mkdirSync(open);
-  chmodSync(open, 0o777);
+  const open = makeDirectory(join(dir, "open"), 0o777);
   const target = writeProgram(join(open, "prog"));
   const link = join(dir, "link");
   symlinkSync(target, link);
-  assertRefusal(() => checkTrustedExecutable(link, TRUSTED), {
-    exitCode: 126,
-    what: `refusing to execute ${link}: ${open} is writable by group or other (mode 777)`,
-    fix: FIX,
-  });
+  assertNotTrusted(link, `${open} is writable by group or other (mode 777)`);
 });
 
 withTrustedScratch("a symlinked directory into a 0777 directory is refused", (dir) => {
-  const open = join(dir, "open");
-  mkdirSync(open);
-  chmodSync(open, 0o777);
+  const open = makeDirectory(join(dir, "open"), 0o777);
   writeProgram(join(open, "prog"));
   symlinkSync(open, join(dir, "bin"));
   const program = join(dir, "bin", "prog");
-  assertRefusal(() => checkTrustedExecutable(program, TRUSTED), {
-    exitCode: 126,
-    what: `refusing to execute ${program}: ${open} is writable by group or other (mode 777)`,
-    fix: FIX,
-  });
+  assertNotTrusted(program, `${open} is writable by group or other (mode 777)`);
 });
 
 withTrustedScratch("a clean symlink to a clean file passes", (dir) => {
@@ -374,11 +318,7 @@ withTrustedScratch(
     chownSync(target, 4242, 4242);
     const link = join(dir, "link");
     symlinkSync(target, link);
-    assertRefusal(() => checkTrustedExecutable(link, [0]), {
-      exitCode: 126,
-      what: `refusing to execute ${link}: ${target} is owned by uid 4242, not 0`,
-      fix: FIX,
-    });
+    assertNotTrusted(link, `${target} is owned by uid 4242, not 0`, [0]);
   },
   true,
 );
@@ -401,9 +341,7 @@ function assertEveryExecRefuses(program: string, want: { exitCode: number; what:
 }
 
 withTrustedScratch("a trusted script whose #! interpreter lies in a 0777 directory is refused (126); with /bin/sh it passes", (dir) => {
-  const open = join(dir, "open");
-  mkdirSync(open);
-  chmodSync(open, 0o777);
+  const open = makeDirectory(join(dir, "open"), 0o777);
   const tool = writeProgram(join(open, "tool"));
   const script = writeScript(join(dir, "run.sh"), tool);
   assert.is(octal(script), "755");
@@ -446,9 +384,7 @@ withTrustedScratch(
 );
 
 withTrustedScratch("the interpreter's interpreter is held to the rule too, and the refusal names the chain", (dir) => {
-  const open = join(dir, "open");
-  mkdirSync(open);
-  chmodSync(open, 0o777);
+  const open = makeDirectory(join(dir, "open"), 0o777);
   const tool = writeProgram(join(open, "tool"));
   const middle = writeScript(join(dir, "middle"), tool);
   const script = writeScript(join(dir, "run.sh"), middle);
@@ -460,9 +396,7 @@ withTrustedScratch("the interpreter's interpreter is held to the rule too, and t
 });
 
 withTrustedScratch("a symlink to a script does not hide the script's #! line", (dir) => {
-  const open = join(dir, "open");
-  mkdirSync(open);
-  chmodSync(open, 0o777);
+  const open = makeDirectory(join(dir, "open"), 0o777);
   const tool = writeProgram(join(open, "tool"));
   const script = writeScript(join(dir, "run.sh"), tool);
   const link = join(dir, "link");
@@ -514,9 +448,7 @@ withTrustedScratch(
 );
 
 withTrustedScratch("agent commands (no trusted owners) are not held to the rule: the agent may run anything as itself", (dir) => {
-  const open = join(dir, "open");
-  mkdirSync(open);
-  chmodSync(open, 0o777);
+  const open = makeDirectory(join(dir, "open"), 0o777);
   const tool = writeProgram(join(open, "tool"));
   const script = writeScript(join(dir, "run.sh"), tool);
   assert.is(prepareExec({ command: script, args: [], env: {} }).path, script);
