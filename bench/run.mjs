@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 /*
  * npm run bench: measures the goals of the start-up, the tree walks, the
- * agent spawn (with its confinement) and the audit, writes docs/benchmarks.md
- * and appends the image's figures from docs/benchmarks-image.md (measured by
- * the image test, not here). A benchmark, not a test: it fails only when a
+ * agent spawn (with its confinement) and the audit, and writes
+ * docs/benchmarks.md, which points to docs/benchmarks-image.md for the image's
+ * figures (measured by the image test, not here). A benchmark, not a test: it fails only when a
  * measurement could not be made or would be unfair, never on a missed goal.
  *
  *   npm run bench                     full run (about 7 minutes on an idle 2-CPU machine, 10-11 under heavy load), writes docs/benchmarks.md
@@ -26,7 +26,7 @@
  * from Debian and what package.json installs; runs on the pinned Node 24
  * (npm run puts it first on PATH), which loads the TypeScript it imports.
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { benchStartup } from "./startup.mjs";
@@ -146,23 +146,12 @@ try {
   }
 }
 
-/* 4. The report, then the image's figures, measured by the image test and kept in docs/benchmarks-image.md. */
+/* 4. The report, then where the image's figures are: measured by the image test and kept in docs/benchmarks-image.md alone. */
 function imageSection() {
-  const file = join(repo, "docs/benchmarks-image.md");
-  if (!existsSync(file)) return ["## The image (from docs/benchmarks-image.md)", "", "docs/benchmarks-image.md is missing: no figures.", ""];
-  const lines = readFileSync(file, "utf8").split("\n");
-  if (lines[0].startsWith("# ")) lines.shift();
-  const body = lines
-    .join("\n")
-    .replace(/To be merged into `docs\/benchmarks\.md`\.\s*/, "")
-    .replace(/^## /gm, "### ")
-    .trim();
   return [
-    "## The image (from docs/benchmarks-image.md)",
+    "## The image",
     "",
-    "Not measured by this script: copied from docs/benchmarks-image.md, figures taken by hand from the image test (test/image).",
-    "",
-    body,
+    "Not measured by this script: the image's build, size and end-to-end figures, taken by hand from the image test (test/image), are in [benchmarks-image.md](benchmarks-image.md).",
     "",
   ];
 }
