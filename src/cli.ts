@@ -2,7 +2,8 @@
  * Command-line parsing for both roles. Pure: argv in, a request out, or a
  * usage refusal (exit 64) that names the problem and the fix.
  */
-import { AGENT_DEFAULT_NPROC, AGENT_DEFAULT_OOM_SCORE_ADJ, AGENT_SIGNALS, EXIT, isCodeLoadingVariable, WORKSPACE_DIR } from "./constants.ts";
+import { AGENT_DEFAULT_NPROC, AGENT_DEFAULT_OOM_SCORE_ADJ, AGENT_SIGNALS, EXIT, WORKSPACE_DIR } from "./constants.ts";
+import { isCodeLoadingVariable } from "./exec/environment.ts";
 import { Refusal } from "./report.ts";
 import { type ConfinementRequest, extraPathProblem } from "./confinement.ts";
 

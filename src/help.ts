@@ -1,5 +1,19 @@
-/* --help and --version text. The exit-code table comes from constants.ts. */
-import { AGENT_DEFAULT_NPROC, AGENT_DEFAULT_OOM_SCORE_ADJ, EXIT, EXIT_DESCRIPTIONS, SYSTEM_PATH } from "./constants.ts";
+/* --help and --version text, and what each exit code of constants.ts means. */
+import { ADR_LAUNCH_FLAGS, AGENT_DEFAULT_NPROC, AGENT_DEFAULT_OOM_SCORE_ADJ, EXIT, SYSTEM_PATH } from "./constants.ts";
+
+/** What each exit code means: `--help` prints this table and README.md holds the same rows (test/unit/project/docs.test.ts). */
+export const EXIT_DESCRIPTIONS: ReadonlyArray<readonly [number, string]> = [
+  [EXIT.ok, "success (--version, --help, a passing --self-check); otherwise the exec'd command's own status"],
+  [EXIT.checkFailed, "--self-check: at least one check failed"],
+  [EXIT.usage, "bad command line: unknown option, missing --, empty command, a --pgid that is the shim's own process group or its caller's"],
+  [EXIT.dataRefused, "a file under /state or /workspace breaks the rules and was left alone (planted link, device, foreign hard link); or a path named for the agent's confinement leads through a symbolic link"],
+  [EXIT.noUser, "node, clankie-agent or clankie-workspace missing or wrong in /etc/passwd or /etc/group"],
+  [EXIT.verifyFailed, "after a privilege change the kernel reports other ids, groups, capabilities or NoNewPrivs than asked (for the agent also: a terminal, no session of its own, a stray fd, a Landlock domain or seccomp filter not in force)"],
+  [EXIT.osError, "an operating-system call failed; the message names the call, the path and the errno code"],
+  [EXIT.launchRefused, "the launch lacks what the mode needs: NoNewPrivs, a capability, the caller is the wrong uid, or the kernel cannot confine agent work as --strict-confinement or --no-network asks"],
+  [EXIT.notExecutable, "the command is refused by the exec rules (writable by others, foreign owner) or cannot be executed; from clankie-agent-exec also setpriv's own line \"setpriv: failed to execute /usr/bin/perl: Resource temporarily unavailable\": the agent uid runs more tasks than --nproc allows, try again when agent work has ended"],
+  [EXIT.notFound, "the command was not found in the fixed system PATH"],
+];
 import { builtInBundleSha256, PROGRAM_VERSION } from "./build-info.ts";
 
 export function versionText(program: string): string {
@@ -21,10 +35,9 @@ One executable, two names; the name it is started as picks the role.
 
 clankie-separate [--] SERVICE-COMMAND [ARG...]
   The image's ENTRYPOINT. Started as any uid but 0 it execs the service
-  command unchanged. Started as root (docker run --user 0:0 --cap-drop ALL
-  --cap-add CHOWN --cap-add DAC_OVERRIDE --cap-add FOWNER --cap-add SETPCAP
-  --cap-add SETUID --cap-add SETGID --security-opt no-new-privileges) it makes
-  /state service-only, gives /workspace the clankie-workspace group, and
+  command unchanged. Started as root with the flags of ADR 0272,
+    docker run ${ADR_LAUNCH_FLAGS.join(" ")}
+  it makes /state service-only, gives /workspace the clankie-workspace group, and
   drops to node keeping only SETUID and SETGID, with umask 0007.
 
 clankie-separate --self-check [--json] [--probe]

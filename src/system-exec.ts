@@ -5,7 +5,8 @@
  * executable, whose roles use src/exec/ directly.
  */
 import { execa, type Options as ExecaOptions, type ResultPromise } from "execa";
-import { AGENT_EXEC_PATH, ENTRYPOINT_NAME, EXIT, INSTALL_DIR, isCodeLoadingVariable, TOOLS } from "./constants.ts";
+import { AGENT_EXEC_PATH, ENTRYPOINT_NAME, EXIT, INSTALL_DIR, TOOLS } from "./constants.ts";
+import { isCodeLoadingVariable } from "./exec/environment.ts";
 import { buildEnvironment, type Environment } from "./exec/environment.ts";
 import { checkTrustedExecutable, gateExec } from "./exec/rules.ts";
 import { Refusal } from "./report.ts";

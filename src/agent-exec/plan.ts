@@ -26,13 +26,11 @@
  *    -> COMMAND
  */
 import { agentGroups, type Identities } from "../accounts.ts";
-import { AGENT_EXEC_NAME, AGENT_UMASK, STATE_AGENT_NAME, STATE_DIR, TOOLS } from "../constants.ts";
+import { AGENT_EXEC_NAME, AGENT_HOME, AGENT_UMASK, TOOLS } from "../constants.ts";
 import { buildEnvironment, type Environment } from "../exec/environment.ts";
 import { stageArgv } from "../stage/stage.ts";
 import { type ConfinementRequest, confinementKeys } from "../confinement.ts";
 import { withGitTrust } from "./git-trust.ts";
-
-export const AGENT_HOME = `${STATE_DIR}/${STATE_AGENT_NAME}`;
 
 /** The agent's environment: the allowlist and the named variables of the shim's own environment, plus ours. */
 export function agentEnvironment(shimEnv: NodeJS.ProcessEnv, names: readonly string[], ids: Identities): Environment {

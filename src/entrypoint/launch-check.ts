@@ -1,8 +1,6 @@
 /*
- * Phase 1 of the root entrypoint: is this the launch ADR 0272 describes?
- *   docker run --user 0:0 --cap-drop ALL --cap-add CHOWN --cap-add DAC_OVERRIDE
- *     --cap-add FOWNER --cap-add SETPCAP --cap-add SETUID --cap-add SETGID
- *     --security-opt no-new-privileges ...
+ * Phase 1 of the root entrypoint: is this the launch ADR 0272 describes
+ * (docker run ADR_LAUNCH_FLAGS of src/constants.ts)?
  * Pure: takes what /proc/self/status said, returns the mode or refuses.
  */
 import { maskOf, namesOf } from "../os/capabilities.ts";

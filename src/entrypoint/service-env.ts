@@ -5,7 +5,8 @@
  * is configured. Pure.
  */
 import type { Identities } from "../accounts.ts";
-import { AGENT_EXEC_PATH, isCodeLoadingVariable, SERVICE_ENV, SYSTEM_PATH } from "../constants.ts";
+import { AGENT_EXEC_PATH, SERVICE_ENV, SYSTEM_PATH } from "../constants.ts";
+import { isCodeLoadingVariable } from "../exec/environment.ts";
 import type { Environment } from "../exec/environment.ts";
 
 export interface ServiceEnvironment {

@@ -5,7 +5,7 @@
  */
 import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync } from "node:fs";
 import type { Identities } from "../accounts.ts";
-import { EXIT, STATE_AGENT_NAME, STATE_DIR } from "../constants.ts";
+import { AGENT_HOME, EXIT, STATE_DIR } from "../constants.ts";
 import { MARKER_DIR } from "../layout/marker.ts";
 import { stateModes, stateRules, type StateZone } from "../layout/state.ts";
 import { kindOf } from "../os/file-kind.ts";
@@ -41,7 +41,7 @@ function takeOverDirectory(path: string, want: { uid: number; gid: number; mode:
 
 /** Creates /state/agent if missing and gives its top to the agent; never walks inside (a mount of its own included). */
 export function prepareAgentHome(ids: Identities, stats: WalkStats): void {
-  const path = `${STATE_DIR}/${STATE_AGENT_NAME}`;
+  const path = AGENT_HOME;
   stats.checked++;
   if (takeOverDirectory(path, { uid: ids.agent.uid, gid: ids.agent.gid, mode: stateModes.agentHome() }, `remove it (rm -rf ${path}) and start again: it is recreated empty`)) {
     stats.fixed++;

@@ -1,11 +1,67 @@
 /*
  * The environment of every program this project starts (rule 3 of
- * src/exec/rules.ts): built from scratch, from the allowlist of constants.ts
+ * src/exec/rules.ts): built from scratch, from the allowlist below
  * plus what the caller names, never by extending our own, and PATH is always
  * SYSTEM_PATH.
  */
-import { EXIT, isAllowlisted, isCodeLoadingVariable, SYSTEM_PATH } from "../constants.ts";
+import { EXIT, SYSTEM_PATH } from "../constants.ts";
 import { Refusal } from "../report.ts";
+
+/**
+ * Variables that make a process load code chosen by whoever set them. The
+ * entrypoint drops these from the launcher's environment before the service
+ * starts (with a warning), and the audit reports them.
+ * Names ending in `*` are prefixes.
+ */
+export const CODE_LOADING_VARIABLES: readonly string[] = [
+  "LD_*", // ld.so(8): LD_PRELOAD, LD_LIBRARY_PATH, LD_AUDIT, ...
+  "GCONV_PATH", // glibc iconv loads modules from here
+  "GLIBC_TUNABLES", // CVE-2023-4911 ("Looney Tunables")
+  "NODE_OPTIONS", // --require / --import
+  "NODE_PATH",
+  "NODE_REPL_EXTERNAL_MODULE",
+  "NODE_COMPILE_CACHE", // a cache the loader trusts
+  "OPENSSL_CONF", // can load engines and providers
+  "OPENSSL_ENGINES",
+  "OPENSSL_MODULES",
+  "PYTHONPATH",
+  "PYTHONSTARTUP",
+  "PYTHONHOME",
+  "PERL5LIB",
+  "PERL5OPT",
+  "PERLLIB",
+  "RUBYOPT",
+  "RUBYLIB",
+  "BASH_ENV",
+  "ENV",
+  "PS4",
+  "PROMPT_COMMAND",
+  "SHELLOPTS",
+  "BASHOPTS",
+  "JAVA_TOOL_OPTIONS",
+  "_JAVA_OPTIONS",
+  "JDK_JAVA_OPTIONS",
+];
+
+/** Whether `name` is one of `patterns`: a name, or a prefix ending in `*`. */
+function matchesName(patterns: readonly string[], name: string): boolean {
+  return patterns.some((pattern) => (pattern.endsWith("*") ? name.startsWith(pattern.slice(0, -1)) : name === pattern));
+}
+
+export function isCodeLoadingVariable(name: string): boolean {
+  return matchesName(CODE_LOADING_VARIABLES, name);
+}
+
+/**
+ * The short list of variables that describe the terminal and locale, and
+ * nothing else. The agent starts from these plus what the service names with
+ * `--env`; the service's own execs start from these plus what they name.
+ */
+export const ENV_ALLOWLIST: readonly string[] = ["TERM", "COLORTERM", "LANG", "LANGUAGE", "LC_*", "TZ", "NO_COLOR"];
+
+export function isAllowlisted(name: string): boolean {
+  return matchesName(ENV_ALLOWLIST, name);
+}
 
 export type Environment = Record<string, string>;
 

@@ -22,7 +22,7 @@
  * to the agent. What a spawn actually runs under is --probe's to show
  * (probe.seccomp, probe.lower-oom-score, probe.abstract-socket).
  */
-import { syscallNumbers } from "../constants.ts";
+import { syscallNumbers } from "../confinement.ts";
 import { errnoName } from "../os/errno.ts";
 import { pass, type Verdict, warn } from "./check.ts";
 

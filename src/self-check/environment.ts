@@ -1,6 +1,6 @@
 /*
  * Variables that make a process load code chosen by whoever set them
- * (CODE_LOADING_VARIABLES in constants.ts: LD_*, NODE_OPTIONS, ...), in the
+ * (CODE_LOADING_VARIABLES in exec/environment.ts: LD_*, NODE_OPTIONS, ...), in the
  * environment this audit was started with and in the one the judged service
  * was started with. Only names are reported: values may be secrets. Pure.
  *
@@ -9,7 +9,7 @@
  * re-added one. One in the audit's own environment means its own results
  * may have been shaped by loaded code.
  */
-import { isCodeLoadingVariable } from "../constants.ts";
+import { isCodeLoadingVariable } from "../exec/environment.ts";
 import { fail, pass, type Verdict, warn } from "./check.ts";
 import type { Readable } from "./facts.ts";
 

@@ -17,7 +17,7 @@
 import { lstatSync, readFileSync, readlinkSync, statSync, type Stats } from "node:fs";
 import { type Identities, parsePasswd, resolveIdentities } from "../accounts.ts";
 import { builtInBundleSha256 } from "../build-info.ts";
-import { AGENT_EXEC_NAME, ENTRYPOINT_NAME, GROUP_FILE, INSTALL_DIR, PASSWD_FILE, SERVICE_USER, STATE_AGENT_NAME, STATE_DIR, TOOLS, WORKSPACE_DIR } from "../constants.ts";
+import { AGENT_EXEC_NAME, AGENT_HOME, ENTRYPOINT_NAME, GROUP_FILE, INSTALL_DIR, PASSWD_FILE, SERVICE_USER, STATE_DIR, TOOLS, WORKSPACE_DIR } from "../constants.ts";
 import { embeddedBundleSha256 } from "../embedded-bundle.ts";
 import { runCapture } from "../exec/capture.ts";
 import { checkTrustedExecutable } from "../exec/rules.ts";
@@ -223,7 +223,7 @@ export async function readFacts(request: { probe: boolean }): Promise<Facts> {
     boundary: known(boundary),
     stateAudit,
     stateTop: known(stateTop),
-    agentHome: known(lstatOf(`${STATE_DIR}/${STATE_AGENT_NAME}`)),
+    agentHome: known(lstatOf(AGENT_HOME)),
     workspaceTop: known(lstatOf(WORKSPACE_DIR)),
     marker: known(readMarkerText()),
     running,

@@ -13,7 +13,7 @@
  */
 import type { Identities } from "../accounts.ts";
 import { maskOf } from "../os/capabilities.ts";
-import { AGENT_EXEC_PATH, SERVICE_CAPABILITIES, SERVICE_ENV } from "../constants.ts";
+import { ADR_LAUNCH_FLAGS, AGENT_EXEC_PATH, SERVICE_CAPABILITIES, SERVICE_ENV } from "../constants.ts";
 import type { ProcessCredentials } from "../os/proc-status.ts";
 import { fail, pass, type Verdict, warn } from "./check.ts";
 import { capabilitySets } from "./service-process.ts";
@@ -30,7 +30,7 @@ export interface ModeVerdict {
 }
 
 const SERVICE_MASK = maskOf(SERVICE_CAPABILITIES);
-const LAUNCH_FIX = "start the container as root with the flags of ADR 0272 (docker run --user 0:0 --cap-drop ALL --cap-add CHOWN --cap-add DAC_OVERRIDE --cap-add FOWNER --cap-add SETPCAP --cap-add SETUID --cap-add SETGID --security-opt no-new-privileges) and clankie-separate as the entrypoint";
+const LAUNCH_FIX = `start the container as root with the flags of ADR 0272 (docker run ${ADR_LAUNCH_FLAGS.join(" ")}) and clankie-separate as the entrypoint`;
 const BOUNDARY_FIX = "route Herdr and every worker through clankie-agent-exec (ADR 0272 increment 2); then the service declares it by starting with CLANKIE_BOUNDARY=complete in its environment (docs/self-check.md)";
 
 export function classifyMode(creds: ProcessCredentials, environ: Readable<Record<string, string>>, ids: Identities | undefined): ModeVerdict {

@@ -13,7 +13,7 @@
  */
 import type { Identities } from "../accounts.ts";
 import { type CapabilityMask, formatMask, maskOf, namesOf } from "../os/capabilities.ts";
-import { SERVICE_CAPABILITIES } from "../constants.ts";
+import { ADR_LAUNCH_FLAGS, SERVICE_CAPABILITIES } from "../constants.ts";
 import type { ProcessCredentials } from "../os/proc-status.ts";
 import { fail, pass, type Verdict, warn } from "./check.ts";
 import type { Mode } from "./mode.ts";
@@ -25,7 +25,7 @@ export interface JudgedProcess {
 }
 
 const SERVICE_MASK = maskOf(SERVICE_CAPABILITIES);
-const LAUNCH_FIX = "start the container as ADR 0272 says (docker run --user 0:0 --cap-drop ALL --cap-add CHOWN --cap-add DAC_OVERRIDE --cap-add FOWNER --cap-add SETPCAP --cap-add SETUID --cap-add SETGID --security-opt no-new-privileges) with clankie-separate as the entrypoint, and do not change the service's credentials";
+const LAUNCH_FIX = `start the container as ADR 0272 says (docker run ${ADR_LAUNCH_FLAGS.join(" ")}) with clankie-separate as the entrypoint, and do not change the service's credentials`;
 
 function decode(mask: CapabilityMask): { mask: string; names: string[] } {
   return { mask: formatMask(mask), names: namesOf(mask) };

@@ -2,7 +2,7 @@
 # `perl -T -C0 -e` in the process setpriv became (src/stage/stage.ts builds
 # its argv and says why it is perl; nothing of it is on disk). Only system
 # call numbers (names between at signs) are filled in per architecture; exit codes and
-# messages are literals (test/unit/perl-programs.test.ts holds the exit codes
+# messages are literals (test/unit/project/perl-programs.test.ts holds the exit codes
 # to EXIT of src/constants.ts). The protocol is closed: the role names the
 # keys that must come, each once (path= and port= may repeat), each of its
 # form; anything else is a usage error (64), so no check is skipped by

@@ -25,7 +25,8 @@
  * its keys, every one required, so a request type without a field is a
  * stage that refuses (exit 64), never one that skips a check.
  */
-import { syscallNumbers, TOOLS } from "../constants.ts";
+import { syscallNumbers } from "../confinement.ts";
+import { TOOLS } from "../constants.ts";
 import STAGE_TEMPLATE from "./stage.pl";
 
 interface StageIdentity {

@@ -9,9 +9,7 @@
  * Reproduces, with bubblewrap and setpriv, the container
  * launch of ADR 0272 on this machine:
  *
- *   docker run --user 0:0 --cap-drop ALL --cap-add CHOWN --cap-add DAC_OVERRIDE
- *     --cap-add FOWNER --cap-add SETPCAP --cap-add SETUID --cap-add SETGID
- *     --security-opt no-new-privileges IMAGE CMD...
+ *   docker run ADR_LAUNCH_FLAGS (src/constants.ts) IMAGE CMD...
  *
  * uid 0; those six capabilities in the permitted, effective and bounding sets;
  * empty inheritable and ambient sets; NoNewPrivs; its own pid namespace with

@@ -2,9 +2,7 @@
  * The launch sandbox: reproduces, with namespaces and setpriv, the container
  * launch of ADR 0272 on this machine:
  *
- *   docker run --user 0:0 --cap-drop ALL --cap-add CHOWN --cap-add DAC_OVERRIDE
- *     --cap-add FOWNER --cap-add SETPCAP --cap-add SETUID --cap-add SETGID
- *     --security-opt no-new-privileges IMAGE CMD...
+ *   docker run ADR_LAUNCH_FLAGS (src/constants.ts) IMAGE CMD...
  *
  * uid 0; those six capabilities in the permitted, effective and bounding sets;
  * empty inheritable and ambient sets; NoNewPrivs; its own pid namespace with
@@ -16,7 +14,7 @@
  * repository read-only at /opt/clankie, a fresh tmpfs at /tmp.
  */
 import { spawn, spawnSync, type ChildProcess, type SpawnSyncReturns } from "node:child_process";
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DIST, REPO } from "./paths.ts";
@@ -37,6 +35,41 @@ export const DEFAULT_PASSWD = [
 ].join("\n");
 
 export const DEFAULT_GROUP = ["root:x:0:", "node:x:1000:", "clankie-agent:x:1001:", "clankie-workspace:x:1002:node,clankie-agent", ""].join("\n");
+
+/**
+ * A uid that no process on this host runs now, for tests that fill the
+ * agent's RLIMIT_NPROC: the kernel counts that limit per uid across the
+ * whole host (setrlimit(2), "RLIMIT_NPROC"), not per sandbox, so any other
+ * process of uid 1001 on the machine would count against the test's limit.
+ * Picked from a range by this process's pid so that two runs at once do not
+ * pick the same one.
+ */
+export function unusedUid(): number {
+  const used = new Set(
+    readdirSync("/proc")
+      .filter((name) => /^\d+$/.test(name))
+      .flatMap((pid) => {
+        try {
+          return [Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1])];
+        } catch {
+          return []; // gone since the listing
+        }
+      }),
+  );
+  for (let i = 0; i < 1000; i++) {
+    const uid = 61_000 + ((process.pid + i) % 1000);
+    if (!used.has(uid)) return uid;
+  }
+  throw new Error("no unused uid in 61000..61999");
+}
+
+/** The image's users and groups with clankie-agent (user and group) moved to this uid. */
+export function identitiesWithAgentUid(uid: number): { passwd: string; group: string } {
+  return {
+    passwd: DEFAULT_PASSWD.replace("clankie-agent:x:1001:1001:", `clankie-agent:x:${uid}:${uid}:`),
+    group: DEFAULT_GROUP.replace("clankie-agent:x:1001:", `clankie-agent:x:${uid}:`),
+  };
+}
 
 export interface LaunchOptions {
   /** "root": the ADR launch. "node": today's launch (--user node --cap-drop ALL). */

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { rootTest } from "../helpers/privilege.ts";
-import { type Body, statusFields, type LaunchOptions, inBody } from "../helpers/sandbox.ts";
+import { type Body, identitiesWithAgentUid, inBody, statusFields, type LaunchOptions, unusedUid } from "../helpers/sandbox.ts";
 import { type AgentResult, agentRun, seededBody, serviceJson as runService, type ServiceRun } from "../helpers/stand-in.ts";
 
 const test = suite("agent-exec");
@@ -156,7 +156,8 @@ rootTest(test, "--signal stops an agent process group the service cannot signal 
 });
 
 rootTest(test, "a fork bomb under --nproc leaves the service able to start processes; agent work over the limit is refused by the kernel (126, one line)", () => {
-  inBody(seededBody(), (body) => {
+  // RLIMIT_NPROC counts every process of the uid on the host: the agent gets a uid nobody else runs here.
+  inBody(seededBody(identitiesWithAgentUid(unusedUid())), (body) => {
     const { json } = serviceJson<{ agentCount: number; serviceExit: number; bombStderr: string; moreExit: number; moreStderr: string }>(body, ["forkbomb"]);
     assert.ok(json.agentCount <= 40 && json.agentCount >= 30, `agent processes: ${json.agentCount}`);
     assert.is(json.serviceExit, 0);

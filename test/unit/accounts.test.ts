@@ -2,8 +2,8 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { groupsOf, parseGroup, parsePasswd, resolveIdentities } from "../../src/accounts.ts";
 import { EXIT } from "../../src/constants.ts";
-import { assertRefusal } from "./helpers/refusal.ts";
-import { GROUP, PASSWD } from "./helpers/identities.ts";
+import { assertRefusal } from "../helpers/refusal.ts";
+import { GROUP, PASSWD } from "../helpers/identities.ts";
 
 /* ------------------------------------------------------------- parsePasswd -- */
 

@@ -3,7 +3,7 @@ import * as assert from "uvu/assert";
 import { extraPathProblem } from "../../src/confinement.ts";
 import { type AgentExecRequest, type EntrypointRequest, parseAgentExecArgs, parseEntrypointArgs } from "../../src/cli.ts";
 import { EXIT } from "../../src/constants.ts";
-import { assertRefusal } from "./helpers/refusal.ts";
+import { assertRefusal, catchRefusal } from "../helpers/refusal.ts";
 
 interface Accepts<R> {
   argv: string[];
@@ -73,6 +73,11 @@ entrypoint("does not change the caller's argv", () => {
   assert.ok(request.kind === "run");
   request.command.push("more");
   assert.equal(argv, ["--", "node", "server.js"]);
+});
+
+entrypoint("an empty service command is refused at parsing, with or without --", () => {
+  assert.is(catchRefusal(() => parseEntrypointArgs([""])).exitCode, EXIT.usage);
+  assert.is(catchRefusal(() => parseEntrypointArgs(["--", ""])).exitCode, EXIT.usage);
 });
 
 entrypoint.run();
@@ -200,5 +205,17 @@ for (const { argv, what, fix } of AGENT_REFUSES) {
     assertRefusal(() => parseAgentExecArgs(argv), { exitCode: 64, what, fix });
   });
 }
+
+agent("--signal=NAME is accepted as the first argument", () => {
+  assert.equal(parseAgentExecArgs(["--signal=TERM", "--pgid=5"]), { kind: "signal", signal: "SIGTERM", pgid: 5 });
+});
+
+agent("a code-loading variable cannot be named with --env (it would reach prlimit and setpriv, which hold SETUID)", () => {
+  for (const name of ["LD_PRELOAD", "LD_AUDIT", "NODE_OPTIONS", "GCONV_PATH", "BASH_ENV"]) {
+    const refusal = catchRefusal(() => parseAgentExecArgs(["--env", name, "--", "true"]));
+    assert.is(refusal.exitCode, EXIT.usage, name);
+    assert.is(refusal.message, `--env ${name}: variables that load code are never passed`);
+  }
+});
 
 agent.run();

@@ -8,6 +8,7 @@
 import { spawnSync, type SpawnSyncReturns } from "node:child_process";
 import { chownSync, existsSync, mkdirSync, mkdtempSync, rmdirSync } from "node:fs";
 import { join } from "node:path";
+import { ADR_LAUNCH_FLAGS } from "../../../src/constants.ts";
 import { DIST, REPO } from "../../helpers/paths.ts";
 
 /** Where the repository is mounted (read-only) in every container: fixtures, dist/lib, node_modules/execa. */
@@ -19,13 +20,7 @@ export const BODY_SERVICE = `${REPO_MOUNT}/test/fixtures/image/body-service.mjs`
 export const TODAY_FLAGS: readonly string[] = ["--cap-drop", "ALL"];
 
 /** The launcher command of ADR 0272. */
-export const ADR_FLAGS: readonly string[] = [
-  "--user", "0:0",
-  "--cap-drop", "ALL",
-  "--cap-add", "CHOWN", "--cap-add", "DAC_OVERRIDE", "--cap-add", "FOWNER",
-  "--cap-add", "SETPCAP", "--cap-add", "SETUID", "--cap-add", "SETGID",
-  "--security-opt", "no-new-privileges",
-];
+export const ADR_FLAGS: readonly string[] = ADR_LAUNCH_FLAGS;
 
 /**
  * The launch docs/launch.md recommends: the ADR's flags, a read-only root

@@ -2,21 +2,12 @@ import { test } from "uvu";
 import { checkCaller } from "../../../src/agent-exec/caller.ts";
 import { EXIT } from "../../../src/constants.ts";
 import type { ProcessCredentials } from "../../../src/os/proc-status.ts";
-import { assertRefusal } from "../helpers/refusal.ts";
-import { imageIdentities } from "../helpers/identities.ts";
+import { assertRefusal } from "../../helpers/refusal.ts";
+import { imageIdentities } from "../../helpers/identities.ts";
+import { SERVICE_CREDENTIALS } from "../../helpers/credentials.ts";
 
 const ids = imageIdentities();
-const SERVICE: ProcessCredentials = {
-  uids: [1000, 1000, 1000, 1000],
-  gids: [1000, 1000, 1000, 1000],
-  groups: [1000, 1002],
-  capInh: 0xc0n,
-  capPrm: 0xc0n,
-  capEff: 0xc0n,
-  capBnd: 0xc0n,
-  capAmb: 0xc0n,
-  noNewPrivs: true,
-};
+const SERVICE = SERVICE_CREDENTIALS;
 const caller = (change: Partial<ProcessCredentials>): ProcessCredentials => ({ ...SERVICE, ...change });
 
 test("the service holding SETUID and SETGID with NoNewPrivs may call the shim", () => {

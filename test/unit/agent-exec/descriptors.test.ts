@@ -6,7 +6,7 @@ import * as assert from "uvu/assert";
 import { checkKeptDescriptors, inheritableCandidates, listDescriptors, parseFdinfoFlags, readDescriptorFlags } from "../../../src/agent-exec/descriptors.ts";
 import { EXIT } from "../../../src/constants.ts";
 import { NODE24, REPO } from "../../helpers/paths.ts";
-import { assertRefusal } from "../helpers/refusal.ts";
+import { assertRefusal } from "../../helpers/refusal.ts";
 
 const O_CLOEXEC = 0o2000000;
 

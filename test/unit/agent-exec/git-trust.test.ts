@@ -11,13 +11,7 @@ test("withGitTrust: one command-scope entry safe.directory=* when the service pa
 });
 
 test("withGitTrust: appended after the service's entries, which it leaves as they are", () => {
-  const service = {
-    GIT_CONFIG_COUNT: "2",
-    GIT_CONFIG_KEY_0: "user.name",
-    GIT_CONFIG_VALUE_0: "agent",
-    GIT_CONFIG_KEY_1: "safe.directory",
-    GIT_CONFIG_VALUE_1: "",
-  };
+  const service = { GIT_CONFIG_COUNT: "2", GIT_CONFIG_KEY_0: "user.name", GIT_CONFIG_VALUE_0: "agent", GIT_CONFIG_KEY_1: "safe.directory", GIT_CONFIG_VALUE_1: "" };
   assert.equal(withGitTrust(service), { ...service, GIT_CONFIG_COUNT: "3", GIT_CONFIG_KEY_2: "safe.directory", GIT_CONFIG_VALUE_2: "*" });
 });
 

@@ -1,10 +1,11 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { AGENT_UMASK, SYSTEM_PATH } from "../../../src/constants.ts";
+import { AGENT_HOME, SYSTEM_PATH } from "../../../src/constants.ts";
 import { STAGE_SOURCE } from "../../../src/stage/stage.ts";
-import { AGENT_HOME, agentChainArgv, agentEnvironment, type AgentExecChain } from "../../../src/agent-exec/plan.ts";
+import { agentChainArgv, agentEnvironment, type AgentExecChain } from "../../../src/agent-exec/plan.ts";
 import { agentGroups } from "../../../src/accounts.ts";
-import { imageIdentities } from "../helpers/identities.ts";
+import { TERMINAL_ENV } from "../../helpers/environments.ts";
+import { imageIdentities } from "../../helpers/identities.ts";
 import { confinementKeys, NO_EXTRA_CONFINEMENT } from "../../../src/confinement.ts";
 import { signalPlan } from "../../../src/agent-exec/run.ts";
 
@@ -31,6 +32,9 @@ const PREFIX = [
 
 const RUN: AgentExecChain = { needSetsid: true, nproc: 512, cwd: "/workspace/project", keepFds: [], confinement: NO_EXTRA_CONFINEMENT, action: { path: "/usr/bin/git", argv: ["git", "status"] } };
 
+/** The end of every chain of RUN: umask, working directory, confinement, then git status. */
+const TAIL = ["umask=0002", "cwd=/workspace/project", ...CONFINED, "--", "/usr/bin/git", "git", "status"];
+
 test("agentGroups: the agent's own group and clankie-workspace, nothing else", () => {
   assert.equal(agentGroups(ids), [1001, 1002]);
   const sameGid = { ...ids, workspaceGroup: { ...ids.workspaceGroup, gid: 1001 } };
@@ -47,13 +51,7 @@ test("the chain with a new session: prlimit, setpriv, the verification stage (wh
     ...AGENT,
     "session=new",
     "fds=",
-    "umask=0002",
-    "cwd=/workspace/project",
-    ...CONFINED,
-    "--",
-    "/usr/bin/git",
-    "git",
-    "status",
+    ...TAIL,
   ]);
 });
 
@@ -67,13 +65,7 @@ test("the chain without setsid (the shim already leads its own session), with ke
     ...AGENT,
     "session=own",
     "fds=17,20",
-    "umask=0002",
-    "cwd=/workspace/project",
-    ...CONFINED,
-    "--",
-    "/usr/bin/git",
-    "git",
-    "status",
+    ...TAIL,
   ]);
 });
 
@@ -97,14 +89,7 @@ test("no capability is kept: setpriv clears the inheritable and ambient sets and
 
 test("agentEnvironment: the allowlist and the named variables, then the agent's HOME, USER, LOGNAME and the fixed PATH", () => {
   const shimEnv = {
-    TERM: "xterm-256color",
-    COLORTERM: "truecolor",
-    LANG: "C.UTF-8",
-    LANGUAGE: "en",
-    LC_ALL: "C.UTF-8",
-    LC_CTYPE: "C.UTF-8",
-    TZ: "UTC",
-    NO_COLOR: "1",
+    ...TERMINAL_ENV,
     PATH: "/workspace/bin:/usr/bin",
     HOME: "/home/node",
     USER: "node",
@@ -118,14 +103,7 @@ test("agentEnvironment: the allowlist and the named variables, then the agent's 
     EMPTY: "",
   };
   assert.equal(agentEnvironment(shimEnv, ["GITHUB_TOKEN", "EMPTY", "NOT_SET"], ids), {
-    TERM: "xterm-256color",
-    COLORTERM: "truecolor",
-    LANG: "C.UTF-8",
-    LANGUAGE: "en",
-    LC_ALL: "C.UTF-8",
-    LC_CTYPE: "C.UTF-8",
-    TZ: "UTC",
-    NO_COLOR: "1",
+    ...TERMINAL_ENV,
     GITHUB_TOKEN: "for-the-agent",
     EMPTY: "",
     HOME: "/state/agent",
@@ -150,11 +128,6 @@ test("agentEnvironment: a named HOME, USER, LOGNAME or PATH cannot override ours
 test("agentEnvironment: nothing of the service's own environment reaches the agent unnamed", () => {
   const env = agentEnvironment({ DISCORD_TOKEN: "x", CLANKIE_AGENT_UID: "1001", SSH_AUTH_SOCK: "/tmp/s", HOSTNAME: "body" }, [], ids);
   assert.equal(Object.keys(env).sort(), ["GIT_CONFIG_COUNT", "GIT_CONFIG_KEY_0", "GIT_CONFIG_VALUE_0", "HOME", "LOGNAME", "PATH", "USER"]);
-});
-
-test("the agent's home and umask", () => {
-  assert.is(AGENT_HOME, "/state/agent");
-  assert.is(AGENT_UMASK, 0o002);
 });
 
 test("the signal stage writes no oom_score_adj (a launcher's raised floor would refuse 0) and runs unconfined, so it can reach every job's domain", () => {

@@ -2,19 +2,16 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { serviceCommandLine, setprivToServiceArgs, verifyStageArgs } from "../../../src/entrypoint/drop.ts";
 import { STAGE_SOURCE } from "../../../src/stage/stage.ts";
-import { imageIdentities } from "../helpers/identities.ts";
+import { imageIdentities } from "../../helpers/identities.ts";
 
 const ids = imageIdentities();
 const PERL = ["/usr/bin/perl", "-T", "-C0", "-e", STAGE_SOURCE, "--"];
+/** setpriv's options of the drop: node, its groups, SETUID and SETGID as inheritable, ambient and the whole bounding set. */
+const TO_SERVICE = ["--reuid=1000", "--regid=1000", "--groups=1000,1002", "--inh-caps=-all,+setuid,+setgid", "--ambient-caps=-all,+setuid,+setgid", "--bounding-set=-all,+setuid,+setgid"];
 
 test("setpriv argv: become node with SETUID and SETGID as inheritable, ambient and the whole bounding set", () => {
   assert.equal(setprivToServiceArgs(ids, ["/next", "a"]), [
-    "--reuid=1000",
-    "--regid=1000",
-    "--groups=1000,1002",
-    "--inh-caps=-all,+setuid,+setgid",
-    "--ambient-caps=-all,+setuid,+setgid",
-    "--bounding-set=-all,+setuid,+setgid",
+    ...TO_SERVICE,
     "--",
     "/next",
     "a",
@@ -25,12 +22,7 @@ test("the whole drop: setpriv, the verification stage as the service, then tini 
   const command = ["node", "/state/install/server.js", "--port=0", "--"];
   const line = serviceCommandLine(command, "/usr/local/bin/node", 1, true);
   assert.equal(setprivToServiceArgs(ids, verifyStageArgs(ids, line)), [
-    "--reuid=1000",
-    "--regid=1000",
-    "--groups=1000,1002",
-    "--inh-caps=-all,+setuid,+setgid",
-    "--ambient-caps=-all,+setuid,+setgid",
-    "--bounding-set=-all,+setuid,+setgid",
+    ...TO_SERVICE,
     "--",
     ...PERL,
     "clankie-separate",

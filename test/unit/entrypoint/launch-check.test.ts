@@ -4,20 +4,10 @@ import { maskOf } from "../../../src/os/capabilities.ts";
 import { EXIT, ROOT_CAPABILITIES } from "../../../src/constants.ts";
 import { classifyLaunch } from "../../../src/entrypoint/launch-check.ts";
 import type { ProcessCredentials } from "../../../src/os/proc-status.ts";
-import { assertRefusal } from "../helpers/refusal.ts";
+import { assertRefusal } from "../../helpers/refusal.ts";
+import { ADR_LAUNCH_CREDENTIALS } from "../../helpers/credentials.ts";
 
-/** The launch of ADR 0272: uid 0, the six capabilities, empty inheritable and ambient sets, NoNewPrivs. */
-const ADR_LAUNCH: ProcessCredentials = {
-  uids: [0, 0, 0, 0],
-  gids: [0, 0, 0, 0],
-  groups: [],
-  capInh: 0n,
-  capPrm: 0x1cbn,
-  capEff: 0x1cbn,
-  capBnd: 0x1cbn,
-  capAmb: 0n,
-  noNewPrivs: true,
-};
+const ADR_LAUNCH = ADR_LAUNCH_CREDENTIALS;
 
 /** Today's launch: --user node --cap-drop ALL. */
 const TODAY: ProcessCredentials = { ...ADR_LAUNCH, uids: [1000, 1000, 1000, 1000], gids: [1000, 1000, 1000, 1000], capPrm: 0n, capEff: 0n, capBnd: 0n, noNewPrivs: false };

@@ -1,21 +1,13 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { CODE_LOADING_VARIABLES, SYSTEM_PATH } from "../../../src/constants.ts";
+import { CODE_LOADING_VARIABLES } from "../../../src/exec/environment.ts";
 import { serviceEnvironment } from "../../../src/entrypoint/service-env.ts";
-import { imageIdentities } from "../helpers/identities.ts";
+import { SERVICE_OWN_ENV } from "../../helpers/environments.ts";
+import { imageIdentities } from "../../helpers/identities.ts";
 
 const ids = imageIdentities();
 
-const OURS = {
-  PATH: SYSTEM_PATH,
-  HOME: "/home/node",
-  USER: "node",
-  LOGNAME: "node",
-  CLANKIE_SEPARATION: "1",
-  CLANKIE_AGENT_USER: "clankie-agent",
-  CLANKIE_AGENT_UID: "1001",
-  CLANKIE_AGENT_EXEC: "/usr/local/sbin/clankie-agent-exec",
-};
+const OURS = SERVICE_OWN_ENV;
 
 test("a plain launcher environment: kept, plus the fixed PATH, node's identity and the CLANKIE_ variables", () => {
   const launcher = { PATH: "/workspace/bin:/usr/bin", HOME: "/root", HOSTNAME: "body", TERM: "xterm", DISCORD_TOKEN: "t", NODE_ENV: "production" };
@@ -58,13 +50,7 @@ test("names are matched exactly: near misses are not code-loading", () => {
 });
 
 test("a launcher cannot pre-declare the agent uid or the separation", () => {
-  const launcher = {
-    CLANKIE_SEPARATION: "0",
-    CLANKIE_AGENT_USER: "node",
-    CLANKIE_AGENT_UID: "0",
-    CLANKIE_AGENT_EXEC: "/workspace/fake-shim",
-    CLANKIE_AGENT_ANYTHING: "x",
-  };
+  const launcher = { CLANKIE_SEPARATION: "0", CLANKIE_AGENT_USER: "node", CLANKIE_AGENT_UID: "0", CLANKIE_AGENT_EXEC: "/workspace/fake-shim", CLANKIE_AGENT_ANYTHING: "x" };
   const { env, dropped } = serviceEnvironment(launcher, ids);
   assert.equal(env, OURS);
   assert.equal(dropped, ["CLANKIE_AGENT_ANYTHING", "CLANKIE_AGENT_EXEC", "CLANKIE_AGENT_UID", "CLANKIE_AGENT_USER", "CLANKIE_SEPARATION"]);
@@ -80,6 +66,14 @@ test("the launcher's object is not changed", () => {
   const launcher = { LD_PRELOAD: "x", PATH: "/tmp" };
   serviceEnvironment(launcher, ids);
   assert.equal(launcher, { LD_PRELOAD: "x", PATH: "/tmp" });
+});
+
+test("every CLANKIE_* of the launcher is dropped, CLANKIE_BOUNDARY included", () => {
+  const { env, dropped } = serviceEnvironment({ CLANKIE_BOUNDARY: "complete", CLANKIE_OTHER: "x", KEEP: "1" }, imageIdentities());
+  assert.is(env.CLANKIE_BOUNDARY, undefined);
+  assert.is(env.CLANKIE_OTHER, undefined);
+  assert.equal(dropped, ["CLANKIE_BOUNDARY", "CLANKIE_OTHER"]);
+  assert.is(env.KEEP, "1");
 });
 
 test.run();

@@ -26,7 +26,7 @@ import { modeChangedExpression, modesKept } from "../../../src/layout/find-expre
 import { STATE_LAYOUT, stateRules, type StateZone } from "../../../src/layout/state.ts";
 import { Refusal } from "../../../src/report.ts";
 import { rootTest } from "../../helpers/privilege.ts";
-import { imageIdentities } from "../helpers/identities.ts";
+import { imageIdentities } from "../../helpers/identities.ts";
 
 const test = suite("state-scan");
 const ids = imageIdentities();

@@ -14,7 +14,7 @@ import * as assert from "uvu/assert";
 import { EXIT } from "../../../src/constants.ts";
 import { walkTree } from "../../../src/entrypoint/tree-walk.ts";
 import type { Decision, EntryView } from "../../../src/layout/rules.ts";
-import { assertRefusal } from "../helpers/refusal.ts";
+import { assertRefusal } from "../../helpers/refusal.ts";
 
 const test = suite("tree-walk");
 

@@ -3,7 +3,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { judgeAccounts } from "../../../src/self-check/accounts.ts";
 import { DEFAULT_GROUP, DEFAULT_PASSWD } from "../../helpers/sandbox.ts";
-import { ids } from "../helpers/self-check-fixtures.ts";
+import { ids } from "../../helpers/self-check-fixtures.ts";
 
 const Accounts = suite("accounts");
 

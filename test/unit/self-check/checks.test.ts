@@ -1,7 +1,7 @@
 /*
  * The list of checks (src/self-check/checks.ts) is the one place a check
  * exists: docs/self-check.md documents every id of it, in its order, as
- * test/unit/docs.test.ts does for the exit codes; the schema's pattern takes
+ * test/unit/project/docs.test.ts does for the exit codes; the schema's pattern takes
  * every id; and a fact that could not be read becomes the check's own
  * "could not check", never a pass and never a crash.
  */

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { syscallNumbers } from "../../../src/constants.ts";
+import { syscallNumbers } from "../../../src/confinement.ts";
 import { parseMountinfo } from "../../../src/os/mountinfo.ts";
 import { IMAGE_SCAN_SCRIPT, parseImageScan } from "../../../src/self-check/image-scan.ts";
 

@@ -3,8 +3,8 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { judgeFileCapabilities, judgeMounts, judgeSetuid, judgeReadOnlyRoot } from "../../../src/self-check/image.ts";
 import { decodeCapabilityXattr, type ImageWalk } from "../../../src/self-check/image-scan.ts";
-import { excludedDirectories, mountOf, parseMountinfo } from "../../../src/os/mountinfo.ts";
-import { ids } from "../helpers/self-check-fixtures.ts";
+import { parseMountinfo } from "../../../src/os/mountinfo.ts";
+import { ids, MOUNTINFO } from "../../helpers/self-check-fixtures.ts";
 
 const Image = suite("image");
 
@@ -50,25 +50,6 @@ Image("file capabilities: decoded from vfs_cap_data; none passes; any fails; a s
   assert.match(failed.summary, /\/usr\/bin\/ping \(net_raw=ep\)/);
 });
 
-const MOUNTINFO = [
-  "69 45 0:40 / / rw,nosuid,nodev,relatime - tmpfs tmpfs rw",
-  "70 69 254:0 /usr /usr ro,nosuid,nodev,relatime - ext4 /dev/vda rw",
-  "74 69 254:0 /b/state /state rw,nosuid,nodev,relatime - ext4 /dev/vda rw",
-  "75 69 254:0 /b/workspace /workspace rw,relatime - ext4 /dev/vda rw",
-  "78 69 0:41 / /proc rw,nosuid,nodev,noexec,relatime - proc proc rw",
-  "88 81 0:43 / /dev/pts rw,nosuid,noexec,relatime - devpts devpts rw,mode=620",
-  "90 69 0:44 / /with\\040space rw - tmpfs tmpfs rw",
-].join("\n");
-
-Image("mountinfo: parsed, escapes undone, longest match wins, pseudo filesystems excluded", () => {
-  const mounts = parseMountinfo(MOUNTINFO);
-  assert.is(mounts.length, 7);
-  assert.is(mounts[6]!.point, "/with space");
-  assert.is(mountOf(mounts, "/usr/bin/true")!.point, "/usr");
-  assert.is(mountOf(mounts, "/etc/passwd")!.point, "/");
-  assert.is(mountOf(mounts, "/usrx")!.point, "/");
-  assert.equal([...excludedDirectories(mounts, ["/state"])].sort(), ["/dev/pts", "/proc", "/state"]);
-});
 
 Image("mounts: recommendations only; a volume without nosuid,nodev warns", () => {
   const check = judgeMounts(parseMountinfo(MOUNTINFO));

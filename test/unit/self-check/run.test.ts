@@ -4,7 +4,7 @@ import * as assert from "uvu/assert";
 import { CHECKS } from "../../../src/self-check/checks.ts";
 import { type Facts, known } from "../../../src/self-check/facts.ts";
 import { documentOf } from "../../../src/self-check/run.ts";
-import { creds, C0 } from "../helpers/self-check-fixtures.ts";
+import { creds, C0 } from "../../helpers/self-check-fixtures.ts";
 
 const Run = suite("run");
 const missing = { ok: false as const, error: "not read here", fix: "read it" };

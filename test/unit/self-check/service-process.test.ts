@@ -2,7 +2,7 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { judgeCapabilities, judgeNoNewPrivs, judgeProcessIds } from "../../../src/self-check/service-process.ts";
-import { ids, C0, creds } from "../helpers/self-check-fixtures.ts";
+import { ids, C0, creds } from "../../helpers/self-check-fixtures.ts";
 
 const Process = suite("process checks");
 

@@ -4,7 +4,7 @@ import * as assert from "uvu/assert";
 import { judgeStateEntry, judgeStateZone, type StateAudit } from "../../../src/self-check/state.ts";
 import { WalkedEntry } from "../../../src/self-check/walk.ts";
 import { stateRules } from "../../../src/layout/state.ts";
-import { ids, stats, walked } from "../helpers/self-check-fixtures.ts";
+import { ids, stats, walked } from "../../helpers/self-check-fixtures.ts";
 
 const State = suite("state");
 const stateZones = (a: StateAudit, mode: "separated" | "single-uid") => [judgeStateZone(a, "layout", mode), judgeStateZone(a, "release", mode)];

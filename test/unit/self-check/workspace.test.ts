@@ -3,7 +3,7 @@ import { type Stats } from "node:fs";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { judgeWorkspaceMarker, judgeWorkspaceTop } from "../../../src/self-check/workspace.ts";
-import { ids, stats } from "../helpers/self-check-fixtures.ts";
+import { ids, stats } from "../../helpers/self-check-fixtures.ts";
 
 const Workspace = suite("workspace");
 const ok = (st: Stats) => ({ ok: true as const, value: st });

@@ -1,28 +1,124 @@
 /*
- * The agent's seccomp program, run instruction by instruction by a classic
- * BPF interpreter written here from linux/filter.h, over a struct
- * seccomp_data as the kernel fills it (the kernel runs the same bytes in
- * test/sandbox/confinement.test.ts, where each decision is also checked by
- * the attempt it must deny and a control that shows the attempt works).
+ * src/confinement.ts: the Landlock rules and stage keys as the stage receives
+ * them, the extra paths, and the agent's seccomp program, run instruction by
+ * instruction by a classic BPF interpreter written here from linux/filter.h,
+ * over a struct seccomp_data as the kernel fills it (the kernel runs the same
+ * bytes in test/sandbox/confinement.test.ts, where each decision is also
+ * checked by the attempt it must deny and a control that shows the attempt
+ * works).
  */
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
+import { lstatSync } from "node:fs";
 import {
+  AGENT_DEVICE_PATHS,
+  AGENT_WRITABLE_PATHS,
   confinementKeys,
   DENIED_IOCTLS,
   EAFNOSUPPORT,
   ENOSYS,
   EPERM,
   EPROTONOSUPPORT,
+  extraPathProblem,
+  FS_ACCESS,
+  imageTopLevel,
+  landlockRules,
+  NET_ACCESS,
   NEW_NAMESPACE_FLAGS,
   NO_EXTRA_CONFINEMENT,
+  portRules,
+  SCOPE,
   SECCOMP_ARCHES,
   SECCOMP_RET,
   seccompProgram,
   type SeccompOptions,
 } from "../../src/confinement.ts";
 
-const test = suite("seccomp");
+const test = suite("confinement");
+
+const TOP = ["/bin", "/etc", "/usr"];
+
+test("the Landlock rules: read and execute the top level given, write the defaults, the service's paths must exist", () => {
+  const rules = landlockRules({ ...NO_EXTRA_CONFINEMENT, allowWrite: ["/run/w"], allowRead: ["/opt/r"] }, TOP);
+  const rx = FS_ACCESS.execute | FS_ACCESS.readFile | FS_ACCESS.readDir;
+  const device = FS_ACCESS.writeFile | FS_ACCESS.readFile | FS_ACCESS.truncate | FS_ACCESS.ioctlDev;
+  assert.equal(rules.paths, [
+    { access: FS_ACCESS.readDir, must: false, path: "/" },
+    ...TOP.map((path) => ({ access: rx, must: false, path })),
+    ...AGENT_WRITABLE_PATHS.map((path) => ({ access: 0xffff, must: false, path })),
+    { access: 0xffff, must: true, path: "/run/w" },
+    ...AGENT_DEVICE_PATHS.map((path) => ({ access: device, must: false, path })),
+    { access: rx, must: false, path: "/state/install" },
+    { access: rx, must: true, path: "/opt/r" },
+  ]);
+  assert.is(rules.scope, SCOPE.abstractUnixSocket | SCOPE.signal);
+  assert.is(rules.net, 0, "no port rules unless asked: they cost a rule per port");
+  assert.equal(rules.ports, []);
+});
+
+test("the image's top level: directories only, never /state or a symbolic link", () => {
+  const top = imageTopLevel();
+  assert.ok(top.includes("/usr") && top.includes("/etc"), top.join(" "));
+  assert.not.ok(top.includes("/state"));
+  assert.ok(top.every((path) => !lstatSync(path).isSymbolicLink() && lstatSync(path).isDirectory()));
+});
+
+test("denied ports become an allow list in runs: every other port keeps every handled right", () => {
+  const { net, ports } = portRules([9000, 80, 9000], [8080]);
+  const both = NET_ACCESS.bindTcp | NET_ACCESS.connectTcp;
+  assert.is(net, both);
+  assert.equal(ports, [
+    { access: both, low: 0, high: 79 },
+    { access: NET_ACCESS.bindTcp, low: 80, high: 80 },
+    { access: both, low: 81, high: 8079 },
+    { access: NET_ACCESS.connectTcp, low: 8080, high: 8080 },
+    { access: both, low: 8081, high: 8999 },
+    { access: NET_ACCESS.bindTcp, low: 9000, high: 9000 },
+    { access: both, low: 9001, high: 65535 },
+  ]);
+  // Only connect handled: a port denied to it gets no rule at all.
+  assert.equal(portRules([22], []), { net: NET_ACCESS.connectTcp, ports: [{ access: NET_ACCESS.connectTcp, low: 0, high: 21 }, { access: NET_ACCESS.connectTcp, low: 23, high: 65535 }] });
+});
+
+test("the stage keys: every rule as data, in order, then the seccomp filter", () => {
+  const best = confinementKeys(NO_EXTRA_CONFINEMENT, { arch: "x64", topLevel: ["/usr"] });
+  assert.equal(best, [
+    "confine=best",
+    "net=0",
+    "scope=3",
+    "path=8:may:/",
+    "path=d:may:/usr",
+    ...AGENT_WRITABLE_PATHS.map((p) => `path=ffff:may:${p}`),
+    ...AGENT_DEVICE_PATHS.map((p) => `path=c006:may:${p}`),
+    "path=d:may:/state/install",
+    "network=all",
+    `seccomp=${seccompProgram("x64", { ptrace: true, network: "all" }).toString("hex")}`,
+    `seccomp-alone=${seccompProgram("x64", { ptrace: false, network: "all" }).toString("hex")}`,
+  ]);
+  const extra = confinementKeys({ strict: true, allowWrite: ["/run/w"], allowRead: ["/opt/r"], denyConnect: [80], denyBind: [], network: "all" }, { arch: "x64", topLevel: [] });
+  assert.is(extra[0], "confine=strict");
+  assert.ok(extra.includes("path=ffff:must:/run/w") && extra.includes("path=d:must:/opt/r"));
+  assert.equal(extra.filter((k) => /^(net|port)=/.test(k)), ["net=2", "port=2:0-79", "port=2:81-65535"]);
+});
+
+test("extra paths: absolute and normal, never / or /state", () => {
+  for (const ok of ["/run/worker", "/state/sockets/w1", "/a b/c"]) assert.is(extraPathProblem(ok), undefined, ok);
+  const bad: [string, RegExp][] = [
+    ["run/w", /not absolute/],
+    ["/", /not a normal path/],
+    ["/state", /all of \/state/],
+    ["/a/../state", /not a normal path/],
+    ["/a/./b", /not a normal path/],
+    ["/a//b", /not a normal path/],
+    ["/a/", /not a normal path/],
+    ["/a\0b", /NUL/],
+  ];
+  for (const [path, why] of bad) assert.match(extraPathProblem(path) ?? "", why, path);
+});
+
+test.run();
+
+const seccomp = suite("seccomp");
 
 interface Call {
   arch: number;
@@ -76,21 +172,21 @@ for (const [arch, table] of Object.entries(SECCOMP_ARCHES)) {
   const program = seccompProgram(arch, DEFAULT);
   const call = (nr: number, args?: Call["args"], p: Buffer = program): number => run(p, { arch: table.audit, nr, args });
 
-  test(`${arch}: every listed call is answered EPERM`, () => {
+  seccomp(`${arch}: every listed call is answered EPERM`, () => {
     for (const [name, nr] of Object.entries(table.deny)) assert.is(call(nr), DENY, name);
   });
 
-  test(`${arch}: ptrace: true leaves ptrace alone and keeps every other denial`, () => {
+  seccomp(`${arch}: ptrace: true leaves ptrace alone and keeps every other denial`, () => {
     const traced = seccompProgram(arch, { ...DEFAULT, ptrace: true });
     for (const [name, nr] of Object.entries(table.deny)) assert.is(call(nr, [], traced), name === "ptrace" ? ALLOW : DENY, name);
   });
 
-  test(`${arch}: ordinary calls pass (read, write, openat, mmap, execve, landlock_*, setrlimit-free getters)`, () => {
+  seccomp(`${arch}: ordinary calls pass (read, write, openat, mmap, execve, landlock_*, setrlimit-free getters)`, () => {
     const ordinary = arch === "x64" ? [0, 1, 257, 9, 59, 444, 445, 446, 57, 97 /* getrlimit */, 140 /* getpriority */] : [63, 64, 56, 222, 221, 444, 445, 446, 163 /* getrlimit */, 141 /* getpriority */];
     for (const nr of ordinary) assert.is(call(nr), ALLOW, `nr ${nr}`);
   });
 
-  test(`${arch}: clone3 is ENOSYS; clone and unshare pass without namespace flags and not with one`, () => {
+  seccomp(`${arch}: clone3 is ENOSYS; clone and unshare pass without namespace flags and not with one`, () => {
     assert.is(call(table.clone3), NOSYS);
     for (const nr of [table.clone, table.unshare]) {
       assert.is(call(nr, [0x01200011]), ALLOW, "fork's flags (CLONE_CHILD_SETTID|CLEARTID|SIGCHLD)");
@@ -102,20 +198,20 @@ for (const [arch, table] of Object.entries(SECCOMP_ARCHES)) {
     }
   });
 
-  test(`${arch}: TIOCSTI and TIOCLINUX are EPERM, other ioctls pass, also with high bits the kernel drops`, () => {
+  seccomp(`${arch}: TIOCSTI and TIOCLINUX are EPERM, other ioctls pass, also with high bits the kernel drops`, () => {
     assert.is(call(table.ioctl, [0, DENIED_IOCTLS.TIOCSTI]), DENY);
     assert.is(call(table.ioctl, [0, DENIED_IOCTLS.TIOCLINUX]), DENY);
     assert.is(call(table.ioctl, [0, HIGH + BigInt(DENIED_IOCTLS.TIOCSTI)]), DENY, "the request is an unsigned int");
     assert.is(call(table.ioctl, [0, 0x5401]), ALLOW, "TCGETS");
   });
 
-  test(`${arch}: a call of another architecture is refused whole`, () => {
+  seccomp(`${arch}: a call of another architecture is refused whole`, () => {
     for (const other of [0x40000003 /* i386 */, 0xc00000b7, 0xc000003e].filter((x) => x !== table.audit)) {
       assert.is(run(program, { arch: other, nr: 0 }), DENY);
     }
   });
 
-  test(`${arch}: limits, scheduling and memory placement of pid 0 only`, () => {
+  seccomp(`${arch}: limits, scheduling and memory placement of pid 0 only`, () => {
     for (const [name, nr] of Object.entries(table.ownPid)) {
       assert.is(call(nr, [0, 7, 0, 0]), ALLOW, `${name}(0): the caller`);
       for (const pid of [1, 4242, 0x3fffffff, -1, -4242]) assert.is(call(nr, [pid, 7, 0, 0]), DENY, `${name}(${pid})`);
@@ -125,7 +221,7 @@ for (const [arch, table] of Object.entries(SECCOMP_ARCHES)) {
     }
   });
 
-  test(`${arch}: setpriority of the caller or its process group, never another process, group or user`, () => {
+  seccomp(`${arch}: setpriority of the caller or its process group, never another process, group or user`, () => {
     const PRIO = { PROCESS: 0, PGRP: 1, USER: 2 };
     assert.is(call(table.setpriority, [PRIO.PROCESS, 0, 5]), ALLOW, "nice, renice -p 0");
     assert.is(call(table.setpriority, [PRIO.PGRP, 0, 5]), ALLOW, "its own process group");
@@ -138,7 +234,7 @@ for (const [arch, table] of Object.entries(SECCOMP_ARCHES)) {
     assert.is(call(table.setpriority, [3, 0, 19]), DENY, "no such which");
   });
 
-  test(`${arch}: ioprio_set of the caller or its process group, never another process, group or user`, () => {
+  seccomp(`${arch}: ioprio_set of the caller or its process group, never another process, group or user`, () => {
     const WHO = { PROCESS: 1, PGRP: 2, USER: 3 };
     const idle = 3 << 13; // IOPRIO_CLASS_IDLE
     assert.is(call(table.ioprioSet, [WHO.PROCESS, 0, idle]), ALLOW, "ionice -c3 COMMAND");
@@ -154,7 +250,7 @@ for (const [arch, table] of Object.entries(SECCOMP_ARCHES)) {
     const name = nr === table.socket ? "socket" : "socketpair";
     const flags = SOCK.NONBLOCK | SOCK.CLOEXEC;
 
-    test(`${arch}: ${name}: unix of any type; TCP, UDP and ping of IPv4 and IPv6, with or without SOCK_NONBLOCK|SOCK_CLOEXEC`, () => {
+    seccomp(`${arch}: ${name}: unix of any type; TCP, UDP and ping of IPv4 and IPv6, with or without SOCK_NONBLOCK|SOCK_CLOEXEC`, () => {
       for (const type of [SOCK.STREAM, SOCK.DGRAM, SOCK.SEQPACKET, SOCK.STREAM | flags]) assert.is(call(nr, [AF.UNIX, type, 0]), ALLOW, `unix ${type}`);
       for (const family of [AF.INET, AF.INET6]) {
         for (const extra of [0, SOCK.NONBLOCK, SOCK.CLOEXEC, flags]) {
@@ -165,7 +261,7 @@ for (const [arch, table] of Object.entries(SECCOMP_ARCHES)) {
       assert.is(call(nr, [AF.NETLINK, SOCK.RAW | flags, NETLINK.ROUTE]), ALLOW, "NETLINK_ROUTE: getifaddrs(3)");
     });
 
-    test(`${arch}: ${name}: MPTCP, SMC, SCTP and other protocols or types of IPv4 and IPv6 are EPROTONOSUPPORT`, () => {
+    seccomp(`${arch}: ${name}: MPTCP, SMC, SCTP and other protocols or types of IPv4 and IPv6 are EPROTONOSUPPORT`, () => {
       for (const family of [AF.INET, AF.INET6]) {
         for (const protocol of [IPPROTO.MPTCP, IPPROTO.SMC, IPPROTO.SCTP, IPPROTO.UDPLITE, 255]) {
           assert.is(call(nr, [family, SOCK.STREAM, protocol]), NOPROTOCOL, `${family} stream ${protocol}`);
@@ -179,7 +275,7 @@ for (const [arch, table] of Object.entries(SECCOMP_ARCHES)) {
       }
     });
 
-    test(`${arch}: ${name}: other families are EAFNOSUPPORT, other netlink protocols EPROTONOSUPPORT`, () => {
+    seccomp(`${arch}: ${name}: other families are EAFNOSUPPORT, other netlink protocols EPROTONOSUPPORT`, () => {
       for (const family of [0, AF.PACKET, AF.ALG, AF.VSOCK, AF.SMC, AF.XDP, 4 /* AF_IPX */, 31 /* AF_BLUETOOTH */, 29 /* AF_CAN */, 21 /* AF_RDS */, 30 /* AF_TIPC */, 15 /* AF_KEY */]) {
         assert.is(call(nr, [family, SOCK.STREAM, 0]), NOFAMILY, `family ${family}`);
         assert.is(call(nr, [family, SOCK.DGRAM, 0]), NOFAMILY, `family ${family}`);
@@ -190,7 +286,7 @@ for (const [arch, table] of Object.entries(SECCOMP_ARCHES)) {
       }
     });
 
-    test(`${arch}: ${name}: network "none" makes unix sockets only`, () => {
+    seccomp(`${arch}: ${name}: network "none" makes unix sockets only`, () => {
       const offline = seccompProgram(arch, { ...DEFAULT, network: "none" });
       for (const type of [SOCK.STREAM, SOCK.DGRAM, SOCK.SEQPACKET | flags]) assert.is(call(nr, [AF.UNIX, type, 0], offline), ALLOW, `unix ${type}`);
       for (const family of [AF.INET, AF.INET6, AF.NETLINK, AF.PACKET, AF.VSOCK, AF.SMC]) {
@@ -206,15 +302,15 @@ for (const [arch, table] of Object.entries(SECCOMP_ARCHES)) {
   }
 }
 
-test("x64: the x32 ABI's calls (bit 30 set) are refused whole", () => {
+seccomp("x64: the x32 ABI's calls (bit 30 set) are refused whole", () => {
   assert.is(run(seccompProgram("x64", DEFAULT), { arch: SECCOMP_ARCHES.x64!.audit, nr: 0x40000000 + 1 }), DENY);
 });
 
-test("an architecture without a table is not guessed", () => {
+seccomp("an architecture without a table is not guessed", () => {
   assert.throws(() => seccompProgram("mips", DEFAULT), /no seccomp table for mips/);
 });
 
-test("the stage keys: the filter follows the request's network, and network=none asks the stage to refuse without it", () => {
+seccomp("the stage keys: the filter follows the request's network, and network=none asks the stage to refuse without it", () => {
   const all = confinementKeys(NO_EXTRA_CONFINEMENT, { arch: "x64", topLevel: [] });
   const none = confinementKeys({ ...NO_EXTRA_CONFINEMENT, network: "none" }, { arch: "x64", topLevel: [] });
   for (const [keys, network] of [[all, "all"], [none, "none"]] as const) {
@@ -225,4 +321,4 @@ test("the stage keys: the filter follows the request's network, and network=none
   assert.is.not(all.at(-1), none.at(-1));
 });
 
-test.run();
+seccomp.run();

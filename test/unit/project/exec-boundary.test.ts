@@ -10,7 +10,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { REPO } from "../helpers/paths.ts";
+import { REPO } from "../../helpers/paths.ts";
 
 const SRC = join(REPO, "src");
 const ALLOWED = new Set(["src/exec/capture.ts", "src/system-exec.ts", "src/service/agent-stop.ts"]);

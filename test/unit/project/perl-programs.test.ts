@@ -9,11 +9,11 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { REPO } from "../helpers/paths.ts";
-import { EXIT } from "../../src/constants.ts";
-import { STAGE_SOURCE, stageSource } from "../../src/stage/stage.ts";
-import { IMAGE_SCAN_SCRIPT } from "../../src/self-check/image-scan.ts";
-import { CONFINEMENT_ATTEMPTS_SCRIPT } from "../../src/self-check/probe-agent.ts";
+import { REPO } from "../../helpers/paths.ts";
+import { EXIT } from "../../../src/constants.ts";
+import { STAGE_SOURCE, stageSource } from "../../../src/stage/stage.ts";
+import { IMAGE_SCAN_SCRIPT } from "../../../src/self-check/image-scan.ts";
+import { CONFINEMENT_ATTEMPTS_SCRIPT } from "../../../src/self-check/probe-agent.ts";
 
 const test = suite("perl programs");
 

@@ -1,7 +1,7 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { CAPABILITY_NAMES, capabilityBit, formatMask, maskOf, namesOf, setprivCapList } from "../../src/os/capabilities.ts";
-import { ROOT_CAPABILITIES, SERVICE_CAPABILITIES } from "../../src/constants.ts";
+import { CAPABILITY_NAMES, capabilityBit, formatMask, maskOf, namesOf, setprivCapList } from "../../../src/os/capabilities.ts";
+import { ROOT_CAPABILITIES, SERVICE_CAPABILITIES } from "../../../src/constants.ts";
 
 // Bit numbers from linux/capability.h, written out independently of src/.
 const KERNEL_BITS: ReadonlyArray<readonly [string, number]> = [

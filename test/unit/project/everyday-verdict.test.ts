@@ -1,6 +1,6 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { judgeEveryday, NEEDED_DENIALS } from "../image/helpers/everyday.ts";
+import { judgeEveryday, NEEDED_DENIALS } from "../../image/helpers/everyday.ts";
 
 const run = (exitCode: number, stderr = "") => ({ exitCode, stderr });
 

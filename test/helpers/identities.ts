@@ -2,7 +2,7 @@
  * The users and groups of the image (ADR 0272), as /etc/passwd and /etc/group
  * text, and the Identities that src/accounts.ts resolves from them.
  */
-import { type Identities, resolveIdentities } from "../../../src/accounts.ts";
+import { type Identities, resolveIdentities } from "../../src/accounts.ts";
 
 export const PASSWD = [
   "root:x:0:0:root:/root:/bin/bash",

@@ -1,6 +1,7 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { parseStat, parseStatus, type ProcessCredentials, readSession, readStatus } from "../../src/os/proc-status.ts";
+import { parseProcessStatus, parseStat, parseStatus, readSession, readStatus } from "../../../src/os/proc-status.ts";
+import { creds, SERVICE_CREDENTIALS } from "../../helpers/credentials.ts";
 
 /** A /proc/<pid>/status as Linux 6.x prints it for the service (uid 1000, SETUID+SETGID). */
 const SERVICE_STATUS = [
@@ -37,17 +38,7 @@ function withLine(name: string, value: string | undefined): string {
   return lines.join("\n");
 }
 
-const SERVICE: ProcessCredentials = {
-  uids: [1000, 1000, 1000, 1000],
-  gids: [1000, 1000, 1000, 1000],
-  groups: [1000, 1002],
-  capInh: 0xc0n,
-  capPrm: 0xc0n,
-  capEff: 0xc0n,
-  capBnd: 0xc0n,
-  capAmb: 0xc0n,
-  noNewPrivs: true,
-};
+const SERVICE = SERVICE_CREDENTIALS;
 
 test("parseStatus: the service's status", () => {
   assert.equal(parseStatus(SERVICE_STATUS), SERVICE);
@@ -66,17 +57,7 @@ test("parseStatus: root with a full set, empty Groups as the kernel prints it (t
     "CapAmb:\t0000000000000000",
     "NoNewPrivs:\t0",
   ].join("\n");
-  assert.equal(parseStatus(text), {
-    uids: [0, 0, 0, 0],
-    gids: [0, 0, 0, 0],
-    groups: [],
-    capInh: 0n,
-    capPrm: 0x1ffffffffffn,
-    capEff: 0x1ffffffffffn,
-    capBnd: 0x1ffffffffffn,
-    capAmb: 0n,
-    noNewPrivs: false,
-  });
+  assert.equal(parseStatus(text), { ...creds(0, 0x1ffffffffffn, { groups: [], nnp: false }), capInh: 0n, capAmb: 0n });
 });
 
 test("parseStatus: distinct real, effective, saved and filesystem ids keep their order", () => {
@@ -97,17 +78,11 @@ test("parseStatus: every field it needs must be present", () => {
 });
 
 test("parseStatus: malformed uid and gid lines are refused with the line quoted", () => {
-  const cases: ReadonlyArray<readonly [string, string]> = [
-    ["Uid", "\t1000\t1000\t1000"],
-    ["Uid", "\t1000\t1000\t1000\t1000\t1000"],
-    ["Uid", "\t-1\t1000\t1000\t1000"],
-    ["Uid", "\t1000\tx\t1000\t1000"],
-    ["Uid", "\t1000\t1000.5\t1000\t1000"],
-    ["Uid", ""],
-    ["Gid", "\t1000 1000 1000"],
-    ["Gid", "\tnode\tnode\tnode\tnode"],
-  ];
-  for (const [name, value] of cases) {
+  const malformed = {
+    Uid: ["\t1000\t1000\t1000", "\t1000\t1000\t1000\t1000\t1000", "\t-1\t1000\t1000\t1000", "\t1000\tx\t1000\t1000", "\t1000\t1000.5\t1000\t1000", ""],
+    Gid: ["\t1000 1000 1000", "\tnode\tnode\tnode\tnode"],
+  };
+  for (const [name, value] of Object.entries(malformed).flatMap(([line, values]) => values.map((v) => [line, v] as const))) {
     assert.throws(
       () => parseStatus(withLine(name, value)),
       (error: Error) => error.message === `/proc status ${name} line is malformed: ${JSON.stringify(value)}`,
@@ -180,6 +155,19 @@ test("readSession: agrees with the kernel for this process", () => {
   assert.ok(Number.isInteger(session.pgrp) && session.pgrp > 0);
   assert.ok(Number.isInteger(session.session) && session.session >= 0);
   assert.ok(Number.isInteger(session.ttyNr));
+});
+
+test("parseStat refuses text it cannot parse instead of returning NaN", () => {
+  assert.throws(() => parseStat("garbage"), /malformed/);
+  assert.equal(parseStat("42 (a b) c) S 1 42 42 0 -1"), { pid: 42, pgrp: 42, session: 42, ttyNr: 0 });
+});
+
+test("the process table counts threads, which RLIMIT_NPROC counts", () => {
+  const status = ["Name:\tnode", "Threads:\t11", "PPid:\t1", "Uid:\t1001\t1001\t1001\t1001", "Gid:\t1001\t1001\t1001\t1001", "Groups:\t1001", "CapInh:\t0000000000000000", "CapPrm:\t0000000000000000", "CapEff:\t0000000000000000", "CapBnd:\t00000000000000c0", "CapAmb:\t0000000000000000", "NoNewPrivs:\t1", ""].join("\n");
+  const entry = parseProcessStatus(42, status);
+  assert.is(entry.threads, 11);
+  assert.is(entry.creds.uids[0], 1001);
+  assert.is(parseProcessStatus(42, status.replace("Threads:\t11\n", "")).threads, 1);
 });
 
 test.run();

@@ -16,7 +16,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join, normalize, relative } from "node:path";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { REPO } from "./../helpers/paths.ts";
+import { REPO } from "../../helpers/paths.ts";
 
 const SRC = join(REPO, "src");
 

@@ -1,16 +1,13 @@
 /* Fixtures for the audit's pure judges: the image's identities, process credentials, lstat results, walked entries. */
 import type { Stats } from "node:fs";
-import { resolveIdentities } from "../../../src/accounts.ts";
-import type { ProcessCredentials } from "../../../src/os/proc-status.ts";
-import { WalkedEntry } from "../../../src/self-check/walk.ts";
-import { DEFAULT_GROUP, DEFAULT_PASSWD } from "../../helpers/sandbox.ts";
+import { resolveIdentities } from "../../src/accounts.ts";
+import { WalkedEntry } from "../../src/self-check/walk.ts";
+import { DEFAULT_GROUP, DEFAULT_PASSWD } from "./sandbox.ts";
 
 export const ids = resolveIdentities(DEFAULT_PASSWD, DEFAULT_GROUP);
 export const C0 = 0xc0n;
 
-export function creds(uid: number, caps: bigint, options: { nnp?: boolean; bnd?: bigint; groups?: number[] } = {}): ProcessCredentials {
-  return { uids: [uid, uid, uid, uid], gids: [uid, uid, uid, uid], groups: options.groups ?? [uid], capInh: caps, capPrm: caps, capEff: caps, capAmb: caps, capBnd: options.bnd ?? caps, noNewPrivs: options.nnp ?? true };
-}
+export { creds } from "./credentials.ts";
 
 export type Kind = "directory" | "file" | "symlink" | "device";
 export function stats(kind: Kind, mode: number, uid = 1000, gid = 1000, extra: Partial<{ nlink: number; dev: number; ino: number }> = {}): Stats {
@@ -31,3 +28,14 @@ export function stats(kind: Kind, mode: number, uid = 1000, gid = 1000, extra: P
 export function walked(path: string, kind: Kind, mode: number, depth: number, uid = 1000, extra: Partial<{ nlink: number; otherDevice: boolean }> = {}): WalkedEntry {
   return new WalkedEntry(path, path.slice(path.lastIndexOf("/") + 1), kind, stats(kind, mode, uid, uid, extra), depth, extra.otherDevice ?? false);
 }
+
+/** A /proc/self/mountinfo (proc(5)) of a container: a tmpfs root, /usr read-only, the two volumes, pseudo filesystems, an escaped space. */
+export const MOUNTINFO = [
+  "69 45 0:40 / / rw,nosuid,nodev,relatime - tmpfs tmpfs rw",
+  "70 69 254:0 /usr /usr ro,nosuid,nodev,relatime - ext4 /dev/vda rw",
+  "74 69 254:0 /b/state /state rw,nosuid,nodev,relatime - ext4 /dev/vda rw",
+  "75 69 254:0 /b/workspace /workspace rw,relatime - ext4 /dev/vda rw",
+  "78 69 0:41 / /proc rw,nosuid,nodev,noexec,relatime - proc proc rw",
+  "88 81 0:43 / /dev/pts rw,nosuid,noexec,relatime - devpts devpts rw,mode=620",
+  "90 69 0:44 / /with\\040space rw - tmpfs tmpfs rw",
+].join("\n");

@@ -1,12 +1,7 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { stateModes } from "../../../src/layout/state.ts";
-
-const octal = (mode: number): string => mode.toString(8).padStart(4, "0");
-
-function table(rule: (mode: number) => number, cases: ReadonlyArray<readonly [number, number]>): void {
-  for (const [from, to] of cases) assert.is(octal(rule(from)), octal(to), `${octal(from)} -> ${octal(to)}`);
-}
+import { assertModes, octal } from "../../helpers/modes.ts";
 
 test("fixed modes: /state traversable but not listable, the release root 0755, the agent's home 0700", () => {
   assert.is(octal(stateModes.top()), "0711");
@@ -15,52 +10,22 @@ test("fixed modes: /state traversable but not listable, the release root 0755, t
 });
 
 test("private: the owner's bits only; group, other, set-id and sticky bits go", () => {
-  table(stateModes.private, [
-    [0o600, 0o600],
-    [0o644, 0o600],
-    [0o666, 0o600],
-    [0o777, 0o700],
-    [0o755, 0o700],
-    [0o4755, 0o700],
-    [0o2775, 0o700],
-    [0o1777, 0o700],
-    [0o7777, 0o700],
-    [0o000, 0o000],
-    [0o070, 0o000],
-    [0o400, 0o400],
-  ]);
+  assertModes(stateModes.private, "0600>0600 0644>0600 0666>0600 0777>0700 0755>0700 4755>0700 2775>0700 1777>0700 7777>0700 0000>0000 0070>0000 0400>0400");
 });
 
 test("release: other may read and execute what group or other could already, never what only the owner could; only the owner writes", () => {
-  table(stateModes.release, [
-    // what the release keeps private stays private
-    [0o600, 0o600],
-    [0o700, 0o700],
-    [0o400, 0o400],
-    [0o000, 0o000],
-    // unpacked under umask 0022: unchanged
-    [0o644, 0o644],
-    [0o755, 0o755],
-    [0o555, 0o555],
-    // written by the service under its umask 0007: the group's bits are shared with other
-    [0o660, 0o644],
-    [0o770, 0o755],
-    [0o640, 0o644],
-    [0o750, 0o755],
-    // other's own bits are shared with the group too (the group is node's)
-    [0o604, 0o644],
-    [0o705, 0o755],
-    // execute without read stays execute without read
-    [0o611, 0o611],
-    [0o711, 0o711],
-    // write, set-id and sticky bits go
-    [0o666, 0o644],
-    [0o777, 0o755],
-    [0o4755, 0o755],
-    [0o6755, 0o755],
-    [0o1777, 0o755],
-    [0o2770, 0o755],
-  ]);
+  // what the release keeps private stays private
+  assertModes(stateModes.release, "0600>0600 0700>0700 0400>0400 0000>0000");
+  // unpacked under umask 0022: unchanged
+  assertModes(stateModes.release, "0644>0644 0755>0755 0555>0555");
+  // written by the service under its umask 0007: the group's bits are shared with other
+  assertModes(stateModes.release, "0660>0644 0770>0755 0640>0644 0750>0755");
+  // other's own bits are shared with the group too (the group is node's)
+  assertModes(stateModes.release, "0604>0644 0705>0755");
+  // execute without read stays execute without read
+  assertModes(stateModes.release, "0611>0611 0711>0711");
+  // write, set-id and sticky bits go
+  assertModes(stateModes.release, "0666>0644 0777>0755 4755>0755 6755>0755 1777>0755 2770>0755");
 });
 
 test("release: a second pass changes nothing (the walk and the audit agree on what is wanted)", () => {

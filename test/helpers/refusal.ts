@@ -3,7 +3,7 @@
  * exit code, its "what" and its "fix" exactly, as the one stderr line shows them.
  */
 import * as assert from "uvu/assert";
-import { Refusal } from "../../../src/report.ts";
+import { Refusal } from "../../src/report.ts";
 
 export function catchRefusal(fn: () => unknown): Refusal {
   try {

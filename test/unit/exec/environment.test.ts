@@ -1,0 +1,50 @@
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { EXIT, SYSTEM_PATH } from "../../../src/constants.ts";
+import { buildEnvironment } from "../../../src/exec/environment.ts";
+import { TERMINAL_ENV } from "../../helpers/environments.ts";
+import { catchRefusal } from "../../helpers/refusal.ts";
+
+const env = suite("buildEnvironment");
+
+env("nothing asked: only the fixed PATH", () => {
+  assert.equal(buildEnvironment(), { PATH: SYSTEM_PATH });
+  assert.equal(buildEnvironment({}), { PATH: SYSTEM_PATH });
+});
+
+env("from: the allowlist only (exact names, and the LC_ prefix)", () => {
+  const kept = { ...TERMINAL_ENV, LC_: "x" };
+  const from = { ...kept, TERMINAL: "no", LCX: "no", lang: "no", HOME: "/root", LD_PRELOAD: "/x.so", SECRET: "s", GONE: undefined };
+  assert.equal(buildEnvironment({ from }), { ...kept, PATH: SYSTEM_PATH });
+});
+
+env("pass copies named variables; set overrides both; PATH is always the fixed one", () => {
+  const from = { TERM: "xterm", TOKEN: "from-env", OTHER: "o", PATH: "/tmp", EMPTY: "" };
+  assert.equal(buildEnvironment({ from, pass: ["TOKEN", "EMPTY", "MISSING", "PATH"], set: { TERM: "dumb", NEW: "n", PATH: "/workspace/bin" } }), {
+    TERM: "dumb",
+    TOKEN: "from-env",
+    EMPTY: "",
+    NEW: "n",
+    PATH: SYSTEM_PATH,
+  });
+});
+
+env("the caller's objects are not changed", () => {
+  const from = { TERM: "xterm" };
+  const set = { A: "1" };
+  const result = buildEnvironment({ from, set });
+  result.B = "2";
+  assert.equal(from, { TERM: "xterm" });
+  assert.equal(set, { A: "1" });
+});
+
+env("a code-loading variable cannot be passed (it would reach prlimit and setpriv, which hold SETUID)", () => {
+  assert.is(catchRefusal(() => buildEnvironment({ from: { LD_PRELOAD: "/x.so" }, pass: ["LD_PRELOAD"] })).exitCode, EXIT.usage);
+});
+
+env("inherited properties are not variables: passing constructor passes nothing", () => {
+  const env = buildEnvironment({ from: {}, pass: ["constructor", "toString", "__proto__"] });
+  assert.equal(env, { PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" });
+});
+
+env.run();
