@@ -38,11 +38,14 @@ export interface SyscallNumbers {
   landlockCreateRuleset: number;
   landlockAddRule: number;
   landlockRestrictSelf: number;
+  /** prlimit64(2) on itself: the agent's RLIMIT_NPROC; exit_group(2): the end of its fork probe. */
+  prlimit: number;
+  exitGroup: number;
 }
 
 export const SYSCALL_NUMBERS: Readonly<Record<string, SyscallNumbers>> = {
-  x64: { setsid: 112, execve: 59, lgetxattr: 192, prctl: 157, ioctl: 16, landlockCreateRuleset: 444, landlockAddRule: 445, landlockRestrictSelf: 446 },
-  arm64: { setsid: 157, execve: 221, lgetxattr: 9, prctl: 167, ioctl: 29, landlockCreateRuleset: 444, landlockAddRule: 445, landlockRestrictSelf: 446 },
+  x64: { setsid: 112, execve: 59, lgetxattr: 192, prctl: 157, ioctl: 16, landlockCreateRuleset: 444, landlockAddRule: 445, landlockRestrictSelf: 446, prlimit: 302, exitGroup: 231 },
+  arm64: { setsid: 157, execve: 221, lgetxattr: 9, prctl: 167, ioctl: 29, landlockCreateRuleset: 444, landlockAddRule: 445, landlockRestrictSelf: 446, prlimit: 261, exitGroup: 94 },
 };
 
 export function syscallNumbers(arch: string = process.arch): SyscallNumbers {
@@ -184,6 +187,8 @@ export const EXIT = {
   launchRefused: 77,
   /** An operating-system call failed (carries syscall, path and errno). */
   osError: 71,
+  /** The agent uid already runs more tasks than --nproc: the verification stage refused the spawn. */
+  busy: 75,
   /** After a privilege change the kernel reports something other than what was asked. */
   verifyFailed: 70,
   /** The command exists but is not executable or is refused by the exec rules. */
@@ -199,7 +204,8 @@ export const EXIT_DESCRIPTIONS: ReadonlyArray<readonly [number, string]> = [
   [EXIT.noUser, "node, clankie-agent or clankie-workspace missing or wrong in /etc/passwd or /etc/group"],
   [EXIT.verifyFailed, "after a privilege change the kernel reports other ids, groups, capabilities or NoNewPrivs than asked (for the agent also: a terminal, no session of its own, a stray fd, a Landlock domain or seccomp filter not in force)"],
   [EXIT.osError, "an operating-system call failed; the message names the call, the path and the errno code"],
+  [EXIT.busy, "clankie-agent-exec: the agent uid already runs more tasks than --nproc allows (RLIMIT_NPROC); try again when agent work has ended"],
   [EXIT.launchRefused, "the launch lacks what the mode needs: NoNewPrivs, a capability, the caller is the wrong uid, or the kernel cannot confine agent work as --strict-confinement or --no-network asks"],
-  [EXIT.notExecutable, "the command is refused by the exec rules (writable by others, foreign owner) or cannot be executed; from clankie-agent-exec also setpriv's own line \"setpriv: failed to execute /usr/bin/perl: Resource temporarily unavailable\": the agent uid runs more tasks than --nproc allows, try again when agent work has ended"],
+  [EXIT.notExecutable, "the command is refused by the exec rules (writable by others, foreign owner) or cannot be executed"],
   [EXIT.notFound, "the command was not found in the fixed system PATH"],
 ];
