@@ -168,12 +168,36 @@ export function confinementKeys(request: ConfinementRequest, options: { arch?: s
     // domain in force, tracing within the job (strace, gdb, sanitizers) is
     // left to it; without one, the filter denies ptrace.
     `network=${request.network}`,
-    `seccomp=${seccompProgram(options.arch, { ptrace: true, network: request.network }).toString("hex")}`,
-    `seccomp-alone=${seccompProgram(options.arch, { ptrace: false, network: request.network }).toString("hex")}`,
+    `seccomp=${seccompHex(options.arch, { ptrace: true, network: request.network })}`,
+    `seccomp-alone=${seccompHex(options.arch, { ptrace: false, network: request.network })}`,
   ];
 }
 
 /* ---- The seccomp filter, classic BPF (seccomp(2), linux/filter.h) ---- */
+
+/*
+ * The filters of this build's architecture, assembled by build.mjs from
+ * seccompProgram itself (seccompTable, an esbuild define): a spawn looks its
+ * two up instead of assembling them. Absent when src/ runs directly.
+ */
+declare const __CLANKIE_SECCOMP__: Readonly<Record<string, string>> | undefined;
+const BUILT_SECCOMP: Readonly<Record<string, string>> = typeof __CLANKIE_SECCOMP__ === "object" ? __CLANKIE_SECCOMP__ : {};
+
+const seccompKey = (arch: string, options: SeccompOptions) => `${arch}:${options.ptrace ? "ptrace" : "no-ptrace"}:${options.network}`;
+
+/** Every filter the agent's confinement can ask for on `arch`, as hex, by key: what build.mjs carries. */
+export function seccompTable(arch: string = process.arch): Record<string, string> {
+  const table: Record<string, string> = {};
+  for (const ptrace of [true, false]) {
+    for (const network of ["all", "none"] as const) table[seccompKey(arch, { ptrace, network })] = seccompProgram(arch, { ptrace, network }).toString("hex");
+  }
+  return table;
+}
+
+/** seccompProgram as hex: the build's copy when it has one, else assembled now. */
+export function seccompHex(arch: string = process.arch, options: SeccompOptions): string {
+  return BUILT_SECCOMP[seccompKey(arch, options)] ?? seccompProgram(arch, options).toString("hex");
+}
 
 /** What the filter leaves to the caller: ptrace (where a Landlock domain already limits it to the job's own processes) and the network. */
 export interface SeccompOptions {
