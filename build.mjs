@@ -65,6 +65,13 @@ rmSync(dist, { recursive: true, force: true });
 mkdirSync(build, { recursive: true });
 mkdirSync(join(dist, "lib"), { recursive: true });
 
+/*
+ * The agent's seccomp filters, assembled once here by the pinned Node from
+ * src/confinement.ts's own seccompProgram (seccompTable) and defined into the
+ * bundles, so that no spawn assembles them (docs/benchmarks.md, "Agent spawn").
+ */
+const seccompTable = execFileSync(nodeBinary, ["--input-type=module", "-e", `import { seccompTable } from ${JSON.stringify(join(root, "src/confinement.ts"))}; process.stdout.write(JSON.stringify(seccompTable()));`], { cwd: root, encoding: "utf8" });
+
 // 1. The bundles: the executable's roles start programs through src/exec/ only, never execa (checked below).
 async function bundle(entry, outfile) {
   const result = await esbuild.build({
@@ -78,7 +85,7 @@ async function bundle(entry, outfile) {
     legalComments: "none",
     metafile: true,
     loader: { ".pl": "text" },
-    define: { __CLANKIE_VERSION__: JSON.stringify(pkg.version) },
+    define: { __CLANKIE_VERSION__: JSON.stringify(pkg.version), __CLANKIE_SECCOMP__: seccompTable },
     logLevel: "warning",
   });
   const builtins = new Set([...builtinModules.flatMap((name) => [name, `node:${name}`]), "node:sea"]);

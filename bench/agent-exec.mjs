@@ -6,9 +6,9 @@
  * adds to the chain after the shim.
  *
  * The shim's chain (src/agent-exec/plan.ts):
- *   clankie-agent-exec (service)  -> prlimit -> setpriv
- *   -> perl -T -e STAGE (agent, src/stage/; it calls setsid(2)) -> COMMAND
- * The run measures the whole call and the chain from prlimit on, with and
+ *   clankie-agent-exec (service)  -> setpriv
+ *   -> perl -T -e STAGE (agent, src/stage/; it sets RLIMIT_NPROC and calls setsid(2)) -> COMMAND
+ * The run measures the whole call and the chain from setpriv on, with and
  * without the verification stage; the shim's own share and the verification
  * stage's are their differences. A second hyperfine run, in the same body,
  * measures the shim again beside 1,000 sleeping processes of the service:
@@ -32,7 +32,7 @@ import { confinementKeys, NO_EXTRA_CONFINEMENT } from "../src/confinement.ts";
 const SHIM = "/usr/local/sbin/clankie-agent-exec";
 const AGENT_IDS = [`--reuid=${IDS.agent}`, `--regid=${IDS.agent}`, `--groups=${IDS.agent},${IDS.workspace}`];
 /** What the shim execs (plan.ts agentChainArgv, default --nproc 512 and --cwd /workspace). */
-const TOOLS_CHAIN = ["/usr/bin/prlimit", "--nproc=512:512", "--", "/usr/bin/setpriv", ...AGENT_IDS, "--inh-caps=-all", "--ambient-caps=-all", "--"];
+const TOOLS_CHAIN = ["/usr/bin/setpriv", ...AGENT_IDS, "--inh-caps=-all", "--ambient-caps=-all", "--"];
 /**
  * The verification stage as the shim execs it for `-- /bin/true`, with the
  * program in /opt/bench/stage.pl; `confined: false` runs the reference copy
@@ -48,6 +48,7 @@ function verifyStage(confinement, confined = true) {
     gid: IDS.agent,
     groups: [IDS.agent, IDS.workspace],
     caps: { inh: 0n, prm: 0n, eff: 0n, amb: 0n },
+    nproc: 512,
     session: "new",
     keepFds: [],
     umask: 0o002,
@@ -173,8 +174,8 @@ export async function benchAgentExec({ repo, work, plan, env }) {
     { name: "setpriv -> /bin/true", argv: ["/usr/bin/setpriv", ...AGENT_IDS, "--inh-caps=-all", "--ambient-caps=-all", "--", "/bin/true"] },
     { name: "node -e 0", argv: [SANDBOX_NODE, "-e", "0"] },
     { name: "clankie-agent-exec -- /bin/true", argv: [SHIM, "--", "/bin/true"] },
-    { name: "chain after the shim (prlimit, setpriv, verification stage)", argv: [...TOOLS_CHAIN, ...verifyStage(NO_EXTRA_CONFINEMENT, false)] },
-    { name: "tools of the chain only (prlimit, setpriv)", argv: [...TOOLS_CHAIN, "/bin/true"] },
+    { name: "chain after the shim (setpriv, verification stage)", argv: [...TOOLS_CHAIN, ...verifyStage(NO_EXTRA_CONFINEMENT, false)] },
+    { name: "tools of the chain only (setpriv)", argv: [...TOOLS_CHAIN, "/bin/true"] },
     { name: "clankie-agent-exec --version", argv: [SHIM, "--version"] },
     { name: "empty single executable (no main script: Node's start alone)", argv: [EMPTY_SEA] },
     { name: "chain after the shim, confined (Landlock domain and seccomp filter, as the shim does by default)", argv: [...TOOLS_CHAIN, ...verifyStage(NO_EXTRA_CONFINEMENT)] },
@@ -221,7 +222,7 @@ export async function benchAgentExec({ repo, work, plan, env }) {
   const ratioCrowded = crowdedShim.median / crowdedNode.median;
   const confineMs = confined.median - chain.median;
   const portMs = confinedPort.median - chain.median;
-  // What no shim with this chain can beat: Node's bare start, then prlimit, setpriv, the stage and the command.
+  // What no shim with this chain can beat: Node's bare start, then setpriv, the stage and the command.
   const floor = empty.median + chain.median;
 
   process.stdout.write("\n== agent spawn: what stays resident after the exec\n");
@@ -242,13 +243,13 @@ export async function benchAgentExec({ repo, work, plan, env }) {
     `Beside ${SLEEPERS.toLocaleString("en-US")} sleeping processes of the service (${processes.toLocaleString("en-US")} in the body's pid namespace during the second run): ` +
       `${ms(crowdedShim.median)} against \`node -e 0\` ${ms(crowdedNode.median)}, **${ratio(crowdedShim.median, crowdedNode.median)}** ` +
       `(the chain after the shim: ${ms(crowdedChain.median)}). Goal: at most ${GOAL}x there too, the cost not growing with the processes in the body: ${verdict(ratioCrowded <= GOAL)}. ` +
-      "The shim reads no other process's /proc entry: the kernel refuses agent work over --nproc itself (docs/security.md, \"Process limits are per uid, per host\").",
+      "The shim reads no other process's /proc entry: the verification stage refuses agent work over --nproc by asking the kernel (a fork probe) (docs/security.md, \"Process limits are per uid, per host\").",
     "",
     `Its own bundle: the same executable with one bundle for every role as its main script (as before the shim had a bundle of its own; sea-config.json's flags) takes ${ms(oneBundle.median)}, ` +
       `${ratio(oneBundle.median, node.median)} \`node -e 0\`.`,
     "",
     `The floor, in the same run: a single executable with an empty main script starts in ${ms(empty.median)} (${ratio(empty.median, node.median)} \`node -e 0\`), ` +
-      `and the chain the shim execs after it (prlimit, setpriv, the verification stage, /bin/true) takes ${ms(chain.median)}. ` +
+      `and the chain the shim execs after it (setpriv, the verification stage, /bin/true) takes ${ms(chain.median)}. ` +
       `Their sum, ${ms(floor)}, is **${ratio(floor, node.median)} \`node -e 0\`**: what the shim would take if its own checks cost nothing. ` +
       `The goal of ${GOAL}x ${floor <= GOAL * node.median ? "is above that floor" : "is below that floor: it cannot be met while the agent's process goes through setpriv and is checked from /proc by a stage of its own before its command runs (docs/security.md, \"The chain of processes\" and \"Why each step verifies\")"}. ` +
       `The shim's own work is the rest: ${ms(full.median - floor)}.`,
@@ -262,9 +263,9 @@ export async function benchAgentExec({ repo, work, plan, env }) {
     table(
       ["part", "time", "how"],
       [
-        ["the shim until its exec (Node start, checks, exec of prlimit)", ms(shimAlone), "whole call - chain after the shim"],
-        ["the verification stage as the agent (perl start, /proc checks, exec of the command)", ms(verifyStageMs), "chain after the shim - tools only"],
-        ["prlimit + setpriv + /bin/true", ms(tools.median), "measured"],
+        ["the shim until its exec (Node start, checks, exec of setpriv)", ms(shimAlone), "whole call - chain after the shim"],
+        ["the verification stage as the agent (perl start, RLIMIT_NPROC and its probe, /proc checks, exec of the command)", ms(verifyStageMs), "chain after the shim - tools only"],
+        ["setpriv + /bin/true", ms(tools.median), "measured"],
         ["this executable's start-up alone, as the service", ms(res[5].median), "`clankie-agent-exec --version`"],
         ["an empty single executable's start-up", ms(empty.median), "measured"],
         ["the floor: empty start + chain after the shim", ms(floor), "sum"],

@@ -168,12 +168,36 @@ export function confinementKeys(request: ConfinementRequest, options: { arch?: s
     // domain in force, tracing within the job (strace, gdb, sanitizers) is
     // left to it; without one, the filter denies ptrace.
     `network=${request.network}`,
-    `seccomp=${seccompProgram(options.arch, { ptrace: true, network: request.network }).toString("hex")}`,
-    `seccomp-alone=${seccompProgram(options.arch, { ptrace: false, network: request.network }).toString("hex")}`,
+    `seccomp=${seccompHex(options.arch, { ptrace: true, network: request.network })}`,
+    `seccomp-alone=${seccompHex(options.arch, { ptrace: false, network: request.network })}`,
   ];
 }
 
 /* ---- The seccomp filter, classic BPF (seccomp(2), linux/filter.h) ---- */
+
+/*
+ * The filters of this build's architecture, assembled by build.mjs from
+ * seccompProgram itself (seccompTable, an esbuild define): a spawn looks its
+ * two up instead of assembling them. Absent when src/ runs directly.
+ */
+declare const __CLANKIE_SECCOMP__: Readonly<Record<string, string>> | undefined;
+const BUILT_SECCOMP: Readonly<Record<string, string>> = typeof __CLANKIE_SECCOMP__ === "object" ? __CLANKIE_SECCOMP__ : {};
+
+const seccompKey = (arch: string, options: SeccompOptions) => `${arch}:${options.ptrace ? "ptrace" : "no-ptrace"}:${options.network}`;
+
+/** Every filter the agent's confinement can ask for on `arch`, as hex, by key: what build.mjs carries. */
+export function seccompTable(arch: string = process.arch): Record<string, string> {
+  const table: Record<string, string> = {};
+  for (const ptrace of [true, false]) {
+    for (const network of ["all", "none"] as const) table[seccompKey(arch, { ptrace, network })] = seccompProgram(arch, { ptrace, network }).toString("hex");
+  }
+  return table;
+}
+
+/** seccompProgram as hex: the build's copy when it has one, else assembled now. */
+export function seccompHex(arch: string = process.arch, options: SeccompOptions): string {
+  return BUILT_SECCOMP[seccompKey(arch, options)] ?? seccompProgram(arch, options).toString("hex");
+}
 
 /** What the filter leaves to the caller: ptrace (where a Landlock domain already limits it to the job's own processes) and the network. */
 export interface SeccompOptions {
@@ -207,7 +231,7 @@ interface SeccompArch {
    * (src/self-check/image-scan.ts); its ioctl(2) (the check that the seccomp
    * filter is in force) is `ioctl` above.
    */
-  perl: { setsid: number; execve: number; lgetxattr: number; prctl: number; landlockCreateRuleset: number; landlockAddRule: number; landlockRestrictSelf: number; rtSigprocmask: number };
+  perl: { setsid: number; execve: number; lgetxattr: number; prctl: number; landlockCreateRuleset: number; landlockAddRule: number; landlockRestrictSelf: number; rtSigprocmask: number; prlimit: number; exitGroup: number };
 }
 
 // process_mrelease(2) reaps the memory of another, dying process through a pidfd: no agent job needs it.
@@ -232,7 +256,7 @@ export const SECCOMP_ARCHES: Readonly<Record<string, SeccompArch>> = {
     ownPid: { prlimit64: 302, sched_setparam: 142, sched_setscheduler: 144, sched_setaffinity: 203, sched_setattr: 314, migrate_pages: 256, move_pages: 279 },
     setpriority: 141,
     ioprioSet: 251,
-    perl: { setsid: 112, execve: 59, lgetxattr: 192, prctl: 157, landlockCreateRuleset: 444, landlockAddRule: 445, landlockRestrictSelf: 446, rtSigprocmask: 14 },
+    perl: { setsid: 112, execve: 59, lgetxattr: 192, prctl: 157, landlockCreateRuleset: 444, landlockAddRule: 445, landlockRestrictSelf: 446, rtSigprocmask: 14, prlimit: 302, exitGroup: 231 },
   },
   arm64: {
     audit: 0xc00000b7,
@@ -246,7 +270,7 @@ export const SECCOMP_ARCHES: Readonly<Record<string, SeccompArch>> = {
     ownPid: { prlimit64: 261, sched_setparam: 118, sched_setscheduler: 119, sched_setaffinity: 122, sched_setattr: 274, migrate_pages: 238, move_pages: 239 },
     setpriority: 140,
     ioprioSet: 30,
-    perl: { setsid: 157, execve: 221, lgetxattr: 9, prctl: 167, landlockCreateRuleset: 444, landlockAddRule: 445, landlockRestrictSelf: 446, rtSigprocmask: 135 },
+    perl: { setsid: 157, execve: 221, lgetxattr: 9, prctl: 167, landlockCreateRuleset: 444, landlockAddRule: 445, landlockRestrictSelf: 446, rtSigprocmask: 135, prlimit: 261, exitGroup: 94 },
   },
 };
 

@@ -103,6 +103,8 @@ export const EXIT = {
   launchRefused: 77,
   /** An operating-system call failed (carries syscall, path and errno). */
   osError: 71,
+  /** The agent uid already runs more tasks than --nproc: the verification stage refused the spawn. */
+  busy: 75,
   /** After a privilege change the kernel reports something other than what was asked. */
   verifyFailed: 70,
   /** The command exists but is not executable or is refused by the exec rules. */

@@ -3,9 +3,6 @@
  * argv is unit-tested without privileges:
  *
  *   shim (service uid, SETUID+SETGID)
- *    -> prlimit --nproc=N:N         RLIMIT_NPROC counts per real uid: the
- *                                   agent's fork bomb cannot take the
- *                                   service's process slots
  *    -> setpriv --reuid --regid --groups --inh-caps=-all --ambient-caps=-all
  *                                   capabilities(7): lowering the inheritable
  *                                   set lowers the ambient set; with both
@@ -13,7 +10,11 @@
  *                                   capabilities leaves a non-root process
  *                                   with empty permitted and effective sets
  *    -> perl -T -e STAGE            the verification stage (src/stage/),
- *                                   as the agent: setsid(2) unless the shim
+ *                                   as the agent: RLIMIT_NPROC (nproc=N,
+ *                                   per real uid: the agent's fork bomb
+ *                                   cannot take the service's process
+ *                                   slots; refused with 75 when the uid is
+ *                                   over it), setsid(2) unless the shim
  *                                   leads a session already (a new session
  *                                   has no controlling terminal, and TIOCSTI
  *                                   needs the target to be the caller's
@@ -44,7 +45,7 @@ export function agentEnvironment(shimEnv: NodeJS.ProcessEnv, names: readonly str
 interface ChainBase {
   /** The variable stageEnvironment added for perl alone (removed before the command runs). */
   unset?: string | undefined;
-  /** RLIMIT_NPROC to set; undefined keeps the inherited limit (prlimit cannot raise a hard limit). */
+  /** RLIMIT_NPROC the stage sets as the agent; undefined keeps the inherited limit (no hard limit can be raised). */
   nproc: number | undefined;
   keepFds: readonly number[];
 }
@@ -69,7 +70,7 @@ function isExecChain(chain: AgentChain): chain is AgentExecChain {
   return "path" in chain.action;
 }
 
-/** argv (with argv[0]) of the whole chain, starting at prlimit. */
+/** argv (with argv[0]) of the whole chain, starting at setpriv. */
 export function agentChainArgv(ids: Identities, chain: AgentChain): string[] {
   const groups = agentGroups(ids);
   const identity = {
@@ -85,6 +86,7 @@ export function agentChainArgv(ids: Identities, chain: AgentChain): string[] {
     ? stageArgv({
         ...identity,
         role: "agent",
+        nproc: chain.nproc,
         // Agent code gets a session of its own (setsid(2) in the stage unless the shim already leads one).
         session: chain.needSetsid ? "new" : "own",
         umask: AGENT_UMASK,
@@ -94,7 +96,6 @@ export function agentChainArgv(ids: Identities, chain: AgentChain): string[] {
       })
     : stageArgv({ ...identity, role: "signal", action: chain.action });
   return [
-    ...(chain.nproc === undefined ? [] : [TOOLS.prlimit, `--nproc=${chain.nproc}:${chain.nproc}`, "--"]),
     TOOLS.setpriv,
     `--reuid=${ids.agent.uid}`,
     `--regid=${ids.agent.gid}`,

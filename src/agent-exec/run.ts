@@ -53,17 +53,16 @@ function checkedIdentities(): Identities {
 }
 
 /*
- * RLIMIT_NPROC (--nproc) counts the tasks of a real uid (setrlimit(2)) and is
- * set by prlimit before the uid change. The kernel itself refuses the agent
- * process when the agent uid is already over the limit: setresuid(2) in
- * setpriv marks the process (PF_NPROC_EXCEEDED, kernel/sys.c) and setpriv's
- * execve(2) of the verification stage then fails with EAGAIN (Linux 3.1+;
- * counted per user namespace and uid since 5.14, across every pid namespace,
- * which no scan of this one's /proc could see). setpriv reports it in one
- * line, "setpriv: failed to execute /usr/bin/perl: Resource temporarily
- * unavailable", and exits 126 (README, "Exit codes"). So the shim does not
- * count the agent's tasks: that scan cost a read of every /proc/<pid>/status
- * on each spawn, growing with the processes in the body.
+ * RLIMIT_NPROC (--nproc) counts the tasks of a real uid (setrlimit(2)),
+ * counted per user namespace and uid since Linux 5.14, across every pid
+ * namespace, which no scan of this one's /proc could see. The verification
+ * stage sets it as the agent, right after the uid change (one exec fewer
+ * than a prlimit(1) before setpriv), and refuses the spawn in one line, exit
+ * 75 (README, "Exit codes"), when the agent uid already runs more tasks than
+ * that: the rule the kernel applied at setpriv's execve(2) when the limit
+ * was set before the uid change (src/stage/stage.pl, "processes"). So the
+ * shim does not count the agent's tasks: that scan cost a read of every
+ * /proc/<pid>/status on each spawn, growing with the processes in the body.
  */
 
 /** oomScoreAdj undefined leaves the value as it is (the signal stage runs no agent code). */
@@ -71,7 +70,7 @@ function execChain(ids: Identities, chain: AgentChain, oomScoreAdj: number | und
   const { env, unset } = stageEnvironment(agentEnvironment(process.env, envNames, ids));
   const argv = agentChainArgv(ids, { ...chain, ...(unset === undefined ? {} : { unset }) });
   // Every tool of the chain passes the exec rules; execReplace gates the first (argv[0]) itself.
-  const [, ...later] = [...(chain.nproc === undefined ? [] : [TOOLS.prlimit]), TOOLS.setpriv, TOOLS.perl];
+  const [, ...later] = [TOOLS.setpriv, TOOLS.perl];
   for (const tool of later) prepareExec({ command: tool, args: [], env: {}, trustedUids: [0] });
   if (oomScoreAdj !== undefined) raiseOomScore(oomScoreAdj);
   closeStrayDescriptors(chain.keepFds);

@@ -14,6 +14,7 @@ sub EXIT_USAGE () { 64 }
 sub EXIT_DATA_REFUSED () { 65 }
 sub EXIT_VERIFY_FAILED () { 70 }
 sub EXIT_OS_ERROR () { 71 }
+sub EXIT_BUSY () { 75 }
 sub EXIT_LAUNCH_REFUSED () { 77 }
 sub EXIT_NOT_EXECUTABLE () { 126 }
 sub EXIT_NOT_FOUND () { 127 }
@@ -30,7 +31,7 @@ my $KERNEL_FIX = 'report this with the kernel version (uname -r)';
 my @IDENTITY_KEYS = qw(uid gid groups inh prm eff amb nnp unset);
 my %ROLE_KEYS = (
   service => [@IDENTITY_KEYS, qw(bnd umask)],
-  agent => [@IDENTITY_KEYS, qw(session fds umask cwd confine net scope path port network seccomp seccomp-alone)],
+  agent => [@IDENTITY_KEYS, qw(nproc session fds umask cwd confine net scope path port network seccomp seccomp-alone)],
   signal => [@IDENTITY_KEYS, qw(fds signal pgid)],
 );
 my %REPEATED = (path => 1, port => 1);
@@ -41,7 +42,7 @@ my %FORM = (
   uid => qr/\d{1,10}/, gid => qr/\d{1,10}/, groups => $NUMBERS,
   inh => $HEX, prm => $HEX, eff => $HEX, amb => $HEX, bnd => $HEX,
   nnp => qr/1/, unset => qr/(?:[A-Za-z_]\w*)?/,
-  session => qr/new|own/, fds => $NUMBERS, umask => qr/[0-7]{4}/, cwd => qr{/.*}s,
+  nproc => qr/(?:\d{1,9})?/, session => qr/new|own/, fds => $NUMBERS, umask => qr/[0-7]{4}/, cwd => qr{/.*}s,
   confine => qr/best|strict/, net => $HEX, scope => $HEX,
   path => qr{$HEX:(?:must|may):/.*}s, port => qr/$HEX:\d{1,5}-\d{1,5}/,
   network => qr/all|none/, seccomp => $FILTER, 'seccomp-alone' => $FILTER,
@@ -62,6 +63,7 @@ sub errname { my $n = $! + 0; $ERRNO{$n} // "errno $n" }
 sub proc_failed { refuse(EXIT_OS_ERROR, "open $_[0] failed: " . errname(), 'mount /proc in the container' . ($_[1] // "")) }
 
 read_request();
+limit_processes() if $role eq "agent";
 start_session() if $role eq "agent";
 read_status();
 my @differences = (check_ids(), check_capabilities(), check_session(), check_descriptors());
@@ -98,6 +100,34 @@ sub read_request {
   @command = map { /\A(.*)\z/s; $1 } @args;
   usage("a command after the signal") if $role eq "signal" && @command;
   usage("no command") if $role ne "signal" && @command < 2;
+}
+
+# ---- processes: RLIMIT_NPROC, set with prlimit64(2) on itself ----
+# The limit counts the tasks of a real uid (setrlimit(2)), here the agent's;
+# lowering it needs no privilege. nproc= empty keeps the inherited limit.
+# Set after the uid change, the limit escapes the kernel's own refusal: that
+# is judged at setresuid(2) (PF_NPROC_EXCEEDED, kernel/sys.c, counting the
+# uid's other tasks) with the limit of that moment. So the stage asks the
+# same question itself: under a limit of N+2 a fork(2) fails (EAGAIN)
+# exactly when the uid already runs more than N other tasks (this one and
+# the probe's child make two more, copy_process(), kernel/fork.c), which is
+# when the kernel refused the spawn before. Then the limit goes down to N:N.
+# When the inherited hard limit is below N+2 the probe runs under N and
+# refuses from N-1 other tasks; below N, the spawn fails as setrlimit does.
+sub limit_processes {
+  return if $want{nproc} eq "";
+  my $n = $want{nproc};
+  my $set = sub { syscall(@prlimit@, 0, 6, pack("QQ", $_[0], $_[0]), 0) == 0 };
+  my $fail = sub { refuse(EXIT_OS_ERROR, "prlimit64 RLIMIT_NPROC $n failed: " . errname(), "pass an --nproc no higher than the service's own hard limit (ulimit -Hu)") };
+  $set->($n + 2) or $set->($n) or $fail->();
+  my $pid = fork;
+  if (!defined $pid) {
+    refuse(EXIT_BUSY, "the agent uid already runs more than $n tasks (--nproc $n)", "try again when agent work has ended, or spawn with a higher --nproc") if $! == 11;
+    refuse(EXIT_OS_ERROR, "fork failed: " . errname(), $KERNEL_FIX);
+  }
+  syscall(@exitGroup@, 0) if $pid == 0;
+  waitpid $pid, 0;
+  $set->($n) or $fail->();
 }
 
 # ---- session: setsid(2) ----

@@ -49,6 +49,8 @@ export interface ServiceStageRequest extends StageIdentity {
 
 export interface AgentStageRequest extends StageIdentity {
   role: "agent";
+  /** RLIMIT_NPROC the stage sets on itself, as the agent (refusing when the uid is over it); undefined keeps the inherited limit. */
+  nproc: number | undefined;
   /** "new": call setsid(2), then check; "own": only check (the caller already leads a session). */
   session: "new" | "own";
   keepFds: readonly number[];
@@ -86,7 +88,7 @@ function roleKeys(request: StageRequest): string[] {
     case "service":
       return [`bnd=${hex(request.bounding)}`, `umask=${octal(request.umask)}`];
     case "agent":
-      return [`session=${request.session}`, `fds=${request.keepFds.join(",")}`, `umask=${octal(request.umask)}`, `cwd=${request.cwd}`, ...request.confinement];
+      return [`nproc=${request.nproc ?? ""}`, `session=${request.session}`, `fds=${request.keepFds.join(",")}`, `umask=${octal(request.umask)}`, `cwd=${request.cwd}`, ...request.confinement];
     case "signal":
       return [`fds=${request.keepFds.join(",")}`, `signal=${request.action.signal.replace(/^SIG/, "")}`, `pgid=${request.action.pgid}`];
   }

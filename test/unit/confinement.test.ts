@@ -14,6 +14,8 @@ import {
   AGENT_DEVICE_PATHS,
   AGENT_WRITABLE_PATHS,
   confinementKeys,
+  seccompHex,
+  seccompTable,
   DENIED_IOCTLS,
   EAFNOSUPPORT,
   ENOSYS,
@@ -319,6 +321,20 @@ seccomp("the stage keys: the filter follows the request's network, and network=n
     assert.ok(keys.includes(`seccomp-alone=${seccompProgram("x64", { ptrace: false, network }).toString("hex")}`));
   }
   assert.is.not(all.at(-1), none.at(-1));
+});
+
+seccomp("seccompTable, the filters build.mjs carries, holds every filter confinementKeys asks for, byte for byte as seccompProgram assembles it", () => {
+  for (const arch of ["x64", "arm64"]) {
+    const table = seccompTable(arch);
+    assert.is(Object.keys(table).length, 4, arch);
+    for (const ptrace of [true, false]) {
+      for (const network of ["all", "none"] as const) {
+        const hex = seccompProgram(arch, { ptrace, network }).toString("hex");
+        assert.is(table[`${arch}:${ptrace ? "ptrace" : "no-ptrace"}:${network}`], hex, `${arch} ptrace=${ptrace} network=${network}`);
+        assert.is(seccompHex(arch, { ptrace, network }), hex);
+      }
+    }
+  }
 });
 
 seccomp.run();

@@ -18,9 +18,6 @@ const AGENT = ["uid=1001", "gid=1001", "groups=1001,1002", "inh=0", "prm=0", "ef
 const CONFINED = confinementKeys(NO_EXTRA_CONFINEMENT);
 
 const PREFIX = [
-  "/usr/bin/prlimit",
-  "--nproc=512:512",
-  "--",
   "/usr/bin/setpriv",
   "--reuid=1001",
   "--regid=1001",
@@ -43,12 +40,13 @@ test("agentGroups: the agent's own group and clankie-workspace, nothing else", (
   assert.equal(agentGroups(lower), [900, 1001]);
 });
 
-test("the chain with a new session: prlimit, setpriv, the verification stage (which calls setsid), the command", () => {
+test("the chain with a new session: setpriv, the verification stage (which sets RLIMIT_NPROC and calls setsid), the command", () => {
   assert.equal(agentChainArgv(ids, RUN), [
     ...PREFIX,
     ...PERL,
     "agent",
     ...AGENT,
+    "nproc=512",
     "session=new",
     "fds=",
     ...TAIL,
@@ -57,21 +55,20 @@ test("the chain with a new session: prlimit, setpriv, the verification stage (wh
 
 test("the chain without setsid (the shim already leads its own session), with kept fds", () => {
   assert.equal(agentChainArgv(ids, { ...RUN, needSetsid: false, nproc: 64, keepFds: [17, 20] }), [
-    "/usr/bin/prlimit",
-    "--nproc=64:64",
-    ...PREFIX.slice(2),
+    ...PREFIX,
     ...PERL,
     "agent",
     ...AGENT,
+    "nproc=64",
     "session=own",
     "fds=17,20",
     ...TAIL,
   ]);
 });
 
-test("the signal role: no prlimit, no session, no umask, cwd or confinement; the stage signals the group and no command follows", () => {
+test("the signal role: no nproc, no session, no umask, cwd or confinement; the stage signals the group and no command follows", () => {
   const argv = agentChainArgv(ids, { nproc: undefined, keepFds: [], action: { signal: "SIGTERM", pgid: 4242 } });
-  assert.equal(argv, [...PREFIX.slice(3), ...PERL, "signal", ...AGENT, "fds=", "signal=TERM", "pgid=4242", "--"]);
+  assert.equal(argv, [...PREFIX, ...PERL, "signal", ...AGENT, "fds=", "signal=TERM", "pgid=4242", "--"]);
 });
 
 test("arguments that look like options or stage keys reach the command untouched, after the stage's --", () => {
@@ -134,7 +131,7 @@ test("the signal stage writes no oom_score_adj (a launcher's raised floor would 
   const { chain, oomScoreAdj } = signalPlan({ kind: "signal", signal: "SIGTERM", pgid: 4242 });
   assert.is(oomScoreAdj, undefined);
   const argv = agentChainArgv(ids, chain);
-  assert.equal(argv, [...PREFIX.slice(3), ...PERL, "signal", ...AGENT, "fds=", "signal=TERM", "pgid=4242", "--"]);
+  assert.equal(argv, [...PREFIX, ...PERL, "signal", ...AGENT, "fds=", "signal=TERM", "pgid=4242", "--"]);
 });
 
 test("a command runs confined: the stage gets the confinement keys after the others, before the command", () => {

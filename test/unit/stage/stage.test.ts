@@ -38,6 +38,7 @@ function control(): AgentStageRequest & { bounding: bigint } {
     groups: field(status, "Groups").split(/\s+/).filter(Boolean).map(Number),
     caps: { inh: hex("CapInh"), prm: hex("CapPrm"), eff: hex("CapEff"), amb: hex("CapAmb") },
     bounding: hex("CapBnd"),
+    nproc: undefined,
     session: "new",
     keepFds: [],
     umask: 0o022,
