@@ -63,6 +63,15 @@ export const AGENT_EXEC_PATH = `${INSTALL_DIR}/${AGENT_EXEC_NAME}`;
 export const SERVICE_USER = "node";
 export const AGENT_USER = "clankie-agent";
 export const WORKSPACE_GROUP = "clankie-workspace";
+/**
+ * The pool of private-job groups: clankie-private-0 .. -15, gids 1100-1115,
+ * no members. A private job holds one of them as a supplementary group for
+ * its lifetime (src/agent-exec/private-job.ts).
+ */
+export const PRIVATE_GROUP_PREFIX = "clankie-private-";
+export const PRIVATE_POOL_SIZE = 16;
+/** Where private jobs' leases live: root's /run, not /state's filesystem. */
+export const PRIVATE_DIR = "/run/clankie-private";
 
 /** Files that define them. Fixed: NSS modules are code and are never consulted. */
 export const PASSWD_FILE = "/etc/passwd";
@@ -198,11 +207,11 @@ export const EXIT_DESCRIPTIONS: ReadonlyArray<readonly [number, string]> = [
   [EXIT.checkFailed, "--self-check: at least one check failed"],
   [EXIT.usage, "bad command line: unknown option, missing --, empty command, a --pgid that is the shim's own process group or its caller's"],
   [EXIT.dataRefused, "a file under /state or /workspace breaks the rules and was left alone (planted link, device, foreign hard link); or a path named for the agent's confinement leads through a symbolic link"],
-  [EXIT.noUser, "node, clankie-agent or clankie-workspace missing or wrong in /etc/passwd or /etc/group"],
+  [EXIT.noUser, "node, clankie-agent or clankie-workspace missing or wrong in /etc/passwd or /etc/group (or a clankie-private-N group wrong; none at all refuses --private-job only)"],
   [EXIT.verifyFailed, "after a privilege change the kernel reports other ids, groups, capabilities or NoNewPrivs than asked (for the agent also: a terminal, no session of its own, a stray fd, a Landlock domain or seccomp filter not in force)"],
   [EXIT.osError, "an operating-system call failed; the message names the call, the path and the errno code"],
-  [EXIT.busy, "clankie-agent-exec: the agent uid is at its process limit (--nproc); try again later"],
-  [EXIT.launchRefused, "the launch lacks what the mode needs: NoNewPrivs, a capability, the caller is the wrong uid, or the kernel cannot confine agent work as --strict-confinement or --no-network asks"],
+  [EXIT.busy, "clankie-agent-exec: the agent uid is at its process limit (--nproc), or every private-job group is leased (--private-job); try again later"],
+  [EXIT.launchRefused, "the launch lacks what the mode needs: NoNewPrivs, a capability, the caller is the wrong uid, or the kernel cannot confine agent work as --strict-confinement, --no-network or --private-job asks"],
   [EXIT.notExecutable, "the command is refused by the exec rules (writable by others, foreign owner) or cannot be executed"],
   [EXIT.notFound, "the command was not found in the fixed system PATH"],
 ];

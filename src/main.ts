@@ -38,6 +38,8 @@ async function main(argv: readonly string[]): Promise<number> {
         return inform(request.kind, name);
       case "signal":
         return (await import("./agent-exec/run.ts")).runSignal(request);
+      case "private-cleanup":
+        return (await import("./agent-exec/run.ts")).runPrivateCleanup(request);
       case "run":
         return (await import("./agent-exec/run.ts")).runAgentExec(request);
     }

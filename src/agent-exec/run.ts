@@ -16,7 +16,8 @@ import { resolveCommand } from "../exec/rules.ts";
 import { checkCaller } from "./caller.ts";
 import { closeStrayDescriptors } from "./descriptors.ts";
 import { countTasks, NEW_AGENT_TASKS } from "./process-count.ts";
-import { agentChainArgv, agentEnvironment, type AgentChain } from "./plan.ts";
+import { agentChainArgv, agentEnvironment, type AgentChain, type PrivateLease } from "./plan.ts";
+import { leasePrivateGroup, releaseJobLease } from "./private-job.ts";
 import { stageEnvironment } from "../stage/stage.ts";
 
 /**
@@ -53,8 +54,14 @@ function checkedIdentities(): Identities {
   return ids;
 }
 
-/** oomScoreAdj undefined leaves the value as it is (the signal stage runs no agent code). */
-function execChain(ids: Identities, chain: AgentChain, oomScoreAdj: number | undefined, envNames: readonly string[]): never {
+/**
+ * oomScoreAdj undefined leaves the value as it is (the signal stage runs no
+ * agent code). `takeLease` (a private job) runs last before the exec: its
+ * setegid(2) makes the shim non-dumpable (prctl(2) PR_SET_DUMPABLE: a
+ * credential change resets it), so that its /proc/self is root's until the
+ * execve(2) and oom_score_adj and /proc/self/fd could no longer be used.
+ */
+function execChain(ids: Identities, chain: AgentChain, oomScoreAdj: number | undefined, envNames: readonly string[], takeLease?: () => PrivateLease): never {
   for (const tool of [...(chain.nproc === undefined ? [] : [TOOLS.prlimit]), TOOLS.setpriv, TOOLS.perl]) {
     prepareExec({ command: tool, args: [], env: {}, trustedUids: [0] });
   }
@@ -68,10 +75,11 @@ function execChain(ids: Identities, chain: AgentChain, oomScoreAdj: number | und
       );
     }
   }
-  const { env, unset } = stageEnvironment(agentEnvironment(process.env, envNames, ids));
-  const argv = agentChainArgv(ids, { ...chain, ...(unset === undefined ? {} : { unset }) });
   if (oomScoreAdj !== undefined) raiseOomScore(oomScoreAdj);
   closeStrayDescriptors(chain.keepFds);
+  const lease = takeLease?.();
+  const { env, unset } = stageEnvironment(agentEnvironment(process.env, envNames, ids, lease));
+  const argv = agentChainArgv(ids, { ...chain, ...(lease === undefined ? {} : { lease }), ...(unset === undefined ? {} : { unset }) });
   execReplace({ command: argv[0]!, args: argv.slice(1), argv0: argv[0], env, trustedUids: [0] });
 }
 
@@ -92,6 +100,7 @@ export function runAgentExec(request: Extract<AgentExecRequest, { kind: "run" }>
     },
     request.oomScoreAdj,
     request.env,
+    request.privateJob ? () => leasePrivateGroup(ids) : undefined,
   );
 }
 
@@ -106,6 +115,11 @@ export function signalPlan(request: Extract<AgentExecRequest, { kind: "signal" }
     chain: { nproc: undefined, keepFds: [], action: { signal: request.signal, pgid: request.pgid } },
     oomScoreAdj: undefined,
   };
+}
+
+/** --private-cleanup PID: the end of the lease job PID held (spawnAgent calls it when the job has ended). */
+export function runPrivateCleanup(request: Extract<AgentExecRequest, { kind: "private-cleanup" }>): number {
+  return releaseJobLease(checkedIdentities(), request.pid);
 }
 
 export function runSignal(request: Extract<AgentExecRequest, { kind: "signal" }>): never {

@@ -80,6 +80,16 @@ for (const [arch, table] of Object.entries(SECCOMP_ARCHES)) {
     for (const [name, nr] of Object.entries(table.deny)) assert.is(call(nr), DENY, name);
   });
 
+  test(`${arch}: ipc (a private job): SysV IPC and POSIX message queues are ENOSYS; without it they pass`, () => {
+    const privateJob = seccompProgram(arch, { ...DEFAULT, ipc: true });
+    assert.is(Object.keys(table.ipc).length, 18);
+    for (const [name, nr] of Object.entries(table.ipc)) {
+      assert.is(call(nr, [], privateJob), NOSYS, name);
+      assert.is(call(nr), ALLOW, name);
+    }
+    for (const [name, nr] of Object.entries(table.deny)) assert.is(call(nr, [], privateJob), DENY, name);
+  });
+
   test(`${arch}: ptrace: true leaves ptrace alone and keeps every other denial`, () => {
     const traced = seccompProgram(arch, { ...DEFAULT, ptrace: true });
     for (const [name, nr] of Object.entries(table.deny)) assert.is(call(nr, [], traced), name === "ptrace" ? ALLOW : DENY, name);
