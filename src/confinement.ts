@@ -44,8 +44,8 @@ import { STATE_AGENT_NAME, STATE_DIR, STATE_INSTALL_NAME, WORKSPACE_DIR } from "
 
 /** Where agent work may create, write, remove and execute files. */
 export const AGENT_WRITABLE_PATHS: readonly string[] = [WORKSPACE_DIR, "/tmp", "/var/tmp", "/dev/shm", `${STATE_DIR}/${STATE_AGENT_NAME}`];
-/** The device files a shell needs to write (and to use as terminals). */
-export const AGENT_DEVICE_PATHS: readonly string[] = ["/dev/null", "/dev/zero", "/dev/tty", "/dev/pts"];
+/** The device files a shell needs to write (and to use as terminals: /dev/ptmx is where posix_openpt(3) opens a pty master, for tmux, script and expect, when it is not a link into /dev/pts). */
+export const AGENT_DEVICE_PATHS: readonly string[] = ["/dev/null", "/dev/zero", "/dev/tty", "/dev/ptmx", "/dev/pts"];
 /** Read and execute below /state. */
 export const AGENT_READABLE_PATHS: readonly string[] = [`${STATE_DIR}/${STATE_INSTALL_NAME}`];
 /** Top-level directories left out of "read and execute the image". */

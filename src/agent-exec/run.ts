@@ -119,7 +119,10 @@ export function signalPlan(request: Extract<AgentExecRequest, { kind: "signal" }
 
 /** --private-cleanup PID: the end of the lease job PID held (spawnAgent calls it when the job has ended). */
 export function runPrivateCleanup(request: Extract<AgentExecRequest, { kind: "private-cleanup" }>): number {
-  return releaseJobLease(checkedIdentities(), request.pid);
+  const ids = checkedIdentities();
+  // The cleanup stage refuses any fd it was not given, as every stage does.
+  closeStrayDescriptors([]);
+  return releaseJobLease(ids, request.pid);
 }
 
 export function runSignal(request: Extract<AgentExecRequest, { kind: "signal" }>): never {
