@@ -15,6 +15,7 @@ import { chmodSync, chownSync, lstatSync, mkdirSync, readdirSync, renameSync, rm
 import { dirname } from "node:path";
 import type { Identities } from "../accounts.ts";
 import { PRIVATE_DIR } from "../constants.ts";
+import { osFailure } from "../report.ts";
 import { osCall } from "./os-call.ts";
 
 function exists(path: string): boolean {
@@ -26,10 +27,26 @@ function exists(path: string): boolean {
   }
 }
 
-/** Returns how many stale leases (directories named by a number) were removed. */
-export function resetPrivateRoot(ids: Identities): number {
+const isReadOnly = (error: unknown): boolean => (error as NodeJS.ErrnoException | undefined)?.code === "EROFS";
+
+/**
+ * Returns how many stale leases (directories named by a number) were
+ * removed, or "read-only" when /run cannot be written (docker run
+ * --read-only without a tmpfs on /run): the start goes on, and the shim
+ * refuses private jobs, which have nowhere to live.
+ */
+export function resetPrivateRoot(ids: Identities): number | "read-only" {
   const parent = dirname(PRIVATE_DIR);
-  if (!exists(parent)) osCall("mkdir", parent, () => mkdirSync(parent, { mode: 0o755 }));
+  const make = (path: string, mode: number): boolean => {
+    try {
+      mkdirSync(path, { mode });
+      return true;
+    } catch (error) {
+      if (isReadOnly(error)) return false;
+      throw osFailure("mkdir", path, error);
+    }
+  };
+  if (!exists(parent) && !make(parent, 0o755)) return "read-only";
   let stale = 0;
   if (exists(PRIVATE_DIR)) {
     const aside = `${parent}/.clankie-private-stale-${process.pid}`;
@@ -40,7 +57,7 @@ export function resetPrivateRoot(ids: Identities): number {
       osCall("rm", aside, () => rmSync(aside, { recursive: true, force: true }));
     }
   }
-  osCall("mkdir", PRIVATE_DIR, () => mkdirSync(PRIVATE_DIR, { mode: 0o700 }));
+  if (!make(PRIVATE_DIR, 0o700)) return "read-only";
   osCall("chown", PRIVATE_DIR, () => chownSync(PRIVATE_DIR, ids.service.uid, ids.service.gid));
   osCall("chmod", PRIVATE_DIR, () => chmodSync(PRIVATE_DIR, 0o711));
   return stale;

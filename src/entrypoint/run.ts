@@ -98,7 +98,8 @@ export async function runEntrypoint(command: readonly string[]): Promise<never> 
   joinWorkspaceGroup(ids);
   const workspace = shareWorkspace(ids, stateDevice());
   const staleLeases = resetPrivateRoot(ids);
-  if (staleLeases > 0) printInfo(`removed ${plural(staleLeases, "private-job lease")} a previous run left`);
+  if (staleLeases === "read-only") printWarning("/run is read-only: private jobs (--private-job) are refused; add --tmpfs /run:rw,exec,nosuid,nodev,mode=755 to the launch (docs/launch.md)");
+  else if (staleLeases > 0) printInfo(`removed ${plural(staleLeases, "private-job lease")} a previous run left`);
   report(ids, launch, dropped, state, workspace, started);
   return dropToService(ids, command, vetted, env);
 }
