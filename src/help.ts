@@ -1,5 +1,5 @@
 /* --help and --version text. The exit-code table comes from constants.ts. */
-import { AGENT_DEFAULT_NPROC, AGENT_DEFAULT_OOM_SCORE_ADJ, EXIT, EXIT_DESCRIPTIONS, SYSTEM_PATH } from "./constants.ts";
+import { AGENT_DEFAULT_NPROC, AGENT_DEFAULT_OOM_SCORE_ADJ, EXIT, EXIT_DESCRIPTIONS, PRIVATE_DIR, SYSTEM_PATH } from "./constants.ts";
 import { builtInBundleSha256, PROGRAM_VERSION } from "./build-info.ts";
 
 export function versionText(program: string): string {
@@ -36,7 +36,7 @@ clankie-agent-exec [--cwd DIR] [--env NAME]... [--keep-fd N]...
                    [--nproc N] [--oom-score-adj N] [--allow-write PATH]...
                    [--allow-read PATH]... [--deny-connect PORT]...
                    [--deny-bind PORT]... [--strict-confinement] [--no-network]
-                   -- COMMAND [ARG...]
+                   [--private-job] -- COMMAND [ARG...]
   Run by the service only: execs COMMAND as clankie-agent with no
   capabilities, NoNewPrivs, a new session without a controlling terminal,
   umask 0002, HOME /state/agent and PATH ${SYSTEM_PATH},
@@ -65,6 +65,17 @@ clankie-agent-exec [--cwd DIR] [--env NAME]... [--keep-fd N]...
                          refused (exit ${EXIT.launchRefused}) without the seccomp filter
     --strict-confinement refuse (exit ${EXIT.launchRefused}) unless the kernel applies all of
                          it: Landlock ABI 6 or later and the seccomp filter
+    --private-job        a job no other agent job can reach: one group of
+                         the pool clankie-private-0..15, HOME and TMPDIR in
+                         ${PRIVATE_DIR}/N, which only that group can enter;
+                         writes only /workspace and there; reads nothing of
+                         /tmp, /var/tmp, /dev/shm, /state/agent; no SysV IPC
+                         or POSIX queue. Refused (exit ${EXIT.launchRefused}) without Landlock
+                         ABI 6 and seccomp; exit ${EXIT.busy} when the pool is leased
+
+clankie-agent-exec --private-cleanup PID
+  Ends the lease of private job PID once it has exited: kills what still
+  holds its group, removes its directory. spawnAgent calls it.
 
 clankie-agent-exec --signal SIGNAL --pgid PGID
   Delivers SIGNAL to the agent's process group PGID, as the agent. The way to
