@@ -16,6 +16,7 @@ import type { Mode } from "./mode.ts";
 export type PrivateRoot = { ok: true; stats: Stats; leases: string[] } | { ok: false; error: string; code: string | undefined };
 
 const REBUILD = "rebuild the image from this project's Dockerfile, which creates clankie-private-0 .. -15";
+const READ_ONLY_RUN = "add --tmpfs /run:rw,exec,nosuid,nodev,mode=755 to docker run (docs/launch.md), or restart through the root entrypoint, which makes it";
 const RESTART = "restart the container through the root entrypoint (docker run --user 0:0 ..., docs/launch.md), which makes it at every start";
 
 export function judgePrivateJobs(ids: Identities, root: PrivateRoot, table: readonly ProcessEntry[], mode: Mode, serviceUid: number): Verdict {
@@ -34,6 +35,8 @@ export function judgePrivateJobs(ids: Identities, root: PrivateRoot, table: read
   };
   if (pool.length === 0) return warn(`no clankie-private-N group is defined: private jobs (--private-job) are refused`, found, REBUILD);
   if (mode !== "separated") return pass(`${plural(pool.length, "private-job group")}; private jobs need the separated launch`, found);
+  // A read-only root without a tmpfs on /run: the start warned and went on.
+  if (!root.ok && root.code === "ENOENT") return warn(`${PRIVATE_DIR} is missing (a read-only /run?): private jobs are refused`, found, READ_ONLY_RUN);
   if (!root.ok) return fail(`${PRIVATE_DIR} cannot be read (${root.error}): private jobs are refused`, found, RESTART);
   if (!root.stats.isDirectory() || root.stats.uid !== serviceUid || (root.stats.mode & 0o7777) !== 0o711) {
     return fail(`${PRIVATE_DIR} is not the service's directory with mode 0711 (uid ${root.stats.uid}, mode ${octal(root.stats.mode & 0o7777)})`, found, RESTART);

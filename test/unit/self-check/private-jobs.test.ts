@@ -20,7 +20,8 @@ test("judgePrivateJobs: the pool, the root and its leases, held or not", () => {
 test("judgePrivateJobs: a root that is not the service's 0711 directory fails when separated; no pool warns", () => {
   assert.is(judgePrivateJobs(ids, root([], 0o777), [], "separated", 1000).status, "fail");
   assert.is(judgePrivateJobs(ids, root([], 0o711, 0), [], "separated", 1000).status, "fail");
-  assert.is(judgePrivateJobs(ids, { ok: false, error: "ENOENT", code: "ENOENT" }, [], "separated", 1000).status, "fail");
+  assert.is(judgePrivateJobs(ids, { ok: false, error: "ENOENT", code: "ENOENT" }, [], "separated", 1000).status, "warn");
+  assert.is(judgePrivateJobs(ids, { ok: false, error: "EACCES", code: "EACCES" }, [], "separated", 1000).status, "fail");
   assert.is(judgePrivateJobs(ids, { ok: false, error: "ENOENT", code: "ENOENT" }, [], "single-uid", 1000).status, "pass");
   assert.is(judgePrivateJobs({ ...ids, privateGroups: [] }, root([]), [], "separated", 1000).status, "warn");
 });
