@@ -4,7 +4,10 @@
  */
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { lstatSync } from "node:fs";
+import { lstatSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { privateImageTree } from "../../../src/confinement.ts";
 import {
   AGENT_DEVICE_PATHS,
   AGENT_WRITABLE_PATHS,
@@ -23,6 +26,16 @@ import {
 const test = suite("confinement");
 
 const TOP = ["/bin", "/etc", "/usr"];
+
+test("privateImageTree: the top level but /state and /tmp; /var and /dev child by child without /var/tmp and /dev/shm", () => {
+  const root = mkdtempSync(join(tmpdir(), "clankie-root-"));
+  try {
+    for (const dir of ["usr", "etc", "tmp", "state", "var/lib", "var/tmp", "var/cache", "dev/shm", "dev/pts"]) mkdirSync(join(root, dir), { recursive: true });
+    assert.equal(privateImageTree(`${root}/`), ["/dev/pts", "/etc", "/usr", "/var/cache", "/var/lib"]);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
 
 test("the Landlock rules: read and execute the top level given, write the defaults, the service's paths must exist", () => {
   const rules = landlockRules({ ...NO_EXTRA_CONFINEMENT, allowWrite: ["/run/w"], allowRead: ["/opt/r"] }, TOP);
