@@ -212,7 +212,8 @@ sub end_lease {
   for my $round (1 .. 200) {
     my $found = 0;
     opendir my $dh, "/proc" or proc_failed("/proc");
-    for my $pid (grep { /\A\d+\z/ && $_ != $$ } readdir $dh) {
+    # Untainted by its form (perl -T): a pid is digits.
+    for my $pid (grep { $_ != $$ } map { /\A(\d{1,10})\z/ ? $1 : () } readdir $dh) {
       open my $fh, "<", "/proc/$pid/status" or next;
       my ($state, $groups) = ("", "");
       while (my $l = <$fh>) { $state = $1 if $l =~ /\AState:\s*(\S)/; $groups = $1 if $l =~ /\AGroups:\s*(.*?)\s*\z/ }
