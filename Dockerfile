@@ -72,6 +72,10 @@ RUN set -eux; \
     groupadd --gid 1002 clankie-workspace; \
     usermod --append --groups clankie-workspace node; \
     usermod --append --groups clankie-workspace clankie-agent; \
+# The private-job pool: clankie-private-0 .. -15, no members. A private job
+# holds one for its lifetime, and only it can enter its lease directory
+# (/run/clankie-private/N, made by the shim).
+    for i in $(seq 0 15); do groupadd --gid $((1100 + i)) "clankie-private-$i"; done; \
     mkdir -p /state /workspace; \
     chown node:node /state /workspace; \
 # File capabilities (security.capability, capabilities(7)) are what a file

@@ -17,7 +17,8 @@ export type AgentExecRequest =
   | { kind: "help" }
   | { kind: "version" }
   | { kind: "signal"; signal: string; pgid: number }
-  | { kind: "run"; cwd: string; env: string[]; keepFds: number[]; nproc: number; oomScoreAdj: number; confinement: ConfinementRequest; command: string[] };
+  | { kind: "private-cleanup"; pid: number }
+  | { kind: "run"; cwd: string; env: string[]; keepFds: number[]; nproc: number; oomScoreAdj: number; confinement: ConfinementRequest; privateJob: boolean; command: string[] };
 
 function usage(program: string, what: string, fix: string): Refusal {
   return new Refusal(EXIT.usage, what, `${fix} (see ${program} --help)`);
@@ -101,7 +102,13 @@ export function parseAgentExecArgs(argv: readonly string[]): AgentExecRequest {
     if (signal === undefined || pgid === undefined) throw usage(program, "--signal needs --pgid", "use --signal SIGNAL --pgid PGID");
     return { kind: "signal", signal, pgid };
   }
+  if (first === "--private-cleanup" || first?.startsWith("--private-cleanup=")) {
+    const { value, next } = optionValue(argv, 0);
+    if (next !== argv.length) throw usage(program, "--private-cleanup takes no other option", "use --private-cleanup PID");
+    return { kind: "private-cleanup", pid: integer(program, "--private-cleanup", value, 2, 0x3fffffff) };
+  }
   let cwd = WORKSPACE_DIR;
+  let privateJob = false;
   const env: string[] = [];
   const keepFds: number[] = [];
   let nproc = AGENT_DEFAULT_NPROC;
@@ -143,6 +150,11 @@ export function parseAgentExecArgs(argv: readonly string[]): AgentExecRequest {
       confinement.strict = true;
       i += 1;
       continue;
+    } else if (name === "--private-job") {
+      if (argv[i] !== name) throw usage(program, "--private-job takes no value", "write --private-job alone");
+      privateJob = true;
+      i += 1;
+      continue;
     } else if (name === "--no-network") {
       if (argv[i] !== name) throw usage(program, "--no-network takes no value", "write --no-network alone");
       confinement.network = "none";
@@ -156,5 +168,5 @@ export function parseAgentExecArgs(argv: readonly string[]): AgentExecRequest {
     i = next;
   }
   if (argv[i] !== "--") throw usage(program, "missing -- before the command", `put the command after --: ${program} [OPTIONS] -- COMMAND [ARG...]`);
-  return { kind: "run", cwd, env, keepFds, nproc, oomScoreAdj, confinement, command: command(program, argv.slice(i + 1)) };
+  return { kind: "run", cwd, env, keepFds, nproc, oomScoreAdj, confinement, privateJob, command: command(program, argv.slice(i + 1)) };
 }

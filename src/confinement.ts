@@ -26,6 +26,13 @@
  *   sockets only (Landlock's port rules see TCP alone: MPTCP would pass
  *   them), or unix sockets only with network "none".
  *
+ * - A private job (privateDir set, src/agent-exec/private-job.ts) gets a
+ *   narrower domain: it writes only /workspace and its own lease directory,
+ *   and reads and executes the image but not /tmp, /var/tmp, /dev/shm or
+ *   /state/agent, where other jobs write; its filter also refuses SysV IPC
+ *   and POSIX message queues (ENOSYS), objects of the IPC namespace that
+ *   every job of the uid could otherwise open.
+ *
  * The Landlock rules are emitted here with full access masks; the stage ANDs
  * each with what the kernel's ABI handles (and, for a path that is not a
  * directory, with what a file may hold), applies them best effort by the
@@ -37,12 +44,18 @@ import { AGENT_HOME, STATE_DIR, STATE_INSTALL_NAME, WORKSPACE_DIR } from "./cons
 
 /** Where agent work may create, write, remove and execute files. */
 export const AGENT_WRITABLE_PATHS: readonly string[] = [WORKSPACE_DIR, "/tmp", "/var/tmp", "/dev/shm", AGENT_HOME];
-/** The device files a shell needs to write (and to use as terminals). */
-export const AGENT_DEVICE_PATHS: readonly string[] = ["/dev/null", "/dev/zero", "/dev/tty", "/dev/pts"];
+/** The device files a shell needs to write (and to use as terminals: /dev/ptmx is where posix_openpt(3) opens a pty master, for tmux, script and expect, when it is not a link into /dev/pts). */
+export const AGENT_DEVICE_PATHS: readonly string[] = ["/dev/null", "/dev/zero", "/dev/tty", "/dev/ptmx", "/dev/pts"];
 /** Read and execute below /state. */
 export const AGENT_READABLE_PATHS: readonly string[] = [`${STATE_DIR}/${STATE_INSTALL_NAME}`];
 /** Top-level directories left out of "read and execute the image". */
 export const AGENT_HIDDEN_TOP_LEVEL: readonly string[] = [STATE_DIR.slice(1)];
+/**
+ * What a private job may not read or execute either: where every other job
+ * writes. Landlock only adds access, so the parents of the nested ones are
+ * granted child by child (privateImageTree).
+ */
+export const PRIVATE_HIDDEN: readonly string[] = ["/tmp", "/var/tmp", "/dev/shm"];
 
 export interface ConfinementRequest {
   /** Refuse the spawn when the kernel or engine cannot apply all of it. */
@@ -57,6 +70,8 @@ export interface ConfinementRequest {
   denyBind: readonly number[];
   /** "none": no socket but unix sockets (the seccomp filter; a spawn that cannot have it is refused). */
   network: "all" | "none";
+  /** A private job's lease directory (/run/clankie-private/N); undefined for every other job. */
+  privateDir?: string | undefined;
 }
 
 export const NO_EXTRA_CONFINEMENT: ConfinementRequest = { strict: false, allowWrite: [], allowRead: [], denyConnect: [], denyBind: [], network: "all" };
@@ -112,6 +127,31 @@ export function imageTopLevel(root = "/"): string[] {
 }
 
 /**
+ * The image as a private job may read it: the top-level directories but
+ * /state and /tmp, and /var and /dev child by child without /var/tmp and
+ * /dev/shm (symbolic links among them are left out by the stage, which
+ * takes a rule only on a path that names itself).
+ */
+export function privateImageTree(root = "/"): string[] {
+  const paths: string[] = [];
+  for (const top of imageTopLevel(root)) {
+    if (PRIVATE_HIDDEN.includes(top)) continue;
+    if (!PRIVATE_HIDDEN.some((hidden) => hidden.startsWith(`${top}/`))) {
+      paths.push(top);
+      continue;
+    }
+    let names: string[] = [];
+    try {
+      names = readdirSync(`${root}${top.slice(1)}`);
+    } catch {
+      continue;
+    }
+    for (const name of names.sort()) if (!PRIVATE_HIDDEN.includes(`${top}/${name}`)) paths.push(`${top}/${name}`);
+  }
+  return paths;
+}
+
+/**
  * TCP rules are an allow list (a domain that handles connect denies every
  * port without a rule): each port gets every handled right but the ones
  * denied to it, in runs of equal access.
@@ -145,7 +185,8 @@ export function landlockRules(request: ConfinementRequest, topLevel: readonly st
       // listing /state itself is kept from the agent by its mode (0711).
       rule(FS_ACCESS.readDir, false)("/"),
       ...topLevel.map(rule(READ_EXECUTE, false)),
-      ...AGENT_WRITABLE_PATHS.map(rule(FS_ACCESS.all, false)),
+      ...(request.privateDir === undefined ? AGENT_WRITABLE_PATHS : [WORKSPACE_DIR]).map(rule(FS_ACCESS.all, false)),
+      ...(request.privateDir === undefined ? [] : [request.privateDir]).map(rule(FS_ACCESS.all, true)),
       ...request.allowWrite.map(rule(FS_ACCESS.all, true)),
       ...AGENT_DEVICE_PATHS.map(rule(DEVICE, false)),
       ...AGENT_READABLE_PATHS.map(rule(READ_EXECUTE, false)),
@@ -156,7 +197,8 @@ export function landlockRules(request: ConfinementRequest, topLevel: readonly st
 
 /** The stage's confinement keys (src/stage/stage.pl, "confinement"). */
 export function confinementKeys(request: ConfinementRequest, options: { arch?: string; topLevel?: readonly string[] } = {}): string[] {
-  const rules = landlockRules(request, options.topLevel ?? imageTopLevel());
+  const rules = landlockRules(request, options.topLevel ?? (request.privateDir === undefined ? imageTopLevel() : privateImageTree()));
+  const sysv = request.privateDir !== undefined;
   const hex = (n: number) => n.toString(16);
   return [
     `confine=${request.strict ? "strict" : "best"}`,
@@ -168,8 +210,8 @@ export function confinementKeys(request: ConfinementRequest, options: { arch?: s
     // domain in force, tracing within the job (strace, gdb, sanitizers) is
     // left to it; without one, the filter denies ptrace.
     `network=${request.network}`,
-    `seccomp=${seccompHex(options.arch, { ptrace: true, network: request.network })}`,
-    `seccomp-alone=${seccompHex(options.arch, { ptrace: false, network: request.network })}`,
+    `seccomp=${seccompHex(options.arch, { ptrace: true, network: request.network, ipc: sysv })}`,
+    `seccomp-alone=${seccompHex(options.arch, { ptrace: false, network: request.network, ipc: sysv })}`,
   ];
 }
 
@@ -183,13 +225,15 @@ export function confinementKeys(request: ConfinementRequest, options: { arch?: s
 declare const __CLANKIE_SECCOMP__: Readonly<Record<string, string>> | undefined;
 const BUILT_SECCOMP: Readonly<Record<string, string>> = typeof __CLANKIE_SECCOMP__ === "object" ? __CLANKIE_SECCOMP__ : {};
 
-const seccompKey = (arch: string, options: SeccompOptions) => `${arch}:${options.ptrace ? "ptrace" : "no-ptrace"}:${options.network}`;
+const seccompKey = (arch: string, options: SeccompOptions) => `${arch}:${options.ptrace ? "ptrace" : "no-ptrace"}:${options.network}${options.ipc ? ":no-ipc" : ""}`;
 
 /** Every filter the agent's confinement can ask for on `arch`, as hex, by key: what build.mjs carries. */
 export function seccompTable(arch: string = process.arch): Record<string, string> {
   const table: Record<string, string> = {};
   for (const ptrace of [true, false]) {
-    for (const network of ["all", "none"] as const) table[seccompKey(arch, { ptrace, network })] = seccompProgram(arch, { ptrace, network }).toString("hex");
+    for (const network of ["all", "none"] as const) {
+      for (const ipc of [false, true]) table[seccompKey(arch, { ptrace, network, ipc })] = seccompProgram(arch, { ptrace, network, ipc }).toString("hex");
+    }
   }
   return table;
 }
@@ -205,6 +249,8 @@ export interface SeccompOptions {
   ptrace: boolean;
   /** "none": socket(2) and socketpair(2) make unix sockets only. */
   network: "all" | "none";
+  /** Refuse SysV IPC and POSIX message queues (a private job). */
+  ipc?: boolean;
 }
 
 interface SeccompArch {
@@ -213,6 +259,8 @@ interface SeccompArch {
   /** x86-64 only: the x32 ABI's bit, whose calls are refused whole. */
   x32Bit?: number;
   deny: Readonly<Record<string, number>>;
+  /** SysV IPC (svipc(7)) and POSIX message queues (mq_overview(7)): refused to a private job. */
+  ipc: Readonly<Record<string, number>>;
   clone: number;
   clone3: number;
   unshare: number;
@@ -247,6 +295,7 @@ export const SECCOMP_ARCHES: Readonly<Record<string, SeccompArch>> = {
     audit: 0xc000003e,
     x32Bit: 0x40000000,
     deny: { ...COMMON_NEW, ptrace: 101, process_vm_readv: 310, process_vm_writev: 311, setns: 308, keyctl: 250, add_key: 248, request_key: 249, bpf: 321, perf_event_open: 298, userfaultfd: 323 },
+    ipc: { shmget: 29, shmat: 30, shmctl: 31, semget: 64, semop: 65, semctl: 66, shmdt: 67, msgget: 68, msgsnd: 69, msgrcv: 70, msgctl: 71, semtimedop: 220, mq_open: 240, mq_unlink: 241, mq_timedsend: 242, mq_timedreceive: 243, mq_notify: 244, mq_getsetattr: 245 },
     clone: 56,
     clone3: 435,
     unshare: 272,
@@ -261,6 +310,7 @@ export const SECCOMP_ARCHES: Readonly<Record<string, SeccompArch>> = {
   arm64: {
     audit: 0xc00000b7,
     deny: { ...COMMON_NEW, ptrace: 117, process_vm_readv: 270, process_vm_writev: 271, setns: 268, keyctl: 219, add_key: 217, request_key: 218, bpf: 280, perf_event_open: 241, userfaultfd: 282 },
+    ipc: { mq_open: 180, mq_unlink: 181, mq_timedsend: 182, mq_timedreceive: 183, mq_notify: 184, mq_getsetattr: 185, msgget: 186, msgctl: 187, msgrcv: 188, msgsnd: 189, semget: 190, semctl: 191, semtimedop: 192, semop: 193, shmget: 194, shmctl: 195, shmat: 196, shmdt: 197 },
     clone: 220,
     clone3: 435,
     unshare: 97,
@@ -442,6 +492,12 @@ export function seccompProgram(arch: string = process.arch, options: SeccompOpti
     { op: "ld", offset: DATA_NR },
     ...(a.x32Bit === undefined ? [] : [{ op: "jge" as const, k: a.x32Bit, then: "eperm" }]),
     ...deny.map(([, nr]) => ({ op: "jeq" as const, k: nr, then: "eperm" })),
+    // SysV IPC and POSIX message queues live in the IPC namespace, which
+    // every job shares, and are guarded by modes a job of the same uid
+    // passes: a private job gets none of them, in either direction. ENOSYS,
+    // what a kernel without CONFIG_SYSVIPC or CONFIG_POSIX_MQUEUE answers,
+    // so that programs that probe for them fall back (to mmap and files).
+    ...(options.ipc ? Object.values(a.ipc).map((nr) => ({ op: "jeq" as const, k: nr, then: "enosys" })) : []),
     { op: "jeq", k: a.clone3, then: "enosys" },
     { op: "jeq", k: a.clone, then: "flags" },
     { op: "jeq", k: a.unshare, then: "flags" },

@@ -34,6 +34,15 @@ export const AGENT_EXEC_PATH = `${INSTALL_DIR}/${AGENT_EXEC_NAME}`;
 export const SERVICE_USER = "node";
 export const AGENT_USER = "clankie-agent";
 export const WORKSPACE_GROUP = "clankie-workspace";
+/**
+ * The pool of private-job groups: clankie-private-0 .. -15, gids 1100-1115,
+ * no members. A private job holds one of them as a supplementary group for
+ * its lifetime (src/agent-exec/private-job.ts).
+ */
+export const PRIVATE_GROUP_PREFIX = "clankie-private-";
+export const PRIVATE_POOL_SIZE = 16;
+/** Where private jobs' leases live: root's /run, not /state's filesystem. */
+export const PRIVATE_DIR = "/run/clankie-private";
 
 /** Files that define them. Fixed: NSS modules are code and are never consulted. */
 export const PASSWD_FILE = "/etc/passwd";

@@ -1,5 +1,5 @@
 /* --help and --version text, and what each exit code of constants.ts means. */
-import { ADR_LAUNCH_FLAGS, AGENT_DEFAULT_NPROC, AGENT_DEFAULT_OOM_SCORE_ADJ, EXIT, SYSTEM_PATH } from "./constants.ts";
+import { ADR_LAUNCH_FLAGS, AGENT_DEFAULT_NPROC, AGENT_DEFAULT_OOM_SCORE_ADJ, EXIT, PRIVATE_DIR, SYSTEM_PATH } from "./constants.ts";
 
 /** What each exit code means: `--help` prints this table and README.md holds the same rows (test/unit/project/docs.test.ts). */
 export const EXIT_DESCRIPTIONS: ReadonlyArray<readonly [number, string]> = [
@@ -7,11 +7,11 @@ export const EXIT_DESCRIPTIONS: ReadonlyArray<readonly [number, string]> = [
   [EXIT.checkFailed, "--self-check: at least one check failed"],
   [EXIT.usage, "bad command line: unknown option, missing --, empty command, a --pgid that is the shim's own process group or its caller's"],
   [EXIT.dataRefused, "a file under /state or /workspace breaks the rules and was left alone (planted link, device, foreign hard link); or a path named for the agent's confinement leads through a symbolic link"],
-  [EXIT.noUser, "node, clankie-agent or clankie-workspace missing or wrong in /etc/passwd or /etc/group"],
+  [EXIT.noUser, "node, clankie-agent or clankie-workspace missing or wrong in /etc/passwd or /etc/group (or a clankie-private-N group wrong; none at all refuses --private-job only)"],
   [EXIT.verifyFailed, "after a privilege change the kernel reports other ids, groups, capabilities or NoNewPrivs than asked (for the agent also: a terminal, no session of its own, a stray fd, a Landlock domain or seccomp filter not in force)"],
   [EXIT.osError, "an operating-system call failed; the message names the call, the path and the errno code"],
-  [EXIT.busy, "clankie-agent-exec: the agent uid already runs more tasks than --nproc allows (RLIMIT_NPROC); try again when agent work has ended"],
-  [EXIT.launchRefused, "the launch lacks what the mode needs: NoNewPrivs, a capability, the caller is the wrong uid, or the kernel cannot confine agent work as --strict-confinement or --no-network asks"],
+  [EXIT.busy, "clankie-agent-exec: the agent uid already runs more tasks than --nproc allows (RLIMIT_NPROC), or every private-job group is leased (--private-job); try again when agent work has ended"],
+  [EXIT.launchRefused, "the launch lacks what the mode needs: NoNewPrivs, a capability, the caller is the wrong uid, or the kernel cannot confine agent work as --strict-confinement, --no-network or --private-job asks"],
   [EXIT.notExecutable, "the command is refused by the exec rules (writable by others, foreign owner) or cannot be executed"],
   [EXIT.notFound, "the command was not found in the fixed system PATH"],
 ];
@@ -50,7 +50,7 @@ clankie-agent-exec [--cwd DIR] [--env NAME]... [--keep-fd N]...
                    [--nproc N] [--oom-score-adj N] [--allow-write PATH]...
                    [--allow-read PATH]... [--deny-connect PORT]...
                    [--deny-bind PORT]... [--strict-confinement] [--no-network]
-                   -- COMMAND [ARG...]
+                   [--private-job] -- COMMAND [ARG...]
   Run by the service only: execs COMMAND as clankie-agent with no
   capabilities, NoNewPrivs, a new session without a controlling terminal,
   umask 0002, HOME /state/agent and PATH ${SYSTEM_PATH},
@@ -79,6 +79,17 @@ clankie-agent-exec [--cwd DIR] [--env NAME]... [--keep-fd N]...
                          refused (exit ${EXIT.launchRefused}) without the seccomp filter
     --strict-confinement refuse (exit ${EXIT.launchRefused}) unless the kernel applies all of
                          it: Landlock ABI 6 or later and the seccomp filter
+    --private-job        a job no other agent job can reach: one group of
+                         the pool clankie-private-0..15, HOME and TMPDIR in
+                         ${PRIVATE_DIR}/N, which only that group can enter;
+                         writes only /workspace and there; reads nothing of
+                         /tmp, /var/tmp, /dev/shm, /state/agent; no SysV IPC
+                         or POSIX queue. Refused (exit ${EXIT.launchRefused}) without Landlock
+                         ABI 6 and seccomp; exit ${EXIT.busy} when the pool is leased
+
+clankie-agent-exec --private-cleanup PID
+  Ends the lease of private job PID once it has exited: kills what still
+  holds its group, removes its directory. spawnAgent calls it.
 
 clankie-agent-exec --signal SIGNAL --pgid PGID
   Delivers SIGNAL to the agent's process group PGID, as the agent. The way to

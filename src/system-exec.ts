@@ -12,6 +12,7 @@ import { checkTrustedExecutable, gateExec } from "./exec/rules.ts";
 import { Refusal } from "./report.ts";
 import { agentStopPlan, routeKillsThroughShim, signalAgent } from "./service/agent-stop.ts";
 import { withoutCapabilities } from "./service/drop-capabilities.ts";
+import { releaseWhenEnded } from "./service/private-release.ts";
 
 export { buildEnvironment, type Environment } from "./exec/environment.ts";
 export { AgentStopError, signalAgent } from "./service/agent-stop.ts";
@@ -95,6 +96,14 @@ export interface SpawnAgentOptions extends Omit<SystemExecOptions, "cwd" | "deta
   strictConfinement?: boolean;
   /** "none": no socket but unix sockets (no IPv4, IPv6, netlink or other); refused (exit 77) where the seccomp filter cannot be installed. Default "all". */
   network?: "all" | "none";
+  /**
+   * A private job: a fresh HOME and TMPDIR of its own under
+   * /run/clankie-private/N, out of every other job's reach (a group of the
+   * pool, see README); no SysV IPC or POSIX message queue. Refused (exit 77)
+   * without Landlock ABI 6 and the seccomp filter, 75 when the pool is
+   * leased. Released when the job has ended: the result settles after it.
+   */
+  privateJob?: boolean;
   /** Path of the shim; default CLANKIE_AGENT_EXEC's value of ADR 0272. */
   shim?: string;
   /** What timeout, cancelSignal and kill() send (default SIGTERM): one the shim delivers (AGENT_SIGNALS). */
@@ -102,7 +111,7 @@ export interface SpawnAgentOptions extends Omit<SystemExecOptions, "cwd" | "deta
 }
 
 /** The options spawnAgent hands to the shim; every other one is execa's. A new shim option goes here and in agentExecArguments. */
-const SHIM_OPTIONS = ["cwd", "env", "keepFds", "nproc", "oomScoreAdj", "allowWrite", "allowRead", "denyConnect", "denyBind", "strictConfinement", "network", "shim"] as const satisfies readonly (keyof SpawnAgentOptions)[];
+const SHIM_OPTIONS = ["cwd", "env", "keepFds", "nproc", "oomScoreAdj", "allowWrite", "allowRead", "denyConnect", "denyBind", "strictConfinement", "network", "privateJob", "shim"] as const satisfies readonly (keyof SpawnAgentOptions)[];
 
 /** Pure: the shim's argv and environment for an agent command. */
 export function agentExecArguments(command: string, args: readonly string[], options: SpawnAgentOptions = {}): { argv: string[]; env: Environment } {
@@ -123,6 +132,7 @@ export function agentExecArguments(command: string, args: readonly string[], opt
   if (options.strictConfinement) argv.push("--strict-confinement");
   if (options.network !== undefined && options.network !== "all" && options.network !== "none") throw new Refusal(EXIT.usage, `network ${JSON.stringify(options.network)} is not "all" or "none"`, 'give network: "none" to keep agent work off the network, or leave it out');
   if (options.network === "none") argv.push("--no-network");
+  if (options.privateJob) argv.push("--private-job");
   argv.push("--", command, ...args);
   return { argv, env: buildEnvironment({ from: process.env, set: options.env }) };
 }
@@ -145,5 +155,6 @@ export function spawnAgent(command: string, args: readonly string[] = [], option
   const stop = agentStopPlan(options);
   const { argv, env } = agentExecArguments(command, args, options);
   const subprocess = execa(shimPath, argv, { ...execaOptions, killSignal: stop.killSignal, env, extendEnv: false, shell: false, preferLocal: false, detached: true });
-  return routeKillsThroughShim(subprocess, shimPath, stop);
+  const routed = routeKillsThroughShim(subprocess, shimPath, stop);
+  return options.privateJob ? releaseWhenEnded(routed, shimPath) : routed;
 }

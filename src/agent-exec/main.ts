@@ -1,6 +1,6 @@
 /*
  * The shim's role, from its arguments to its exec: --help, --version,
- * --signal, or a command to run as the agent. src/main.ts calls it when the
+ * --signal, --private-cleanup, or a command to run as the agent. src/main.ts calls it when the
  * executable is started under the shim's name, and so does start.ts, the
  * entry of the shim's own bundle (build.mjs), which holds nothing else.
  */
@@ -8,7 +8,7 @@ import { parseAgentExecArgs } from "../cli.ts";
 import { AGENT_EXEC_NAME, EXIT } from "../constants.ts";
 import { helpText, versionText } from "../help.ts";
 import { writeLine } from "../report.ts";
-import { runAgentExec, runSignal } from "./run.ts";
+import { runAgentExec, runPrivateCleanup, runSignal } from "./run.ts";
 
 export function runAgentExecRole(argv: readonly string[]): number {
   const request = parseAgentExecArgs(argv);
@@ -21,6 +21,8 @@ export function runAgentExecRole(argv: readonly string[]): number {
       return EXIT.ok;
     case "signal":
       return runSignal(request);
+    case "private-cleanup":
+      return runPrivateCleanup(request);
     case "run":
       return runAgentExec(request);
   }

@@ -33,12 +33,23 @@ import { stageArgv } from "../stage/stage.ts";
 import { type ConfinementRequest, confinementKeys } from "../confinement.ts";
 import { withGitTrust } from "./git-trust.ts";
 
-/** The agent's environment: the allowlist and the named variables of the shim's own environment, plus ours. */
-export function agentEnvironment(shimEnv: NodeJS.ProcessEnv, names: readonly string[], ids: Identities): Environment {
+/** A private job's lease: its group and directory (src/agent-exec/private-job.ts). */
+export interface PrivateLease {
+  group: number;
+  dir: string;
+}
+
+/** Where a private job's HOME and temporary files live: fresh, inside its lease. */
+export function privateEnvironment(lease: PrivateLease): Environment {
+  return { HOME: `${lease.dir}/home`, TMPDIR: `${lease.dir}/tmp`, TMUX_TMPDIR: `${lease.dir}/tmp` };
+}
+
+/** The agent's environment: the allowlist and the named variables of the shim's own environment, plus ours (which win over a named one). */
+export function agentEnvironment(shimEnv: NodeJS.ProcessEnv, names: readonly string[], ids: Identities, lease?: PrivateLease): Environment {
   return withGitTrust(buildEnvironment({
     from: shimEnv,
     pass: names,
-    set: { HOME: AGENT_HOME, USER: ids.agent.name, LOGNAME: ids.agent.name },
+    set: { HOME: AGENT_HOME, USER: ids.agent.name, LOGNAME: ids.agent.name, ...(lease === undefined ? {} : privateEnvironment(lease)) },
   }));
 }
 
@@ -57,6 +68,13 @@ export interface AgentExecChain extends ChainBase {
   confinement: ConfinementRequest;
   /** An absolute path, then argv with argv[0]. */
   action: { path: string; argv: readonly string[] };
+  /** A private job: its group joins the agent's, and confinement.privateDir is its directory. */
+  lease?: PrivateLease | undefined;
+}
+
+/** The end of a private job's lease: runs no agent code; kills what holds the group, then removes the lease's contents. */
+export interface AgentCleanupChain extends ChainBase {
+  action: { cleanup: PrivateLease };
 }
 
 /** The signal stage: runs no agent code, unconfined so that it reaches every job's domain. */
@@ -64,15 +82,31 @@ export interface AgentSignalChain extends ChainBase {
   action: { signal: string; pgid: number };
 }
 
-export type AgentChain = AgentExecChain | AgentSignalChain;
+export type AgentChain = AgentExecChain | AgentSignalChain | AgentCleanupChain;
 
 function isExecChain(chain: AgentChain): chain is AgentExecChain {
   return "path" in chain.action;
 }
 
+function isCleanupChain(chain: AgentChain): chain is AgentCleanupChain {
+  return "cleanup" in chain.action;
+}
+
+/** The lease a chain runs with, if any. */
+function chainLease(chain: AgentChain): PrivateLease | undefined {
+  if (isCleanupChain(chain)) return chain.action.cleanup;
+  return isExecChain(chain) ? chain.lease : undefined;
+}
+
+/** find(1) -delete removes depth first and never follows a symbolic link (-P, the default); -xdev stays on the lease's filesystem. */
+export function leaseRemovalArgv(dir: string): string[] {
+  return [TOOLS.find, dir, "-xdev", "-mindepth", "1", "-delete"];
+}
+
 /** argv (with argv[0]) of the whole chain, starting at setpriv. */
 export function agentChainArgv(ids: Identities, chain: AgentChain): string[] {
-  const groups = agentGroups(ids);
+  const lease = chainLease(chain);
+  const groups = [...agentGroups(ids), ...(lease === undefined ? [] : [lease.group])];
   const identity = {
     program: AGENT_EXEC_NAME,
     uid: ids.agent.uid,
@@ -91,10 +125,13 @@ export function agentChainArgv(ids: Identities, chain: AgentChain): string[] {
         session: chain.needSetsid ? "new" : "own",
         umask: AGENT_UMASK,
         cwd: chain.cwd,
-        confinement: confinementKeys(chain.confinement),
+        confinement: confinementKeys(chain.lease === undefined ? chain.confinement : { ...chain.confinement, privateDir: chain.lease.dir }),
+        privateDir: chain.lease?.dir,
         action: chain.action,
       })
-    : stageArgv({ ...identity, role: "signal", action: chain.action });
+    : isCleanupChain(chain)
+      ? stageArgv({ ...identity, role: "cleanup", lease: chain.action.cleanup.dir, group: chain.action.cleanup.group, action: { path: TOOLS.find, argv: leaseRemovalArgv(chain.action.cleanup.dir) } })
+      : stageArgv({ ...identity, role: "signal", action: chain.action });
   return [
     TOOLS.setpriv,
     `--reuid=${ids.agent.uid}`,

@@ -15,7 +15,8 @@ import { execReplace, prepareExec } from "../exec/replace.ts";
 import { resolveCommand } from "../exec/rules.ts";
 import { checkCaller } from "./caller.ts";
 import { closeStrayDescriptors } from "./descriptors.ts";
-import { agentChainArgv, agentEnvironment, type AgentChain } from "./plan.ts";
+import { agentChainArgv, agentEnvironment, type AgentChain, type PrivateLease } from "./plan.ts";
+import { leasePrivateGroup, releaseJobLease } from "./private-job.ts";
 import { stageEnvironment } from "../stage/stage.ts";
 
 /**
@@ -65,15 +66,22 @@ function checkedIdentities(): Identities {
  * /proc/<pid>/status on each spawn, growing with the processes in the body.
  */
 
-/** oomScoreAdj undefined leaves the value as it is (the signal stage runs no agent code). */
-function execChain(ids: Identities, chain: AgentChain, oomScoreAdj: number | undefined, envNames: readonly string[]): never {
-  const { env, unset } = stageEnvironment(agentEnvironment(process.env, envNames, ids));
-  const argv = agentChainArgv(ids, { ...chain, ...(unset === undefined ? {} : { unset }) });
+/**
+ * oomScoreAdj undefined leaves the value as it is (the signal stage runs no
+ * agent code). `takeLease` (a private job) runs last before the exec: its
+ * setegid(2) makes the shim non-dumpable (prctl(2) PR_SET_DUMPABLE: a
+ * credential change resets it), so that its /proc/self is root's until the
+ * execve(2) and oom_score_adj and /proc/self/fd could no longer be used.
+ */
+function execChain(ids: Identities, chain: AgentChain, oomScoreAdj: number | undefined, envNames: readonly string[], takeLease?: () => PrivateLease): never {
   // Every tool of the chain passes the exec rules; execReplace gates the first (argv[0]) itself.
   const [, ...later] = [TOOLS.setpriv, TOOLS.perl];
   for (const tool of later) prepareExec({ command: tool, args: [], env: {}, trustedUids: [0] });
   if (oomScoreAdj !== undefined) raiseOomScore(oomScoreAdj);
   closeStrayDescriptors(chain.keepFds);
+  const lease = takeLease?.();
+  const { env, unset } = stageEnvironment(agentEnvironment(process.env, envNames, ids, lease));
+  const argv = agentChainArgv(ids, { ...chain, ...(lease === undefined ? {} : { lease }), ...(unset === undefined ? {} : { unset }) });
   execReplace({ command: argv[0]!, args: argv.slice(1), argv0: argv[0], env, trustedUids: [0] });
 }
 
@@ -94,6 +102,7 @@ export function runAgentExec(request: Extract<AgentExecRequest, { kind: "run" }>
     },
     request.oomScoreAdj,
     request.env,
+    request.privateJob ? () => leasePrivateGroup(ids) : undefined,
   );
 }
 
@@ -108,6 +117,14 @@ export function signalPlan(request: Extract<AgentExecRequest, { kind: "signal" }
     chain: { nproc: undefined, keepFds: [], action: { signal: request.signal, pgid: request.pgid } },
     oomScoreAdj: undefined,
   };
+}
+
+/** --private-cleanup PID: the end of the lease job PID held (spawnAgent calls it when the job has ended). */
+export function runPrivateCleanup(request: Extract<AgentExecRequest, { kind: "private-cleanup" }>): number {
+  const ids = checkedIdentities();
+  // The cleanup stage refuses any fd it was not given, as every stage does.
+  closeStrayDescriptors([]);
+  return releaseJobLease(ids, request.pid);
 }
 
 export function runSignal(request: Extract<AgentExecRequest, { kind: "signal" }>): never {

@@ -7,7 +7,7 @@
  * fact of the launch refuses before the first change on disk.
  *
  *   checkLaunch -> readIdentities -> vetPrograms -> scanState -> secureState
- *     -> joinWorkspaceGroup -> shareWorkspace -> dropToService
+ *     -> joinWorkspaceGroup -> shareWorkspace -> resetPrivateRoot -> dropToService
  *
  * scanState only reads (find, state-scan.ts); secureState walks /state only
  * when the scan did not find every entry fitting.
@@ -26,6 +26,7 @@ import { secureState, type StateResult } from "./state-layout.ts";
 import { scanState } from "./state-scan.ts";
 import { joinWorkspaceGroup, shareWorkspace, type WorkspaceResult } from "./workspace-layout.ts";
 import { osCall } from "./os-call.ts";
+import { resetPrivateRoot } from "./private-root.ts";
 
 function plural(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? "" : "s"}`;
@@ -96,6 +97,9 @@ export async function runEntrypoint(command: readonly string[]): Promise<never> 
   const state = secureState(ids, await scanState(ids));
   joinWorkspaceGroup(ids);
   const workspace = shareWorkspace(ids, stateDevice());
+  const staleLeases = resetPrivateRoot(ids);
+  if (staleLeases === "read-only") printWarning("/run is read-only: private jobs (--private-job) are refused; add --tmpfs /run:rw,exec,nosuid,nodev,mode=755 to the launch (docs/launch.md)");
+  else if (staleLeases > 0) printInfo(`removed ${plural(staleLeases, "private-job lease")} a previous run left`);
   report(ids, launch, dropped, state, workspace, started);
   return dropToService(ids, command, vetted, env);
 }

@@ -16,6 +16,7 @@
  */
 import { agentGroups } from "../accounts.ts";
 import { judgeAccounts } from "./accounts.ts";
+import { judgePrivateJobs } from "./private-jobs.ts";
 import { cannotLook, type Check, reasonOf, type Verdict } from "./check.ts";
 import { judgeConfinement, judgeStopRoute } from "./confinement.ts";
 import { judgeEnvironment } from "./environment.ts";
@@ -91,6 +92,7 @@ export const CHECKS: readonly CheckSpec[] = [
   ...KERNEL_SETTINGS.map((setting) => check({ id: setting.id, needs: ["sysctls"], judge: ({ sysctls }) => judgeKernelSetting(setting, sysctls.get(setting.path)!) })),
   check({ id: "agent.confinement", needs: ["confinement"], judge: ({ confinement }) => judgeConfinement(confinement) }),
   check({ id: "agent.stop-route", needs: ["confinement"], judge: ({ confinement }) => judgeStopRoute(confinement) }),
+  check({ id: "agent.private-jobs", needs: ["ids", "privateRoot", "table", "mode"], judge: ({ ids, privateRoot, table, mode }) => judgePrivateJobs(ids, privateRoot, table, mode.mode, ids.service.uid) }),
   check({ id: "probe", needs: ["probe"], judge: ({ probe }) => probe && judgeProbeRun(probe) }),
   check({ id: "probe.identity", needs: ["probe", "ids?"], judge: ({ probe, ids }) => mapReport(probe, (report) => judgeProbeIdentity(report, ids!)) }),
   check({ id: "probe.capabilities", needs: ["probe"], judge: ({ probe }) => mapReport(probe, judgeProbeCapabilities) }),

@@ -14,10 +14,10 @@
  * `docker exec --user node` cannot read the service's; its own children can.
  * Those reads are values that carry their error, judged as such.
  */
-import { lstatSync, readFileSync, readlinkSync, statSync, type Stats } from "node:fs";
+import { lstatSync, readdirSync, readFileSync, readlinkSync, statSync, type Stats } from "node:fs";
 import { type Identities, parsePasswd, resolveIdentities } from "../accounts.ts";
 import { builtInBundleSha256 } from "../build-info.ts";
-import { AGENT_EXEC_NAME, AGENT_HOME, ENTRYPOINT_NAME, GROUP_FILE, INSTALL_DIR, PASSWD_FILE, SERVICE_USER, STATE_DIR, TOOLS, WORKSPACE_DIR } from "../constants.ts";
+import { AGENT_EXEC_NAME, AGENT_HOME, ENTRYPOINT_NAME, GROUP_FILE, INSTALL_DIR, PASSWD_FILE, PRIVATE_DIR, SERVICE_USER, STATE_DIR, TOOLS, WORKSPACE_DIR } from "../constants.ts";
 import { embeddedBundleSha256 } from "../embedded-bundle.ts";
 import { runCapture } from "../exec/capture.ts";
 import { checkTrustedExecutable } from "../exec/rules.ts";
@@ -33,6 +33,7 @@ import { KERNEL_SETTINGS } from "./kernel.ts";
 import { type Boundary, boundaryOf, classifyMode, type ModeVerdict } from "./mode.ts";
 import { type ProbeRun, runProbe } from "./probe.ts";
 import { auditState, type StateAudit } from "./state.ts";
+import type { PrivateRoot } from "./private-jobs.ts";
 
 /** A fact: its value, or why it could not be read and what to do about it. */
 export type Fact<T> = { ok: true; value: T } | { ok: false; error: string; fix: string };
@@ -61,6 +62,17 @@ function readable<T>(syscall: string, path: string, reader: () => T): Readable<T
 }
 
 /** An lstat(2) whose failure a judge words itself (reasonOf: message and code). */
+/** PRIVATE_DIR's lstat and the lease directories in it (its owner, the service, or root may list it). */
+function readPrivateRoot(): PrivateRoot {
+  try {
+    const stats = lstatSync(PRIVATE_DIR);
+    const leases = stats.isDirectory() ? readdirSync(PRIVATE_DIR).filter((name) => /^\d{1,2}$/.test(name)).sort((a, b) => Number(a) - Number(b)) : [];
+    return { ok: true, stats, leases };
+  } catch (error) {
+    return { ok: false, error: reasonOf(error), code: (error as NodeJS.ErrnoException).code };
+  }
+}
+
 export type Lstat = { ok: true; value: Stats } | { ok: false; error: string; code: string | undefined };
 function lstatOf(path: string): Lstat {
   try {
@@ -162,6 +174,8 @@ export interface Facts {
   exes: Fact<Map<number, Readable<string>>>;
   sysctls: Fact<Map<string, Readable<string>>>;
   confinement: Fact<ConfinementFacts>;
+  /** The private jobs' root and the lease directories in it. */
+  privateRoot: Fact<PrivateRoot>;
   /** What the probe did; absent without --probe. */
   probe: Fact<ProbeRun | undefined>;
 }
@@ -236,6 +250,7 @@ export async function readFacts(request: { probe: boolean }): Promise<Facts> {
     exes: known(exes),
     sysctls: known(new Map(KERNEL_SETTINGS.map((setting) => [setting.path, readable("read", setting.path, () => readFileSync(setting.path, "latin1"))]))),
     confinement: known(readConfinement(selfStatus)),
+    privateRoot: known(readPrivateRoot()),
   };
 
   /* 4. The image walk's result, then the probe (after everything else: its processes are not the body's). */

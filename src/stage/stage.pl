@@ -24,6 +24,7 @@ my $AGENT_FIX = 'do not start agent work on this body; run clankie-separate --se
 my $SERVICE_WHAT = 'after the drop to the service the kernel reports';
 my $SERVICE_FIX = 'check that the launch has --cap-add SETPCAP, SETUID and SETGID and that the kernel supports ambient capabilities (Linux 4.3+)';
 my $CONFINEMENT_FIX = 'run agent work on a kernel with Landlock ABI 6 or later (Linux 6.12+, lsm= including landlock) under an engine whose seccomp profile allows landlock_create_ruleset, landlock_add_rule and landlock_restrict_self (Docker 20.10.18+), or spawn without --strict-confinement to run it under the uid boundary alone';
+my $PRIVATE_FIX = 'run private jobs on a kernel with Landlock ABI 6 or later (Linux 6.12+, lsm= including landlock) where seccomp filters can be installed: without both, a private job is refused';
 my $STAGE_FIX = 'this stage is started by clankie-separate itself';
 my $KERNEL_FIX = 'report this with the kernel version (uname -r)';
 
@@ -31,8 +32,9 @@ my $KERNEL_FIX = 'report this with the kernel version (uname -r)';
 my @IDENTITY_KEYS = qw(uid gid groups inh prm eff amb nnp unset);
 my %ROLE_KEYS = (
   service => [@IDENTITY_KEYS, qw(bnd umask)],
-  agent => [@IDENTITY_KEYS, qw(nproc session fds umask cwd confine net scope path port network seccomp seccomp-alone)],
+  agent => [@IDENTITY_KEYS, qw(nproc session fds umask cwd confine net scope path port network seccomp seccomp-alone private)],
   signal => [@IDENTITY_KEYS, qw(fds signal pgid)],
+  cleanup => [@IDENTITY_KEYS, qw(fds lease group)],
 );
 my %REPEATED = (path => 1, port => 1);
 my $HEX = qr/[0-9a-f]{1,16}/;
@@ -47,6 +49,7 @@ my %FORM = (
   path => qr{$HEX:(?:must|may):/.*}s, port => qr/$HEX:\d{1,5}-\d{1,5}/,
   network => qr/all|none/, seccomp => $FILTER, 'seccomp-alone' => $FILTER,
   signal => qr/[A-Z]{2,8}/, pgid => qr/[2-9]|[1-9]\d{1,9}/,
+  private => qr{(?:/run/clankie-private/\d{1,2})?}, lease => qr{/run/clankie-private/\d{1,2}}, group => qr/\d{1,10}/,
 );
 # Anchored and captured once here, not rebuilt for every key.
 $FORM{$_} = qr/\A($FORM{$_})\z/s for keys %FORM;
@@ -58,7 +61,7 @@ sub line { my $text = join "", @_; $text =~ s/[\r\n]+/ /g; syswrite STDERR, "$pr
 sub refuse { my ($code, $what, $fix) = @_; line("$what; $fix"); exit $code }
 sub usage { refuse(EXIT_USAGE, "verification stage: $_[0]", $STAGE_FIX) }
 # Linux's errno numbers, the same on x86-64 and arm64 (%! would load Errno.pm, over a millisecond).
-my %ERRNO = (1, "EPERM", 2, "ENOENT", 3, "ESRCH", 5, "EIO", 7, "E2BIG", 8, "ENOEXEC", 9, "EBADF", 11, "EAGAIN", 12, "ENOMEM", 13, "EACCES", 20, "ENOTDIR", 21, "EISDIR", 22, "EINVAL", 24, "EMFILE", 26, "ETXTBSY", 36, "ENAMETOOLONG", 38, "ENOSYS", 40, "ELOOP", 95, "EOPNOTSUPP", 97, "EAFNOSUPPORT");
+my %ERRNO = (1, "EPERM", 2, "ENOENT", 3, "ESRCH", 5, "EIO", 7, "E2BIG", 8, "ENOEXEC", 9, "EBADF", 11, "EAGAIN", 12, "ENOMEM", 13, "EACCES", 17, "EEXIST", 20, "ENOTDIR", 21, "EISDIR", 22, "EINVAL", 24, "EMFILE", 26, "ETXTBSY", 36, "ENAMETOOLONG", 38, "ENOSYS", 40, "ELOOP", 95, "EOPNOTSUPP", 97, "EAFNOSUPPORT");
 sub errname { my $n = $! + 0; $ERRNO{$n} // "errno $n" }
 sub proc_failed { refuse(EXIT_OS_ERROR, "open $_[0] failed: " . errname(), 'mount /proc in the container' . ($_[1] // "")) }
 
@@ -69,8 +72,10 @@ read_status();
 my @differences = (check_ids(), check_capabilities(), check_session(), check_descriptors());
 refuse(EXIT_VERIFY_FAILED, ($role eq "service" ? "$SERVICE_WHAT " : "$AGENT_WHAT ") . join("; ", @differences), $role eq "service" ? $SERVICE_FIX : $AGENT_FIX) if @differences;
 deliver_signal() if $role eq "signal";
+end_lease() if $role eq "cleanup";
 reset_signals();
 enter_directory();
+make_private() if $role eq "agent" && $want{private} ne "";
 confine() if $role eq "agent";
 exec_command();
 
@@ -82,7 +87,7 @@ sub read_request {
   $program = $1 if $name =~ /\A([a-z][a-z-]{0,40})\z/;
   usage("program name " . ($name eq "" ? "missing" : $name)) unless $program eq $name;
   my $asked = shift @args // "";
-  ($role) = $asked =~ /\A(service|agent|signal)\z/ or usage("unknown role " . ($asked eq "" ? "(none)" : $asked));
+  ($role) = $asked =~ /\A(service|agent|signal|cleanup)\z/ or usage("unknown role " . ($asked eq "" ? "(none)" : $asked));
   my %allowed = map { $_ => 1 } @{$ROLE_KEYS{$role}};
   while (@args) {
     my $arg = shift @args;
@@ -224,6 +229,36 @@ sub deliver_signal {
   refuse(EXIT_OS_ERROR, "kill -$want{signal} -$want{pgid} failed: " . errname(), "report this with the command line used");
 }
 
+# ---- the cleanup role: the end of a private job's lease, as the agent with its group ----
+# Only processes descended from the lease hold its group (no account is a
+# member; setgroups(2) needs CAP_SETGID): every one of them still running is
+# killed, round after round until a scan finds none (a fork between scan and
+# kill is found by the next round), so that nothing can write into the lease
+# while the command (find -delete, which never follows a symbolic link)
+# removes what is in it. Zombies run nothing and are left to their reaper.
+sub end_lease {
+  my $group = $want{group};
+  grep { $_ eq $group } split /,/, $want{groups} or usage("group=$group is not among groups=$want{groups}");
+  for my $round (1 .. 200) {
+    my $found = 0;
+    opendir my $dh, "/proc" or proc_failed("/proc");
+    # Untainted by its form (perl -T): a pid is digits.
+    for my $pid (grep { $_ != $$ } map { /\A(\d{1,10})\z/ ? $1 : () } readdir $dh) {
+      open my $fh, "<", "/proc/$pid/status" or next;
+      my ($state, $groups) = ("", "");
+      while (my $l = <$fh>) { $state = $1 if $l =~ /\AState:\s*(\S)/; $groups = $1 if $l =~ /\AGroups:\s*(.*?)\s*\z/ }
+      close $fh;
+      next if $state eq "Z" || !grep { $_ eq $group } split /\s+/, $groups;
+      $found++;
+      kill "KILL", $pid;
+    }
+    closedir $dh;
+    return unless $found;
+    select undef, undef, undef, 0.01;
+  }
+  refuse(EXIT_OS_ERROR, "processes holding group $group keep appearing", "stop the private job (clankie-agent-exec --signal KILL --pgid PGID) and try again");
+}
+
 # ---- signals: execve(2) keeps ignored signals ignored ----
 # Node ignores SIGPIPE and SIGXFSZ; the command starts as a child the service
 # spawned itself would, with every signal the chain left ignored at its default.
@@ -242,11 +277,20 @@ sub reset_signals {
 
 # ---- umask(2), chdir(2), and the environment perl alone needed ----
 sub enter_directory {
-  umask oct $want{umask};
+  umask oct $want{umask} if exists $want{umask};
   if ($role eq "agent") {
     chdir $want{cwd} or refuse(EXIT_LAUNCH_REFUSED, "the agent cannot enter $want{cwd} (" . errname() . ")", "pass a --cwd under /workspace that group clankie-workspace can search");
   }
   delete $ENV{$want{unset}} if $want{unset} ne "";
+}
+
+# ---- a private job's HOME and TMPDIR, made fresh as the agent with the lease's group ----
+# The shim made the lease directory empty a moment ago, and only processes
+# with its group can enter it: mkdir(2) refuses what exists rather than use it.
+sub make_private {
+  for my $dir ("$want{private}/home", "$want{private}/tmp") {
+    mkdir $dir, 0700 or refuse(EXIT_LAUNCH_REFUSED, "the private job cannot make $dir (" . errname() . ")", "spawn it again: each private job gets a fresh lease");
+  }
 }
 
 # ---- confinement: the agent's Landlock domain (landlock(7)) and seccomp filter (seccomp(2)) ----
@@ -266,8 +310,10 @@ sub enter_directory {
 # Best effort by the ABI, or all of it with confine=strict. Each layer is
 # checked by what it must deny before the command runs.
 sub confine {
-  my $strict = $want{confine} eq "strict";
-  my $short = sub { refuse(EXIT_LAUNCH_REFUSED, "agent confinement: $_[0]", $CONFINEMENT_FIX) if $strict };
+  # A private job is kept from other jobs by its domain and filter: without them it is refused.
+  my $private = $want{private} ne "";
+  my $strict = $private || $want{confine} eq "strict";
+  my $short = sub { refuse(EXIT_LAUNCH_REFUSED, ($private ? "private job: " : "agent confinement: ") . $_[0], $private ? $PRIVATE_FIX : $CONFINEMENT_FIX) if $strict };
   my $abi = syscall(@landlockCreateRuleset@, 0, 0, 1);
   if ($abi < 0) { $short->("the kernel offers no Landlock (" . errname() . ")"); $abi = 0 }
   elsif ($abi < 6) { $short->("the kernel's Landlock ABI is $abi; scoping needs 6") }

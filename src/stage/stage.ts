@@ -58,6 +58,8 @@ export interface AgentStageRequest extends StageIdentity {
   cwd: string;
   /** The Landlock domain and seccomp filter, as keys (confinementKeys of src/confinement.ts). */
   confinement: readonly string[];
+  /** A private job's lease directory: the stage makes home/ and tmp/ in it, and refuses without Landlock ABI 6 and seccomp. */
+  privateDir?: string | undefined;
   /** An absolute path, then argv with argv[0]. */
   action: { path: string; argv: readonly string[] };
 }
@@ -68,7 +70,16 @@ export interface SignalStageRequest extends StageIdentity {
   action: { signal: string; pgid: number };
 }
 
-export type StageRequest = ServiceStageRequest | AgentStageRequest | SignalStageRequest;
+/** The end of a private job's lease: kill what holds `group`, then run the removal command. */
+export interface CleanupStageRequest extends StageIdentity {
+  role: "cleanup";
+  keepFds: readonly number[];
+  lease: string;
+  group: number;
+  action: { path: string; argv: readonly string[] };
+}
+
+export type StageRequest = ServiceStageRequest | AgentStageRequest | SignalStageRequest | CleanupStageRequest;
 
 /** The Perl program for `arch` (process.arch spelling), as passed to `perl -T -C0 -e`. */
 export function stageSource(arch: string = process.arch): string {
@@ -88,9 +99,11 @@ function roleKeys(request: StageRequest): string[] {
     case "service":
       return [`bnd=${hex(request.bounding)}`, `umask=${octal(request.umask)}`];
     case "agent":
-      return [`nproc=${request.nproc ?? ""}`, `session=${request.session}`, `fds=${request.keepFds.join(",")}`, `umask=${octal(request.umask)}`, `cwd=${request.cwd}`, ...request.confinement];
+      return [`nproc=${request.nproc ?? ""}`, `session=${request.session}`, `fds=${request.keepFds.join(",")}`, `umask=${octal(request.umask)}`, `cwd=${request.cwd}`, ...request.confinement, `private=${request.privateDir ?? ""}`];
     case "signal":
       return [`fds=${request.keepFds.join(",")}`, `signal=${request.action.signal.replace(/^SIG/, "")}`, `pgid=${request.action.pgid}`];
+    case "cleanup":
+      return [`fds=${request.keepFds.join(",")}`, `lease=${request.lease}`, `group=${request.group}`];
   }
 }
 

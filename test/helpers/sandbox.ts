@@ -34,7 +34,10 @@ export const DEFAULT_PASSWD = [
   "",
 ].join("\n");
 
-export const DEFAULT_GROUP = ["root:x:0:", "node:x:1000:", "clankie-agent:x:1001:", "clankie-workspace:x:1002:node,clankie-agent", ""].join("\n");
+/** The private-job pool of the image (the Dockerfile's clankie-private-0 .. -15). */
+export const PRIVATE_POOL_LINES: readonly string[] = Array.from({ length: 16 }, (_, i) => `clankie-private-${i}:x:${1100 + i}:`);
+
+export const DEFAULT_GROUP = ["root:x:0:", "node:x:1000:", "clankie-agent:x:1001:", "clankie-workspace:x:1002:node,clankie-agent", ...PRIVATE_POOL_LINES, ""].join("\n");
 
 /**
  * A uid that no process on this host runs now, for tests that fill the

@@ -446,6 +446,40 @@ rootTest(image, "3e. the stop under attack: a job's prlimit of its signal stages
   assert.equal(c.aliveLater, { uid: AGENT, name: "sleep" });
 });
 
+/* ------------------------------------------------ 3f. private jobs -- */
+
+/** What another job (private or not) gets against private job B (test/fixtures/private-jobs.mjs). */
+const AGAINST_PRIVATE: Record<string, string> = {
+  "read-home": "EACCES",
+  "read-tmp": "EACCES",
+  "write-tmp": "EACCES",
+  "plant-bashrc": "EACCES",
+  "list-tmp": "EACCES",
+  "connect-socket": "EACCES",
+  kill: "EPERM",
+  environ: "EACCES",
+  prlimit: "EPERM",
+};
+
+rootTest(image, "3f. private jobs: another job, private or not, cannot reach private job B's files, socket or process; the agent uid with B's group can; B's lease ends with it", () => {
+  needImage();
+  const { state, workspace } = ensureBody();
+  const run = session.run({ name: "private-jobs", flags: RECOMMENDED_FLAGS, state, workspace, command: ["node", `${REPO_MOUNT}/test/fixtures/private-jobs.mjs`, "attacks"], timeoutMs: 180_000 });
+  const line = run.stdout.split("\n").find((l) => l.startsWith("{"));
+  assert.ok(line, `the service printed its results (exit ${run.status}):\n${run.stdout}\n${run.stderr}`);
+  const r = JSON.parse(line!) as { a: Record<string, string>; a2: Record<string, string>; control: Record<string, string>; controlStderr: string; bOwn: Record<string, string>; b: { stderr: string; release: { exitCode: number } }; after: string[]; holdersAfter: number; today: Record<string, string> };
+  process.stdout.write(`\n${Object.keys(AGAINST_PRIVATE).map((id) => `   ${id.padEnd(15)} job ${r.a[id]!.padEnd(7)} private job ${r.a2[id]!.padEnd(7)} uid+group ${r.control[id]}`).join("\n")}\n`);
+  assert.equal(r.a, AGAINST_PRIVATE);
+  assert.equal(r.a2, AGAINST_PRIVATE);
+  assert.equal(Object.values(r.control).filter((v) => v !== "ok"), [], r.controlStderr);
+  assert.equal(r.today, { read: "ok", unix: "ok", shm_read: "ok" });
+  for (const id of ["home-bashrc", "tmp-read", "tmp-exec", "dev-shm", "tmp-write"]) assert.is(r.bOwn[id], "EACCES", `${id}: ${r.b.stderr}`);
+  assert.equal([r.bOwn.shm_read, r.bOwn.shm_make], ["ENOSYS", "ENOSYS"]);
+  assert.is(r.b.release.exitCode, 0);
+  assert.equal(r.after, []);
+  assert.is(r.holdersAfter, 0);
+});
+
 /* ------------------------------------- 4. pane host and worker pane -- */
 
 rootTest(image, "4. increment 2: the pane host and a worker pane run as the agent; planted code runs as the agent, unable to touch /state", () => {

@@ -319,7 +319,7 @@ rootTest(SelfCheck, "text form: one line per check, failures first with their fi
     const result = shDoctor(body, "touch /state/planted; chmod 0664 /state/planted", []);
     assert.is(result.status, 1);
     const out = result.stdout.trimEnd().split("\n");
-    assert.is(out.length, 31, result.stdout); // 30 checks without --probe, and the verdict
+    assert.is(out.length, 32, result.stdout); // 31 checks without --probe, and the verdict
     assert.match(out[0]!, /^FAIL state\.layout: 1 entry breaks the layout contract: \/state\/planted \(file 0664 1000:1000, want 0600 1000:1000\); fix: restart the container/);
     const statuses = out.slice(0, -1).map((line) => line.split(" ")[0]);
     assert.equal(statuses, [...statuses].sort((a, b) => ["FAIL", "WARN", "PASS"].indexOf(a!) - ["FAIL", "WARN", "PASS"].indexOf(b!)));
@@ -665,7 +665,7 @@ rootTest(SelfCheck, "environment: LD_PRELOAD fails a legacy body; the entrypoint
 rootTest(SelfCheck, "accounts: a missing clankie-workspace group fails, and what depends on it cannot run (never passes)", () => {
   inBody(seededBody({ group: DEFAULT_GROUP.replace(/^clankie-workspace:.*\n/m, "") }), (body) => {
     const audit = parse(body.run({ as: "node", command: ["--", AUDIT, "--self-check", "--json"], extra: MASKS }));
-    assertFailing(audit, ["accounts", "state.layout", "state.release", "state.agent-home", "workspace.top", "workspace.marker"]);
+    assertFailing(audit, ["accounts", "state.layout", "state.release", "state.agent-home", "workspace.top", "workspace.marker", "agent.private-jobs"]);
     assert.is(check(audit, "accounts").summary, "group clankie-workspace is missing from /etc/group");
     assert.match(check(audit, "accounts").fix!, /rebuild the image/);
     assert.match(check(audit, "state.layout").summary, /could not check \/state: the users and groups of ADR 0272 are not all defined/);

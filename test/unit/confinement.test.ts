@@ -9,7 +9,10 @@
  */
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { lstatSync } from "node:fs";
+import { lstatSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { privateImageTree } from "../../src/confinement.ts";
 import {
   AGENT_DEVICE_PATHS,
   AGENT_WRITABLE_PATHS,
@@ -39,6 +42,16 @@ import {
 const test = suite("confinement");
 
 const TOP = ["/bin", "/etc", "/usr"];
+
+test("privateImageTree: the top level but /state and /tmp; /var and /dev child by child without /var/tmp and /dev/shm", () => {
+  const root = mkdtempSync(join(tmpdir(), "clankie-root-"));
+  try {
+    for (const dir of ["usr", "etc", "tmp", "state", "var/lib", "var/tmp", "var/cache", "dev/shm", "dev/pts"]) mkdirSync(join(root, dir), { recursive: true });
+    assert.equal(privateImageTree(`${root}/`), ["/dev/pts", "/etc", "/usr", "/var/cache", "/var/lib"]);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
 
 test("the Landlock rules: read and execute the top level given, write the defaults, the service's paths must exist", () => {
   const rules = landlockRules({ ...NO_EXTRA_CONFINEMENT, allowWrite: ["/run/w"], allowRead: ["/opt/r"] }, TOP);
@@ -176,6 +189,16 @@ for (const [arch, table] of Object.entries(SECCOMP_ARCHES)) {
 
   seccomp(`${arch}: every listed call is answered EPERM`, () => {
     for (const [name, nr] of Object.entries(table.deny)) assert.is(call(nr), DENY, name);
+  });
+
+  seccomp(`${arch}: ipc (a private job): SysV IPC and POSIX message queues are ENOSYS; without it they pass`, () => {
+    const privateJob = seccompProgram(arch, { ...DEFAULT, ipc: true });
+    assert.is(Object.keys(table.ipc).length, 18);
+    for (const [name, nr] of Object.entries(table.ipc)) {
+      assert.is(call(nr, [], privateJob), NOSYS, name);
+      assert.is(call(nr), ALLOW, name);
+    }
+    for (const [name, nr] of Object.entries(table.deny)) assert.is(call(nr, [], privateJob), DENY, name);
   });
 
   seccomp(`${arch}: ptrace: true leaves ptrace alone and keeps every other denial`, () => {
@@ -326,7 +349,7 @@ seccomp("the stage keys: the filter follows the request's network, and network=n
 seccomp("seccompTable, the filters build.mjs carries, holds every filter confinementKeys asks for, byte for byte as seccompProgram assembles it", () => {
   for (const arch of ["x64", "arm64"]) {
     const table = seccompTable(arch);
-    assert.is(Object.keys(table).length, 4, arch);
+    assert.is(Object.keys(table).length, 8, arch);
     for (const ptrace of [true, false]) {
       for (const network of ["all", "none"] as const) {
         const hex = seccompProgram(arch, { ptrace, network }).toString("hex");

@@ -34,6 +34,8 @@ export const RECOMMENDED_FLAGS: readonly string[] = [
   "--tmpfs", "/tmp:rw,exec,nosuid,nodev,mode=1777",
   // The agent's home on a filesystem of its own: filling it cannot fill /state.
   "--tmpfs", "/state/agent:rw,exec,nosuid,nodev,size=64m",
+  // Private jobs' leases: root's /run, writable under --read-only, gone at every restart.
+  "--tmpfs", "/run:rw,exec,nosuid,nodev,mode=755,size=64m",
 ];
 
 /** The ADR's flags without no-new-privileges: the entrypoint must refuse. */

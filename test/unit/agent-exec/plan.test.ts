@@ -30,7 +30,7 @@ const PREFIX = [
 const RUN: AgentExecChain = { needSetsid: true, nproc: 512, cwd: "/workspace/project", keepFds: [], confinement: NO_EXTRA_CONFINEMENT, action: { path: "/usr/bin/git", argv: ["git", "status"] } };
 
 /** The end of every chain of RUN: umask, working directory, confinement, then git status. */
-const TAIL = ["umask=0002", "cwd=/workspace/project", ...CONFINED, "--", "/usr/bin/git", "git", "status"];
+const TAIL = ["umask=0002", "cwd=/workspace/project", ...CONFINED, "private=", "--", "/usr/bin/git", "git", "status"];
 
 test("agentGroups: the agent's own group and clankie-workspace, nothing else", () => {
   assert.equal(agentGroups(ids), [1001, 1002]);
@@ -69,6 +69,30 @@ test("the chain without setsid (the shim already leads its own session), with ke
 test("the signal role: no nproc, no session, no umask, cwd or confinement; the stage signals the group and no command follows", () => {
   const argv = agentChainArgv(ids, { nproc: undefined, keepFds: [], action: { signal: "SIGTERM", pgid: 4242 } });
   assert.equal(argv, [...PREFIX, ...PERL, "signal", ...AGENT, "fds=", "signal=TERM", "pgid=4242", "--"]);
+});
+
+test("a private job: its group joins the agent's, the stage gets private=DIR, and the domain writes only /workspace and the lease", () => {
+  const lease = { group: 1103, dir: "/run/clankie-private/3" };
+  const argv = agentChainArgv(ids, { ...RUN, lease });
+  assert.ok(argv.includes("--groups=1001,1002,1103"));
+  assert.ok(argv.includes("groups=1001,1002,1103"));
+  assert.ok(argv.includes("private=/run/clankie-private/3"));
+  const writable = argv.filter((a) => a.startsWith("path=ffff:"));
+  assert.equal(writable, ["path=ffff:may:/workspace", "path=ffff:must:/run/clankie-private/3"]);
+  assert.not.ok(argv.some((a) => /^path=[0-9a-f]+:may:(\/tmp|\/var\/tmp|\/dev\/shm|\/state\/agent|\/var|\/dev)$/.test(a)), "nothing other jobs write is readable, and /var and /dev only child by child");
+});
+
+test("the cleanup role: the agent with the lease's group, no prlimit, then find -delete of the lease's contents", () => {
+  const argv = agentChainArgv(ids, { nproc: undefined, keepFds: [], action: { cleanup: { group: 1100, dir: "/run/clankie-private/0" } } });
+  assert.equal(argv.slice(0, 9), ["/usr/bin/setpriv", "--reuid=1001", "--regid=1001", "--groups=1001,1002,1100", "--inh-caps=-all", "--ambient-caps=-all", "--", ...PERL.slice(0, 2)]);
+  assert.equal(argv.slice(argv.indexOf("cleanup")), ["cleanup", ...AGENT.slice(0, 2), "groups=1001,1002,1100", ...AGENT.slice(3), "fds=", "lease=/run/clankie-private/0", "group=1100", "--", "/usr/bin/find", "/usr/bin/find", "/run/clankie-private/0", "-xdev", "-mindepth", "1", "-delete"]);
+});
+
+test("agentEnvironment of a private job: HOME, TMPDIR and TMUX_TMPDIR in its lease, over any named one", () => {
+  const env = agentEnvironment({ TMPDIR: "/tmp/planted", HOME: "/x" }, ["TMPDIR", "TMUX_TMPDIR"], ids, { group: 1100, dir: "/run/clankie-private/0" });
+  assert.is(env.HOME, "/run/clankie-private/0/home");
+  assert.is(env.TMPDIR, "/run/clankie-private/0/tmp");
+  assert.is(env.TMUX_TMPDIR, "/run/clankie-private/0/tmp");
 });
 
 test("arguments that look like options or stage keys reach the command untouched, after the stage's --", () => {
@@ -140,7 +164,7 @@ test("a command runs confined: the stage gets the confinement keys after the oth
   const at = argv.indexOf("confine=strict");
   assert.ok(at > 0);
   assert.equal(argv.slice(at, at + keys.length), keys);
-  assert.equal(argv.slice(at + keys.length), ["--", "/usr/bin/git", "git", "status"]);
+  assert.equal(argv.slice(at + keys.length), ["private=", "--", "/usr/bin/git", "git", "status"]);
 });
 
 test.run();

@@ -1,0 +1,198 @@
+/*
+ * A private job's lease (clankie-agent-exec --private-job, spawnAgent's
+ * privateJob): one group of the pool (clankie-private-N, no members) and
+ * its directory PRIVATE_DIR/N, node:clankie-private-N 02070.
+ *
+ * Every agent job runs as the one agent uid, and Landlock (ABI 7) does not
+ * mediate connect(2) to a pathname unix socket, chmod(2) or path traversal:
+ * a socket only hidden by another job's domain is still reachable. DAC
+ * closes it: the agent uid without group N cannot even search the lease
+ * directory (others 0), and the owner, the service, gets nothing by its
+ * owner bits either (the owner class is checked alone, acl(5)'s order). Only
+ * processes descended from the lease hold group N: setgroups(2) needs
+ * CAP_SETGID, which no agent process has.
+ *
+ * The shim (the service uid, CAP_SETGID effective) takes a group by
+ * mkdir(2) of its directory: EEXIST is a group taken, so two shims never
+ * hold the same one. It records which job holds it as a symbolic link
+ * PRIVATE_DIR/pid-PID -> N (the shim's pid is the job's: it execs into it),
+ * so that spawnAgent can release it by the job's pid.
+ */
+import { lstatSync, mkdirSync, chmodSync, readdirSync, readFileSync, readlinkSync, rmdirSync, symlinkSync, unlinkSync } from "node:fs";
+import type { Identities, PrivateGroup } from "../accounts.ts";
+import { EXIT, PRIVATE_DIR, PRIVATE_GROUP_PREFIX, TOOLS } from "../constants.ts";
+import { osFailure, Refusal } from "../report.ts";
+import { prepareExec } from "../exec/replace.ts";
+import { runCapture } from "../exec/capture.ts";
+import { stageEnvironment } from "../stage/stage.ts";
+import { agentChainArgv, type PrivateLease } from "./plan.ts";
+
+/** The lease directory's mode: setgid (what is made in it gets group N), group rwx, owner and others nothing. */
+export const LEASE_MODE = 0o2070;
+/** PRIVATE_DIR's own mode: the agent may search it (to reach its lease) but not list or write it. */
+export const PRIVATE_DIR_MODE = 0o711;
+
+const errnoCode = (error: unknown): string | undefined => (error as NodeJS.ErrnoException | undefined)?.code;
+const pidLink = (pid: number): string => `${PRIVATE_DIR}/pid-${pid}`;
+const leaseOf = (group: PrivateGroup): PrivateLease => ({ group: group.gid, dir: `${PRIVATE_DIR}/${group.index}` });
+
+/** PRIVATE_DIR must be the one the root entrypoint made at this start: node's, 0711, a real directory. */
+function checkPrivateDir(ids: Identities): void {
+  const fix = "start the container through the root entrypoint (docker run --user 0:0 ..., docs/launch.md), which makes it";
+  let st;
+  try {
+    st = lstatSync(PRIVATE_DIR);
+  } catch (error) {
+    if (errnoCode(error) === "ENOENT") throw new Refusal(EXIT.launchRefused, `${PRIVATE_DIR} is missing: private jobs need the separated launch`, fix);
+    throw osFailure("lstat", PRIVATE_DIR, error);
+  }
+  if (!st.isDirectory() || st.uid !== ids.service.uid || (st.mode & 0o7777) !== PRIVATE_DIR_MODE) {
+    throw new Refusal(EXIT.launchRefused, `${PRIVATE_DIR} is not a directory of ${ids.service.name} with mode 0711`, fix);
+  }
+}
+
+/** mkdir(2) as egid N, so that the directory is born with group N; false when another job holds it (EEXIST). */
+function tryLease(group: PrivateGroup, serviceGid: number): boolean {
+  const { dir } = leaseOf(group);
+  process.setegid!(group.gid);
+  try {
+    try {
+      mkdirSync(dir, 0o070);
+    } catch (error) {
+      if (errnoCode(error) === "EEXIST") return false;
+      throw osFailure("mkdir", dir, error);
+    }
+    // chmod(2) keeps S_ISGID only for a caller in the file's group: egid N, here.
+    try {
+      chmodSync(dir, LEASE_MODE);
+    } catch (error) {
+      throw osFailure("chmod", dir, error);
+    }
+    return true;
+  } finally {
+    process.setegid!(serviceGid);
+  }
+}
+
+/** Records which job holds the lease: PRIVATE_DIR/pid-PID -> N (a stale link of a reused pid is replaced). */
+function recordHolder(group: PrivateGroup, pid: number): void {
+  try {
+    unlinkSync(pidLink(pid));
+  } catch (error) {
+    if (errnoCode(error) !== "ENOENT") throw osFailure("unlink", pidLink(pid), error);
+  }
+  try {
+    symlinkSync(String(group.index), pidLink(pid));
+  } catch (error) {
+    throw osFailure("symlink", pidLink(pid), error);
+  }
+}
+
+/** The gids some live process holds as a supplementary group (/proc/PID/status Groups). */
+export function heldGroups(): Set<number> {
+  const held = new Set<number>();
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    let text: string;
+    try {
+      text = readFileSync(`/proc/${name}/status`, "latin1");
+    } catch {
+      continue;
+    }
+    const groups = /^Groups:\s*(.*)$/m.exec(text)?.[1]?.trim() ?? "";
+    for (const gid of groups.split(/\s+/)) if (gid !== "") held.add(Number(gid));
+  }
+  return held;
+}
+
+/** The pool's groups whose directory exists, and whether a process holds each. */
+export function leaseStates(ids: Identities): { index: number; gid: number; held: boolean }[] {
+  const held = heldGroups();
+  return ids.privateGroups
+    .filter((group) => {
+      try {
+        return lstatSync(leaseOf(group).dir).isDirectory();
+      } catch {
+        return false;
+      }
+    })
+    .map((group) => ({ ...group, held: held.has(group.gid) }));
+}
+
+/**
+ * Takes a free group of the pool for the job this shim becomes. When every
+ * one is taken, a lease whose group no live process holds (its job and all
+ * it started have ended, and the service did not release it: it died, or
+ * the shim was run by hand) is released and taken: the /proc scan is made
+ * only then, not on every spawn.
+ */
+export function leasePrivateGroup(ids: Identities): PrivateLease {
+  if (ids.privateGroups.length === 0) {
+    throw new Refusal(EXIT.noUser, `no ${PRIVATE_GROUP_PREFIX}N group is defined in /etc/group`, "rebuild the image from this project's Dockerfile, which creates the pool");
+  }
+  checkPrivateDir(ids);
+  const serviceGid = process.getegid!();
+  const take = (group: PrivateGroup): PrivateLease | undefined => {
+    if (!tryLease(group, serviceGid)) return undefined;
+    recordHolder(group, process.pid);
+    return leaseOf(group);
+  };
+  for (const group of ids.privateGroups) {
+    const lease = take(group);
+    if (lease) return lease;
+  }
+  const held = heldGroups();
+  for (const group of ids.privateGroups) {
+    if (held.has(group.gid)) continue;
+    if (releaseLease(ids, leaseOf(group)) !== 0) continue;
+    const lease = take(group);
+    if (lease) return lease;
+  }
+  throw new Refusal(EXIT.busy, `all ${ids.privateGroups.length} private-job groups are leased to running jobs`, "wait for a private job to end, then try again");
+}
+
+/**
+ * Ends a lease: the cleanup stage, as the agent with group N, kills every
+ * process that still holds N and removes the directory's contents (find
+ * -delete, never following a link); then the service, its owner, removes
+ * the directory and every pid link that names it. Returns the exit status.
+ */
+export function releaseLease(ids: Identities, lease: PrivateLease): number {
+  for (const tool of [TOOLS.perl, TOOLS.find]) prepareExec({ command: tool, args: [], env: {}, trustedUids: [0] });
+  const { env, unset } = stageEnvironment({});
+  const argv = agentChainArgv(ids, { nproc: undefined, keepFds: [], unset, action: { cleanup: lease } });
+  const run = runCapture({ command: argv[0]!, args: argv.slice(1), env, timeoutMs: 60_000 });
+  if (run.stderr.length > 0) process.stderr.write(run.stderr);
+  if (run.error !== undefined) throw new Refusal(EXIT.osError, `the cleanup of ${lease.dir} failed: ${run.error}`, "report this with the command line used");
+  if (run.status !== 0) return run.status ?? EXIT.osError;
+  try {
+    rmdirSync(lease.dir);
+  } catch (error) {
+    throw osFailure("rmdir", lease.dir, error);
+  }
+  const index = lease.dir.slice(PRIVATE_DIR.length + 1);
+  for (const name of readdirSync(PRIVATE_DIR)) {
+    if (!name.startsWith("pid-")) continue;
+    try {
+      if (readlinkSync(`${PRIVATE_DIR}/${name}`) === index) unlinkSync(`${PRIVATE_DIR}/${name}`);
+    } catch {
+      // Gone meanwhile, or not a link: nothing of this lease.
+    }
+  }
+  return 0;
+}
+
+/** clankie-agent-exec --private-cleanup PID: releases the lease job PID held. */
+export function releaseJobLease(ids: Identities, pid: number): number {
+  checkPrivateDir(ids);
+  let index: string;
+  try {
+    index = readlinkSync(pidLink(pid));
+  } catch (error) {
+    if (errnoCode(error) === "ENOENT") throw new Refusal(EXIT.dataRefused, `no private lease is recorded for job ${pid}`, "pass the pid of a job started with --private-job (spawnAgent's child.pid)");
+    throw osFailure("readlink", pidLink(pid), error);
+  }
+  const group = ids.privateGroups.find((g) => String(g.index) === index);
+  if (!group) throw new Refusal(EXIT.dataRefused, `${pidLink(pid)} names ${JSON.stringify(index)}, no group of the pool`, `remove it; the next start clears ${PRIVATE_DIR}`);
+  return releaseLease(ids, leaseOf(group));
+}
