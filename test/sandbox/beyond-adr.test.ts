@@ -27,7 +27,7 @@ rootTest(test, "beyond the ADR: every row of the demo's second table is denied t
     const line = run.stdout.split("\n").find((l) => l.startsWith("{"));
     assert.ok(line, `no JSON from the service (exit ${run.status}): ${run.stdout}\n${run.stderr}`);
     const rows = (JSON.parse(line!) as { results: Row[] }).results;
-    assert.ok(rows.length >= 12, `${rows.length} rows`);
+    assert.ok(rows.length >= 13 && rows.some((r) => r.id === "private-token"), `${rows.length} rows`);
     const meaningless = rows.filter((r) => r.control === "denied").map((r) => r.id);
     assert.equal(meaningless, [], "these attempts fail for the agent's uid alone too: they prove nothing");
     const notHeld = rows.filter((r) => !r.ok).map((r) => `${r.id} (${r.guard})`);
