@@ -729,12 +729,15 @@ rootTest(image, "8. everyday work: git both ways between the uids, and every eve
   process.stdout.write(`   git both ways ${((batteryStarted - gitStarted) / 1000).toFixed(1)} s; battery ${((Date.now() - batteryStarted) / 1000).toFixed(1)} s\n`);
   const line = run.stdout.split("\n").find((l) => l.startsWith("{"));
   assert.ok(line, `the battery printed its results (exit ${run.status}):\n${run.stdout}\n${run.stderr}`);
-  const results = (JSON.parse(line!) as { results: EverydayResult[] }).results;
+  const { results, privateResults } = JSON.parse(line!) as { results: EverydayResult[]; privateResults: { id: string; job: { exitCode: number | null; stderr: string } }[] };
   const verdict = judgeEveryday(results);
   process.stdout.write(`\n${verdict.table.map((r) => `   ${r}`).join("\n")}\n`);
   assert.ok(verdict.meaningful >= 30, `at least 30 actions work as the agent's uid alone (${verdict.meaningful})`);
   assert.equal(verdict.broken, [], "actions that work as the agent's uid alone but not through the shim, and are not listed as a denial the boundary needs");
   for (const id of Object.keys(NEEDED_DENIALS)) assert.ok(results.some((r) => r.id === id), `the listed denial ${id} is an action of the battery`);
+  // A private job still works as a developer expects: a shell, its home and temporary files, tmux (its own server), node, python, git, unix sockets.
+  assert.ok(privateResults.length >= 15, `private-job actions: ${privateResults.length}`);
+  assert.equal(privateResults.filter((r) => r.job.exitCode !== 0).map((r) => `${r.id}: exit ${r.job.exitCode} ${r.job.stderr}`), [], "everyday actions that fail in a private job");
   const gitLog = results.find((r) => r.id === "git-service-log")!;
   assert.is(gitLog.agent.exitCode, 0, "the agent's git reads a repository the service created");
   assert.is.not(gitLog.control.exitCode, 0, "which the agent's uid alone cannot (dubious ownership): the shim's trust is what makes it work");
