@@ -18,6 +18,7 @@ import { DEFAULT_GROUP, inBody, type LaunchOptions, SANDBOX_FIXTURES, SANDBOX_NO
 import { agentRun, seededBody, serviceJson } from "../helpers/stand-in.ts";
 import type { Body } from "../helpers/sandbox.ts";
 import { WITHOUT_LANDLOCK, WITHOUT_SECCOMP } from "../helpers/seccomp-wrap.ts";
+import { AGAINST_PRIVATE } from "../helpers/private-jobs.ts";
 
 const test = suite("private jobs");
 const FIXTURE = [SANDBOX_NODE, `${SANDBOX_FIXTURES}/private-jobs.mjs`];
@@ -50,29 +51,17 @@ interface Attacks {
   ranPlanted: boolean;
 }
 
-/** What another job gets against B: DAC keeps its lease from every process without its group; Landlock scopes signals and /proc; seccomp prlimit. */
-const AGAINST_B: Record<string, string> = {
-  "read-home": "EACCES",
-  "read-tmp": "EACCES",
-  "write-tmp": "EACCES",
-  "plant-bashrc": "EACCES",
-  "list-tmp": "EACCES",
-  "connect-socket": "EACCES",
-  kill: "EPERM",
-  environ: "EACCES",
-  prlimit: "EPERM",
-};
 
 rootTest(test, "another job, private or not, cannot read, write, connect to, signal or plant anything private job B uses; the agent uid with B's group can", () => {
   inBody(seededBody(), (body) => {
     const { json: r, stderr } = privateJobs<Attacks>(body, ["attacks"]);
     assert.is(r.planter, 0, stderr);
     const named = (results: Record<string, string>) => results;
-    assert.equal(named(r.a), AGAINST_B, r.aStderr);
-    assert.equal(named(r.a2), AGAINST_B, r.a2Stderr);
+    assert.equal(named(r.a), AGAINST_PRIVATE, r.aStderr);
+    assert.equal(named(r.a2), AGAINST_PRIVATE, r.a2Stderr);
     // The control: every attempt works for the agent uid holding B's group, without a domain.
     assert.equal(Object.values(named(r.control)).filter((v) => v !== "ok"), [], `${JSON.stringify(r.control)} ${r.controlStderr}`);
-    assert.is(Object.keys(r.control).length, Object.keys(AGAINST_B).length);
+    assert.is(Object.keys(r.control).length, Object.keys(AGAINST_PRIVATE).length);
     // Against a job that is not private the same reads and connects work today, and SysV is shared.
     assert.equal(r.today, { read: "ok", unix: "ok", shm_read: "ok" });
   });
