@@ -5,10 +5,10 @@
  * facts.ts (the exec rules' verdict on each program) and image-scan.ts.
  */
 import { STATE_DIR, TOOLS, WORKSPACE_DIR } from "../constants.ts";
-import { hasOption, type Mount, mountOf } from "../os/mountinfo.ts";
+import type { Mount } from "../os/mountinfo.ts";
 import { bounded, fail, pass, type Verdict, warn } from "./check.ts";
 import type { BuiltInHash, Program } from "./facts.ts";
-import type { ImageScan, ImageWalk, PrivilegedFile } from "./image-scan.ts";
+import { hasOption, type ImageScan, type ImageWalk, mountOf, type PrivilegedFile } from "./image-scan.ts";
 import type { Mode } from "./mode.ts";
 
 const REBUILD_FIX = "rebuild the image from this project's Dockerfile: it installs the executable root-owned, mode 0755, under both names";

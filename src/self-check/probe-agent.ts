@@ -29,13 +29,13 @@
 import PROBE_CONFINEMENT_TEMPLATE from "../perl/probe-confinement.pl";
 import { closeSync, constants, openSync, readdirSync, readFileSync } from "node:fs";
 import { readIdentities } from "../accounts.ts";
-import { formatMask } from "../os/capabilities.ts";
 import { EXIT, PROBE_AGENT_FLAG, STATE_DIR, TOOLS } from "../constants.ts";
-import { errnoName } from "../os/errno.ts";
-import { parseSeccompStatus, parseStatus } from "../os/proc-status.ts";
+import { errnoName } from "./errno.ts";
+import { parseStatus } from "../os/proc-status.ts";
+import { parseSeccompStatus } from "./process-table.ts";
 import { Refusal, writeLine } from "../report.ts";
 import { runCapture } from "../exec/capture.ts";
-import { capabilitySets } from "./service-process.ts";
+import { capabilitySets, formatMask } from "./service-process.ts";
 
 /** The service's pid reaches the probe through the shim's --env, never argv. */
 export const PROBE_SERVICE_PID_VARIABLE = "CLANKIE_PROBE_SERVICE_PID";

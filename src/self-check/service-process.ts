@@ -12,7 +12,7 @@
  *     are recommended
  */
 import type { Identities } from "../accounts.ts";
-import { type CapabilityMask, formatMask, maskOf, namesOf } from "../os/capabilities.ts";
+import { type CapabilityMask, maskOf, namesOf } from "../os/capabilities.ts";
 import { ADR_LAUNCH_FLAGS, SERVICE_CAPABILITIES } from "../constants.ts";
 import type { ProcessCredentials } from "../os/proc-status.ts";
 import { fail, pass, type Verdict, warn } from "./check.ts";
@@ -26,6 +26,11 @@ export interface JudgedProcess {
 
 const SERVICE_MASK = maskOf(SERVICE_CAPABILITIES);
 const LAUNCH_FIX = `start the container as ADR 0272 says (docker run ${ADR_LAUNCH_FLAGS.join(" ")}) with clankie-separate as the entrypoint, and do not change the service's credentials`;
+
+/** A mask as /proc prints it, with 0x: the audit's JSON and the probe's report carry masks so. */
+export function formatMask(mask: CapabilityMask): string {
+  return `0x${mask.toString(16).padStart(16, "0")}`;
+}
 
 function decode(mask: CapabilityMask): { mask: string; names: string[] } {
   return { mask: formatMask(mask), names: namesOf(mask) };
