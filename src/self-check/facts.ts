@@ -15,7 +15,7 @@
  * Those reads are values that carry their error, judged as such.
  */
 import { lstatSync, readdirSync, readFileSync, readlinkSync, statSync, type Stats } from "node:fs";
-import { type Identities, parsePasswd, resolveIdentities } from "../accounts.ts";
+import { type Identities, parsePasswd } from "../accounts.ts";
 import { builtInBundleSha256 } from "../build-info.ts";
 import { AGENT_EXEC_NAME, AGENT_HOME, ENTRYPOINT_NAME, GROUP_FILE, INSTALL_DIR, PASSWD_FILE, PRIVATE_DIR, SERVICE_USER, STATE_DIR, TOOLS, WORKSPACE_DIR } from "../constants.ts";
 import { embeddedBundleSha256 } from "../embedded-bundle.ts";
@@ -24,7 +24,7 @@ import { checkTrustedExecutable } from "../exec/rules.ts";
 import { readMarkerText } from "../layout/marker.ts";
 import { type Mount, parseMountinfo } from "../os/mountinfo.ts";
 import { Refusal } from "../report.ts";
-import { octal, reasonOf } from "./check.ts";
+import { howItEnded, octal, reasonOf } from "./check.ts";
 import { type ConfinementFacts, LANDLOCK_ABI_SCRIPT, type LandlockFact, parseLandlockAnswer, SECCOMP_ACTIONS_FILE } from "./confinement.ts";
 import { excludedDirectories, IMAGE_WALK_SKIP, type ImageScan, parseImageScan, startImageScan } from "./image-scan.ts";
 import { chooseJudged, handedDownByService, parseEnviron, relationTo } from "./judged.ts";
@@ -33,6 +33,7 @@ import { type Boundary, boundaryOf, classifyMode, type ModeVerdict } from "./mod
 import { type ProbeRun, runProbe } from "./probe.ts";
 import { parseProcessStatus, parseSeccompStatus, type ProcessEntry, readProcessTable } from "./process-table.ts";
 import { auditState, type StateAudit } from "./state.ts";
+import { resolveAccounts } from "./accounts.ts";
 import type { PrivateRoot } from "./private-jobs.ts";
 
 /** A fact: its value, or why it could not be read and what to do about it. */
@@ -61,7 +62,6 @@ function readable<T>(syscall: string, path: string, reader: () => T): Readable<T
   }
 }
 
-/** An lstat(2) whose failure a judge words itself (reasonOf: message and code). */
 /** PRIVATE_DIR's lstat and the lease directories in it (its owner, the service, or root may list it). */
 function readPrivateRoot(): PrivateRoot {
   try {
@@ -73,6 +73,7 @@ function readPrivateRoot(): PrivateRoot {
   }
 }
 
+/** An lstat(2) whose failure a judge words itself (reasonOf: message and code). */
 export type Lstat = { ok: true; value: Stats } | { ok: false; error: string; code: string | undefined };
 function lstatOf(path: string): Lstat {
   try {
@@ -137,7 +138,7 @@ function readConfinement(selfStatus: string): ConfinementFacts {
 /** "PATH failed (exit 2): first line of stderr". */
 export function captureFailure(result: { path: string; status: number | null; signal: string | null; stderr: Buffer; error?: string }): string {
   const said = result.stderr.toString("utf8").split("\n")[0] ?? "";
-  return `${result.path} failed (${result.error ?? (result.signal ? `killed by ${result.signal}` : `exit ${result.status}`)})${said ? `: ${said}` : ""}`;
+  return `${result.path} failed (${howItEnded(result)})${said ? `: ${said}` : ""}`;
 }
 
 const ACCOUNTS_FIX = "fix the accounts check first";
@@ -153,7 +154,8 @@ export interface Facts {
   /** The audit's own environment. */
   env: Fact<Record<string, string | undefined>>;
   table: Fact<ProcessEntry[]>;
-  accounts: Fact<{ passwd: string; group: string }>;
+  /** passwd(5) as read (the service uid is found in it when the rest is wrong), and the identities or the entrypoint's refusal. */
+  accounts: Fact<{ passwd: string; resolved: Identities | Refusal }>;
   ids: Fact<Identities>;
   /** The service uid even when the accounts as a whole are wrong: the judged process is found by it. */
   serviceUid: Fact<number>;
@@ -192,15 +194,12 @@ export async function readFacts(request: { probe: boolean }): Promise<Facts> {
     table = [own];
   }
   if (!table.some((entry) => entry.pid === own.pid)) table.push(own);
-  const accounts = attempt("the image must have readable /etc/passwd and /etc/group", () => ({ passwd: readFileSync(PASSWD_FILE, "utf8"), group: readFileSync(GROUP_FILE, "utf8") }));
-  let ids: Fact<Identities> = { ok: false, error: "the users and groups of ADR 0272 are not all defined (see accounts)", fix: ACCOUNTS_FIX };
-  if (accounts.ok) {
-    try {
-      ids = known(resolveIdentities(accounts.value.passwd, accounts.value.group));
-    } catch (error) {
-      if (!(error instanceof Refusal)) throw error;
-    }
-  }
+  const accounts = attempt("the image must have readable /etc/passwd and /etc/group", () => {
+    const [passwd, group] = [readFileSync(PASSWD_FILE, "utf8"), readFileSync(GROUP_FILE, "utf8")];
+    return { passwd, resolved: resolveAccounts(passwd, group) };
+  });
+  const resolved = accounts.ok ? accounts.value.resolved : undefined;
+  const ids: Fact<Identities> = resolved && !(resolved instanceof Refusal) ? known(resolved) : { ok: false, error: "the users and groups of ADR 0272 are not all defined (see accounts)", fix: ACCOUNTS_FIX };
   const serviceUid = ids.ok ? ids.value.service.uid : accounts.ok ? parsePasswd(accounts.value.passwd).find((user) => user.name === SERVICE_USER)?.uid : undefined;
   const choice = chooseJudged(table, own, serviceUid);
   const isSelf = choice.entry.pid === own.pid;
@@ -242,10 +241,7 @@ export async function readFacts(request: { probe: boolean }): Promise<Facts> {
     marker: known(readMarkerText()),
     running,
     programs: known(programs),
-    bundle: attempt(INSTALLED_FIX, () => {
-      const executable = readlinkSync("/proc/self/exe");
-      return { executable, actual: embeddedBundleSha256("/proc/self/exe"), expected: readBuiltInHash(executable) };
-    }),
+    bundle: running.ok ? attempt(INSTALLED_FIX, () => ({ executable: running.value, actual: embeddedBundleSha256("/proc/self/exe"), expected: readBuiltInHash(running.value) })) : running,
     mounts,
     exes: known(exes),
     sysctls: known(new Map(KERNEL_SETTINGS.map((setting) => [setting.path, readable("read", setting.path, () => readFileSync(setting.path, "latin1"))]))),

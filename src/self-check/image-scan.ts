@@ -30,7 +30,8 @@ import { errnoName } from "./errno.ts";
 import { namesOf } from "../os/capabilities.ts";
 import { octal } from "./check.ts";
 import type { Mount } from "../os/mountinfo.ts";
-import { displayPath, type WalkProblem } from "./walk.ts";
+import { printablePath } from "../report.ts";
+import type { WalkProblem } from "./walk.ts";
 
 export interface PrivilegedFile {
   path: string;
@@ -160,7 +161,7 @@ export function parseImageScan(stdout: Buffer, mounts: readonly Mount[], exclude
   if (fields.pop() !== "") throw new Error("the image walk's output does not end with a complete field");
   const walk: ImageWalk = { visited: 0, privileged: [], executables: 0, problems: [], excluded: [...excluded].sort() };
   const scan: CapabilityScan = { found: [], unreadable: [] };
-  const shown = (raw: string) => displayPath(Buffer.from(raw, "latin1"));
+  const shown = (raw: string) => printablePath(Buffer.from(raw, "latin1"));
   let complete = false;
   let i = 0;
   const take = (n: number): string[] => {

@@ -12,11 +12,10 @@
  *   misconfigured  anything in between, or a service running as root
  */
 import type { Identities } from "../accounts.ts";
-import { maskOf } from "../os/capabilities.ts";
-import { ADR_LAUNCH_FLAGS, AGENT_EXEC_PATH, SERVICE_CAPABILITIES, SERVICE_ENV } from "../constants.ts";
+import { ADR_LAUNCH_FLAGS, AGENT_EXEC_PATH, SERVICE_ENV } from "../constants.ts";
 import type { ProcessCredentials } from "../os/proc-status.ts";
 import { fail, pass, type Verdict, warn } from "./check.ts";
-import { capabilitySets } from "./service-process.ts";
+import { capabilitySets, SERVICE_MASK } from "./service-process.ts";
 import type { Readable } from "./facts.ts";
 
 export type Mode = "separated" | "single-uid" | "misconfigured";
@@ -29,7 +28,6 @@ export interface ModeVerdict {
   marker: string | null | undefined;
 }
 
-const SERVICE_MASK = maskOf(SERVICE_CAPABILITIES);
 const LAUNCH_FIX = `start the container as root with the flags of ADR 0272 (docker run ${ADR_LAUNCH_FLAGS.join(" ")}) and clankie-separate as the entrypoint`;
 const BOUNDARY_FIX = "route Herdr and every worker through clankie-agent-exec (ADR 0272 increment 2); then the service declares it by starting with CLANKIE_BOUNDARY=complete in its environment (docs/self-check.md)";
 

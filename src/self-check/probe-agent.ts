@@ -35,6 +35,7 @@ import { parseStatus } from "../os/proc-status.ts";
 import { parseSeccompStatus } from "./process-table.ts";
 import { Refusal, writeLine } from "../report.ts";
 import { runCapture } from "../exec/capture.ts";
+import { howItEnded } from "./check.ts";
 import { capabilitySets, formatMask } from "./service-process.ts";
 
 /** The service's pid reaches the probe through the shim's --env, never argv. */
@@ -134,7 +135,7 @@ export function trySetprivToService(serviceUid: number, serviceGid: number): Att
     return { id: "setpriv-node", outcome: "inconclusive", detail: `could not run setpriv: ${(error as Error).message}` };
   }
   const said = result.stderr.toString("utf8").trim().split("\n")[0] ?? "";
-  const detail = `setpriv ${args.join(" ")}: ${result.error ?? (result.signal ? `killed by ${result.signal}` : `exit ${result.status}`)}${said ? `: ${said}` : ""}`;
+  const detail = `setpriv ${args.join(" ")}: ${howItEnded(result)}${said ? `: ${said}` : ""}`;
   if (result.error !== undefined || result.signal) return { id: "setpriv-node", outcome: "inconclusive", detail };
   return { id: "setpriv-node", outcome: result.status === 0 ? "possible" : "denied", detail };
 }
@@ -177,7 +178,7 @@ export function tryConfinement(socketName: string | undefined): Attempt[] {
   try {
     const result = runCapture({ command: TOOLS.perl, args: ["-e", CONFINEMENT_ATTEMPTS_SCRIPT, socketName ?? ""], timeoutMs: 10_000, maxBytes: 4096 });
     if (result.error === undefined && result.status === 0) return parseConfinementAttempts(result.stdout.toString("latin1"), socketName);
-    detail = `perl: ${result.error ?? (result.signal ? `killed by ${result.signal}` : `exit ${result.status}`)}`;
+    detail = `perl: ${howItEnded(result)}`;
   } catch (error) {
     detail = `could not run perl: ${(error as Error).message}`;
   }

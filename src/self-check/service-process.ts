@@ -24,7 +24,8 @@ export interface JudgedProcess {
   creds: ProcessCredentials;
 }
 
-const SERVICE_MASK = maskOf(SERVICE_CAPABILITIES);
+/** What the separated service holds in every set: SETUID and SETGID (ADR 0272). */
+export const SERVICE_MASK = maskOf(SERVICE_CAPABILITIES);
 const LAUNCH_FIX = `start the container as ADR 0272 says (docker run ${ADR_LAUNCH_FLAGS.join(" ")}) with clankie-separate as the entrypoint, and do not change the service's credentials`;
 
 /** A mask as /proc prints it, with 0x: the audit's JSON and the probe's report carry masks so. */
@@ -45,7 +46,8 @@ function sets(creds: ProcessCredentials): Record<string, { mask: string; names: 
   return Object.fromEntries(capabilitySets(creds).map(([name, mask]) => [name, decode(mask)]));
 }
 
-function sameSet(a: readonly number[], b: readonly number[]): boolean {
+/** The same ids, whatever their order and repeats (the kernel lists groups as setgroups(2) was given them). */
+export function sameSet(a: readonly number[], b: readonly number[]): boolean {
   const x = [...new Set(a)].sort((m, n) => m - n).join(",");
   const y = [...new Set(b)].sort((m, n) => m - n).join(",");
   return x === y;

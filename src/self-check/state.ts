@@ -16,7 +16,7 @@ import { Refusal } from "../report.ts";
 import { bounded, cannotLook, fail, octal, pass, type Verdict, warn } from "./check.ts";
 import type { Lstat } from "./facts.ts";
 import type { Mode } from "./mode.ts";
-import { displayPath, walkReadOnly, type WalkedEntry, type WalkProblem } from "./walk.ts";
+import { problemLines, walkReadOnly, type WalkedEntry, type WalkProblem } from "./walk.ts";
 
 type StateZone = Parameters<ReturnType<typeof stateRules>>[1];
 
@@ -48,7 +48,7 @@ export interface StateAudit {
 }
 
 function describe(entry: WalkedEntry): Omit<StateViolation, "want" | "reason" | "fix"> {
-  return { path: displayPath(entry.fsPath), kind: entry.kind, mode: octal(entry.st.mode), uid: entry.st.uid, gid: entry.st.gid };
+  return { path: entry.path, kind: entry.kind, mode: octal(entry.st.mode), uid: entry.st.uid, gid: entry.st.gid };
 }
 
 const MOUNTED_INSIDE = "another filesystem is mounted here; the entrypoint does not enter it";
@@ -132,17 +132,13 @@ function refusedFirst(violations: readonly StateViolation[]): string {
   return refused ? `${refused.fix}; then ${RESTART_FIX}` : RESTART_FIX;
 }
 
-function unreadable(problems: readonly WalkProblem[]): string[] {
-  return problems.map((p) => `${p.syscall} ${p.path}: ${p.code}`);
-}
-
 /** Pure: state.layout ("layout") or state.release ("release") from the one walk. */
 export function judgeStateZone(audit: StateAudit, zone: "layout" | "release", mode: Mode): Verdict {
   const releaseRoot = `${audit.root}/${STATE_INSTALL_NAME}`;
   const release = zone === "release";
   // A problem with the root itself leaves both unchecked.
   const inRelease = (p: WalkProblem): boolean => p.path === audit.root || p.path === releaseRoot || p.path.startsWith(`${releaseRoot}/`);
-  const problems = unreadable(audit.problems.filter((p) => (release ? inRelease(p) : p.path === audit.root || !inRelease(p))));
+  const problems = problemLines(audit.problems.filter((p) => (release ? inRelease(p) : p.path === audit.root || !inRelease(p))));
   const violations = release ? audit.release : audit.layout;
   const found = {
     root: release ? releaseRoot : audit.root,

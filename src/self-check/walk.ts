@@ -40,7 +40,7 @@ export class WalkedEntry implements EntryView {
     this.otherDevice = otherDevice;
   }
   get path(): string {
-    return displayPath(this.fsPath);
+    return printablePath(this.fsPath);
   }
   get name(): Buffer {
     return typeof this.fsName === "string" ? Buffer.from(this.fsName) : this.fsName;
@@ -52,6 +52,11 @@ export interface WalkProblem {
   path: string;
   syscall: string;
   code: string;
+}
+
+/** The problems as the checks list them: "lstat /state/x: EACCES". */
+export function problemLines(problems: readonly WalkProblem[]): string[] {
+  return problems.map((p) => `${p.syscall} ${p.path}: ${p.code}`);
 }
 
 /** Returns the context for the entry's children to descend into it, or undefined to leave it. */
@@ -66,11 +71,7 @@ export interface WalkOptions {
 
 const SLASH = Buffer.from("/");
 
-export function displayPath(path: FsPath): string {
-  return printablePath(path);
-}
-
-export function joinPath(dir: FsPath, name: FsPath): FsPath {
+function joinPath(dir: FsPath, name: FsPath): FsPath {
   if (typeof dir === "string" && typeof name === "string") return dir === "/" ? `/${name}` : `${dir}/${name}`;
   const head = typeof dir === "string" ? Buffer.from(dir) : dir;
   const tail = typeof name === "string" ? Buffer.from(name) : name;
@@ -90,7 +91,7 @@ function readNames(path: FsPath, problems: WalkProblem[]): FsPath[] | undefined 
     return names.some((name) => name.includes("\ufffd")) ? readdirSync(path, { encoding: "buffer" }) : names;
   } catch (error) {
     const why = code(error);
-    if (why !== "ENOENT") problems.push({ path: displayPath(path), syscall: "readdir", code: why });
+    if (why !== "ENOENT") problems.push({ path: printablePath(path), syscall: "readdir", code: why });
     return undefined;
   }
 }
@@ -118,7 +119,7 @@ export function walkReadOnly<C>(root: string, context: C, visit: Visit<C>, probl
       try {
         st = lstatSync(fsPath, { throwIfNoEntry: false });
       } catch (error) {
-        problems.push({ path: displayPath(fsPath), syscall: "lstat", code: code(error) });
+        problems.push({ path: printablePath(fsPath), syscall: "lstat", code: code(error) });
         continue;
       }
       if (st === undefined) continue; // removed since readdir
