@@ -31,7 +31,7 @@ import { chooseJudged, handedDownByService, parseEnviron, relationTo } from "./j
 import { KERNEL_SETTINGS } from "./kernel.ts";
 import { type Boundary, boundaryOf, classifyMode, type ModeVerdict } from "./mode.ts";
 import { type ProbeRun, runProbe } from "./probe.ts";
-import { parseProcessStatus, parseSeccompStatus, type ProcessEntry, readProcessTable } from "./process-table.ts";
+import { parseProcessStatus, parseSeccompStatus, type ProcessEntry, readProcessTable, type SeccompStatus } from "./process-table.ts";
 import { auditState, type StateAudit } from "./state.ts";
 import { resolveAccounts } from "./accounts.ts";
 import type { PrivateRoot } from "./private-jobs.ts";
@@ -150,7 +150,7 @@ export const INSTALLED = [`${INSTALL_DIR}/${ENTRYPOINT_NAME}`, `${INSTALL_DIR}/$
 
 export interface Facts {
   /** The audit's own process (its status read once: ids, capabilities, seccomp). */
-  self: Fact<ProcessEntry & { seccomp: { mode: string | null; filters: number | null } }>;
+  self: Fact<ProcessEntry & { seccomp: SeccompStatus }>;
   /** The audit's own environment. */
   env: Fact<Record<string, string | undefined>>;
   table: Fact<ProcessEntry[]>;

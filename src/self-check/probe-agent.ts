@@ -32,7 +32,7 @@ import { readIdentities } from "../accounts.ts";
 import { EXIT, PROBE_AGENT_FLAG, STATE_DIR, TOOLS } from "../constants.ts";
 import { errnoName } from "./errno.ts";
 import { parseStatus } from "../os/proc-status.ts";
-import { parseSeccompStatus } from "./process-table.ts";
+import { parseSeccompStatus, type SeccompStatus } from "./process-table.ts";
 import { Refusal, writeLine } from "../report.ts";
 import { runCapture } from "../exec/capture.ts";
 import { howItEnded } from "./check.ts";
@@ -64,8 +64,7 @@ export interface ProbeReport {
   groups: number[];
   sets: { CapInh: string; CapPrm: string; CapEff: string; CapAmb: string; CapBnd: string };
   noNewPrivs: 0 | 1;
-  /** The kernel's Seccomp: (0 off, 1 strict, 2 filter) and Seccomp_filters: for the probe; null where absent. */
-  seccomp: { mode: string | null; filters: number | null };
+  seccomp: SeccompStatus;
   attempts: Attempt[];
 }
 

@@ -19,6 +19,7 @@ import { Refusal } from "../report.ts";
 import { type CaptureRequest, type CaptureResult, runCapture } from "../exec/capture.ts";
 import { fail, howItEnded, pass, reasonOf, type Verdict, warn } from "./check.ts";
 import type { Mode } from "./mode.ts";
+import type { SeccompStatus } from "./process-table.ts";
 import { SERVICE_MASK, sameSet } from "./service-process.ts";
 import { type Attempt, PROBE_SERVICE_PID_VARIABLE, PROBE_SOCKET_VARIABLE, type ProbeReport } from "./probe-agent.ts";
 
@@ -31,7 +32,6 @@ export type ProbeRun =
   | { kind: "failed"; result: CaptureResult }
   | { kind: "unreadable"; error: string; stdout: string }
   | { kind: "ran"; report: ProbeReport };
-type Seccomp = { mode: string | null; filters: number | null };
 
 const DOCTOR_FIX = "run the probe as the service: have the service start clankie-separate --self-check --probe as its own child (doctor does); docker exec, even --user node, gets neither SETUID/SETGID nor NoNewPrivs (moby#37667)";
 
@@ -160,7 +160,7 @@ export function judgeProbeNoNewPrivs(report: ProbeReport): Verdict {
 }
 
 /** Pure: the probe's seccomp against the auditor's own (the audit is the service's child: the filters it already had). */
-export function judgeProbeSeccomp(report: ProbeReport, auditor: Seccomp | undefined, offered = false): Verdict {
+export function judgeProbeSeccomp(report: ProbeReport, auditor: SeccompStatus | undefined, offered = false): Verdict {
   const found = { pid: report.pid, seccomp: report.seccomp, auditor: auditor ?? null };
   const { mode, filters } = report.seccomp;
   if (mode === null) return warn("the kernel shows no Seccomp: field for the agent: no seccomp, agent work runs under the uid boundary only", found, CONFINEMENT_FIX);

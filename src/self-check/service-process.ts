@@ -17,13 +17,9 @@ import { ADR_LAUNCH_FLAGS, SERVICE_CAPABILITIES } from "../constants.ts";
 import type { ProcessCredentials } from "../os/proc-status.ts";
 import { fail, pass, type Verdict, warn } from "./check.ts";
 import type { Mode } from "./mode.ts";
+import type { ProcessEntry } from "./process-table.ts";
 
-export interface JudgedProcess {
-  pid: number;
-  name: string;
-  creds: ProcessCredentials;
-}
-
+type JudgedProcess = Pick<ProcessEntry, "pid" | "name" | "creds">;
 /** What the separated service holds in every set: SETUID and SETGID (ADR 0272). */
 export const SERVICE_MASK = maskOf(SERVICE_CAPABILITIES);
 const LAUNCH_FIX = `start the container as ADR 0272 says (docker run ${ADR_LAUNCH_FLAGS.join(" ")}) with clankie-separate as the entrypoint, and do not change the service's credentials`;
@@ -33,17 +29,13 @@ export function formatMask(mask: CapabilityMask): string {
   return `0x${mask.toString(16).padStart(16, "0")}`;
 }
 
-function decode(mask: CapabilityMask): { mask: string; names: string[] } {
-  return { mask: formatMask(mask), names: namesOf(mask) };
-}
-
 /** The five capability sets, by their names in /proc/<pid>/status. */
 export function capabilitySets(creds: ProcessCredentials): Array<[string, CapabilityMask]> {
   return [["CapInh", creds.capInh], ["CapPrm", creds.capPrm], ["CapEff", creds.capEff], ["CapAmb", creds.capAmb], ["CapBnd", creds.capBnd]];
 }
 
 function sets(creds: ProcessCredentials): Record<string, { mask: string; names: string[] }> {
-  return Object.fromEntries(capabilitySets(creds).map(([name, mask]) => [name, decode(mask)]));
+  return Object.fromEntries(capabilitySets(creds).map(([name, mask]) => [name, { mask: formatMask(mask), names: namesOf(mask) }]));
 }
 
 /** The same ids, whatever their order and repeats (the kernel lists groups as setgroups(2) was given them). */

@@ -112,15 +112,9 @@ export function auditState(ids: Identities, root: string = STATE_DIR): StateAudi
   return audit;
 }
 
-function line(violation: StateViolation): string {
-  const what = `${violation.path} (${violation.kind} ${violation.mode} ${violation.uid}:${violation.gid}`;
-  if (violation.reason) return `${what}: ${violation.reason})`;
-  const want = violation.want!;
-  return `${what}, want ${want.mode ?? ""}${want.mode ? " " : ""}${want.uid}:${want.gid})`;
-}
-
+/** The first three, as "path (kind mode uid:gid, want mode uid:gid)" or with the reason the rules refuse it. */
 function examples(violations: readonly StateViolation[]): string {
-  const shown = violations.slice(0, 3).map(line).join("; ");
+  const shown = violations.slice(0, 3).map(({ path, kind, mode, uid, gid, reason, want }) => `${path} (${kind} ${mode} ${uid}:${gid}${reason ? `: ${reason}` : `, want ${want!.mode ? `${want!.mode} ` : ""}${want!.uid}:${want!.gid}`})`).join("; ");
   return violations.length > 3 ? `${shown}; and ${violations.length - 3} more` : shown;
 }
 
