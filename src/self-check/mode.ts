@@ -49,10 +49,9 @@ export function classifyMode(creds: ProcessCredentials, environ: Readable<Record
   if (wrongSets.length > 0) reasons.push(`${wrongSets.join(", ")} not exactly SETUID and SETGID`);
   if (!creds.noNewPrivs) reasons.push("NoNewPrivs is 0");
   if (environ.ok && ids) {
-    const vars = environ.value;
-    if (vars[SERVICE_ENV.agentUid] !== String(ids.agent.uid)) reasons.push(`${SERVICE_ENV.agentUid} is ${JSON.stringify(vars[SERVICE_ENV.agentUid] ?? null)}, want "${ids.agent.uid}"`);
-    if (vars[SERVICE_ENV.agentUser] !== ids.agent.name) reasons.push(`${SERVICE_ENV.agentUser} is ${JSON.stringify(vars[SERVICE_ENV.agentUser] ?? null)}, want "${ids.agent.name}"`);
-    if (vars[SERVICE_ENV.agentExec] !== AGENT_EXEC_PATH) reasons.push(`${SERVICE_ENV.agentExec} is ${JSON.stringify(vars[SERVICE_ENV.agentExec] ?? null)}, want "${AGENT_EXEC_PATH}"`);
+    for (const [name, want] of [[SERVICE_ENV.agentUid, String(ids.agent.uid)], [SERVICE_ENV.agentUser, ids.agent.name], [SERVICE_ENV.agentExec, AGENT_EXEC_PATH]] as const) {
+      if (environ.value[name] !== want) reasons.push(`${name} is ${JSON.stringify(environ.value[name] ?? null)}, want "${want}"`);
+    }
   }
   if (reasons.length > 0) return { mode: "misconfigured", reasons, marker };
   return {
@@ -89,12 +88,9 @@ export function boundaryOf(
   if (mode === "single-uid") return { label: "no boundary: single-uid body, no agent uid is configured", declared: false, source: null };
   if (mode === "misconfigured") return { label: "no boundary: the separation is misconfigured", declared: false, source: null };
   const name = SERVICE_ENV.boundary;
-  if (judged.environ.ok && judged.environ.value[name] === BOUNDARY_VALUE) {
-    return { label: "boundary: the service declares every seam routed through clankie-agent-exec", declared: true, source: `${name} in the environment of pid ${judged.pid}` };
-  }
-  if (auditor.handedDownByService && auditor.env[name] === BOUNDARY_VALUE) {
-    return { label: "boundary: the service declares every seam routed through clankie-agent-exec", declared: true, source: `${name} handed to this audit by the service (pid ${judged.pid})` };
-  }
+  const declared = (source: string): Boundary => ({ label: "boundary: the service declares every seam routed through clankie-agent-exec", declared: true, source });
+  if (judged.environ.ok && judged.environ.value[name] === BOUNDARY_VALUE) return declared(`${name} in the environment of pid ${judged.pid}`);
+  if (auditor.handedDownByService && auditor.env[name] === BOUNDARY_VALUE) return declared(`${name} handed to this audit by the service (pid ${judged.pid})`);
   if (judged.environ.ok || auditor.handedDownByService) {
     return { label: NOT_YET, declared: false, source: `no ${name}=${BOUNDARY_VALUE} in the environment of pid ${judged.pid}${auditor.handedDownByService ? " or of this audit" : ""}` };
   }
