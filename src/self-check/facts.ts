@@ -27,7 +27,7 @@ import { Refusal } from "../report.ts";
 import { howItEnded, octal, reasonOf } from "./check.ts";
 import { type ConfinementFacts, LANDLOCK_ABI_SCRIPT, type LandlockFact, parseLandlockAnswer, SECCOMP_ACTIONS_FILE } from "./confinement.ts";
 import { excludedDirectories, IMAGE_WALK_SKIP, type ImageScan, parseImageScan, startImageScan } from "./image-scan.ts";
-import { chooseJudged, handedDownByService, parseEnviron, relationTo } from "./judged.ts";
+import { chooseJudged, handedDownByService, type JudgedChoice, parseEnviron, type Relation, relationTo } from "./judged.ts";
 import { KERNEL_SETTINGS } from "./kernel.ts";
 import { type Boundary, boundaryOf, classifyMode, type ModeVerdict } from "./mode.ts";
 import { type ProbeRun, runProbe } from "./probe.ts";
@@ -159,7 +159,7 @@ export interface Facts {
   ids: Fact<Identities>;
   /** The service uid even when the accounts as a whole are wrong: the judged process is found by it. */
   serviceUid: Fact<number>;
-  judged: Fact<{ entry: ProcessEntry; reason: string; self: boolean; environ: Readable<Record<string, string>>; relation: "self" | "descendant" | "outside"; handed: boolean }>;
+  judged: Fact<JudgedChoice & { self: boolean; environ: Readable<Record<string, string>>; relation: Relation; handed: boolean }>;
   mode: Fact<ModeVerdict>;
   boundary: Fact<Boundary>;
   stateAudit: Fact<StateAudit>;
