@@ -143,11 +143,11 @@ export const IMAGE_WALK_SKIP: readonly string[] = ["/proc", "/sys", STATE_DIR, W
 export const IMAGE_SCAN_SCRIPT = IMAGE_SCAN_TEMPLATE.trim();
 
 /** Starts the walk; throws (Refusal or Error) when perl cannot be run under the exec rules. */
-export function startImageScan(excluded: ReadonlySet<string>, root = "/"): Promise<CaptureResult> {
+export function startImageScan(excluded: ReadonlySet<string>): Promise<CaptureResult> {
   const nr = syscallNumbers().lgetxattr;
   return startCapture({
     command: TOOLS.perl,
-    args: ["-e", IMAGE_SCAN_SCRIPT, String(nr), String(constants.errno.ENODATA), String(constants.errno.EOPNOTSUPP), root],
+    args: ["-e", IMAGE_SCAN_SCRIPT, String(nr), String(constants.errno.ENODATA), String(constants.errno.EOPNOTSUPP), "/"],
     input: Buffer.concat([...excluded].sort().map((dir) => Buffer.from(`${dir}\0`, "latin1"))),
     timeoutMs: 120_000,
     maxBytes: 64 << 20,

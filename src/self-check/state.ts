@@ -10,7 +10,7 @@
  * checked on its own, and whether it shares /state's filesystem too.
  */
 import type { Identities } from "../accounts.ts";
-import { STATE_AGENT_NAME, STATE_DIR, STATE_INSTALL_NAME } from "../constants.ts";
+import { AGENT_HOME, STATE_DIR, STATE_INSTALL_NAME } from "../constants.ts";
 import { stateModes, stateRules } from "../layout/state.ts";
 import { Refusal } from "../report.ts";
 import { bounded, cannotLook, fail, octal, pass, type Verdict, warn } from "./check.ts";
@@ -160,8 +160,8 @@ export function judgeStateZone(audit: StateAudit, zone: "layout" | "release", mo
 }
 
 /** Pure: /state/agent, a directory of the agent, mode 0700; never walked inside. */
-export function judgeAgentHome(ids: Identities, home: Lstat, mode: Mode, root: string = STATE_DIR): Verdict {
-  const path = `${root}/${STATE_AGENT_NAME}`;
+export function judgeAgentHome(ids: Identities, home: Lstat, mode: Mode): Verdict {
+  const path = AGENT_HOME;
   const single = mode === "single-uid";
   if (!home.ok) {
     if (home.code === "ENOENT" && single) return warn(`${path} does not exist (${SINGLE_UID_NOTE})`, { path, exists: false }, null);
@@ -186,8 +186,8 @@ export function judgeAgentHome(ids: Identities, home: Lstat, mode: Mode, root: s
  * the launch decides, and a quota on a shared filesystem (which st_dev cannot
  * see) would also do.
  */
-export function judgeAgentVolume(top: Lstat, home: Lstat, mode: Mode, root: string = STATE_DIR): Verdict {
-  const path = `${root}/${STATE_AGENT_NAME}`;
+export function judgeAgentVolume(top: Lstat, home: Lstat, mode: Mode): Verdict {
+  const [path, root] = [AGENT_HOME, STATE_DIR];
   if (!top.ok || !home.ok) return cannotLook(path, (!top.ok ? top : (home as { error: string })).error, "restart the container: the entrypoint creates /state/agent at every separated start", "warn");
   const found = { path, dev: home.value.dev, stateDev: top.value.dev };
   if (found.dev !== found.stateDev) return pass(`${path} is a filesystem of its own: the agent cannot fill /state`, found);
