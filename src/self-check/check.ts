@@ -52,6 +52,11 @@ export function reasonOf(error: unknown): string {
   return String(error);
 }
 
+/** What a failed call says, for a list of them: its errno code (EACCES), else the error as text. */
+export function codeOf(error: unknown): string {
+  return (error as NodeJS.ErrnoException).code ?? String(error);
+}
+
 /** A check that could not look. */
 export function cannotLook(what: string, reason: string, fix: string, status: "warn" | "fail" = "fail"): Verdict {
   const found = { error: reason };

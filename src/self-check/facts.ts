@@ -24,7 +24,7 @@ import { checkTrustedExecutable } from "../exec/rules.ts";
 import { readMarkerText } from "../layout/marker.ts";
 import { parseMountinfo } from "../os/mountinfo.ts";
 import { Refusal } from "../report.ts";
-import { howItEnded, octal, reasonOf } from "./check.ts";
+import { codeOf, howItEnded, octal, reasonOf } from "./check.ts";
 import { type ConfinementFacts, LANDLOCK_ABI_SCRIPT, type LandlockFact, parseLandlockAnswer, SECCOMP_ACTIONS_FILE } from "./confinement.ts";
 import { excludedDirectories, IMAGE_WALK_SKIP, type ImageScan, parseImageScan, startImageScan } from "./image-scan.ts";
 import { chooseJudged, handedDownByService, parseEnviron, relationTo } from "./judged.ts";
@@ -58,7 +58,7 @@ function readable<T>(syscall: string, path: string, reader: () => T): Readable<T
   try {
     return { ok: true, value: reader() };
   } catch (error) {
-    return { ok: false, error: `${syscall} ${path}: ${(error as NodeJS.ErrnoException).code ?? String(error)}` };
+    return { ok: false, error: `${syscall} ${path}: ${codeOf(error)}` };
   }
 }
 

@@ -35,7 +35,7 @@ import { parseStatus } from "../os/proc-status.ts";
 import { parseSeccompStatus, type SeccompStatus } from "./process-table.ts";
 import { Refusal, writeLine } from "../report.ts";
 import { runCapture } from "../exec/capture.ts";
-import { howItEnded } from "./check.ts";
+import { codeOf, howItEnded } from "./check.ts";
 import { capabilitySets, formatMask } from "./service-process.ts";
 
 /** The service's pid reaches the probe through the shim's --env, never argv. */
@@ -68,10 +68,6 @@ export interface ProbeReport {
   attempts: Attempt[];
 }
 
-function errno(error: unknown): string {
-  return (error as NodeJS.ErrnoException).code ?? String(error);
-}
-
 const REFUSED = new Set(["EACCES", "EPERM", "EROFS"]);
 
 /** Opens and closes at once; what the kernel answered. */
@@ -80,7 +76,7 @@ function tryOpen(path: string, flags: number): "opened" | string {
     closeSync(openSync(path, flags, 0o600));
     return "opened";
   } catch (error) {
-    return errno(error);
+    return codeOf(error);
   }
 }
 
@@ -105,7 +101,7 @@ function tryReadCredentials(): Answer {
     readdirSync(STATE_DIR);
     listing = "listed";
   } catch (error) {
-    listing = errno(error);
+    listing = codeOf(error);
   }
   return { outcome: listing === "listed" ? "possible" : "inconclusive", detail: `open ${PROBE_CREDENTIALS}: ${result}; list ${STATE_DIR}: ${listing}` };
 }
@@ -117,7 +113,7 @@ function trySignalService(pidText: string | undefined): Answer {
     process.kill(pid, 0);
     return { outcome: "possible", detail: `kill(${pid}, 0): permitted` };
   } catch (error) {
-    const code = errno(error);
+    const code = codeOf(error);
     return { outcome: code === "EPERM" ? "denied" : "inconclusive", detail: `kill(${pid}, 0): ${code}` };
   }
 }

@@ -14,6 +14,7 @@ import { lstatSync, readdirSync, type Stats } from "node:fs";
 import { printablePath } from "../report.ts";
 import { type EntryKind, kindOf } from "../os/file-kind.ts";
 import type { EntryView } from "../layout/rules.ts";
+import { codeOf } from "./check.ts";
 
 export type FsPath = string | Buffer;
 
@@ -78,10 +79,6 @@ function joinPath(dir: FsPath, name: FsPath): FsPath {
   return dir === "/" ? Buffer.concat([SLASH, tail]) : Buffer.concat([head, SLASH, tail]);
 }
 
-function code(error: unknown): string {
-  return (error as NodeJS.ErrnoException).code ?? String(error);
-}
-
 /** Names in a directory; Buffers when any name did not decode as UTF-8. */
 function readNames(path: FsPath, problems: WalkProblem[]): FsPath[] | undefined {
   try {
@@ -90,7 +87,7 @@ function readNames(path: FsPath, problems: WalkProblem[]): FsPath[] | undefined 
     // readdir decodes invalid UTF-8 as U+FFFD; those names would not lstat.
     return names.some((name) => name.includes("\ufffd")) ? readdirSync(path, { encoding: "buffer" }) : names;
   } catch (error) {
-    const why = code(error);
+    const why = codeOf(error);
     if (why !== "ENOENT") problems.push({ path: printablePath(path), syscall: "readdir", code: why });
     return undefined;
   }
@@ -102,7 +99,7 @@ export function walkReadOnly<C>(root: string, context: C, visit: Visit<C>, probl
   try {
     rootSt = lstatSync(root);
   } catch (error) {
-    problems.push({ path: root, syscall: "lstat", code: code(error) });
+    problems.push({ path: root, syscall: "lstat", code: codeOf(error) });
     return 0;
   }
   const first = visit(new WalkedEntry(root, root, kindOf(rootSt), rootSt, 0, false), context);
@@ -119,7 +116,7 @@ export function walkReadOnly<C>(root: string, context: C, visit: Visit<C>, probl
       try {
         st = lstatSync(fsPath, { throwIfNoEntry: false });
       } catch (error) {
-        problems.push({ path: printablePath(fsPath), syscall: "lstat", code: code(error) });
+        problems.push({ path: printablePath(fsPath), syscall: "lstat", code: codeOf(error) });
         continue;
       }
       if (st === undefined) continue; // removed since readdir
