@@ -33,10 +33,6 @@ export function namesOf(mask: CapabilityMask): string[] {
   return names;
 }
 
-export function formatMask(mask: CapabilityMask): string {
-  return `0x${mask.toString(16).padStart(16, "0")}`;
-}
-
 /** The spelling setpriv(1) takes: "-all,+setuid,+setgid". */
 export function setprivCapList(names: readonly string[]): string {
   return ["-all", ...names.map((name) => `+${name.toLowerCase()}`)].join(",");

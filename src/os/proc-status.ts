@@ -3,7 +3,7 @@
  * here trusts a tool's exit status: setpriv exits 0 even when an ambient raise
  * failed, so every privilege change is checked against these fields.
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import type { CapabilityMask } from "./capabilities.ts";
 import { osFailure } from "../report.ts";
 
@@ -100,47 +100,4 @@ export function readSession(pid: number | "self" = "self"): ProcessSession {
   } catch (error) {
     throw osFailure("read", path, error);
   }
-}
-
-export interface ProcessEntry {
-  pid: number;
-  ppid: number;
-  /** The Name: line (the kernel's comm, at most 15 bytes, set by the process itself). */
-  name: string;
-  /** The Threads: line: what RLIMIT_NPROC counts of this process. */
-  threads: number;
-  creds: ProcessCredentials;
-}
-
-/** Pure: one /proc/<pid>/status text. */
-export function parseProcessStatus(pid: number, text: string): ProcessEntry {
-  const name = /^Name:\t?(.*)$/m.exec(text)?.[1] ?? "";
-  const ppid = Number(/^PPid:\s*(\d+)$/m.exec(text)?.[1] ?? Number.NaN);
-  if (!Number.isInteger(ppid)) throw new Error(`/proc/${pid}/status has no PPid line`);
-  const threads = Number(/^Threads:\s*(\d+)$/m.exec(text)?.[1] ?? 1);
-  return { pid, ppid, name, threads, creds: parseStatus(text) };
-}
-
-/** Every process this pid namespace shows whose status could be read (one that exits meanwhile is not listed). */
-export function readProcessTable(): ProcessEntry[] {
-  const entries: ProcessEntry[] = [];
-  for (const name of readdirSync("/proc")) {
-    if (!/^\d+$/.test(name)) continue;
-    const pid = Number(name);
-    let text: string;
-    try {
-      text = readFileSync(`/proc/${pid}/status`, "latin1");
-    } catch {
-      continue;
-    }
-    entries.push(parseProcessStatus(pid, text));
-  }
-  return entries.sort((a, b) => a.pid - b.pid);
-}
-
-/** Pure: the Seccomp: and Seccomp_filters: fields of a /proc/<pid>/status text (null when the kernel shows none). */
-export function parseSeccompStatus(status: string): { mode: string | null; filters: number | null } {
-  const mode = /^Seccomp:\s*(\d+)$/m.exec(status)?.[1] ?? null;
-  const filters = /^Seccomp_filters:\s*(\d+)$/m.exec(status)?.[1];
-  return { mode, filters: filters === undefined ? null : Number(filters) };
 }

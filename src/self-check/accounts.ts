@@ -9,14 +9,18 @@ import { AGENT_USER, GROUP_FILE, PASSWD_FILE, SERVICE_USER, WORKSPACE_GROUP } fr
 import { Refusal } from "../report.ts";
 import { fail, pass, type Verdict } from "./check.ts";
 
-export function judgeAccounts(passwdText: string, groupText: string): Verdict {
-  let ids: Identities;
+/** The identities, or the entrypoint's refusal of the files: resolved once, for the ids fact and for this check. */
+export function resolveAccounts(passwdText: string, groupText: string): Identities | Refusal {
   try {
-    ids = resolveIdentities(passwdText, groupText);
+    return resolveIdentities(passwdText, groupText);
   } catch (error) {
-    if (!(error instanceof Refusal)) throw error;
-    return fail(error.message, { files: [PASSWD_FILE, GROUP_FILE], problem: error.message }, error.fix);
+    if (error instanceof Refusal) return error;
+    throw error;
   }
+}
+
+export function judgeAccounts(ids: Identities | Refusal): Verdict {
+  if (ids instanceof Refusal) return fail(ids.message, { files: [PASSWD_FILE, GROUP_FILE], problem: ids.message }, ids.fix);
   const found = {
     files: [PASSWD_FILE, GROUP_FILE],
     service: { name: ids.service.name, uid: ids.service.uid, gid: ids.service.gid, groups: ids.serviceGroups },

@@ -24,9 +24,6 @@ export interface Check extends Verdict {
   id: string;
 }
 
-/** How many offending entries a check lists; `count` says how many there were. */
-export const SHOWN_ENTRIES = 50;
-
 export function pass(summary: string, found: Record<string, unknown> = {}): Verdict {
   return { status: "pass", summary, found, fix: null };
 }
@@ -55,6 +52,11 @@ export function reasonOf(error: unknown): string {
   return String(error);
 }
 
+/** What a failed call says, for a list of them: its errno code (EACCES), else the error as text. */
+export function codeOf(error: unknown): string {
+  return (error as NodeJS.ErrnoException).code ?? String(error);
+}
+
 /** A check that could not look. */
 export function cannotLook(what: string, reason: string, fix: string, status: "warn" | "fail" = "fail"): Verdict {
   const found = { error: reason };
@@ -62,14 +64,14 @@ export function cannotLook(what: string, reason: string, fix: string, status: "w
   return status === "fail" ? fail(summary, found, fix) : warn(summary, found, fix);
 }
 
-/** At most `limit` items, and how many there were: output stays bounded when a tree is wrong everywhere. */
-export interface Bounded<T> {
-  count: number;
-  shown: T[];
+/** At most 50 items, and how many there were: output stays bounded when a tree is wrong everywhere. */
+export function bounded<T>(items: readonly T[]): { count: number; shown: T[] } {
+  return { count: items.length, shown: items.slice(0, 50) };
 }
 
-export function bounded<T>(items: readonly T[], limit = SHOWN_ENTRIES): Bounded<T> {
-  return { count: items.length, shown: items.slice(0, limit) };
+/** How a program that ran ended: the capture's error (ETIMEDOUT, ENOBUFS), its signal, or its exit status. */
+export function howItEnded(result: { status: number | null; signal: string | null; error?: string }): string {
+  return result.error ?? (result.signal ? `killed by ${result.signal}` : `exit ${result.status}`);
 }
 
 /** Octal mode as people write it: 0644, 4755. */

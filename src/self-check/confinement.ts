@@ -23,18 +23,17 @@
  * (probe.seccomp, probe.lower-oom-score, probe.abstract-socket).
  */
 import { syscallNumbers } from "../confinement.ts";
-import { errnoName } from "../os/errno.ts";
+import { errnoName } from "./errno.ts";
+import type { SeccompStatus } from "./process-table.ts";
 import { pass, type Verdict, warn } from "./check.ts";
 
-export const LANDLOCK_CREATE_RULESET = syscallNumbers().landlockCreateRuleset;
-export const LANDLOCK_CREATE_RULESET_VERSION = 1;
 export const SECCOMP_ACTIONS_FILE = "/proc/sys/kernel/seccomp/actions_avail";
 
-/** perl prints "abi N" or "errno N". */
-export const LANDLOCK_ABI_SCRIPT = `my $abi = syscall(${LANDLOCK_CREATE_RULESET}, 0, 0, ${LANDLOCK_CREATE_RULESET_VERSION}); print $abi >= 0 ? "abi $abi\\n" : "errno " . ($! + 0) . "\\n";`;
+/** landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION = 1); perl prints "abi N" or "errno N". */
+export const LANDLOCK_ABI_SCRIPT = `my $abi = syscall(${syscallNumbers().landlockCreateRuleset}, 0, 0, 1); print $abi >= 0 ? "abi $abi\\n" : "errno " . ($! + 0) . "\\n";`;
 
 /** What each Landlock ABI adds (Documentation/userspace-api/landlock.rst), and the Linux version that brought it. */
-export const LANDLOCK_ABI_RULES: ReadonlyArray<{ abi: number; linux: string; rule: string }> = [
+const LANDLOCK_ABI_RULES: ReadonlyArray<{ abi: number; linux: string; rule: string }> = [
   { abi: 1, linux: "5.13", rule: "filesystem access (read, write, execute, create, remove)" },
   { abi: 2, linux: "5.19", rule: "renames and links between directories" },
   { abi: 3, linux: "6.2", rule: "truncation" },
@@ -45,20 +44,14 @@ export const LANDLOCK_ABI_RULES: ReadonlyArray<{ abi: number; linux: string; rul
 ];
 
 /** The ABI the issue's rules need in full: filesystem, TCP ports, scoping. */
-export const FULL_ABI = 6;
+const FULL_ABI = 6;
 
 export type LandlockFact = { abi: number } | { errno: string } | { error: string };
 
 export interface ConfinementFacts {
   landlock: LandlockFact;
-  seccomp: {
-    /** The Seccomp: field of /proc/self/status (0 off, 1 strict, 2 filter), null when the kernel has no seccomp. */
-    mode: string | null;
-    /** The Seccomp_filters: field (Linux 5.9+), null when absent. */
-    filters: number | null;
-    /** The actions filters may take, or why they could not be read. */
-    actions: string[] | { error: string };
-  };
+  /** This process's status fields, and the actions filters may take (or why they could not be read). */
+  seccomp: SeccompStatus & { actions: string[] | { error: string } };
 }
 
 export function landlockRules(abi: number): string[] {

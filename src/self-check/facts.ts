@@ -15,24 +15,25 @@
  * Those reads are values that carry their error, judged as such.
  */
 import { lstatSync, readdirSync, readFileSync, readlinkSync, statSync, type Stats } from "node:fs";
-import { type Identities, parsePasswd, resolveIdentities } from "../accounts.ts";
+import { parsePasswd } from "../accounts.ts";
 import { builtInBundleSha256 } from "../build-info.ts";
 import { AGENT_EXEC_NAME, AGENT_HOME, ENTRYPOINT_NAME, GROUP_FILE, INSTALL_DIR, PASSWD_FILE, PRIVATE_DIR, SERVICE_USER, STATE_DIR, TOOLS, WORKSPACE_DIR } from "../constants.ts";
 import { embeddedBundleSha256 } from "../embedded-bundle.ts";
 import { runCapture } from "../exec/capture.ts";
 import { checkTrustedExecutable } from "../exec/rules.ts";
 import { readMarkerText } from "../layout/marker.ts";
-import { excludedDirectories, type Mount, parseMountinfo } from "../os/mountinfo.ts";
-import { parseProcessStatus, parseSeccompStatus, type ProcessEntry, readProcessTable } from "../os/proc-status.ts";
+import { parseMountinfo } from "../os/mountinfo.ts";
 import { Refusal } from "../report.ts";
-import { octal, reasonOf } from "./check.ts";
+import { codeOf, howItEnded, octal, reasonOf } from "./check.ts";
 import { type ConfinementFacts, LANDLOCK_ABI_SCRIPT, type LandlockFact, parseLandlockAnswer, SECCOMP_ACTIONS_FILE } from "./confinement.ts";
-import { IMAGE_WALK_SKIP, type ImageScan, parseImageScan, startImageScan } from "./image-scan.ts";
+import { excludedDirectories, IMAGE_WALK_SKIP, type ImageScan, parseImageScan, startImageScan } from "./image-scan.ts";
 import { chooseJudged, handedDownByService, parseEnviron, relationTo } from "./judged.ts";
 import { KERNEL_SETTINGS } from "./kernel.ts";
-import { type Boundary, boundaryOf, classifyMode, type ModeVerdict } from "./mode.ts";
-import { type ProbeRun, runProbe } from "./probe.ts";
-import { auditState, type StateAudit } from "./state.ts";
+import { boundaryOf, classifyMode } from "./mode.ts";
+import { runProbe } from "./probe.ts";
+import { parseProcessStatus, parseSeccompStatus, type ProcessEntry, readProcessTable } from "./process-table.ts";
+import { auditState } from "./state.ts";
+import { resolveAccounts } from "./accounts.ts";
 import type { PrivateRoot } from "./private-jobs.ts";
 
 /** A fact: its value, or why it could not be read and what to do about it. */
@@ -57,11 +58,10 @@ function readable<T>(syscall: string, path: string, reader: () => T): Readable<T
   try {
     return { ok: true, value: reader() };
   } catch (error) {
-    return { ok: false, error: `${syscall} ${path}: ${(error as NodeJS.ErrnoException).code ?? String(error)}` };
+    return { ok: false, error: `${syscall} ${path}: ${codeOf(error)}` };
   }
 }
 
-/** An lstat(2) whose failure a judge words itself (reasonOf: message and code). */
 /** PRIVATE_DIR's lstat and the lease directories in it (its owner, the service, or root may list it). */
 function readPrivateRoot(): PrivateRoot {
   try {
@@ -73,6 +73,7 @@ function readPrivateRoot(): PrivateRoot {
   }
 }
 
+/** An lstat(2) whose failure a judge words itself (reasonOf: message and code). */
 export type Lstat = { ok: true; value: Stats } | { ok: false; error: string; code: string | undefined };
 function lstatOf(path: string): Lstat {
   try {
@@ -137,7 +138,7 @@ function readConfinement(selfStatus: string): ConfinementFacts {
 /** "PATH failed (exit 2): first line of stderr". */
 export function captureFailure(result: { path: string; status: number | null; signal: string | null; stderr: Buffer; error?: string }): string {
   const said = result.stderr.toString("utf8").split("\n")[0] ?? "";
-  return `${result.path} failed (${result.error ?? (result.signal ? `killed by ${result.signal}` : `exit ${result.status}`)})${said ? `: ${said}` : ""}`;
+  return `${result.path} failed (${howItEnded(result)})${said ? `: ${said}` : ""}`;
 }
 
 const ACCOUNTS_FIX = "fix the accounts check first";
@@ -147,41 +148,16 @@ const INSTALLED_FIX = "run the installed executable";
 const PERL_FIX = "keep perl-base in the image (it is Essential in Debian): the audit walks the image and reads security.capability through it";
 export const INSTALLED = [`${INSTALL_DIR}/${ENTRYPOINT_NAME}`, `${INSTALL_DIR}/${AGENT_EXEC_NAME}`] as const;
 
-export interface Facts {
-  /** The audit's own process (its status read once: ids, capabilities, seccomp). */
-  self: Fact<ProcessEntry & { seccomp: { mode: string | null; filters: number | null } }>;
-  /** The audit's own environment. */
-  env: Fact<Record<string, string | undefined>>;
-  table: Fact<ProcessEntry[]>;
-  accounts: Fact<{ passwd: string; group: string }>;
-  ids: Fact<Identities>;
-  /** The service uid even when the accounts as a whole are wrong: the judged process is found by it. */
-  serviceUid: Fact<number>;
-  judged: Fact<{ entry: ProcessEntry; reason: string; self: boolean; environ: Readable<Record<string, string>>; relation: "self" | "descendant" | "outside"; handed: boolean }>;
-  mode: Fact<ModeVerdict>;
-  boundary: Fact<Boundary>;
-  stateAudit: Fact<StateAudit>;
-  stateTop: Fact<Lstat>;
-  agentHome: Fact<Lstat>;
-  workspaceTop: Fact<Lstat>;
-  marker: Fact<{ text: string } | { error: string }>;
-  running: Fact<string>;
-  programs: Fact<Map<string, Program>>;
-  bundle: Fact<{ executable: string; actual: string | undefined; expected: BuiltInHash }>;
-  mounts: Fact<Mount[]>;
-  imageScan: Fact<ImageScan>;
-  /** The executable of every other process of the service uid, where it could be read. */
-  exes: Fact<Map<number, Readable<string>>>;
-  sysctls: Fact<Map<string, Readable<string>>>;
-  confinement: Fact<ConfinementFacts>;
-  /** The private jobs' root and the lease directories in it. */
-  privateRoot: Fact<PrivateRoot>;
-  /** What the probe did; absent without --probe. */
-  probe: Fact<ProbeRun | undefined>;
+/** The snapshot, as readFacts builds it: each fact's type is its reader's. */
+export type Facts = Awaited<ReturnType<typeof readFacts>>;
+
+/** A fact that could not be read at all. */
+function unread(error: string, fix: string): Fact<never> {
+  return { ok: false, error, fix };
 }
 
 /** Reads every fact once. The image walk (perl) starts first, after the process table, and runs beside the /state walk. */
-export async function readFacts(request: { probe: boolean }): Promise<Facts> {
+export async function readFacts(request: { probe: boolean }) {
   /* 1. Who is asking, and which process stands for the body. */
   const selfStatus = readFileSync("/proc/self/status", "latin1");
   const own = { ...parseProcessStatus(process.pid, selfStatus), seccomp: parseSeccompStatus(selfStatus) };
@@ -192,15 +168,12 @@ export async function readFacts(request: { probe: boolean }): Promise<Facts> {
     table = [own];
   }
   if (!table.some((entry) => entry.pid === own.pid)) table.push(own);
-  const accounts = attempt("the image must have readable /etc/passwd and /etc/group", () => ({ passwd: readFileSync(PASSWD_FILE, "utf8"), group: readFileSync(GROUP_FILE, "utf8") }));
-  let ids: Fact<Identities> = { ok: false, error: "the users and groups of ADR 0272 are not all defined (see accounts)", fix: ACCOUNTS_FIX };
-  if (accounts.ok) {
-    try {
-      ids = known(resolveIdentities(accounts.value.passwd, accounts.value.group));
-    } catch (error) {
-      if (!(error instanceof Refusal)) throw error;
-    }
-  }
+  const accounts = attempt("the image must have readable /etc/passwd and /etc/group", () => {
+    const [passwd, group] = [readFileSync(PASSWD_FILE, "utf8"), readFileSync(GROUP_FILE, "utf8")];
+    return { passwd, resolved: resolveAccounts(passwd, group) };
+  });
+  const resolved = accounts.ok ? accounts.value.resolved : undefined;
+  const ids = resolved && !(resolved instanceof Refusal) ? known(resolved) : unread("the users and groups of ADR 0272 are not all defined (see accounts)", ACCOUNTS_FIX);
   const serviceUid = ids.ok ? ids.value.service.uid : accounts.ok ? parsePasswd(accounts.value.passwd).find((user) => user.name === SERVICE_USER)?.uid : undefined;
   const choice = chooseJudged(table, own, serviceUid);
   const isSelf = choice.entry.pid === own.pid;
@@ -225,13 +198,16 @@ export async function readFacts(request: { probe: boolean }): Promise<Facts> {
   const running = attempt(INSTALLED_FIX, () => readlinkSync("/proc/self/exe"));
   const programs = new Map<string, Program>();
   for (const path of [...(running.ok ? [running.value] : []), ...INSTALLED, ...Object.values(TOOLS)]) if (!programs.has(path)) programs.set(path, readProgram(path));
-  const facts: Omit<Facts, "imageScan" | "probe"> = {
+  const facts = {
+    /** The audit's own process (its status read once: ids, capabilities, seccomp) and environment. */
     self: known(own),
     env: known(process.env),
     table: known(table),
+    /** passwd(5) as read (the service uid is found in it when the rest is wrong), and the identities or the entrypoint's refusal. */
     accounts,
     ids,
-    serviceUid: serviceUid === undefined ? { ok: false, error: "the service user is not defined", fix: ACCOUNTS_FIX } : known(serviceUid),
+    /** The service uid even when the accounts as a whole are wrong: the judged process is found by it. */
+    serviceUid: serviceUid === undefined ? unread("the service user is not defined", ACCOUNTS_FIX) : known(serviceUid),
     judged: known({ ...choice, self: isSelf, environ, relation: relationTo(table, own.pid, choice.entry.pid), handed }),
     mode: known(mode),
     boundary: known(boundary),
@@ -242,14 +218,13 @@ export async function readFacts(request: { probe: boolean }): Promise<Facts> {
     marker: known(readMarkerText()),
     running,
     programs: known(programs),
-    bundle: attempt(INSTALLED_FIX, () => {
-      const executable = readlinkSync("/proc/self/exe");
-      return { executable, actual: embeddedBundleSha256("/proc/self/exe"), expected: readBuiltInHash(executable) };
-    }),
+    bundle: running.ok ? attempt(INSTALLED_FIX, () => ({ executable: running.value, actual: embeddedBundleSha256("/proc/self/exe"), expected: readBuiltInHash(running.value) })) : running,
     mounts,
+    /** The executable of every other process of the service uid, where it could be read. */
     exes: known(exes),
     sysctls: known(new Map(KERNEL_SETTINGS.map((setting) => [setting.path, readable("read", setting.path, () => readFileSync(setting.path, "latin1"))]))),
     confinement: known(readConfinement(selfStatus)),
+    /** The private jobs' root and the lease directories in it. */
     privateRoot: known(readPrivateRoot()),
   };
 
@@ -263,6 +238,7 @@ export async function readFacts(request: { probe: boolean }): Promise<Facts> {
     const parsed = output.error !== undefined || output.status !== 0 ? undefined : attempt(PERL_FIX, () => parseImageScan(output.stdout, mounts.value, excluded));
     imageScan = parsed?.ok ? parsed : perlFailed(parsed?.error ?? captureFailure(output));
   }
+  /** What the probe did; absent without --probe. */
   const probe = request.probe ? runProbe({ mode: mode.mode, self: own.creds, ids: ids.ok ? ids.value : undefined, servicePid: choice.entry.pid }) : undefined;
   return { ...facts, imageScan, probe: known(probe) };
 }

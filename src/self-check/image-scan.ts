@@ -26,11 +26,12 @@ import IMAGE_SCAN_TEMPLATE from "../perl/image-scan.pl";
 import { type CaptureResult, startCapture } from "../exec/capture.ts";
 import { syscallNumbers } from "../confinement.ts";
 import { STATE_DIR, TOOLS, WORKSPACE_DIR } from "../constants.ts";
-import { errnoName } from "../os/errno.ts";
+import { errnoName } from "./errno.ts";
 import { namesOf } from "../os/capabilities.ts";
 import { octal } from "./check.ts";
-import { hasOption, type Mount, mountOf } from "../os/mountinfo.ts";
-import { displayPath, type WalkProblem } from "./walk.ts";
+import type { Mount } from "../os/mountinfo.ts";
+import { printablePath } from "../report.ts";
+import type { WalkProblem } from "./walk.ts";
 
 export interface PrivilegedFile {
   path: string;
@@ -96,17 +97,57 @@ export interface ImageScan {
   scan: CapabilityScan;
 }
 
+/**
+ * Filesystems that hold no files of the image: the kernel's views and
+ * interfaces. Their entries are not walked for set-user-ID bits.
+ */
+export const PSEUDO_FILESYSTEMS: ReadonlySet<string> = new Set([
+  "proc", "sysfs", "cgroup", "cgroup2", "devpts", "mqueue", "securityfs", "debugfs", "tracefs", "bpf",
+  "fusectl", "configfs", "pstore", "hugetlbfs", "binfmt_misc", "autofs", "nsfs", "efivarfs", "selinuxfs", "rpc_pipefs",
+]);
+
+function within(path: string, dir: string): boolean {
+  return dir === "/" || path === dir || path.startsWith(`${dir}/`);
+}
+
+/** The mount a path lies on: the last-mounted of the longest matching mount points. */
+export function mountOf(mounts: readonly Mount[], path: string): Mount | undefined {
+  let best: Mount | undefined;
+  for (const mount of mounts) {
+    if (!within(path, mount.point)) continue;
+    if (best === undefined || mount.point.length >= best.point.length) best = mount;
+  }
+  return best;
+}
+
+/**
+ * Directories the image walk does not enter: mount points of pseudo
+ * filesystems, plus the fixed `skip` list (the volumes, /proc, /sys), which
+ * are judged by their own checks.
+ */
+export function excludedDirectories(mounts: readonly Mount[], skip: readonly string[]): Set<string> {
+  const excluded = new Set(skip);
+  for (const mount of mounts) {
+    if (PSEUDO_FILESYSTEMS.has(mount.fstype)) excluded.add(mount.point);
+  }
+  return excluded;
+}
+
+export function hasOption(mount: Mount | undefined, option: string): boolean {
+  return mount?.options.includes(option) ?? false;
+}
+
 export const IMAGE_WALK_SKIP: readonly string[] = ["/proc", "/sys", STATE_DIR, WORKSPACE_DIR];
 
 /** The walk, src/perl/image-scan.pl (its header says what it reads and prints). */
 export const IMAGE_SCAN_SCRIPT = IMAGE_SCAN_TEMPLATE.trim();
 
 /** Starts the walk; throws (Refusal or Error) when perl cannot be run under the exec rules. */
-export function startImageScan(excluded: ReadonlySet<string>, root = "/"): Promise<CaptureResult> {
+export function startImageScan(excluded: ReadonlySet<string>): Promise<CaptureResult> {
   const nr = syscallNumbers().lgetxattr;
   return startCapture({
     command: TOOLS.perl,
-    args: ["-e", IMAGE_SCAN_SCRIPT, String(nr), String(constants.errno.ENODATA), String(constants.errno.EOPNOTSUPP), root],
+    args: ["-e", IMAGE_SCAN_SCRIPT, String(nr), String(constants.errno.ENODATA), String(constants.errno.EOPNOTSUPP), "/"],
     input: Buffer.concat([...excluded].sort().map((dir) => Buffer.from(`${dir}\0`, "latin1"))),
     timeoutMs: 120_000,
     maxBytes: 64 << 20,
@@ -120,7 +161,7 @@ export function parseImageScan(stdout: Buffer, mounts: readonly Mount[], exclude
   if (fields.pop() !== "") throw new Error("the image walk's output does not end with a complete field");
   const walk: ImageWalk = { visited: 0, privileged: [], executables: 0, problems: [], excluded: [...excluded].sort() };
   const scan: CapabilityScan = { found: [], unreadable: [] };
-  const shown = (raw: string) => displayPath(Buffer.from(raw, "latin1"));
+  const shown = (raw: string) => printablePath(Buffer.from(raw, "latin1"));
   let complete = false;
   let i = 0;
   const take = (n: number): string[] => {

@@ -5,10 +5,11 @@
  * facts.ts (the exec rules' verdict on each program) and image-scan.ts.
  */
 import { STATE_DIR, TOOLS, WORKSPACE_DIR } from "../constants.ts";
-import { hasOption, type Mount, mountOf } from "../os/mountinfo.ts";
+import type { Mount } from "../os/mountinfo.ts";
 import { bounded, fail, pass, type Verdict, warn } from "./check.ts";
 import type { BuiltInHash, Program } from "./facts.ts";
-import type { ImageScan, ImageWalk, PrivilegedFile } from "./image-scan.ts";
+import { hasOption, type ImageScan, mountOf, type PrivilegedFile } from "./image-scan.ts";
+import { problemLines } from "./walk.ts";
 import type { Mode } from "./mode.ts";
 
 const REBUILD_FIX = "rebuild the image from this project's Dockerfile: it installs the executable root-owned, mode 0755, under both names";
@@ -62,10 +63,6 @@ export function judgeTools(programs: ReadonlyMap<string, Program>): Verdict {
   return pass(`${found.filter((t) => t.present).map((t) => t.path).join(", ")}: root-owned, writable by root only, in root-owned directories, not set-user-ID${found.some((t) => !t.present) ? " (tini is not installed: optional)" : ""}`, { tools: found });
 }
 
-function unreadableList(walk: ImageWalk): string[] {
-  return walk.problems.map((p) => `${p.syscall} ${p.path}: ${p.code}`);
-}
-
 /**
  * A set-ID file that only hands out ids the agent already has (set-user-ID
  * to the agent, set-group-ID to one of its groups) grants nothing: agent
@@ -83,7 +80,7 @@ function listFiles(files: readonly PrivilegedFile[]): string {
 }
 
 export function judgeSetuid({ walk }: ImageScan, agent?: { uid: number; groups: readonly number[] }): Verdict {
-  const unreadable = unreadableList(walk);
+  const unreadable = problemLines(walk.problems);
   const agentOnly = walk.privileged.filter((f) => grantsOnlyAgent(f, agent));
   const privileged = walk.privileged.filter((f) => !grantsOnlyAgent(f, agent));
   const found = { visited: walk.visited, files: bounded(privileged), agentOnly: bounded(agentOnly), notEntered: walk.excluded, unreadable: bounded(unreadable) };
@@ -104,7 +101,7 @@ export function judgeSetuid({ walk }: ImageScan, agent?: { uid: number; groups: 
 }
 
 export function judgeFileCapabilities({ walk, scan }: ImageScan): Verdict {
-  const unreadable = [...unreadableList(walk), ...scan.unreadable.map((u) => `lgetxattr ${u.path}: errno ${u.errno}`)];
+  const unreadable = [...problemLines(walk.problems), ...scan.unreadable.map((u) => `lgetxattr ${u.path}: errno ${u.errno}`)];
   const found = { candidates: walk.executables, files: bounded(scan.found), unreadable: bounded(unreadable) };
   if (scan.found.length > 0) {
     const list = scan.found.slice(0, 5).map((f) => `${f.path} (${f.permitted.join(",").toLowerCase() || "none"}${f.effective ? "=ep" : "=p"})`).join(", ");

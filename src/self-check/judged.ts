@@ -7,7 +7,7 @@
  * service uid met walking the tree down from pid 1 (tini, which only reaps
  * and forwards signals, is passed over for its child). Pure.
  */
-import type { ProcessEntry } from "../os/proc-status.ts";
+import type { ProcessEntry } from "./process-table.ts";
 
 export type Relation = "self" | "descendant" | "outside";
 

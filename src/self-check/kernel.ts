@@ -64,15 +64,19 @@ export const KERNEL_SETTINGS: readonly KernelSetting[] = [
     id: "kernel.protected-regular",
     path: "/proc/sys/fs/protected_regular",
     judge: (value) => judgeProtectedCreate(value, "a regular file", "receive what the service writes to a predictable name in /tmp (with O_CREAT but not O_EXCL, the mode the service asks for is ignored: the file is the agent's)"),
-    fix: "on the host: sysctl -w fs.protected_regular=2 (persist it in /etc/sysctl.d); a container cannot set it. Until then the service must create files in /tmp with O_EXCL (fs.mkdtempSync, flag \"wx\") or keep its temporary files in a directory only it can write",
+    fix: protectedCreateFix("protected_regular"),
   },
   {
     id: "kernel.protected-fifos",
     path: "/proc/sys/fs/protected_fifos",
     judge: (value) => judgeProtectedCreate(value, "a FIFO", "read what the service writes to a predictable name in /tmp, or make the service's open block until it reads"),
-    fix: "on the host: sysctl -w fs.protected_fifos=2 (persist it in /etc/sysctl.d); a container cannot set it. Until then the service must create files in /tmp with O_EXCL (fs.mkdtempSync, flag \"wx\") or keep its temporary files in a directory only it can write",
+    fix: protectedCreateFix("protected_fifos"),
   },
 ];
+
+function protectedCreateFix(name: string): string {
+  return `on the host: sysctl -w fs.${name}=2 (persist it in /etc/sysctl.d); a container cannot set it. Until then the service must create files in /tmp with O_EXCL (fs.mkdtempSync, flag "wx") or keep its temporary files in a directory only it can write`;
+}
 
 /** protected_regular and protected_fifos: 0 off, 1 world-writable sticky directories, 2 group-writable sticky ones too. */
 function judgeProtectedCreate(value: string | undefined, what: string, risk: string): { ok: boolean; meaning: string } {

@@ -12,11 +12,10 @@
  *   misconfigured  anything in between, or a service running as root
  */
 import type { Identities } from "../accounts.ts";
-import { maskOf } from "../os/capabilities.ts";
-import { ADR_LAUNCH_FLAGS, AGENT_EXEC_PATH, SERVICE_CAPABILITIES, SERVICE_ENV } from "../constants.ts";
+import { ADR_LAUNCH_FLAGS, AGENT_EXEC_PATH, SERVICE_ENV } from "../constants.ts";
 import type { ProcessCredentials } from "../os/proc-status.ts";
 import { fail, pass, type Verdict, warn } from "./check.ts";
-import { capabilitySets } from "./service-process.ts";
+import { capabilitySets, SERVICE_MASK } from "./service-process.ts";
 import type { Readable } from "./facts.ts";
 
 export type Mode = "separated" | "single-uid" | "misconfigured";
@@ -29,7 +28,6 @@ export interface ModeVerdict {
   marker: string | null | undefined;
 }
 
-const SERVICE_MASK = maskOf(SERVICE_CAPABILITIES);
 const LAUNCH_FIX = `start the container as root with the flags of ADR 0272 (docker run ${ADR_LAUNCH_FLAGS.join(" ")}) and clankie-separate as the entrypoint`;
 const BOUNDARY_FIX = "route Herdr and every worker through clankie-agent-exec (ADR 0272 increment 2); then the service declares it by starting with CLANKIE_BOUNDARY=complete in its environment (docs/self-check.md)";
 
@@ -51,10 +49,9 @@ export function classifyMode(creds: ProcessCredentials, environ: Readable<Record
   if (wrongSets.length > 0) reasons.push(`${wrongSets.join(", ")} not exactly SETUID and SETGID`);
   if (!creds.noNewPrivs) reasons.push("NoNewPrivs is 0");
   if (environ.ok && ids) {
-    const vars = environ.value;
-    if (vars[SERVICE_ENV.agentUid] !== String(ids.agent.uid)) reasons.push(`${SERVICE_ENV.agentUid} is ${JSON.stringify(vars[SERVICE_ENV.agentUid] ?? null)}, want "${ids.agent.uid}"`);
-    if (vars[SERVICE_ENV.agentUser] !== ids.agent.name) reasons.push(`${SERVICE_ENV.agentUser} is ${JSON.stringify(vars[SERVICE_ENV.agentUser] ?? null)}, want "${ids.agent.name}"`);
-    if (vars[SERVICE_ENV.agentExec] !== AGENT_EXEC_PATH) reasons.push(`${SERVICE_ENV.agentExec} is ${JSON.stringify(vars[SERVICE_ENV.agentExec] ?? null)}, want "${AGENT_EXEC_PATH}"`);
+    for (const [name, want] of [[SERVICE_ENV.agentUid, String(ids.agent.uid)], [SERVICE_ENV.agentUser, ids.agent.name], [SERVICE_ENV.agentExec, AGENT_EXEC_PATH]] as const) {
+      if (environ.value[name] !== want) reasons.push(`${name} is ${JSON.stringify(environ.value[name] ?? null)}, want "${want}"`);
+    }
   }
   if (reasons.length > 0) return { mode: "misconfigured", reasons, marker };
   return {
@@ -91,12 +88,9 @@ export function boundaryOf(
   if (mode === "single-uid") return { label: "no boundary: single-uid body, no agent uid is configured", declared: false, source: null };
   if (mode === "misconfigured") return { label: "no boundary: the separation is misconfigured", declared: false, source: null };
   const name = SERVICE_ENV.boundary;
-  if (judged.environ.ok && judged.environ.value[name] === BOUNDARY_VALUE) {
-    return { label: "boundary: the service declares every seam routed through clankie-agent-exec", declared: true, source: `${name} in the environment of pid ${judged.pid}` };
-  }
-  if (auditor.handedDownByService && auditor.env[name] === BOUNDARY_VALUE) {
-    return { label: "boundary: the service declares every seam routed through clankie-agent-exec", declared: true, source: `${name} handed to this audit by the service (pid ${judged.pid})` };
-  }
+  const declared = (source: string): Boundary => ({ label: "boundary: the service declares every seam routed through clankie-agent-exec", declared: true, source });
+  if (judged.environ.ok && judged.environ.value[name] === BOUNDARY_VALUE) return declared(`${name} in the environment of pid ${judged.pid}`);
+  if (auditor.handedDownByService && auditor.env[name] === BOUNDARY_VALUE) return declared(`${name} handed to this audit by the service (pid ${judged.pid})`);
   if (judged.environ.ok || auditor.handedDownByService) {
     return { label: NOT_YET, declared: false, source: `no ${name}=${BOUNDARY_VALUE} in the environment of pid ${judged.pid}${auditor.handedDownByService ? " or of this audit" : ""}` };
   }

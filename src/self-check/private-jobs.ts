@@ -9,7 +9,7 @@
 import type { Stats } from "node:fs";
 import type { Identities } from "../accounts.ts";
 import { PRIVATE_DIR, PRIVATE_POOL_SIZE } from "../constants.ts";
-import type { ProcessEntry } from "../os/proc-status.ts";
+import type { ProcessEntry } from "./process-table.ts";
 import { fail, octal, pass, plural, type Verdict, warn } from "./check.ts";
 import type { Mode } from "./mode.ts";
 

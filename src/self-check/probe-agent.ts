@@ -29,13 +29,14 @@
 import PROBE_CONFINEMENT_TEMPLATE from "../perl/probe-confinement.pl";
 import { closeSync, constants, openSync, readdirSync, readFileSync } from "node:fs";
 import { readIdentities } from "../accounts.ts";
-import { formatMask } from "../os/capabilities.ts";
 import { EXIT, PROBE_AGENT_FLAG, STATE_DIR, TOOLS } from "../constants.ts";
-import { errnoName } from "../os/errno.ts";
-import { parseSeccompStatus, parseStatus } from "../os/proc-status.ts";
+import { errnoName } from "./errno.ts";
+import { parseStatus } from "../os/proc-status.ts";
+import { parseSeccompStatus, type SeccompStatus } from "./process-table.ts";
 import { Refusal, writeLine } from "../report.ts";
 import { runCapture } from "../exec/capture.ts";
-import { capabilitySets } from "./service-process.ts";
+import { codeOf, howItEnded } from "./check.ts";
+import { capabilitySets, formatMask } from "./service-process.ts";
 
 /** The service's pid reaches the probe through the shim's --env, never argv. */
 export const PROBE_SERVICE_PID_VARIABLE = "CLANKIE_PROBE_SERVICE_PID";
@@ -63,13 +64,8 @@ export interface ProbeReport {
   groups: number[];
   sets: { CapInh: string; CapPrm: string; CapEff: string; CapAmb: string; CapBnd: string };
   noNewPrivs: 0 | 1;
-  /** The kernel's Seccomp: (0 off, 1 strict, 2 filter) and Seccomp_filters: for the probe; null where absent. */
-  seccomp: { mode: string | null; filters: number | null };
+  seccomp: SeccompStatus;
   attempts: Attempt[];
-}
-
-function errno(error: unknown): string {
-  return (error as NodeJS.ErrnoException).code ?? String(error);
 }
 
 const REFUSED = new Set(["EACCES", "EPERM", "EROFS"]);
@@ -80,108 +76,105 @@ function tryOpen(path: string, flags: number): "opened" | string {
     closeSync(openSync(path, flags, 0o600));
     return "opened";
   } catch (error) {
-    return errno(error);
+    return codeOf(error);
   }
 }
 
-export function tryWriteState(): Attempt {
+/** What an attempt found; its id is given where the report lists the attempts. */
+type Answer = Omit<Attempt, "id">;
+
+function tryWriteState(): Answer {
   const tmp = tryOpen(STATE_DIR, O_TMPFILE | constants.O_WRONLY);
   const creds = tryOpen(PROBE_CREDENTIALS, constants.O_WRONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY);
   const detail = `create in ${STATE_DIR} (O_TMPFILE): ${tmp}; open ${PROBE_CREDENTIALS} for writing: ${creds}`;
   // EOPNOTSUPP from O_TMPFILE comes after the permission check passed (fs/namei.c vfs_tmpfile).
-  if (tmp === "opened" || tmp === "EOPNOTSUPP" || creds === "opened") return { id: "write-state", outcome: "possible", detail };
-  if (REFUSED.has(tmp) && (REFUSED.has(creds) || creds === "ENOENT")) return { id: "write-state", outcome: "denied", detail };
-  return { id: "write-state", outcome: "inconclusive", detail };
+  if (tmp === "opened" || tmp === "EOPNOTSUPP" || creds === "opened") return { outcome: "possible", detail };
+  return { outcome: REFUSED.has(tmp) && (REFUSED.has(creds) || creds === "ENOENT") ? "denied" : "inconclusive", detail };
 }
 
-export function tryReadCredentials(): Attempt {
+function tryReadCredentials(): Answer {
   const result = tryOpen(PROBE_CREDENTIALS, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY);
-  if (result === "opened") return { id: "read-credentials", outcome: "possible", detail: `open ${PROBE_CREDENTIALS}: opened` };
-  if (REFUSED.has(result)) return { id: "read-credentials", outcome: "denied", detail: `open ${PROBE_CREDENTIALS}: ${result}` };
+  if (result === "opened" || REFUSED.has(result)) return { outcome: result === "opened" ? "possible" : "denied", detail: `open ${PROBE_CREDENTIALS}: ${result}` };
   // No credentials file to try: whether /state can be listed says whether it could be found.
   let listing: string;
   try {
     readdirSync(STATE_DIR);
     listing = "listed";
   } catch (error) {
-    listing = errno(error);
+    listing = codeOf(error);
   }
-  const detail = `open ${PROBE_CREDENTIALS}: ${result}; list ${STATE_DIR}: ${listing}`;
-  if (listing === "listed") return { id: "read-credentials", outcome: "possible", detail };
-  return { id: "read-credentials", outcome: "inconclusive", detail };
+  return { outcome: listing === "listed" ? "possible" : "inconclusive", detail: `open ${PROBE_CREDENTIALS}: ${result}; list ${STATE_DIR}: ${listing}` };
 }
 
-export function trySignalService(pidText: string | undefined): Attempt {
+function trySignalService(pidText: string | undefined): Answer {
   const pid = Number(pidText);
-  if (!pidText || !Number.isInteger(pid) || pid < 1) {
-    return { id: "signal-service", outcome: "inconclusive", detail: `no service pid was handed to the probe (${PROBE_SERVICE_PID_VARIABLE})` };
-  }
+  if (!pidText || !Number.isInteger(pid) || pid < 1) return { outcome: "inconclusive", detail: `no service pid was handed to the probe (${PROBE_SERVICE_PID_VARIABLE})` };
   try {
     process.kill(pid, 0);
-    return { id: "signal-service", outcome: "possible", detail: `kill(${pid}, 0): permitted` };
+    return { outcome: "possible", detail: `kill(${pid}, 0): permitted` };
   } catch (error) {
-    const code = errno(error);
-    return { id: "signal-service", outcome: code === "EPERM" ? "denied" : "inconclusive", detail: `kill(${pid}, 0): ${code}` };
+    const code = codeOf(error);
+    return { outcome: code === "EPERM" ? "denied" : "inconclusive", detail: `kill(${pid}, 0): ${code}` };
   }
 }
 
-export function trySetprivToService(serviceUid: number, serviceGid: number): Attempt {
+function trySetprivToService(serviceUid: number, serviceGid: number): Answer {
   const args = [`--reuid=${serviceUid}`, `--regid=${serviceGid}`, "--clear-groups", "--", PROBE_TRUE];
   let result;
   try {
     result = runCapture({ command: TOOLS.setpriv, args, timeoutMs: 10_000 });
   } catch (error) {
-    return { id: "setpriv-node", outcome: "inconclusive", detail: `could not run setpriv: ${(error as Error).message}` };
+    return { outcome: "inconclusive", detail: `could not run setpriv: ${(error as Error).message}` };
   }
   const said = result.stderr.toString("utf8").trim().split("\n")[0] ?? "";
-  const detail = `setpriv ${args.join(" ")}: ${result.error ?? (result.signal ? `killed by ${result.signal}` : `exit ${result.status}`)}${said ? `: ${said}` : ""}`;
-  if (result.error !== undefined || result.signal) return { id: "setpriv-node", outcome: "inconclusive", detail };
-  return { id: "setpriv-node", outcome: result.status === 0 ? "possible" : "denied", detail };
+  const detail = `setpriv ${args.join(" ")}: ${howItEnded(result)}${said ? `: ${said}` : ""}`;
+  return { outcome: result.error !== undefined || result.signal ? "inconclusive" : result.status === 0 ? "possible" : "denied", detail };
 }
 
 /** The attempts, src/perl/probe-confinement.pl (its header says what it prints). */
 export const CONFINEMENT_ATTEMPTS_SCRIPT = PROBE_CONFINEMENT_TEMPLATE.trim();
 
-/** Pure: the two attempts from the perl child's output. */
-export function parseConfinementAttempts(stdout: string, socketName: string | undefined): Attempt[] {
+/** Pure: the two attempts (lower-oom-score, abstract-socket) from the perl child's output. */
+export function parseConfinementAttempts(stdout: string, socketName: string | undefined): [Answer, Answer] {
+  const noAnswer: Answer = { outcome: "inconclusive", detail: `no answer from the attempt: ${JSON.stringify(stdout.slice(0, 120))}` };
   const oom = /^oom (\S+) (\S+) (\S+)$/m.exec(stdout);
-  const socket = /^socket (\S+)$/m.exec(stdout);
-  let lower: Attempt;
-  if (!oom) lower = { id: "lower-oom-score", outcome: "inconclusive", detail: `no answer from the attempt: ${JSON.stringify(stdout.slice(0, 120))}` };
-  else {
+  const socket = /^socket (\S+)$/m.exec(stdout)?.[1];
+  let lower = noAnswer;
+  if (oom) {
     const [, before, open, write] = oom as unknown as [string, string, string, string];
     const target = Number(before) - 1;
-    if (open === "-") lower = { id: "lower-oom-score", outcome: "inconclusive", detail: `/proc/self/oom_score_adj holds ${before}: nothing lower to try` };
+    if (open === "-") lower = { outcome: "inconclusive", detail: `/proc/self/oom_score_adj holds ${before}: nothing lower to try` };
     else if (open !== "0") {
       const code = errnoName(open);
-      lower = { id: "lower-oom-score", outcome: code === "EACCES" || code === "EPERM" ? "denied" : "inconclusive", detail: `open /proc/self/oom_score_adj for writing: ${code}` };
-    } else if (write === "0") lower = { id: "lower-oom-score", outcome: "possible", detail: `wrote ${target} over ${before} to /proc/self/oom_score_adj` };
+      lower = { outcome: code === "EACCES" || code === "EPERM" ? "denied" : "inconclusive", detail: `open /proc/self/oom_score_adj for writing: ${code}` };
+    } else if (write === "0") lower = { outcome: "possible", detail: `wrote ${target} over ${before} to /proc/self/oom_score_adj` };
     else {
       const code = errnoName(write);
-      lower = { id: "lower-oom-score", outcome: code === "EACCES" ? "denied" : "inconclusive", detail: `open /proc/self/oom_score_adj for writing: opened; write ${target} over ${before}: ${code}${code === "EACCES" ? " (the kernel's floor, oom_score_adj_min)" : ""}` };
+      lower = { outcome: code === "EACCES" ? "denied" : "inconclusive", detail: `open /proc/self/oom_score_adj for writing: opened; write ${target} over ${before}: ${code}${code === "EACCES" ? " (the kernel's floor, oom_score_adj_min)" : ""}` };
     }
   }
-  let connect: Attempt;
-  if (!socketName) connect = { id: "abstract-socket", outcome: "inconclusive", detail: `no socket name was handed to the probe (${PROBE_SOCKET_VARIABLE})` };
-  else if (!socket || socket[1] === "-") connect = { id: "abstract-socket", outcome: "inconclusive", detail: `no answer from the attempt: ${JSON.stringify(stdout.slice(0, 120))}` };
-  else if (socket[1] === "0") connect = { id: "abstract-socket", outcome: "possible", detail: `connect(@${socketName}), the audit's socket outside the agent's domain: connected` };
-  else {
-    const code = errnoName(socket[1]!);
-    connect = { id: "abstract-socket", outcome: code === "EPERM" || code === "EACCES" ? "denied" : "inconclusive", detail: `connect(@${socketName}), the audit's socket outside the agent's domain: ${code}` };
+  const where = `connect(@${socketName}), the audit's socket outside the agent's domain`;
+  let connect = noAnswer;
+  if (!socketName) connect = { outcome: "inconclusive", detail: `no socket name was handed to the probe (${PROBE_SOCKET_VARIABLE})` };
+  else if (socket === "0") connect = { outcome: "possible", detail: `${where}: connected` };
+  else if (socket !== undefined && socket !== "-") {
+    const code = errnoName(socket);
+    connect = { outcome: code === "EPERM" || code === "EACCES" ? "denied" : "inconclusive", detail: `${where}: ${code}` };
   }
   return [lower, connect];
 }
 
-export function tryConfinement(socketName: string | undefined): Attempt[] {
-  let detail: string;
+function tryConfinement(socketName: string | undefined): Attempt[] {
+  let answers: [Answer, Answer];
   try {
     const result = runCapture({ command: TOOLS.perl, args: ["-e", CONFINEMENT_ATTEMPTS_SCRIPT, socketName ?? ""], timeoutMs: 10_000, maxBytes: 4096 });
-    if (result.error === undefined && result.status === 0) return parseConfinementAttempts(result.stdout.toString("latin1"), socketName);
-    detail = `perl: ${result.error ?? (result.signal ? `killed by ${result.signal}` : `exit ${result.status}`)}`;
+    const failed: Answer = { outcome: "inconclusive", detail: `perl: ${howItEnded(result)}` };
+    answers = result.error === undefined && result.status === 0 ? parseConfinementAttempts(result.stdout.toString("latin1"), socketName) : [failed, failed];
   } catch (error) {
-    detail = `could not run perl: ${(error as Error).message}`;
+    const failed: Answer = { outcome: "inconclusive", detail: `could not run perl: ${(error as Error).message}` };
+    answers = [failed, failed];
   }
-  return [{ id: "lower-oom-score", outcome: "inconclusive", detail }, { id: "abstract-socket", outcome: "inconclusive", detail }];
+  return [{ id: "lower-oom-score", ...answers[0] }, { id: "abstract-socket", ...answers[1] }];
 }
 
 export function runProbeAgent(argv: readonly string[]): number {
@@ -205,10 +198,10 @@ export function runProbeAgent(argv: readonly string[]): number {
     noNewPrivs: status.noNewPrivs ? 1 : 0,
     seccomp: parseSeccompStatus(statusText),
     attempts: [
-      tryWriteState(),
-      tryReadCredentials(),
-      trySignalService(process.env[PROBE_SERVICE_PID_VARIABLE]),
-      trySetprivToService(ids.service.uid, ids.service.gid),
+      { id: "write-state", ...tryWriteState() },
+      { id: "read-credentials", ...tryReadCredentials() },
+      { id: "signal-service", ...trySignalService(process.env[PROBE_SERVICE_PID_VARIABLE]) },
+      { id: "setpriv-node", ...trySetprivToService(ids.service.uid, ids.service.gid) },
       ...tryConfinement(process.env[PROBE_SOCKET_VARIABLE] || undefined),
     ],
   };

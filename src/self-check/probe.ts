@@ -12,13 +12,15 @@
 import { randomBytes } from "node:crypto";
 import { createServer, type Server } from "node:net";
 import { agentGroups, type Identities } from "../accounts.ts";
-import { maskOf, namesOf } from "../os/capabilities.ts";
-import { AGENT_EXEC_PATH, ENTRYPOINT_NAME, INSTALL_DIR, PROBE_AGENT_FLAG, SERVICE_CAPABILITIES } from "../constants.ts";
+import { namesOf } from "../os/capabilities.ts";
+import { AGENT_EXEC_PATH, ENTRYPOINT_NAME, INSTALL_DIR, PROBE_AGENT_FLAG } from "../constants.ts";
 import type { ProcessCredentials } from "../os/proc-status.ts";
 import { Refusal } from "../report.ts";
 import { type CaptureRequest, type CaptureResult, runCapture } from "../exec/capture.ts";
-import { fail, pass, reasonOf, type Verdict, warn } from "./check.ts";
+import { fail, howItEnded, pass, reasonOf, type Verdict, warn } from "./check.ts";
 import type { Mode } from "./mode.ts";
+import type { SeccompStatus } from "./process-table.ts";
+import { SERVICE_MASK, sameSet } from "./service-process.ts";
 import { type Attempt, PROBE_SERVICE_PID_VARIABLE, PROBE_SOCKET_VARIABLE, type ProbeReport } from "./probe-agent.ts";
 
 /** What became of the probe: the reader's outcome, judged by the checks below. */
@@ -30,7 +32,6 @@ export type ProbeRun =
   | { kind: "failed"; result: CaptureResult }
   | { kind: "unreadable"; error: string; stdout: string }
   | { kind: "ran"; report: ProbeReport };
-type Seccomp = { mode: string | null; filters: number | null };
 
 const DOCTOR_FIX = "run the probe as the service: have the service start clankie-separate --self-check --probe as its own child (doctor does); docker exec, even --user node, gets neither SETUID/SETGID nor NoNewPrivs (moby#37667)";
 
@@ -50,7 +51,7 @@ export function probeRequest(servicePid: number, socketName?: string): CaptureRe
 /** Pure: who may start the probe (the shim's own caller rule, agent-exec/caller.ts). */
 export function probeBlocker(self: ProcessCredentials, ids: Identities): string | undefined {
   if (self.uids.some((uid) => uid !== ids.service.uid)) return `this audit runs as uid ${self.uids.join(",")}, not the service uid ${ids.service.uid}`;
-  const missing = namesOf(maskOf(SERVICE_CAPABILITIES) & ~(self.capEff & self.capPrm));
+  const missing = namesOf(SERVICE_MASK & ~(self.capEff & self.capPrm));
   if (missing.length > 0) return `this audit does not hold ${missing.join(", ")}`;
   if (!self.noNewPrivs) return "this audit runs without NoNewPrivs";
   return undefined;
@@ -125,8 +126,7 @@ export function judgeProbeRun(run: ProbeRun): Verdict {
     case "failed": {
       const { result } = run;
       const said = result.stderr.toString("utf8").trim().split("\n")[0] ?? "";
-      const how = result.error ?? (result.signal ? `killed by ${result.signal}` : `exit ${result.status}`);
-      return fail(`the probe did not run (${how})${said ? `: ${said}` : ""}`, { command: [result.path], status: result.status, signal: result.signal, error: result.error ?? null, stderr: said }, "fix what the shim names, then run the probe again");
+      return fail(`the probe did not run (${howItEnded(result)})${said ? `: ${said}` : ""}`, { command: [result.path], status: result.status, signal: result.signal, error: result.error ?? null, stderr: said }, "fix what the shim names, then run the probe again");
     }
     case "unreadable":
       return fail(`the probe's report is unreadable: ${run.error}`, { stdout: run.stdout.slice(0, 500) }, "rebuild the image: the probe and the audit come from different builds");
@@ -139,8 +139,7 @@ export function judgeProbeRun(run: ProbeRun): Verdict {
 export function judgeProbeIdentity(report: ProbeReport, ids: Identities): Verdict {
   const wantGroups = agentGroups(ids);
   const found = { pid: report.pid, uids: report.uids, gids: report.gids, groups: report.groups, want: { uid: ids.agent.uid, gid: ids.agent.gid, groups: wantGroups } };
-  const sameGroups = [...new Set(report.groups)].sort((a, b) => a - b).join(",") === wantGroups.join(",");
-  if (report.uids.every((u) => u === ids.agent.uid) && report.gids.every((g) => g === ids.agent.gid) && sameGroups) {
+  if (report.uids.every((u) => u === ids.agent.uid) && report.gids.every((g) => g === ids.agent.gid) && sameSet(report.groups, wantGroups)) {
     return pass(`the probe ran as ${ids.agent.name}: uid ${ids.agent.uid}, gid ${ids.agent.gid}, groups ${wantGroups.join(",")}`, found);
   }
   return fail(`the probe ran with uids ${report.uids.join(",")} gids ${report.gids.join(",")} groups ${report.groups.join(",")}`, found, "check the accounts of ADR 0272 and the shim; do not start agent work until this passes");
@@ -161,7 +160,7 @@ export function judgeProbeNoNewPrivs(report: ProbeReport): Verdict {
 }
 
 /** Pure: the probe's seccomp against the auditor's own (the audit is the service's child: the filters it already had). */
-export function judgeProbeSeccomp(report: ProbeReport, auditor: Seccomp | undefined, offered = false): Verdict {
+export function judgeProbeSeccomp(report: ProbeReport, auditor: SeccompStatus | undefined, offered = false): Verdict {
   const found = { pid: report.pid, seccomp: report.seccomp, auditor: auditor ?? null };
   const { mode, filters } = report.seccomp;
   if (mode === null) return warn("the kernel shows no Seccomp: field for the agent: no seccomp, agent work runs under the uid boundary only", found, CONFINEMENT_FIX);

@@ -14,7 +14,7 @@
  */
 import { AGENT_EXEC_PATH, TOOLS, WORKSPACE_DIR } from "../constants.ts";
 import { namesOf } from "../os/capabilities.ts";
-import type { ProcessEntry } from "../os/proc-status.ts";
+import type { ProcessEntry } from "./process-table.ts";
 import { bounded, fail, failUnlessSingle, pass, plural, type Verdict, warn } from "./check.ts";
 import type { Readable } from "./facts.ts";
 import { lineage } from "./judged.ts";

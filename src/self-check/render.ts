@@ -8,7 +8,7 @@ import type { Check, Status } from "./check.ts";
 import type { Boundary, Mode } from "./mode.ts";
 import type { Relation } from "./judged.ts";
 
-export const SCHEMA_VERSION = 1;
+const SCHEMA_VERSION = 1;
 
 export interface SelfCheckDocument {
   schemaVersion: number;
@@ -25,21 +25,11 @@ export interface SelfCheckDocument {
 }
 
 export function buildDocument(parts: Omit<SelfCheckDocument, "schemaVersion" | "ok" | "counts" | "checks"> & { checks: readonly Check[] }): SelfCheckDocument {
-  const checks = [...parts.checks];
   const counts: Record<Status, number> = { pass: 0, warn: 0, fail: 0 };
-  for (const check of checks) counts[check.status]++;
-  return {
-    schemaVersion: SCHEMA_VERSION,
-    version: parts.version,
-    ok: counts.fail === 0,
-    mode: parts.mode,
-    boundary: parts.boundary,
-    judged: parts.judged,
-    auditor: parts.auditor,
-    probe: parts.probe,
-    counts,
-    checks,
-  };
+  for (const check of parts.checks) counts[check.status]++;
+  // Spelled out, not spread: the JSON's keys keep the schema's order whatever order the caller gave them in.
+  const { version, mode, boundary, judged, auditor, probe } = parts;
+  return { schemaVersion: SCHEMA_VERSION, version, ok: counts.fail === 0, mode, boundary, judged, auditor, probe, counts, checks: [...parts.checks] };
 }
 
 export function renderJson(doc: SelfCheckDocument): string {

@@ -12,23 +12,21 @@
  *     are recommended
  */
 import type { Identities } from "../accounts.ts";
-import { type CapabilityMask, formatMask, maskOf, namesOf } from "../os/capabilities.ts";
+import { type CapabilityMask, maskOf, namesOf } from "../os/capabilities.ts";
 import { ADR_LAUNCH_FLAGS, SERVICE_CAPABILITIES } from "../constants.ts";
 import type { ProcessCredentials } from "../os/proc-status.ts";
 import { fail, pass, type Verdict, warn } from "./check.ts";
 import type { Mode } from "./mode.ts";
+import type { ProcessEntry } from "./process-table.ts";
 
-export interface JudgedProcess {
-  pid: number;
-  name: string;
-  creds: ProcessCredentials;
-}
-
-const SERVICE_MASK = maskOf(SERVICE_CAPABILITIES);
+type JudgedProcess = Pick<ProcessEntry, "pid" | "name" | "creds">;
+/** What the separated service holds in every set: SETUID and SETGID (ADR 0272). */
+export const SERVICE_MASK = maskOf(SERVICE_CAPABILITIES);
 const LAUNCH_FIX = `start the container as ADR 0272 says (docker run ${ADR_LAUNCH_FLAGS.join(" ")}) with clankie-separate as the entrypoint, and do not change the service's credentials`;
 
-function decode(mask: CapabilityMask): { mask: string; names: string[] } {
-  return { mask: formatMask(mask), names: namesOf(mask) };
+/** A mask as /proc prints it, with 0x: the audit's JSON and the probe's report carry masks so. */
+export function formatMask(mask: CapabilityMask): string {
+  return `0x${mask.toString(16).padStart(16, "0")}`;
 }
 
 /** The five capability sets, by their names in /proc/<pid>/status. */
@@ -37,10 +35,11 @@ export function capabilitySets(creds: ProcessCredentials): Array<[string, Capabi
 }
 
 function sets(creds: ProcessCredentials): Record<string, { mask: string; names: string[] }> {
-  return Object.fromEntries(capabilitySets(creds).map(([name, mask]) => [name, decode(mask)]));
+  return Object.fromEntries(capabilitySets(creds).map(([name, mask]) => [name, { mask: formatMask(mask), names: namesOf(mask) }]));
 }
 
-function sameSet(a: readonly number[], b: readonly number[]): boolean {
+/** The same ids, whatever their order and repeats (the kernel lists groups as setgroups(2) was given them). */
+export function sameSet(a: readonly number[], b: readonly number[]): boolean {
   const x = [...new Set(a)].sort((m, n) => m - n).join(",");
   const y = [...new Set(b)].sort((m, n) => m - n).join(",");
   return x === y;

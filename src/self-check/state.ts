@@ -10,13 +10,13 @@
  * checked on its own, and whether it shares /state's filesystem too.
  */
 import type { Identities } from "../accounts.ts";
-import { STATE_AGENT_NAME, STATE_DIR, STATE_INSTALL_NAME } from "../constants.ts";
+import { AGENT_HOME, STATE_DIR, STATE_INSTALL_NAME } from "../constants.ts";
 import { stateModes, stateRules } from "../layout/state.ts";
 import { Refusal } from "../report.ts";
 import { bounded, cannotLook, fail, octal, pass, type Verdict, warn } from "./check.ts";
 import type { Lstat } from "./facts.ts";
 import type { Mode } from "./mode.ts";
-import { displayPath, walkReadOnly, type WalkedEntry, type WalkProblem } from "./walk.ts";
+import { problemLines, walkReadOnly, type WalkedEntry, type WalkProblem } from "./walk.ts";
 
 type StateZone = Parameters<ReturnType<typeof stateRules>>[1];
 
@@ -48,7 +48,7 @@ export interface StateAudit {
 }
 
 function describe(entry: WalkedEntry): Omit<StateViolation, "want" | "reason" | "fix"> {
-  return { path: displayPath(entry.fsPath), kind: entry.kind, mode: octal(entry.st.mode), uid: entry.st.uid, gid: entry.st.gid };
+  return { path: entry.path, kind: entry.kind, mode: octal(entry.st.mode), uid: entry.st.uid, gid: entry.st.gid };
 }
 
 const MOUNTED_INSIDE = "another filesystem is mounted here; the entrypoint does not enter it";
@@ -112,15 +112,9 @@ export function auditState(ids: Identities, root: string = STATE_DIR): StateAudi
   return audit;
 }
 
-function line(violation: StateViolation): string {
-  const what = `${violation.path} (${violation.kind} ${violation.mode} ${violation.uid}:${violation.gid}`;
-  if (violation.reason) return `${what}: ${violation.reason})`;
-  const want = violation.want!;
-  return `${what}, want ${want.mode ?? ""}${want.mode ? " " : ""}${want.uid}:${want.gid})`;
-}
-
+/** The first three, as "path (kind mode uid:gid, want mode uid:gid)" or with the reason the rules refuse it. */
 function examples(violations: readonly StateViolation[]): string {
-  const shown = violations.slice(0, 3).map(line).join("; ");
+  const shown = violations.slice(0, 3).map(({ path, kind, mode, uid, gid, reason, want }) => `${path} (${kind} ${mode} ${uid}:${gid}${reason ? `: ${reason}` : `, want ${want!.mode ? `${want!.mode} ` : ""}${want!.uid}:${want!.gid}`})`).join("; ");
   return violations.length > 3 ? `${shown}; and ${violations.length - 3} more` : shown;
 }
 
@@ -132,17 +126,13 @@ function refusedFirst(violations: readonly StateViolation[]): string {
   return refused ? `${refused.fix}; then ${RESTART_FIX}` : RESTART_FIX;
 }
 
-function unreadable(problems: readonly WalkProblem[]): string[] {
-  return problems.map((p) => `${p.syscall} ${p.path}: ${p.code}`);
-}
-
 /** Pure: state.layout ("layout") or state.release ("release") from the one walk. */
 export function judgeStateZone(audit: StateAudit, zone: "layout" | "release", mode: Mode): Verdict {
   const releaseRoot = `${audit.root}/${STATE_INSTALL_NAME}`;
   const release = zone === "release";
   // A problem with the root itself leaves both unchecked.
   const inRelease = (p: WalkProblem): boolean => p.path === audit.root || p.path === releaseRoot || p.path.startsWith(`${releaseRoot}/`);
-  const problems = unreadable(audit.problems.filter((p) => (release ? inRelease(p) : p.path === audit.root || !inRelease(p))));
+  const problems = problemLines(audit.problems.filter((p) => (release ? inRelease(p) : p.path === audit.root || !inRelease(p))));
   const violations = release ? audit.release : audit.layout;
   const found = {
     root: release ? releaseRoot : audit.root,
@@ -170,8 +160,8 @@ export function judgeStateZone(audit: StateAudit, zone: "layout" | "release", mo
 }
 
 /** Pure: /state/agent, a directory of the agent, mode 0700; never walked inside. */
-export function judgeAgentHome(ids: Identities, home: Lstat, mode: Mode, root: string = STATE_DIR): Verdict {
-  const path = `${root}/${STATE_AGENT_NAME}`;
+export function judgeAgentHome(ids: Identities, home: Lstat, mode: Mode): Verdict {
+  const path = AGENT_HOME;
   const single = mode === "single-uid";
   if (!home.ok) {
     if (home.code === "ENOENT" && single) return warn(`${path} does not exist (${SINGLE_UID_NOTE})`, { path, exists: false }, null);
@@ -196,8 +186,8 @@ export function judgeAgentHome(ids: Identities, home: Lstat, mode: Mode, root: s
  * the launch decides, and a quota on a shared filesystem (which st_dev cannot
  * see) would also do.
  */
-export function judgeAgentVolume(top: Lstat, home: Lstat, mode: Mode, root: string = STATE_DIR): Verdict {
-  const path = `${root}/${STATE_AGENT_NAME}`;
+export function judgeAgentVolume(top: Lstat, home: Lstat, mode: Mode): Verdict {
+  const [path, root] = [AGENT_HOME, STATE_DIR];
   if (!top.ok || !home.ok) return cannotLook(path, (!top.ok ? top : (home as { error: string })).error, "restart the container: the entrypoint creates /state/agent at every separated start", "warn");
   const found = { path, dev: home.value.dev, stateDev: top.value.dev };
   if (found.dev !== found.stateDev) return pass(`${path} is a filesystem of its own: the agent cannot fill /state`, found);

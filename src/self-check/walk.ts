@@ -14,6 +14,7 @@ import { lstatSync, readdirSync, type Stats } from "node:fs";
 import { printablePath } from "../report.ts";
 import { type EntryKind, kindOf } from "../os/file-kind.ts";
 import type { EntryView } from "../layout/rules.ts";
+import { codeOf } from "./check.ts";
 
 export type FsPath = string | Buffer;
 
@@ -40,7 +41,7 @@ export class WalkedEntry implements EntryView {
     this.otherDevice = otherDevice;
   }
   get path(): string {
-    return displayPath(this.fsPath);
+    return printablePath(this.fsPath);
   }
   get name(): Buffer {
     return typeof this.fsName === "string" ? Buffer.from(this.fsName) : this.fsName;
@@ -52,6 +53,11 @@ export interface WalkProblem {
   path: string;
   syscall: string;
   code: string;
+}
+
+/** The problems as the checks list them: "lstat /state/x: EACCES". */
+export function problemLines(problems: readonly WalkProblem[]): string[] {
+  return problems.map((p) => `${p.syscall} ${p.path}: ${p.code}`);
 }
 
 /** Returns the context for the entry's children to descend into it, or undefined to leave it. */
@@ -66,19 +72,11 @@ export interface WalkOptions {
 
 const SLASH = Buffer.from("/");
 
-export function displayPath(path: FsPath): string {
-  return printablePath(path);
-}
-
-export function joinPath(dir: FsPath, name: FsPath): FsPath {
+function joinPath(dir: FsPath, name: FsPath): FsPath {
   if (typeof dir === "string" && typeof name === "string") return dir === "/" ? `/${name}` : `${dir}/${name}`;
   const head = typeof dir === "string" ? Buffer.from(dir) : dir;
   const tail = typeof name === "string" ? Buffer.from(name) : name;
   return dir === "/" ? Buffer.concat([SLASH, tail]) : Buffer.concat([head, SLASH, tail]);
-}
-
-function code(error: unknown): string {
-  return (error as NodeJS.ErrnoException).code ?? String(error);
 }
 
 /** Names in a directory; Buffers when any name did not decode as UTF-8. */
@@ -89,8 +87,8 @@ function readNames(path: FsPath, problems: WalkProblem[]): FsPath[] | undefined 
     // readdir decodes invalid UTF-8 as U+FFFD; those names would not lstat.
     return names.some((name) => name.includes("\ufffd")) ? readdirSync(path, { encoding: "buffer" }) : names;
   } catch (error) {
-    const why = code(error);
-    if (why !== "ENOENT") problems.push({ path: displayPath(path), syscall: "readdir", code: why });
+    const why = codeOf(error);
+    if (why !== "ENOENT") problems.push({ path: printablePath(path), syscall: "readdir", code: why });
     return undefined;
   }
 }
@@ -101,7 +99,7 @@ export function walkReadOnly<C>(root: string, context: C, visit: Visit<C>, probl
   try {
     rootSt = lstatSync(root);
   } catch (error) {
-    problems.push({ path: root, syscall: "lstat", code: code(error) });
+    problems.push({ path: root, syscall: "lstat", code: codeOf(error) });
     return 0;
   }
   const first = visit(new WalkedEntry(root, root, kindOf(rootSt), rootSt, 0, false), context);
@@ -118,7 +116,7 @@ export function walkReadOnly<C>(root: string, context: C, visit: Visit<C>, probl
       try {
         st = lstatSync(fsPath, { throwIfNoEntry: false });
       } catch (error) {
-        problems.push({ path: displayPath(fsPath), syscall: "lstat", code: code(error) });
+        problems.push({ path: printablePath(fsPath), syscall: "lstat", code: codeOf(error) });
         continue;
       }
       if (st === undefined) continue; // removed since readdir

@@ -1,11 +1,12 @@
 /* accounts: the entrypoint's rules on /etc/passwd and /etc/group. Pure, no privileges. */
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { judgeAccounts } from "../../../src/self-check/accounts.ts";
+import { judgeAccounts as judge, resolveAccounts } from "../../../src/self-check/accounts.ts";
 import { DEFAULT_GROUP, DEFAULT_PASSWD } from "../../helpers/sandbox.ts";
 import { ids } from "../../helpers/self-check-fixtures.ts";
 
 const Accounts = suite("accounts");
+const judgeAccounts = (passwd: string, group: string) => judge(resolveAccounts(passwd, group));
 
 Accounts("the image's users and groups pass, with their ids", () => {
   const result = judgeAccounts(DEFAULT_PASSWD, DEFAULT_GROUP);

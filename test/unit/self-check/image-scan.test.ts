@@ -7,9 +7,20 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { syscallNumbers } from "../../../src/confinement.ts";
 import { parseMountinfo } from "../../../src/os/mountinfo.ts";
-import { IMAGE_SCAN_SCRIPT, parseImageScan } from "../../../src/self-check/image-scan.ts";
+import { excludedDirectories, hasOption, IMAGE_SCAN_SCRIPT, mountOf, parseImageScan } from "../../../src/self-check/image-scan.ts";
+import { MOUNTINFO } from "../../helpers/self-check-fixtures.ts";
 
 const Scan = suite("image scan");
+
+Scan("mounts: longest match wins, pseudo filesystems are not entered", () => {
+  const mounts = parseMountinfo(MOUNTINFO);
+  assert.is(mountOf(mounts, "/usr/bin/true")!.point, "/usr");
+  assert.is(mountOf(mounts, "/etc/passwd")!.point, "/");
+  assert.is(mountOf(mounts, "/usrx")!.point, "/");
+  assert.ok(hasOption(mountOf(mounts, "/"), "rw"));
+  assert.not.ok(hasOption(undefined, "rw"));
+  assert.equal([...excludedDirectories(mounts, ["/state"])].sort(), ["/dev/pts", "/proc", "/state"]);
+});
 
 Scan("the image walk's output is parsed: set-ID files with their mount, attributes, problems, counts", () => {
   const mounts = parseMountinfo("69 45 0:40 / / rw,relatime - overlay overlay rw\n70 69 0:41 /x /tmp rw,nosuid,nodev - tmpfs tmpfs rw\n");

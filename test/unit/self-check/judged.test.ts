@@ -1,7 +1,8 @@
 /* Which process stands for the body, and how the audit relates to it. Pure. */
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import type { ProcessCredentials, ProcessEntry } from "../../../src/os/proc-status.ts";
+import type { ProcessCredentials } from "../../../src/os/proc-status.ts";
+import type { ProcessEntry } from "../../../src/self-check/process-table.ts";
 import { chooseJudged, handedDownByService, relationTo } from "../../../src/self-check/judged.ts";
 
 const C0 = 0xc0n;

@@ -3,7 +3,8 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { resolveIdentities } from "../../../src/accounts.ts";
 import { boundaryOf, classifyMode, judgeBoundary, judgeMode, NOT_YET } from "../../../src/self-check/mode.ts";
-import type { ProcessCredentials, ProcessEntry } from "../../../src/os/proc-status.ts";
+import type { ProcessCredentials } from "../../../src/os/proc-status.ts";
+import type { ProcessEntry } from "../../../src/self-check/process-table.ts";
 import type { Readable } from "../../../src/self-check/facts.ts";
 import { DEFAULT_GROUP, DEFAULT_PASSWD } from "../../helpers/sandbox.ts";
 

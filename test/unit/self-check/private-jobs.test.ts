@@ -2,7 +2,7 @@ import type { Stats } from "node:fs";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { judgePrivateJobs, type PrivateRoot } from "../../../src/self-check/private-jobs.ts";
-import type { ProcessEntry } from "../../../src/os/proc-status.ts";
+import type { ProcessEntry } from "../../../src/self-check/process-table.ts";
 import { imageIdentities } from "../../helpers/identities.ts";
 
 const ids = { ...imageIdentities(), privateGroups: [{ index: 0, gid: 1100 }, { index: 1, gid: 1101 }] };

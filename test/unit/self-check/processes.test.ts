@@ -3,7 +3,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { judgeCapabilityHolders, judgeRootProcesses, judgeWorkspaceExecutables, underWorkspace } from "../../../src/self-check/processes.ts";
 import type { Readable } from "../../../src/self-check/facts.ts";
-import { parseProcessStatus, type ProcessEntry } from "../../../src/os/proc-status.ts";
+import type { ProcessEntry } from "../../../src/self-check/process-table.ts";
 import { lineage, parseEnviron } from "../../../src/self-check/judged.ts";
 
 const C0 = 0xc0n;
@@ -81,10 +81,7 @@ Processes("workspace executables fail; unreadable links warn, never pass", () =>
   assert.not.ok(underWorkspace("/workspaces/x"));
 });
 
-Processes("status and environ parsing", () => {
-  const entry = parseProcessStatus(7, "Name:\tMainThread\nPPid:\t3\nUid:\t1\t1\t1\t1\nGid:\t1\t1\t1\t1\nGroups:\t\nCapInh:\t0000000000000000\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000\nCapBnd:\t00000000000000c0\nCapAmb:\t0000000000000000\nNoNewPrivs:\t1\n");
-  assert.is(entry.name, "MainThread");
-  assert.is(entry.ppid, 3);
+Processes("environ parsing", () => {
   assert.equal(parseEnviron(Buffer.from("A=1\0B=x=y\0junk\0")), { A: "1", B: "x=y" });
 });
 

@@ -1,10 +1,17 @@
 /* process.ids, process.capabilities, process.no-new-privs: the judged service's credentials against the mode. Pure, no privileges. */
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { judgeCapabilities, judgeNoNewPrivs, judgeProcessIds } from "../../../src/self-check/service-process.ts";
+import { formatMask, judgeCapabilities, judgeNoNewPrivs, judgeProcessIds } from "../../../src/self-check/service-process.ts";
 import { ids, C0, creds } from "../../helpers/self-check-fixtures.ts";
 
 const Process = suite("process checks");
+
+Process("formatMask: 0x and 16 lowercase hex digits", () => {
+  assert.is(formatMask(0n), "0x0000000000000000");
+  assert.is(formatMask(0xc0n), "0x00000000000000c0");
+  assert.is(formatMask(0x1ffffffffffn), "0x000001ffffffffff");
+  assert.is(formatMask(0xffffffffffffffffn), "0xffffffffffffffff");
+});
 
 Process("separated: node's ids and groups, SETUID and SETGID in every set, NoNewPrivs", () => {
   const judged = { pid: 14, name: "node", creds: creds(1000, C0, { groups: [1000, 1002] }) };
