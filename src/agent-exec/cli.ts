@@ -94,19 +94,11 @@ export function parseAgentExecArgs(argv: readonly string[]): AgentExecRequest {
       confinement.denyConnect.push(parseInteger(program, name, value, 1, 65535));
     } else if (name === "--deny-bind") {
       confinement.denyBind.push(parseInteger(program, name, value, 1, 65535));
-    } else if (name === "--strict-confinement") {
-      if (argv[i] !== name) throw usage(program, "--strict-confinement takes no value", "write --strict-confinement alone");
-      confinement.strict = true;
-      i += 1;
-      continue;
-    } else if (name === "--private-job") {
-      if (argv[i] !== name) throw usage(program, "--private-job takes no value", "write --private-job alone");
-      privateJob = true;
-      i += 1;
-      continue;
-    } else if (name === "--no-network") {
-      if (argv[i] !== name) throw usage(program, "--no-network takes no value", "write --no-network alone");
-      confinement.network = "none";
+    } else if (name === "--strict-confinement" || name === "--private-job" || name === "--no-network") {
+      if (argv[i] !== name) throw usage(program, `${name} takes no value`, `write ${name} alone`);
+      if (name === "--strict-confinement") confinement.strict = true;
+      else if (name === "--private-job") privateJob = true;
+      else confinement.network = "none";
       i += 1;
       continue;
     } else if (name.startsWith("-")) {

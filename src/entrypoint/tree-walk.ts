@@ -149,11 +149,8 @@ function applyByPathFd(fd: number, st: Stats, uid: number, gid: number, mode: nu
   const link = `/proc/self/fd/${fd}`;
   let changed = false;
   if (st.uid !== uid || st.gid !== gid) {
-    try {
-      chownSync(link, uid, gid); // follows the magic link only: a symlink itself is changed, not its target
-    } catch (error) {
-      throw osFailure("chown", where.path, error);
-    }
+    // Follows the magic link only: a symlink itself is changed, not its target.
+    osCall("chown", where.path, () => chownSync(link, uid, gid));
     changed = true;
   }
   if (mode !== undefined && (st.mode & 0o7777) !== mode) {
@@ -239,20 +236,24 @@ function parentOf(path: string): string {
   return slash <= 0 ? "/" : path.slice(0, slash);
 }
 
-/** Opens `name` (absolute, or a bare name in the working directory) as a directory, never through a symlink. */
-function openDirectoryAt(name: Buffer | string, path: string, expect?: Stats): { fd: number; st: Stats } {
+/**
+ * Opens `name` (absolute, or a bare name in the working directory) as the
+ * directory lstat saw (`expect`), never through a symlink; `changed` is the
+ * refusal when it is not that directory any more.
+ */
+export function openDirectoryAt(name: Buffer | string, path: string, expect: Stats, changed: (path: string) => Refusal = changedUnderUs): { fd: number; st: Stats } {
   let fd: number;
   try {
     fd = openSync(name, DIR_FLAGS);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === "ELOOP" || code === "ENOTDIR") throw changedUnderUs(path);
+    if (code === "ELOOP" || code === "ENOTDIR") throw changed(path);
     throw osFailure("open", path, error);
   }
   const st = fstatSync(fd);
-  if (expect && !sameInode(st, expect)) {
+  if (!sameInode(st, expect)) {
     closeSync(fd);
-    throw changedUnderUs(path);
+    throw changed(path);
   }
   return { fd, st };
 }
@@ -302,11 +303,11 @@ export function walkTree<C>(root: string, rules: Rules<C>, context: C, stats: Wa
   const top = openDirectoryAt(root, root, rootSt);
   const rootDecision = decide(rules, { path: root, name: Buffer.from(root), kind: "directory", st: top.st, depth: 0 }, context, stats);
   if (rootDecision.action !== "fix" || rootDecision.descend === undefined) {
-    if (rootDecision.action === "fix") fixDirectory(top.fd, top.st, rootDecision, root, stats);
+    if (rootDecision.action === "fix") fixByFd(top.fd, top.st, rootDecision, { path: root }, stats);
     closeSync(top.fd);
     return stats;
   }
-  fixDirectory(top.fd, top.st, rootDecision, root, stats);
+  fixByFd(top.fd, top.st, rootDecision, { path: root }, stats);
   const rootDev = top.st.dev;
   const stack: Frame<C>[] = [{ fd: top.fd, dir: openDir(top.fd, top.st, root), path: root, depth: 0, context: rootDecision.descend, holdsMounts: mountParents.has(root) }];
   // Entries are looked up relative to the working directory, moved onto each
@@ -341,26 +342,30 @@ export function walkTree<C>(root: string, rules: Rules<C>, context: C, stats: Wa
   } finally {
     restoreWorkingDirectory(home);
     for (const frame of stack) {
-      try {
-        frame.dir.close();
-      } catch {
-        /* already closed */
-      }
-      try {
-        closeSync(frame.fd);
-      } catch {
-        /* already closed */
+      // Either may be closed already (a refusal between the two): the other must still close.
+      for (const close of [() => frame.dir.close(), () => closeSync(frame.fd)]) {
+        try {
+          close();
+        } catch {
+          /* already closed */
+        }
       }
     }
   }
   return stats;
 }
 
-function fixDirectory<C>(fd: number, st: Stats, decision: Extract<Decision<C>, { action: "fix" }>, path: string, stats: WalkStats): void {
-  const uid = decision.uid < 0 ? st.uid : decision.uid;
-  const gid = decision.gid < 0 ? st.gid : decision.gid;
-  const mode = decision.mode ? decision.mode(st.mode & 0o7777) : st.mode & 0o7777;
-  if (applyByFd(fd, st, uid, gid, mode, { path })) stats.fixed++;
+/** The owner and mode a fix asks for, given what the entry has: -1 and no mode rule keep the current value. */
+function wanted<C>(decision: Extract<Decision<C>, { action: "fix" }>, st: Stats): { uid: number; gid: number; mode: number | undefined } {
+  return { uid: decision.uid < 0 ? st.uid : decision.uid, gid: decision.gid < 0 ? st.gid : decision.gid, mode: decision.mode?.(st.mode & 0o7777) };
+}
+
+/** Applies a fix to an open fd whose inode was checked (a directory, or a regular file), and counts it. */
+function fixByFd<C>(fd: number, st: Stats, decision: Extract<Decision<C>, { action: "fix" }>, where: Located, stats: WalkStats): boolean {
+  const want = wanted(decision, st);
+  const changed = applyByFd(fd, st, want.uid, want.gid, want.mode ?? st.mode & 0o7777, where);
+  if (changed) stats.fixed++;
+  return changed;
 }
 
 /** Whether the rules leave this entry to someone else; a rule's refusal means no (the entry is skipped, as before). */
@@ -404,13 +409,7 @@ function visitFileOpenedFirst<C>(frame: Frame<C>, name: string, rootDev: number,
     if (!st.isFile()) throw changedUnderUs(view.path);
     if (onOtherFilesystem(frame, view, rootDev, mounts, rules, stats)) return undefined;
     const decision = decide(rules, view, frame.context, stats);
-    if (decision.action !== "fix") return undefined;
-    const uid = decision.uid < 0 ? st.uid : decision.uid;
-    const gid = decision.gid < 0 ? st.gid : decision.gid;
-    const mode = decision.mode ? decision.mode(st.mode & 0o7777) : st.mode & 0o7777;
-    const changed = applyByFd(fd, st, uid, gid, mode, view);
-    if (changed) stats.fixed++;
-    walk.openFirst = changed;
+    if (decision.action === "fix") walk.openFirst = fixByFd(fd, st, decision, view, stats);
   } finally {
     closeSync(fd);
   }
@@ -441,15 +440,12 @@ function visitEntry<C>(
   if (onOtherFilesystem(frame, view, rootDev, mounts, rules, stats)) return undefined;
   const decision = decide(rules, view, frame.context, stats);
   if (decision.action !== "fix") return undefined;
-  const uid = decision.uid < 0 ? st.uid : decision.uid;
-  const gid = decision.gid < 0 ? st.gid : decision.gid;
-  const mode = decision.mode ? decision.mode(st.mode & 0o7777) : undefined;
 
   if (kind === "directory") {
     const path = view.path;
     const opened = openDirectoryAt(fsName(name), path, st);
     try {
-      fixDirectory(opened.fd, opened.st, decision, path, stats);
+      fixByFd(opened.fd, opened.st, decision, view, stats);
     } catch (error) {
       closeSync(opened.fd);
       throw error;
@@ -461,6 +457,7 @@ function visitEntry<C>(
     return { fd: opened.fd, dir: openDir(opened.fd, opened.st, path), path, depth: frame.depth + 1, context: decision.descend, holdsMounts: mountParents.has(path) };
   }
 
+  const { uid, gid, mode } = wanted(decision, st);
   const needsChange = st.uid !== uid || st.gid !== gid || (mode !== undefined && (st.mode & 0o7777) !== mode);
   if (kind === "file") walk.openFirst = needsChange;
   if (!needsChange) return undefined;
