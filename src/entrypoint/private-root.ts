@@ -15,8 +15,7 @@ import { chmodSync, chownSync, lstatSync, mkdirSync, readdirSync, renameSync, rm
 import { dirname } from "node:path";
 import type { Identities } from "../accounts.ts";
 import { PRIVATE_DIR } from "../constants.ts";
-import { osFailure } from "../report.ts";
-import { osCall } from "./os-call.ts";
+import { osCall, osFailure } from "../report.ts";
 
 function exists(path: string): boolean {
   try {

@@ -17,7 +17,7 @@ import { type Identities, readIdentities } from "../accounts.ts";
 import { STATE_DIR, TOOLS } from "../constants.ts";
 import { execReplace, prepareExec } from "../exec/replace.ts";
 import { readStatus } from "../os/proc-status.ts";
-import { printInfo, printWarning } from "../report.ts";
+import { osCall, printInfo, printWarning } from "../report.ts";
 import { stageEnvironment } from "../stage/stage.ts";
 import { serviceCommandLine, setprivToServiceArgs, verifyStageArgs } from "./drop.ts";
 import { classifyLaunch, type LaunchMode } from "./launch-check.ts";
@@ -25,7 +25,6 @@ import { serviceEnvironment } from "./service-env.ts";
 import { secureState, type StateResult } from "./state-layout.ts";
 import { scanState } from "./state-scan.ts";
 import { joinWorkspaceGroup, shareWorkspace, type WorkspaceResult } from "./workspace-layout.ts";
-import { osCall } from "./os-call.ts";
 import { resetPrivateRoot } from "./private-root.ts";
 
 function plural(n: number, word: string): string {

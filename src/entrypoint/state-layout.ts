@@ -9,10 +9,9 @@ import { AGENT_HOME, EXIT, STATE_DIR } from "../constants.ts";
 import { MARKER_DIR } from "../layout/marker.ts";
 import { stateModes, stateRules, type StateZone } from "../layout/state.ts";
 import { kindOf } from "../os/file-kind.ts";
-import { osFailure, Refusal } from "../report.ts";
+import { osCall, osFailure, Refusal } from "../report.ts";
 import type { ScanVerdict } from "./state-scan.ts";
 import { applyByFd, newWalkStats, openDirectoryAt, walkTree, type WalkStats } from "./tree-walk.ts";
-import { osCall } from "./os-call.ts";
 
 /**
  * Makes `path` a directory owned by uid:gid with `mode` (creating it when

@@ -55,11 +55,10 @@ import {
   type Stats,
 } from "node:fs";
 import { EXIT } from "../constants.ts";
-import { osFailure, printablePath, Refusal } from "../report.ts";
+import { osCall, osFailure, printablePath, Refusal } from "../report.ts";
 import { parseMountinfo } from "../os/mountinfo.ts";
 import { type EntryKind, kindOf } from "../os/file-kind.ts";
 import type { Decision, EntryView, Rules } from "../layout/rules.ts";
-import { osCall } from "./os-call.ts";
 
 /** open(2) O_PATH on x86_64 and aarch64 (asm-generic/fcntl.h); Node does not export it. */
 const O_PATH = 0o10000000;
@@ -127,34 +126,26 @@ interface Located {
   readonly path: string;
 }
 
-/** Applies the wanted owner and mode to an open fd whose inode was checked. */
-export function applyByFd(fd: number, st: Stats, uid: number, gid: number, mode: number, where: Located): boolean {
+/**
+ * Applies the wanted owner and mode (undefined: a symlink's, never changed)
+ * to an open fd whose inode was checked. An O_PATH fd (`byPath`: symlinks,
+ * FIFOs, sockets; fchown and fchmod refuse it) is changed through its magic
+ * link, which chown(2) follows to what the fd holds: a symlink itself, not
+ * its target.
+ */
+export function applyByFd(fd: number, st: Stats, uid: number, gid: number, mode: number | undefined, where: Located, byPath = false): boolean {
+  const link = `/proc/self/fd/${fd}`;
   let changed = false;
   if (st.uid !== uid || st.gid !== gid) {
-    osCall("fchown", where.path, () => fchownSync(fd, uid, gid));
+    osCall(byPath ? "chown" : "fchown", where.path, () => (byPath ? chownSync(link, uid, gid) : fchownSync(fd, uid, gid)));
     changed = true;
   }
+  if (mode === undefined) return changed;
   // chown(2) clears set-user-ID and set-group-ID bits of non-directories:
   // re-read the mode when there were any.
   const current = changed && (st.mode & 0o6000) !== 0 ? fstatSync(fd).mode & 0o7777 : st.mode & 0o7777;
   if (current !== mode) {
-    osCall("fchmod", where.path, () => fchmodSync(fd, mode));
-    changed = true;
-  }
-  return changed;
-}
-
-/** Same through the O_PATH magic link (symlinks, FIFOs, sockets: fchown/fchmod refuse O_PATH fds). */
-function applyByPathFd(fd: number, st: Stats, uid: number, gid: number, mode: number | undefined, where: Located): boolean {
-  const link = `/proc/self/fd/${fd}`;
-  let changed = false;
-  if (st.uid !== uid || st.gid !== gid) {
-    // Follows the magic link only: a symlink itself is changed, not its target.
-    osCall("chown", where.path, () => chownSync(link, uid, gid));
-    changed = true;
-  }
-  if (mode !== undefined && (st.mode & 0o7777) !== mode) {
-    osCall("chmod", where.path, () => chmodSync(link, mode));
+    osCall(byPath ? "chmod" : "fchmod", where.path, () => (byPath ? chmodSync(link, mode) : fchmodSync(fd, mode)));
     changed = true;
   }
   return changed;
@@ -475,7 +466,7 @@ function visitEntry<C>(
     const opened = fstatSync(fd);
     if (!sameInode(opened, st) || kindOf(opened) !== kind || opened.nlink !== st.nlink) throw changedUnderUs(view.path);
     const changed =
-      kind === "file" ? applyByFd(fd, opened, uid, gid, mode ?? opened.mode & 0o7777, view) : applyByPathFd(fd, opened, uid, gid, kind === "symlink" ? undefined : mode, view);
+      kind === "file" ? applyByFd(fd, opened, uid, gid, mode ?? opened.mode & 0o7777, view) : applyByFd(fd, opened, uid, gid, kind === "symlink" ? undefined : mode, view, true);
     if (changed) stats.fixed++;
   } finally {
     closeSync(fd);

@@ -8,11 +8,10 @@
 import { closeSync, constants, fchownSync, fsyncSync, lstatSync, openSync, renameSync, writeSync } from "node:fs";
 import type { Identities } from "../accounts.ts";
 import { EXIT, WORKSPACE_DIR, WORKSPACE_LAYOUT_VERSION } from "../constants.ts";
-import { osFailure, Refusal } from "../report.ts";
+import { osCall, osFailure, Refusal } from "../report.ts";
 import { formatMarker, type MarkerContent, parseMarker, readMarkerText, WORKSPACE_MARKER } from "../layout/marker.ts";
 import { workspaceRules } from "../layout/workspace.ts";
 import { newWalkStats, walkTree, type WalkStats } from "./tree-walk.ts";
-import { osCall } from "./os-call.ts";
 
 /**
  * Writes the marker atomically (write, fsync, rename), owned by the service,
