@@ -151,15 +151,22 @@ export function applyByFd(fd: number, st: Stats, uid: number, gid: number, mode:
   return changed;
 }
 
-/**
- * Whether the last regular file needed a change. On a first start nearly
- * every file does, and then the next one is opened first and judged by the
- * fstat(2) of that fd: open, fstat, fchown, fchmod, close, five calls
- * instead of six (an lstat before the open). On a tree that mostly fits,
- * one lstat is cheaper than an open, an fstat and a close, so the walk goes
- * back to lstat first as soon as a file needed nothing.
- */
-interface WalkState {
+/** One walk: what every entry is judged by and counted in. */
+interface Walk<C> {
+  rules: Rules<C>;
+  stats: WalkStats;
+  rootDev: number;
+  mounts: ReadonlySet<string>;
+  /** The directories that hold a mount point directly. */
+  mountParents: ReadonlySet<string>;
+  /**
+   * Whether the last regular file needed a change. On a first start nearly
+   * every file does, and then the next one is opened first and judged by the
+   * fstat(2) of that fd: open, fstat, fchown, fchmod, close, five calls
+   * instead of six (an lstat before the open). On a tree that mostly fits,
+   * one lstat is cheaper than an open, an fstat and a close, so the walk goes
+   * back to lstat first as soon as a file needed nothing.
+   */
   openFirst: boolean;
 }
 
@@ -293,20 +300,18 @@ export function walkTree<C>(root: string, rules: Rules<C>, context: C, stats: Wa
   }
   const top = openDirectoryAt(root, root, rootSt);
   const rootDecision = decide(rules, { path: root, name: Buffer.from(root), kind: "directory", st: top.st, depth: 0 }, context, stats);
+  if (rootDecision.action === "fix") fixByFd(top.fd, top.st, rootDecision, { path: root }, stats);
   if (rootDecision.action !== "fix" || rootDecision.descend === undefined) {
-    if (rootDecision.action === "fix") fixByFd(top.fd, top.st, rootDecision, { path: root }, stats);
     closeSync(top.fd);
     return stats;
   }
-  fixByFd(top.fd, top.st, rootDecision, { path: root }, stats);
-  const rootDev = top.st.dev;
+  const walk: Walk<C> = { rules, stats, rootDev: top.st.dev, mounts, mountParents, openFirst: false };
   const stack: Frame<C>[] = [{ fd: top.fd, dir: openDir(top.fd, top.st, root), path: root, depth: 0, context: rootDecision.descend, holdsMounts: mountParents.has(root) }];
   // Entries are looked up relative to the working directory, moved onto each
   // directory's open fd (chdir through /proc/self/fd/N follows the fd, not a
   // path): the same safety as a lookup through /proc/self/fd/N/name, without
   // a procfs walk per entry, which cost three quarters of a restart's time.
   const home = saveWorkingDirectory();
-  const walk: WalkState = { openFirst: false };
   let cwdFd = -1;
   try {
     while (stack.length > 0) {
@@ -324,10 +329,7 @@ export function walkTree<C>(root: string, rules: Rules<C>, context: C, stats: Wa
       }
       const name = dirent.name;
       // d_type (readdir(3)) says a regular file: it may be opened before it is judged.
-      const child =
-        walk.openFirst && dirent.isFile()
-          ? visitFileOpenedFirst(frame, name, rootDev, mounts, rules, stats, walk)
-          : visitEntry(frame, name, rootDev, mounts, mountParents, rules, stats, walk);
+      const child = walk.openFirst && dirent.isFile() ? visitFileOpenedFirst(walk, frame, name) : visitEntry(walk, frame, name);
       if (child) stack.push(child);
     }
   } finally {
@@ -370,10 +372,10 @@ function prunedByRules<C>(rules: Rules<C>, view: EntryView, context: C): boolean
 }
 
 /** An entry on another filesystem (or a mount point): never entered or changed; skipped with a warning unless the rules leave it to someone else. */
-function onOtherFilesystem<C>(frame: Frame<C>, view: WalkEntry, rootDev: number, mounts: ReadonlySet<string>, rules: Rules<C>, stats: WalkStats): boolean {
-  if (view.st.dev === rootDev && !(frame.holdsMounts && mounts.has(view.path))) return false;
-  const pruned = prunedByRules(rules, view, frame.context);
-  decide(() => (pruned ? { action: "prune" } : { action: "skip", reason: "another filesystem is mounted here; it was not entered" }), view, frame.context, stats);
+function onOtherFilesystem<C>(walk: Walk<C>, frame: Frame<C>, view: WalkEntry): boolean {
+  if (view.st.dev === walk.rootDev && !(frame.holdsMounts && walk.mounts.has(view.path))) return false;
+  const pruned = prunedByRules(walk.rules, view, frame.context);
+  decide(() => (pruned ? { action: "prune" } : { action: "skip", reason: "another filesystem is mounted here; it was not entered" }), view, frame.context, walk.stats);
   return true;
 }
 
@@ -384,7 +386,7 @@ function onOtherFilesystem<C>(frame: Frame<C>, view: WalkEntry, rootDev: number,
  * there now fails the open (ELOOP); anything but a regular file behind the
  * fd is refused as changed since readdir.
  */
-function visitFileOpenedFirst<C>(frame: Frame<C>, name: string, rootDev: number, mounts: ReadonlySet<string>, rules: Rules<C>, stats: WalkStats, walk: WalkState): undefined {
+function visitFileOpenedFirst<C>(walk: Walk<C>, frame: Frame<C>, name: string): undefined {
   let fd: number;
   try {
     fd = openSync(fsName(name), FILE_FLAGS);
@@ -398,25 +400,16 @@ function visitFileOpenedFirst<C>(frame: Frame<C>, name: string, rootDev: number,
     const st = osCall("fstat", childPath(frame.path, name), () => fstatSync(fd));
     const view = new WalkEntry(frame.path, name, "file", st, frame.depth + 1);
     if (!st.isFile()) throw changedUnderUs(view.path);
-    if (onOtherFilesystem(frame, view, rootDev, mounts, rules, stats)) return undefined;
-    const decision = decide(rules, view, frame.context, stats);
-    if (decision.action === "fix") walk.openFirst = fixByFd(fd, st, decision, view, stats);
+    if (onOtherFilesystem(walk, frame, view)) return undefined;
+    const decision = decide(walk.rules, view, frame.context, walk.stats);
+    if (decision.action === "fix") walk.openFirst = fixByFd(fd, st, decision, view, walk.stats);
   } finally {
     closeSync(fd);
   }
   return undefined;
 }
 
-function visitEntry<C>(
-  frame: Frame<C>,
-  name: string,
-  rootDev: number,
-  mounts: ReadonlySet<string>,
-  mountParents: ReadonlySet<string>,
-  rules: Rules<C>,
-  stats: WalkStats,
-  walk: WalkState,
-): Frame<C> | undefined {
+function visitEntry<C>(walk: Walk<C>, frame: Frame<C>, name: string): Frame<C> | undefined {
   // The working directory is frame's directory (walkTree keeps it so): a bare
   // name is looked up inside it, as openat(frame.fd, name) would.
   let st: Stats;
@@ -428,15 +421,15 @@ function visitEntry<C>(
   }
   const kind = kindOf(st);
   const view = new WalkEntry(frame.path, name, kind, st, frame.depth + 1);
-  if (onOtherFilesystem(frame, view, rootDev, mounts, rules, stats)) return undefined;
-  const decision = decide(rules, view, frame.context, stats);
+  if (onOtherFilesystem(walk, frame, view)) return undefined;
+  const decision = decide(walk.rules, view, frame.context, walk.stats);
   if (decision.action !== "fix") return undefined;
 
   if (kind === "directory") {
     const path = view.path;
     const opened = openDirectoryAt(fsName(name), path, st);
     try {
-      fixByFd(opened.fd, opened.st, decision, view, stats);
+      fixByFd(opened.fd, opened.st, decision, view, walk.stats);
     } catch (error) {
       closeSync(opened.fd);
       throw error;
@@ -445,7 +438,7 @@ function visitEntry<C>(
       closeSync(opened.fd);
       return undefined;
     }
-    return { fd: opened.fd, dir: openDir(opened.fd, opened.st, path), path, depth: frame.depth + 1, context: decision.descend, holdsMounts: mountParents.has(path) };
+    return { fd: opened.fd, dir: openDir(opened.fd, opened.st, path), path, depth: frame.depth + 1, context: decision.descend, holdsMounts: walk.mountParents.has(path) };
   }
 
   const { uid, gid, mode } = wanted(decision, st);
@@ -467,7 +460,7 @@ function visitEntry<C>(
     if (!sameInode(opened, st) || kindOf(opened) !== kind || opened.nlink !== st.nlink) throw changedUnderUs(view.path);
     const changed =
       kind === "file" ? applyByFd(fd, opened, uid, gid, mode ?? opened.mode & 0o7777, view) : applyByFd(fd, opened, uid, gid, kind === "symlink" ? undefined : mode, view, true);
-    if (changed) stats.fixed++;
+    if (changed) walk.stats.fixed++;
   } finally {
     closeSync(fd);
   }
