@@ -24,12 +24,6 @@ function role(): string {
   throw new Refusal(EXIT.usage, `started under an unknown name ${JSON.stringify(basename(process.argv0))}`, `start it as ${ENTRYPOINT_NAME} or ${AGENT_EXEC_NAME}`);
 }
 
-/** --help and --version, the same for both roles. */
-function inform(kind: "help" | "version", name: string): number {
-  writeLine(1, kind === "help" ? helpText() : versionText(name));
-  return EXIT.ok;
-}
-
 async function main(argv: readonly string[]): Promise<number> {
   const name = role();
   setProgramName(name);
@@ -41,7 +35,8 @@ async function main(argv: readonly string[]): Promise<number> {
   switch (request.kind) {
     case "help":
     case "version":
-      return inform(request.kind, name);
+      writeLine(1, request.kind === "help" ? helpText() : versionText(name));
+      return EXIT.ok;
     case "run":
       return (await import("./entrypoint/run.ts")).runEntrypoint(request.command);
   }

@@ -36,20 +36,6 @@ function takeOverDirectory(path: string, want: { uid: number; gid: number; mode:
   }
 }
 
-/** Creates /state/agent if missing and gives its top to the agent; never walks inside (a mount of its own included). */
-export function prepareAgentHome(ids: Identities, stats: WalkStats): void {
-  const path = AGENT_HOME;
-  stats.checked++;
-  if (takeOverDirectory(path, { uid: ids.agent.uid, gid: ids.agent.gid, mode: stateModes.agentHome() }, `remove it (rm -rf ${path}) and start again: it is recreated empty`)) {
-    stats.fixed++;
-  }
-}
-
-/** Creates the entrypoint's records directory (src/layout/marker.ts), service-only. */
-function ensureMarkerDirectory(ids: Identities): void {
-  takeOverDirectory(MARKER_DIR, { uid: ids.service.uid, gid: ids.service.gid, mode: 0o700 }, `remove it (rm ${MARKER_DIR}) and start again`);
-}
-
 export interface StateResult {
   stats: WalkStats;
   /** Why /state was walked; undefined when the scan found every entry fitting and nothing was walked. */
@@ -64,7 +50,11 @@ export interface StateResult {
 export function secureState(ids: Identities, scan: ScanVerdict): StateResult {
   const stats = newWalkStats();
   if (!scan.fits) walkTree(STATE_DIR, stateRules(ids), "top" as StateZone, stats);
-  prepareAgentHome(ids, stats);
-  ensureMarkerDirectory(ids);
+  // The agent's home: created if missing, its top given to the agent, never walked inside (a mount of its own included).
+  stats.checked++;
+  const home = { uid: ids.agent.uid, gid: ids.agent.gid, mode: stateModes.agentHome() };
+  if (takeOverDirectory(AGENT_HOME, home, `remove it (rm -rf ${AGENT_HOME}) and start again: it is recreated empty`)) stats.fixed++;
+  // The entrypoint's records directory (src/layout/marker.ts), service-only.
+  takeOverDirectory(MARKER_DIR, { uid: ids.service.uid, gid: ids.service.gid, mode: 0o700 }, `remove it (rm ${MARKER_DIR}) and start again`);
   return { stats, walked: scan.fits ? undefined : scan.reason };
 }
