@@ -1,14 +1,14 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { optionValue, parseCommand, parseInteger, parseSelfCheckArgs } from "../../src/cli.ts";
-import { assertRefusal } from "../helpers/refusal.ts";
+import { type Accepts, assertRefusal, type Refuses } from "../helpers/refusal.ts";
 
 /* The parts both roles share, and the audit's flags (clankie-separate --self-check). */
 
 const selfCheck = suite("parseSelfCheckArgs");
 const SEP = (fix: string): string => `${fix} (see clankie-separate --help)`;
 
-const SELF_CHECK_ACCEPTS: { argv: string[]; want: { json: boolean; probe: boolean } }[] = [
+const SELF_CHECK_ACCEPTS: Accepts<{ json: boolean; probe: boolean }>[] = [
   { argv: [], want: { json: false, probe: false } },
   { argv: ["--json"], want: { json: true, probe: false } },
   { argv: ["--probe"], want: { json: false, probe: true } },
@@ -21,7 +21,7 @@ for (const { argv, want } of SELF_CHECK_ACCEPTS) {
   });
 }
 
-const SELF_CHECK_REFUSES: { argv: string[]; what: string; fix: string }[] = [
+const SELF_CHECK_REFUSES: Refuses[] = [
   { argv: ["--jsonx"], what: 'unknown --self-check option "--jsonx"', fix: SEP("use --json and --probe only") },
   { argv: ["--json=1"], what: 'unknown --self-check option "--json=1"', fix: SEP("use --json and --probe only") },
   { argv: ["--", "node"], what: 'unknown --self-check option "--"', fix: SEP("use --json and --probe only") },

@@ -3,17 +3,7 @@ import * as assert from "uvu/assert";
 import { extraPathProblem } from "../../../src/confinement.ts";
 import { type AgentExecRequest, parseAgentExecArgs } from "../../../src/agent-exec/cli.ts";
 import { EXIT } from "../../../src/constants.ts";
-import { assertRefusal, catchRefusal } from "../../helpers/refusal.ts";
-
-interface Accepts<R> {
-  argv: string[];
-  want: R;
-}
-interface Refuses {
-  argv: string[];
-  what: string;
-  fix: string;
-}
+import { type Accepts, assertRefusal, catchRefusal, type Refuses } from "../../helpers/refusal.ts";
 
 const RANGE = (option: string, min: number, max: number, got: string): string => `${option} needs a whole number from ${min} to ${max}, got ${JSON.stringify(got)}`;
 

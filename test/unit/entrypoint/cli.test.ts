@@ -2,17 +2,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { type EntrypointRequest, parseEntrypointArgs } from "../../../src/entrypoint/cli.ts";
 import { EXIT } from "../../../src/constants.ts";
-import { assertRefusal, catchRefusal } from "../../helpers/refusal.ts";
-
-interface Accepts<R> {
-  argv: string[];
-  want: R;
-}
-interface Refuses {
-  argv: string[];
-  what: string;
-  fix: string;
-}
+import { type Accepts, assertRefusal, catchRefusal, type Refuses } from "../../helpers/refusal.ts";
 
 /* ------------------------------------------------------ clankie-separate -- */
 
