@@ -66,11 +66,14 @@ mkdirSync(build, { recursive: true });
 mkdirSync(join(dist, "lib"), { recursive: true });
 
 /*
- * The agent's seccomp filters, assembled once here by the pinned Node from
- * src/confinement.ts's own seccompProgram (seccompTable) and defined into the
- * bundles, so that no spawn assembles them (docs/benchmarks.md, "Agent spawn").
+ * The agent's seccomp filters, assembled once here by the pinned Node
+ * (src/seccomp-filter.ts, seccompTable) and defined into the bundles: no
+ * spawn assembles them (docs/benchmarks.md, "Agent spawn"), and the
+ * executable holds them as data, not the assembler, which no bundle may
+ * import (checked below).
  */
-const seccompTable = execFileSync(nodeBinary, ["--input-type=module", "-e", `import { seccompTable } from ${JSON.stringify(join(root, "src/confinement.ts"))}; process.stdout.write(JSON.stringify(seccompTable()));`], { cwd: root, encoding: "utf8" });
+const SECCOMP_BUILDER = "src/seccomp-filter.ts";
+const seccompTable = execFileSync(nodeBinary, ["--input-type=module", "-e", `import { seccompTable } from ${JSON.stringify(join(root, SECCOMP_BUILDER))}; process.stdout.write(JSON.stringify(seccompTable()));`], { cwd: root, encoding: "utf8" });
 
 // 1. The bundles: the executable's roles start programs through src/exec/ only, never execa (checked below).
 async function bundle(entry, outfile) {
@@ -88,6 +91,8 @@ async function bundle(entry, outfile) {
     define: { __CLANKIE_VERSION__: JSON.stringify(pkg.version), __CLANKIE_SECCOMP__: seccompTable },
     logLevel: "warning",
   });
+  const builder = Object.keys(result.metafile.inputs).find((input) => input.endsWith(SECCOMP_BUILDER));
+  if (builder !== undefined) throw new Error(`${outfile} imports ${builder}: the seccomp filters are built here, not at run time`);
   const builtins = new Set([...builtinModules.flatMap((name) => [name, `node:${name}`]), "node:sea"]);
   for (const output of Object.values(result.metafile.outputs)) {
     for (const imported of output.imports) {

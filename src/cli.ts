@@ -1,172 +1,47 @@
 /*
- * Command-line parsing for both roles. Pure: argv in, a request out, or a
- * usage refusal (exit 64) that names the problem and the fix.
+ * What both roles' command lines share: the usage refusal (exit 64) that
+ * names the problem and the fix, whole numbers in a range, the command
+ * after --, and "--name=value" or "--name value". Each role parses its own
+ * options (src/entrypoint/cli.ts, src/agent-exec/cli.ts); the audit's two
+ * flags are here, since src/main.ts hands them over before any role runs.
+ * Pure: argv in, a request out, or a Refusal.
  */
-import { AGENT_DEFAULT_NPROC, AGENT_DEFAULT_OOM_SCORE_ADJ, AGENT_SIGNALS, EXIT, WORKSPACE_DIR } from "./constants.ts";
-import { isCodeLoadingVariable } from "./exec/environment.ts";
+import { EXIT } from "./constants.ts";
 import { Refusal } from "./report.ts";
-import { type ConfinementRequest, extraPathProblem } from "./confinement.ts";
 
-export type EntrypointRequest =
-  | { kind: "help" }
-  | { kind: "version" }
-  | { kind: "self-check"; json: boolean; probe: boolean }
-  | { kind: "run"; command: string[] };
-
-export type AgentExecRequest =
-  | { kind: "help" }
-  | { kind: "version" }
-  | { kind: "signal"; signal: string; pgid: number }
-  | { kind: "private-cleanup"; pid: number }
-  | { kind: "run"; cwd: string; env: string[]; keepFds: number[]; nproc: number; oomScoreAdj: number; confinement: ConfinementRequest; privateJob: boolean; command: string[] };
-
-function usage(program: string, what: string, fix: string): Refusal {
+export function usage(program: string, what: string, fix: string): Refusal {
   return new Refusal(EXIT.usage, what, `${fix} (see ${program} --help)`);
 }
 
-function integer(program: string, option: string, text: string | undefined, min: number, max: number): number {
+export function parseInteger(program: string, option: string, text: string | undefined, min: number, max: number): number {
   if (text === undefined || !/^-?\d{1,10}$/.test(text) || Number(text) < min || Number(text) > max) {
     throw usage(program, `${option} needs a whole number from ${min} to ${max}, got ${JSON.stringify(text ?? "")}`, `give ${option} a number in range`);
   }
   return Number(text);
 }
 
-function command(program: string, rest: readonly string[]): string[] {
+/** The command after --: never empty, and a copy (the caller's argv is left alone). */
+export function parseCommand(program: string, rest: readonly string[]): string[] {
   if (rest.length === 0 || rest[0] === "" || rest[0] === undefined) throw usage(program, "no command given", `put the command after --: ${program} -- COMMAND [ARG...]`);
   return [...rest];
 }
 
 /** Splits "--name=value" or takes the value from the next argument. */
-function optionValue(argv: readonly string[], index: number): { name: string; value: string | undefined; next: number } {
+export function optionValue(argv: readonly string[], index: number): { name: string; value: string | undefined; next: number } {
   const arg = argv[index]!;
   const equals = arg.indexOf("=");
   if (arg.startsWith("--") && equals > 0) return { name: arg.slice(0, equals), value: arg.slice(equals + 1), next: index + 1 };
   return { name: arg, value: argv[index + 1], next: index + 2 };
 }
 
-export function parseEntrypointArgs(argv: readonly string[]): EntrypointRequest {
-  const program = "clankie-separate";
-  const first = argv[0];
-  if (first === undefined) throw usage(program, "no service command given", `name the service command: ${program} -- COMMAND [ARG...]`);
-  if (first === "--help" || first === "-h") return { kind: "help" };
-  if (first === "--version") return { kind: "version" };
-  if (first === "--self-check") {
-    let json = false;
-    let probe = false;
-    for (const arg of argv.slice(1)) {
-      if (arg === "--json") json = true;
-      else if (arg === "--probe") probe = true;
-      else throw usage(program, `unknown --self-check option ${JSON.stringify(arg)}`, "use --json and --probe only");
-    }
-    return { kind: "self-check", json, probe };
+/** clankie-separate --self-check [--json] [--probe]: `rest` is what follows --self-check. */
+export function parseSelfCheckArgs(rest: readonly string[]): { json: boolean; probe: boolean } {
+  let json = false;
+  let probe = false;
+  for (const arg of rest) {
+    if (arg === "--json") json = true;
+    else if (arg === "--probe") probe = true;
+    else throw usage("clankie-separate", `unknown --self-check option ${JSON.stringify(arg)}`, "use --json and --probe only");
   }
-  if (first === "--") return { kind: "run", command: command(program, argv.slice(1)) };
-  if (first.startsWith("-")) {
-    throw usage(program, `unknown option ${JSON.stringify(first)}`, `put the service command after --: ${program} -- COMMAND [ARG...]`);
-  }
-  return { kind: "run", command: command(program, argv) };
-}
-
-const SIGNALS: ReadonlySet<string> = new Set(AGENT_SIGNALS);
-
-function parseSignal(program: string, value: string | undefined): string {
-  const name = value === undefined ? "" : value.startsWith("SIG") ? value : `SIG${value}`;
-  if (!SIGNALS.has(name)) {
-    throw usage(program, `--signal needs one of ${[...SIGNALS].map((s) => s.slice(3)).join(", ")}, got ${JSON.stringify(value ?? "")}`, "name the signal");
-  }
-  return name;
-}
-
-const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
-
-export function parseAgentExecArgs(argv: readonly string[]): AgentExecRequest {
-  const program = "clankie-agent-exec";
-  const first = argv[0];
-  if (first === "--help" || first === "-h") return { kind: "help" };
-  if (first === "--version") return { kind: "version" };
-  if (first === "--signal" || first?.startsWith("--signal=")) {
-    let signal: string | undefined;
-    let pgid: number | undefined;
-    let i = 0;
-    while (i < argv.length) {
-      const { name, value, next } = optionValue(argv, i);
-      if (name === "--signal") {
-        signal = parseSignal(program, value);
-      } else if (name === "--pgid") {
-        pgid = integer(program, name, value, 2, 0x3fffffff);
-      } else {
-        throw usage(program, `unknown option ${JSON.stringify(name)} with --signal`, "use --signal SIGNAL --pgid PGID");
-      }
-      i = next;
-    }
-    if (signal === undefined || pgid === undefined) throw usage(program, "--signal needs --pgid", "use --signal SIGNAL --pgid PGID");
-    return { kind: "signal", signal, pgid };
-  }
-  if (first === "--private-cleanup" || first?.startsWith("--private-cleanup=")) {
-    const { value, next } = optionValue(argv, 0);
-    if (next !== argv.length) throw usage(program, "--private-cleanup takes no other option", "use --private-cleanup PID");
-    return { kind: "private-cleanup", pid: integer(program, "--private-cleanup", value, 2, 0x3fffffff) };
-  }
-  let cwd = WORKSPACE_DIR;
-  let privateJob = false;
-  const env: string[] = [];
-  const keepFds: number[] = [];
-  let nproc = AGENT_DEFAULT_NPROC;
-  let oomScoreAdj = AGENT_DEFAULT_OOM_SCORE_ADJ;
-  const confinement = { strict: false, allowWrite: [] as string[], allowRead: [] as string[], denyConnect: [] as number[], denyBind: [] as number[], network: "all" as "all" | "none" };
-  const extraPath = (option: string, value: string | undefined): string => {
-    const problem = value === undefined ? "is missing" : extraPathProblem(value);
-    if (problem !== undefined) throw usage(program, `${option} ${JSON.stringify(value ?? "")} ${problem}`, `give ${option} an absolute, normal path below /`);
-    return value!;
-  };
-  let i = 0;
-  while (i < argv.length && argv[i] !== "--") {
-    const { name, value, next } = optionValue(argv, i);
-    if (name === "--cwd") {
-      if (value === undefined || !value.startsWith("/")) throw usage(program, `--cwd needs an absolute directory, got ${JSON.stringify(value ?? "")}`, "give an absolute path");
-      cwd = value;
-    } else if (name === "--env") {
-      if (value === undefined || !ENV_NAME.test(value)) throw usage(program, `--env needs a variable name, got ${JSON.stringify(value ?? "")}`, "give the NAME only: its value is taken from the shim's environment, never from argv");
-      // The shim and setpriv run as the service with SETUID and SETGID
-      // before the switch: a variable that loads code must never reach them.
-      if (isCodeLoadingVariable(value)) throw usage(program, `--env ${value}: variables that load code are never passed`, "do not pass it; set what the agent needs inside its own command");
-      env.push(value);
-    } else if (name === "--keep-fd") {
-      keepFds.push(integer(program, name, value, 3, 1048575));
-    } else if (name === "--nproc") {
-      nproc = integer(program, name, value, 1, 1048576);
-    } else if (name === "--oom-score-adj") {
-      oomScoreAdj = integer(program, name, value, -1000, 1000);
-    } else if (name === "--allow-write") {
-      confinement.allowWrite.push(extraPath(name, value));
-    } else if (name === "--allow-read") {
-      confinement.allowRead.push(extraPath(name, value));
-    } else if (name === "--deny-connect") {
-      confinement.denyConnect.push(integer(program, name, value, 1, 65535));
-    } else if (name === "--deny-bind") {
-      confinement.denyBind.push(integer(program, name, value, 1, 65535));
-    } else if (name === "--strict-confinement") {
-      if (argv[i] !== name) throw usage(program, "--strict-confinement takes no value", "write --strict-confinement alone");
-      confinement.strict = true;
-      i += 1;
-      continue;
-    } else if (name === "--private-job") {
-      if (argv[i] !== name) throw usage(program, "--private-job takes no value", "write --private-job alone");
-      privateJob = true;
-      i += 1;
-      continue;
-    } else if (name === "--no-network") {
-      if (argv[i] !== name) throw usage(program, "--no-network takes no value", "write --no-network alone");
-      confinement.network = "none";
-      i += 1;
-      continue;
-    } else if (name.startsWith("-")) {
-      throw usage(program, `unknown option ${JSON.stringify(name)}`, `put the command after --: ${program} [OPTIONS] -- COMMAND [ARG...]`);
-    } else {
-      throw usage(program, `missing -- before the command ${JSON.stringify(name)}`, `put the command after --: ${program} [OPTIONS] -- COMMAND [ARG...]`);
-    }
-    i = next;
-  }
-  if (argv[i] !== "--") throw usage(program, "missing -- before the command", `put the command after --: ${program} [OPTIONS] -- COMMAND [ARG...]`);
-  return { kind: "run", cwd, env, keepFds, nproc, oomScoreAdj, confinement, privateJob, command: command(program, argv.slice(i + 1)) };
+  return { json, probe };
 }

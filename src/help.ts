@@ -25,10 +25,6 @@ export function versionText(program: string): string {
   ].join("\n");
 }
 
-function exitTable(): string {
-  return EXIT_DESCRIPTIONS.map(([code, text]) => `  ${String(code).padStart(3)}  ${text}`).join("\n");
-}
-
 export function helpText(): string {
   return `clankie-separate ${PROGRAM_VERSION}: run model-directed work as a second uid (ADR 0272)
 
@@ -100,6 +96,6 @@ the bundle's SHA-256 recorded at build time; --self-check recomputes it from
 the executable itself and fails on a difference.
 
 Exit codes:
-${exitTable()}
+${EXIT_DESCRIPTIONS.map(([code, text]) => `  ${String(code).padStart(3)}  ${text}`).join("\n")}
 `;
 }

@@ -3,8 +3,9 @@
  * as, run it, and turn any refusal into one line on stderr and an exit code.
  */
 import { basename } from "node:path";
-import { parseEntrypointArgs } from "./cli.ts";
+import { parseSelfCheckArgs } from "./cli.ts";
 import { AGENT_EXEC_NAME, ENTRYPOINT_NAME, EXIT, PROBE_AGENT_FLAG } from "./constants.ts";
+import { parseEntrypointArgs } from "./entrypoint/cli.ts";
 import { helpText, versionText } from "./help.ts";
 import { Refusal, reportError, setProgramName, writeLine } from "./report.ts";
 
@@ -23,25 +24,19 @@ function role(): string {
   throw new Refusal(EXIT.usage, `started under an unknown name ${JSON.stringify(basename(process.argv0))}`, `start it as ${ENTRYPOINT_NAME} or ${AGENT_EXEC_NAME}`);
 }
 
-/** --help and --version, the same for both roles. */
-function inform(kind: "help" | "version", name: string): number {
-  writeLine(1, kind === "help" ? helpText() : versionText(name));
-  return EXIT.ok;
-}
-
 async function main(argv: readonly string[]): Promise<number> {
   const name = role();
   setProgramName(name);
   if (name === AGENT_EXEC_NAME) return (await import("./agent-exec/main.ts")).runAgentExecRole(argv);
   // The inside half of --self-check --probe, started through the shim as the agent.
   if (argv[0] === PROBE_AGENT_FLAG) return (await import("./self-check/probe-agent.ts")).runProbeAgent(argv.slice(1));
+  if (argv[0] === "--self-check") return (await import("./self-check/run.ts")).runSelfCheck(parseSelfCheckArgs(argv.slice(1)));
   const request = parseEntrypointArgs(argv);
   switch (request.kind) {
     case "help":
     case "version":
-      return inform(request.kind, name);
-    case "self-check":
-      return (await import("./self-check/run.ts")).runSelfCheck(request);
+      writeLine(1, request.kind === "help" ? helpText() : versionText(name));
+      return EXIT.ok;
     case "run":
       return (await import("./entrypoint/run.ts")).runEntrypoint(request.command);
   }

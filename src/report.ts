@@ -44,6 +44,15 @@ export function osFailure(syscall: string, path: string | Buffer, error: unknown
   return new OsFailure(syscall, printablePath(path), code);
 }
 
+/** Runs one system call and turns its failure into the OsFailure that names the call and the path: the try/catch every phase would otherwise repeat. */
+export function osCall<T>(syscall: string, path: string | Buffer, call: () => T): T {
+  try {
+    return call();
+  } catch (error) {
+    throw osFailure(syscall, path, error);
+  }
+}
+
 /** Paths may be any bytes: show them without letting control characters reach a terminal or a log line. */
 export function printablePath(path: string | Buffer): string {
   const text = typeof path === "string" ? path : path.toString("latin1");

@@ -4,10 +4,10 @@
  * executable is started under the shim's name, and so does start.ts, the
  * entry of the shim's own bundle (build.mjs), which holds nothing else.
  */
-import { parseAgentExecArgs } from "../cli.ts";
 import { AGENT_EXEC_NAME, EXIT } from "../constants.ts";
 import { helpText, versionText } from "../help.ts";
 import { writeLine } from "../report.ts";
+import { parseAgentExecArgs } from "./cli.ts";
 import { runAgentExec, runPrivateCleanup, runSignal } from "./run.ts";
 
 export function runAgentExecRole(argv: readonly string[]): number {

@@ -7,13 +7,13 @@
  */
 import { writeFileSync } from "node:fs";
 import { type Identities, readIdentities } from "../accounts.ts";
-import type { AgentExecRequest } from "../cli.ts";
 import { EXIT, TOOLS } from "../constants.ts";
 import { readSession, readStatus } from "../os/proc-status.ts";
 import { osFailure, Refusal } from "../report.ts";
 import { execReplace, prepareExec } from "../exec/replace.ts";
 import { resolveCommand } from "../exec/rules.ts";
 import { checkCaller } from "./caller.ts";
+import type { AgentExecRequest } from "./cli.ts";
 import { closeStrayDescriptors } from "./descriptors.ts";
 import { agentChainArgv, agentEnvironment, type AgentChain, type PrivateLease } from "./plan.ts";
 import { leasePrivateGroup, releaseJobLease } from "./private-job.ts";

@@ -15,8 +15,7 @@ import { chmodSync, chownSync, lstatSync, mkdirSync, readdirSync, renameSync, rm
 import { dirname } from "node:path";
 import type { Identities } from "../accounts.ts";
 import { PRIVATE_DIR } from "../constants.ts";
-import { osFailure } from "../report.ts";
-import { osCall } from "./os-call.ts";
+import { osCall, osFailure } from "../report.ts";
 
 function exists(path: string): boolean {
   try {
@@ -26,8 +25,6 @@ function exists(path: string): boolean {
     return false;
   }
 }
-
-const isReadOnly = (error: unknown): boolean => (error as NodeJS.ErrnoException | undefined)?.code === "EROFS";
 
 /**
  * Returns how many stale leases (directories named by a number) were
@@ -42,7 +39,7 @@ export function resetPrivateRoot(ids: Identities): number | "read-only" {
       mkdirSync(path, { mode });
       return true;
     } catch (error) {
-      if (isReadOnly(error)) return false;
+      if ((error as NodeJS.ErrnoException).code === "EROFS") return false;
       throw osFailure("mkdir", path, error);
     }
   };
@@ -52,7 +49,8 @@ export function resetPrivateRoot(ids: Identities): number | "read-only" {
     const aside = `${parent}/.clankie-private-stale-${process.pid}`;
     osCall("rename", PRIVATE_DIR, () => renameSync(PRIVATE_DIR, aside));
     try {
-      stale = lstatSync(aside).isDirectory() ? osCall("readdir", aside, () => countLeases(aside)) : 0;
+      // The lease directories, named by a number; a root with DAC_OVERRIDE lists it whatever its mode.
+      stale = lstatSync(aside).isDirectory() ? osCall("readdir", aside, () => readdirSync(aside).filter((name) => /^\d{1,2}$/.test(name)).length) : 0;
     } finally {
       osCall("rm", aside, () => rmSync(aside, { recursive: true, force: true }));
     }
@@ -61,10 +59,4 @@ export function resetPrivateRoot(ids: Identities): number | "read-only" {
   osCall("chown", PRIVATE_DIR, () => chownSync(PRIVATE_DIR, ids.service.uid, ids.service.gid));
   osCall("chmod", PRIVATE_DIR, () => chmodSync(PRIVATE_DIR, 0o711));
   return stale;
-}
-
-/** The number of lease directories in a stale root (for the start's report line). */
-function countLeases(dir: string): number {
-  // A root with DAC_OVERRIDE lists it whatever its mode.
-  return readdirSync(dir).filter((name) => /^\d{1,2}$/.test(name)).length;
 }

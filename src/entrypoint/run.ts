@@ -17,7 +17,7 @@ import { type Identities, readIdentities } from "../accounts.ts";
 import { STATE_DIR, TOOLS } from "../constants.ts";
 import { execReplace, prepareExec } from "../exec/replace.ts";
 import { readStatus } from "../os/proc-status.ts";
-import { printInfo, printWarning } from "../report.ts";
+import { osCall, printInfo, printWarning } from "../report.ts";
 import { stageEnvironment } from "../stage/stage.ts";
 import { serviceCommandLine, setprivToServiceArgs, verifyStageArgs } from "./drop.ts";
 import { classifyLaunch, type LaunchMode } from "./launch-check.ts";
@@ -25,7 +25,6 @@ import { serviceEnvironment } from "./service-env.ts";
 import { secureState, type StateResult } from "./state-layout.ts";
 import { scanState } from "./state-scan.ts";
 import { joinWorkspaceGroup, shareWorkspace, type WorkspaceResult } from "./workspace-layout.ts";
-import { osCall } from "./os-call.ts";
 import { resetPrivateRoot } from "./private-root.ts";
 
 function plural(n: number, word: string): string {
@@ -44,16 +43,9 @@ function checkLaunch(command: readonly string[]): Extract<LaunchMode, { mode: "r
 
 /** Phase: every program the root phase and the drop will run passes the exec rules now, not after the walk. */
 function vetPrograms(command: readonly string[], ids: Identities): { servicePath: string; tini: boolean } {
-  prepareExec({ command: TOOLS.find, args: [], env: {}, trustedUids: [0] });
-  prepareExec({ command: TOOLS.setpriv, args: [], env: {}, trustedUids: [0] });
-  prepareExec({ command: TOOLS.perl, args: [], env: {}, trustedUids: [0] });
   const tini = existsSync(TOOLS.tini);
-  if (tini) prepareExec({ command: TOOLS.tini, args: [], env: {}, trustedUids: [0] });
+  for (const tool of [TOOLS.find, TOOLS.setpriv, TOOLS.perl, ...(tini ? [TOOLS.tini] : [])]) prepareExec({ command: tool, args: [], env: {}, trustedUids: [0] });
   return { servicePath: prepareExec({ command: command[0]!, args: [], env: {}, trustedUids: [0, ids.service.uid] }).path, tini };
-}
-
-function stateDevice(): number {
-  return osCall("lstat", STATE_DIR, () => lstatSync(STATE_DIR).dev);
 }
 
 /** One line for what was dropped or left alone, one for what was done. */
@@ -96,7 +88,7 @@ export async function runEntrypoint(command: readonly string[]): Promise<never> 
   const vetted = vetPrograms(command, ids);
   const state = secureState(ids, await scanState(ids));
   joinWorkspaceGroup(ids);
-  const workspace = shareWorkspace(ids, stateDevice());
+  const workspace = shareWorkspace(ids, osCall("lstat", STATE_DIR, () => lstatSync(STATE_DIR).dev));
   const staleLeases = resetPrivateRoot(ids);
   if (staleLeases === "read-only") printWarning("/run is read-only: private jobs (--private-job) are refused; add --tmpfs /run:rw,exec,nosuid,nodev,mode=755 to the launch (docs/launch.md)");
   else if (staleLeases > 0) printInfo(`removed ${plural(staleLeases, "private-job lease")} a previous run left`);

@@ -6,8 +6,7 @@
  */
 import type { Identities } from "../accounts.ts";
 import { AGENT_EXEC_PATH, SERVICE_ENV, SYSTEM_PATH } from "../constants.ts";
-import { isCodeLoadingVariable } from "../exec/environment.ts";
-import type { Environment } from "../exec/environment.ts";
+import { type Environment, isCodeLoadingVariable } from "../exec/environment.ts";
 
 export interface ServiceEnvironment {
   env: Environment;
@@ -19,17 +18,10 @@ export function serviceEnvironment(launcher: NodeJS.ProcessEnv, ids: Identities)
   const dropped: string[] = [];
   for (const [name, value] of Object.entries(launcher)) {
     if (value === undefined) continue;
-    if (isCodeLoadingVariable(name)) {
-      dropped.push(name);
-      continue;
-    }
     // CLANKIE_* are ours (and the service's) to set: a launcher cannot
     // pre-declare an agent uid or the boundary for the service.
-    if (name.startsWith("CLANKIE_")) {
-      dropped.push(name);
-      continue;
-    }
-    env[name] = value;
+    if (isCodeLoadingVariable(name) || name.startsWith("CLANKIE_")) dropped.push(name);
+    else env[name] = value;
   }
   env.PATH = SYSTEM_PATH;
   env.HOME = ids.service.home;

@@ -3,22 +3,22 @@
  * src/layout/state.ts, and the agent's home (/state/agent) given to the agent
  * without walking into it.
  */
-import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync } from "node:fs";
+import { closeSync, lstatSync, mkdirSync } from "node:fs";
 import type { Identities } from "../accounts.ts";
 import { AGENT_HOME, EXIT, STATE_DIR } from "../constants.ts";
 import { MARKER_DIR } from "../layout/marker.ts";
 import { stateModes, stateRules, type StateZone } from "../layout/state.ts";
 import { kindOf } from "../os/file-kind.ts";
-import { osFailure, Refusal } from "../report.ts";
+import { osCall, osFailure, Refusal } from "../report.ts";
 import type { ScanVerdict } from "./state-scan.ts";
-import { applyByFd, newWalkStats, walkTree, type WalkStats } from "./tree-walk.ts";
-import { osCall } from "./os-call.ts";
+import { applyByFd, newWalkStats, openDirectoryAt, walkTree, type WalkStats } from "./tree-walk.ts";
 
 /**
  * Makes `path` a directory owned by uid:gid with `mode` (creating it when
- * missing), through an fd opened with O_NOFOLLOW and checked to be the
- * directory lstat saw: a planted symlink, file or swapped entry is refused
- * with `fix`, never followed. Returns whether anything changed.
+ * missing), through the walk's own fd helpers: an fd opened with O_NOFOLLOW
+ * and checked to be the directory lstat saw. A planted symlink, file or
+ * swapped entry is refused with `fix`, never followed. Returns whether
+ * anything changed.
  */
 function takeOverDirectory(path: string, want: { uid: number; gid: number; mode: number }, fix: string): boolean {
   try {
@@ -28,29 +28,12 @@ function takeOverDirectory(path: string, want: { uid: number; gid: number; mode:
   }
   const st = osCall("lstat", path, () => lstatSync(path));
   if (!st.isDirectory()) throw new Refusal(EXIT.dataRefused, `${path} is a ${kindOf(st)}, not a directory`, fix);
-  const fd = osCall("open", path, () => openSync(path, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW));
+  const { fd, st: opened } = openDirectoryAt(path, path, st, () => new Refusal(EXIT.dataRefused, `${path} changed while it was being taken over`, fix));
   try {
-    const opened = osCall("fstat", path, () => fstatSync(fd));
-    if (opened.ino !== st.ino || opened.dev !== st.dev) throw new Refusal(EXIT.dataRefused, `${path} changed while it was being taken over`, fix);
-    // The walk's own change through a checked fd (tree-walk.ts).
     return applyByFd(fd, opened, want.uid, want.gid, want.mode, { path });
   } finally {
     closeSync(fd);
   }
-}
-
-/** Creates /state/agent if missing and gives its top to the agent; never walks inside (a mount of its own included). */
-export function prepareAgentHome(ids: Identities, stats: WalkStats): void {
-  const path = AGENT_HOME;
-  stats.checked++;
-  if (takeOverDirectory(path, { uid: ids.agent.uid, gid: ids.agent.gid, mode: stateModes.agentHome() }, `remove it (rm -rf ${path}) and start again: it is recreated empty`)) {
-    stats.fixed++;
-  }
-}
-
-/** Creates the entrypoint's records directory (src/layout/marker.ts), service-only. */
-function ensureMarkerDirectory(ids: Identities): void {
-  takeOverDirectory(MARKER_DIR, { uid: ids.service.uid, gid: ids.service.gid, mode: 0o700 }, `remove it (rm ${MARKER_DIR}) and start again`);
 }
 
 export interface StateResult {
@@ -67,7 +50,11 @@ export interface StateResult {
 export function secureState(ids: Identities, scan: ScanVerdict): StateResult {
   const stats = newWalkStats();
   if (!scan.fits) walkTree(STATE_DIR, stateRules(ids), "top" as StateZone, stats);
-  prepareAgentHome(ids, stats);
-  ensureMarkerDirectory(ids);
+  // The agent's home: created if missing, its top given to the agent, never walked inside (a mount of its own included).
+  stats.checked++;
+  const home = { uid: ids.agent.uid, gid: ids.agent.gid, mode: stateModes.agentHome() };
+  if (takeOverDirectory(AGENT_HOME, home, `remove it (rm -rf ${AGENT_HOME}) and start again: it is recreated empty`)) stats.fixed++;
+  // The entrypoint's records directory (src/layout/marker.ts), service-only.
+  takeOverDirectory(MARKER_DIR, { uid: ids.service.uid, gid: ids.service.gid, mode: 0o700 }, `remove it (rm ${MARKER_DIR}) and start again`);
   return { stats, walked: scan.fits ? undefined : scan.reason };
 }

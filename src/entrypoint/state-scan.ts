@@ -24,14 +24,14 @@
  * goes on to its end (at most one scan's time, and only on a start that
  * walks anyway).
  */
-import { lstatSync, readdirSync, readFileSync } from "node:fs";
+import { lstatSync, readdirSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import type { Identities } from "../accounts.ts";
 import { STATE_DIR, TOOLS } from "../constants.ts";
 import { type CaptureResult, startCapture } from "../exec/capture.ts";
 import { kindOf } from "../os/file-kind.ts";
-import { parseMountinfo } from "../os/mountinfo.ts";
 import { STATE_LAYOUT, stateRules, stateScanExpressions, topLevelZone } from "../layout/state.ts";
+import { mountPointsBelow } from "./tree-walk.ts";
 
 export type ScanVerdict = { fits: true } | { fits: false; reason: string };
 
@@ -46,8 +46,7 @@ function topFits(ids: Identities, root: string): boolean {
 /** A mount point inside `root` that the walk would warn about (any but the agent's home and what lies below it). */
 function mountInside(root: string): boolean {
   const home = `${root}/${STATE_LAYOUT.pruned}`;
-  const points = parseMountinfo(readFileSync("/proc/self/mountinfo", "latin1")).map((m) => m.point);
-  return points.some((point) => point.startsWith(`${root}/`) && point !== home && !point.startsWith(`${home}/`));
+  return [...mountPointsBelow(root)].some((point) => point !== home && !point.startsWith(`${home}/`));
 }
 
 /** The starting points of each zone's find: `root/NAME\0` for every top-level name in that zone. */

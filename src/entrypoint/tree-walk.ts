@@ -55,11 +55,10 @@ import {
   type Stats,
 } from "node:fs";
 import { EXIT } from "../constants.ts";
-import { osFailure, printablePath, Refusal } from "../report.ts";
+import { osCall, osFailure, printablePath, Refusal } from "../report.ts";
 import { parseMountinfo } from "../os/mountinfo.ts";
 import { type EntryKind, kindOf } from "../os/file-kind.ts";
 import type { Decision, EntryView, Rules } from "../layout/rules.ts";
-import { osCall } from "./os-call.ts";
 
 /** open(2) O_PATH on x86_64 and aarch64 (asm-generic/fcntl.h); Node does not export it. */
 const O_PATH = 0o10000000;
@@ -127,51 +126,47 @@ interface Located {
   readonly path: string;
 }
 
-/** Applies the wanted owner and mode to an open fd whose inode was checked. */
-export function applyByFd(fd: number, st: Stats, uid: number, gid: number, mode: number, where: Located): boolean {
+/**
+ * Applies the wanted owner and mode (undefined: a symlink's, never changed)
+ * to an open fd whose inode was checked. An O_PATH fd (`byPath`: symlinks,
+ * FIFOs, sockets; fchown and fchmod refuse it) is changed through its magic
+ * link, which chown(2) follows to what the fd holds: a symlink itself, not
+ * its target.
+ */
+export function applyByFd(fd: number, st: Stats, uid: number, gid: number, mode: number | undefined, where: Located, byPath = false): boolean {
+  const link = `/proc/self/fd/${fd}`;
   let changed = false;
   if (st.uid !== uid || st.gid !== gid) {
-    osCall("fchown", where.path, () => fchownSync(fd, uid, gid));
+    osCall(byPath ? "chown" : "fchown", where.path, () => (byPath ? chownSync(link, uid, gid) : fchownSync(fd, uid, gid)));
     changed = true;
   }
+  if (mode === undefined) return changed;
   // chown(2) clears set-user-ID and set-group-ID bits of non-directories:
   // re-read the mode when there were any.
   const current = changed && (st.mode & 0o6000) !== 0 ? fstatSync(fd).mode & 0o7777 : st.mode & 0o7777;
   if (current !== mode) {
-    osCall("fchmod", where.path, () => fchmodSync(fd, mode));
+    osCall(byPath ? "chmod" : "fchmod", where.path, () => (byPath ? chmodSync(link, mode) : fchmodSync(fd, mode)));
     changed = true;
   }
   return changed;
 }
 
-/** Same through the O_PATH magic link (symlinks, FIFOs, sockets: fchown/fchmod refuse O_PATH fds). */
-function applyByPathFd(fd: number, st: Stats, uid: number, gid: number, mode: number | undefined, where: Located): boolean {
-  const link = `/proc/self/fd/${fd}`;
-  let changed = false;
-  if (st.uid !== uid || st.gid !== gid) {
-    try {
-      chownSync(link, uid, gid); // follows the magic link only: a symlink itself is changed, not its target
-    } catch (error) {
-      throw osFailure("chown", where.path, error);
-    }
-    changed = true;
-  }
-  if (mode !== undefined && (st.mode & 0o7777) !== mode) {
-    osCall("chmod", where.path, () => chmodSync(link, mode));
-    changed = true;
-  }
-  return changed;
-}
-
-/**
- * Whether the last regular file needed a change. On a first start nearly
- * every file does, and then the next one is opened first and judged by the
- * fstat(2) of that fd: open, fstat, fchown, fchmod, close, five calls
- * instead of six (an lstat before the open). On a tree that mostly fits,
- * one lstat is cheaper than an open, an fstat and a close, so the walk goes
- * back to lstat first as soon as a file needed nothing.
- */
-interface WalkState {
+/** One walk: what every entry is judged by and counted in. */
+interface Walk<C> {
+  rules: Rules<C>;
+  stats: WalkStats;
+  rootDev: number;
+  mounts: ReadonlySet<string>;
+  /** The directories that hold a mount point directly. */
+  mountParents: ReadonlySet<string>;
+  /**
+   * Whether the last regular file needed a change. On a first start nearly
+   * every file does, and then the next one is opened first and judged by the
+   * fstat(2) of that fd: open, fstat, fchown, fchmod, close, five calls
+   * instead of six (an lstat before the open). On a tree that mostly fits,
+   * one lstat is cheaper than an open, an fstat and a close, so the walk goes
+   * back to lstat first as soon as a file needed nothing.
+   */
   openFirst: boolean;
 }
 
@@ -239,20 +234,24 @@ function parentOf(path: string): string {
   return slash <= 0 ? "/" : path.slice(0, slash);
 }
 
-/** Opens `name` (absolute, or a bare name in the working directory) as a directory, never through a symlink. */
-function openDirectoryAt(name: Buffer | string, path: string, expect?: Stats): { fd: number; st: Stats } {
+/**
+ * Opens `name` (absolute, or a bare name in the working directory) as the
+ * directory lstat saw (`expect`), never through a symlink; `changed` is the
+ * refusal when it is not that directory any more.
+ */
+export function openDirectoryAt(name: Buffer | string, path: string, expect: Stats, changed: (path: string) => Refusal = changedUnderUs): { fd: number; st: Stats } {
   let fd: number;
   try {
     fd = openSync(name, DIR_FLAGS);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === "ELOOP" || code === "ENOTDIR") throw changedUnderUs(path);
+    if (code === "ELOOP" || code === "ENOTDIR") throw changed(path);
     throw osFailure("open", path, error);
   }
   const st = fstatSync(fd);
-  if (expect && !sameInode(st, expect)) {
+  if (!sameInode(st, expect)) {
     closeSync(fd);
-    throw changedUnderUs(path);
+    throw changed(path);
   }
   return { fd, st };
 }
@@ -301,20 +300,18 @@ export function walkTree<C>(root: string, rules: Rules<C>, context: C, stats: Wa
   }
   const top = openDirectoryAt(root, root, rootSt);
   const rootDecision = decide(rules, { path: root, name: Buffer.from(root), kind: "directory", st: top.st, depth: 0 }, context, stats);
+  if (rootDecision.action === "fix") fixByFd(top.fd, top.st, rootDecision, { path: root }, stats);
   if (rootDecision.action !== "fix" || rootDecision.descend === undefined) {
-    if (rootDecision.action === "fix") fixDirectory(top.fd, top.st, rootDecision, root, stats);
     closeSync(top.fd);
     return stats;
   }
-  fixDirectory(top.fd, top.st, rootDecision, root, stats);
-  const rootDev = top.st.dev;
+  const walk: Walk<C> = { rules, stats, rootDev: top.st.dev, mounts, mountParents, openFirst: false };
   const stack: Frame<C>[] = [{ fd: top.fd, dir: openDir(top.fd, top.st, root), path: root, depth: 0, context: rootDecision.descend, holdsMounts: mountParents.has(root) }];
   // Entries are looked up relative to the working directory, moved onto each
   // directory's open fd (chdir through /proc/self/fd/N follows the fd, not a
   // path): the same safety as a lookup through /proc/self/fd/N/name, without
   // a procfs walk per entry, which cost three quarters of a restart's time.
   const home = saveWorkingDirectory();
-  const walk: WalkState = { openFirst: false };
   let cwdFd = -1;
   try {
     while (stack.length > 0) {
@@ -332,35 +329,36 @@ export function walkTree<C>(root: string, rules: Rules<C>, context: C, stats: Wa
       }
       const name = dirent.name;
       // d_type (readdir(3)) says a regular file: it may be opened before it is judged.
-      const child =
-        walk.openFirst && dirent.isFile()
-          ? visitFileOpenedFirst(frame, name, rootDev, mounts, rules, stats, walk)
-          : visitEntry(frame, name, rootDev, mounts, mountParents, rules, stats, walk);
+      const child = walk.openFirst && dirent.isFile() ? visitFileOpenedFirst(walk, frame, name) : visitEntry(walk, frame, name);
       if (child) stack.push(child);
     }
   } finally {
     restoreWorkingDirectory(home);
     for (const frame of stack) {
-      try {
-        frame.dir.close();
-      } catch {
-        /* already closed */
-      }
-      try {
-        closeSync(frame.fd);
-      } catch {
-        /* already closed */
+      // Either may be closed already (a refusal between the two): the other must still close.
+      for (const close of [() => frame.dir.close(), () => closeSync(frame.fd)]) {
+        try {
+          close();
+        } catch {
+          /* already closed */
+        }
       }
     }
   }
   return stats;
 }
 
-function fixDirectory<C>(fd: number, st: Stats, decision: Extract<Decision<C>, { action: "fix" }>, path: string, stats: WalkStats): void {
-  const uid = decision.uid < 0 ? st.uid : decision.uid;
-  const gid = decision.gid < 0 ? st.gid : decision.gid;
-  const mode = decision.mode ? decision.mode(st.mode & 0o7777) : st.mode & 0o7777;
-  if (applyByFd(fd, st, uid, gid, mode, { path })) stats.fixed++;
+/** The owner and mode a fix asks for, given what the entry has: -1 and no mode rule keep the current value. */
+function wanted<C>(decision: Extract<Decision<C>, { action: "fix" }>, st: Stats): { uid: number; gid: number; mode: number | undefined } {
+  return { uid: decision.uid < 0 ? st.uid : decision.uid, gid: decision.gid < 0 ? st.gid : decision.gid, mode: decision.mode?.(st.mode & 0o7777) };
+}
+
+/** Applies a fix to an open fd whose inode was checked (a directory, or a regular file), and counts it. */
+function fixByFd<C>(fd: number, st: Stats, decision: Extract<Decision<C>, { action: "fix" }>, where: Located, stats: WalkStats): boolean {
+  const want = wanted(decision, st);
+  const changed = applyByFd(fd, st, want.uid, want.gid, want.mode ?? st.mode & 0o7777, where);
+  if (changed) stats.fixed++;
+  return changed;
 }
 
 /** Whether the rules leave this entry to someone else; a rule's refusal means no (the entry is skipped, as before). */
@@ -374,10 +372,10 @@ function prunedByRules<C>(rules: Rules<C>, view: EntryView, context: C): boolean
 }
 
 /** An entry on another filesystem (or a mount point): never entered or changed; skipped with a warning unless the rules leave it to someone else. */
-function onOtherFilesystem<C>(frame: Frame<C>, view: WalkEntry, rootDev: number, mounts: ReadonlySet<string>, rules: Rules<C>, stats: WalkStats): boolean {
-  if (view.st.dev === rootDev && !(frame.holdsMounts && mounts.has(view.path))) return false;
-  const pruned = prunedByRules(rules, view, frame.context);
-  decide(() => (pruned ? { action: "prune" } : { action: "skip", reason: "another filesystem is mounted here; it was not entered" }), view, frame.context, stats);
+function onOtherFilesystem<C>(walk: Walk<C>, frame: Frame<C>, view: WalkEntry): boolean {
+  if (view.st.dev === walk.rootDev && !(frame.holdsMounts && walk.mounts.has(view.path))) return false;
+  const pruned = prunedByRules(walk.rules, view, frame.context);
+  decide(() => (pruned ? { action: "prune" } : { action: "skip", reason: "another filesystem is mounted here; it was not entered" }), view, frame.context, walk.stats);
   return true;
 }
 
@@ -388,7 +386,7 @@ function onOtherFilesystem<C>(frame: Frame<C>, view: WalkEntry, rootDev: number,
  * there now fails the open (ELOOP); anything but a regular file behind the
  * fd is refused as changed since readdir.
  */
-function visitFileOpenedFirst<C>(frame: Frame<C>, name: string, rootDev: number, mounts: ReadonlySet<string>, rules: Rules<C>, stats: WalkStats, walk: WalkState): undefined {
+function visitFileOpenedFirst<C>(walk: Walk<C>, frame: Frame<C>, name: string): undefined {
   let fd: number;
   try {
     fd = openSync(fsName(name), FILE_FLAGS);
@@ -402,31 +400,16 @@ function visitFileOpenedFirst<C>(frame: Frame<C>, name: string, rootDev: number,
     const st = osCall("fstat", childPath(frame.path, name), () => fstatSync(fd));
     const view = new WalkEntry(frame.path, name, "file", st, frame.depth + 1);
     if (!st.isFile()) throw changedUnderUs(view.path);
-    if (onOtherFilesystem(frame, view, rootDev, mounts, rules, stats)) return undefined;
-    const decision = decide(rules, view, frame.context, stats);
-    if (decision.action !== "fix") return undefined;
-    const uid = decision.uid < 0 ? st.uid : decision.uid;
-    const gid = decision.gid < 0 ? st.gid : decision.gid;
-    const mode = decision.mode ? decision.mode(st.mode & 0o7777) : st.mode & 0o7777;
-    const changed = applyByFd(fd, st, uid, gid, mode, view);
-    if (changed) stats.fixed++;
-    walk.openFirst = changed;
+    if (onOtherFilesystem(walk, frame, view)) return undefined;
+    const decision = decide(walk.rules, view, frame.context, walk.stats);
+    if (decision.action === "fix") walk.openFirst = fixByFd(fd, st, decision, view, walk.stats);
   } finally {
     closeSync(fd);
   }
   return undefined;
 }
 
-function visitEntry<C>(
-  frame: Frame<C>,
-  name: string,
-  rootDev: number,
-  mounts: ReadonlySet<string>,
-  mountParents: ReadonlySet<string>,
-  rules: Rules<C>,
-  stats: WalkStats,
-  walk: WalkState,
-): Frame<C> | undefined {
+function visitEntry<C>(walk: Walk<C>, frame: Frame<C>, name: string): Frame<C> | undefined {
   // The working directory is frame's directory (walkTree keeps it so): a bare
   // name is looked up inside it, as openat(frame.fd, name) would.
   let st: Stats;
@@ -438,18 +421,15 @@ function visitEntry<C>(
   }
   const kind = kindOf(st);
   const view = new WalkEntry(frame.path, name, kind, st, frame.depth + 1);
-  if (onOtherFilesystem(frame, view, rootDev, mounts, rules, stats)) return undefined;
-  const decision = decide(rules, view, frame.context, stats);
+  if (onOtherFilesystem(walk, frame, view)) return undefined;
+  const decision = decide(walk.rules, view, frame.context, walk.stats);
   if (decision.action !== "fix") return undefined;
-  const uid = decision.uid < 0 ? st.uid : decision.uid;
-  const gid = decision.gid < 0 ? st.gid : decision.gid;
-  const mode = decision.mode ? decision.mode(st.mode & 0o7777) : undefined;
 
   if (kind === "directory") {
     const path = view.path;
     const opened = openDirectoryAt(fsName(name), path, st);
     try {
-      fixDirectory(opened.fd, opened.st, decision, path, stats);
+      fixByFd(opened.fd, opened.st, decision, view, walk.stats);
     } catch (error) {
       closeSync(opened.fd);
       throw error;
@@ -458,9 +438,10 @@ function visitEntry<C>(
       closeSync(opened.fd);
       return undefined;
     }
-    return { fd: opened.fd, dir: openDir(opened.fd, opened.st, path), path, depth: frame.depth + 1, context: decision.descend, holdsMounts: mountParents.has(path) };
+    return { fd: opened.fd, dir: openDir(opened.fd, opened.st, path), path, depth: frame.depth + 1, context: decision.descend, holdsMounts: walk.mountParents.has(path) };
   }
 
+  const { uid, gid, mode } = wanted(decision, st);
   const needsChange = st.uid !== uid || st.gid !== gid || (mode !== undefined && (st.mode & 0o7777) !== mode);
   if (kind === "file") walk.openFirst = needsChange;
   if (!needsChange) return undefined;
@@ -478,8 +459,8 @@ function visitEntry<C>(
     const opened = fstatSync(fd);
     if (!sameInode(opened, st) || kindOf(opened) !== kind || opened.nlink !== st.nlink) throw changedUnderUs(view.path);
     const changed =
-      kind === "file" ? applyByFd(fd, opened, uid, gid, mode ?? opened.mode & 0o7777, view) : applyByPathFd(fd, opened, uid, gid, kind === "symlink" ? undefined : mode, view);
-    if (changed) stats.fixed++;
+      kind === "file" ? applyByFd(fd, opened, uid, gid, mode ?? opened.mode & 0o7777, view) : applyByFd(fd, opened, uid, gid, kind === "symlink" ? undefined : mode, view, true);
+    if (changed) walk.stats.fixed++;
   } finally {
     closeSync(fd);
   }

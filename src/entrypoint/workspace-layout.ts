@@ -5,34 +5,20 @@
  * records the layout version and the volume's identity, so later starts
  * check the top only.
  */
-import { closeSync, constants, fchownSync, fsyncSync, lstatSync, openSync, readFileSync, renameSync, writeSync, type Stats } from "node:fs";
+import { closeSync, constants, fchownSync, fsyncSync, lstatSync, openSync, renameSync, writeSync } from "node:fs";
 import type { Identities } from "../accounts.ts";
 import { EXIT, WORKSPACE_DIR, WORKSPACE_LAYOUT_VERSION } from "../constants.ts";
-import { osFailure, Refusal } from "../report.ts";
-import { formatMarker, MARKER_DIR, type MarkerContent, parseMarker, WORKSPACE_MARKER } from "../layout/marker.ts";
+import { osCall, osFailure, Refusal } from "../report.ts";
+import { formatMarker, type MarkerContent, parseMarker, readMarkerText, WORKSPACE_MARKER } from "../layout/marker.ts";
 import { workspaceRules } from "../layout/workspace.ts";
 import { newWalkStats, walkTree, type WalkStats } from "./tree-walk.ts";
-import { osCall } from "./os-call.ts";
 
-function readMarker(): MarkerContent | undefined {
-  try {
-    const st = lstatSync(WORKSPACE_MARKER);
-    if (!st.isFile() || st.size > 256) return undefined;
-    return parseMarker(readFileSync(WORKSPACE_MARKER, "latin1"));
-  } catch {
-    return undefined;
-  }
-}
-
-/** Writes the marker atomically (write, fsync, rename), owned by the service, in a service-only directory. */
+/**
+ * Writes the marker atomically (write, fsync, rename), owned by the service,
+ * in its service-only directory, which secureState has just taken over
+ * (through a checked fd) on this start.
+ */
 function writeMarker(ids: Identities, marker: MarkerContent): void {
-  let dirSt: Stats;
-  try {
-    dirSt = lstatSync(MARKER_DIR);
-  } catch {
-    throw new Refusal(EXIT.dataRefused, `${MARKER_DIR} is missing after /state was secured`, "start again");
-  }
-  if (!dirSt.isDirectory()) throw new Refusal(EXIT.dataRefused, `${MARKER_DIR} is not a directory`, `remove it (rm -rf ${MARKER_DIR}) and start again`);
   const temporary = `${WORKSPACE_MARKER}.${process.pid}`;
   const fd = osCall("open", temporary, () => openSync(temporary, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600));
   try {
@@ -63,7 +49,8 @@ export function shareWorkspace(ids: Identities, stateDev: number): WorkspaceResu
   if (!top.isDirectory()) {
     throw new Refusal(EXIT.dataRefused, `${WORKSPACE_DIR} is not a directory`, `mount a volume (a directory) at ${WORKSPACE_DIR}`);
   }
-  const marker = readMarker();
+  const read = readMarkerText();
+  const marker = "text" in read ? parseMarker(read.text) : undefined;
   const current = marker !== undefined && marker.version === WORKSPACE_LAYOUT_VERSION && marker.dev === top.dev && marker.ino === top.ino;
   const rules = workspaceRules(ids, stateDev);
   const stats = newWalkStats();

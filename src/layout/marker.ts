@@ -29,7 +29,7 @@ export function parseMarker(text: string): MarkerContent | undefined {
   return { version: Number(match[1]), dev: Number(match[2]), ino: Number(match[3]) };
 }
 
-/** The marker's text, or why it cannot be believed: not a regular file, too long, unreadable. */
+/** The marker's text, or why it cannot be believed: not a regular file, too long, unreadable (the entrypoint then walks /workspace; the audit reports why). */
 export function readMarkerText(): { text: string } | { error: string } {
   try {
     const st = lstatSync(WORKSPACE_MARKER);

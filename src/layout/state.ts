@@ -52,7 +52,7 @@ export const stateModes = {
 export const STATE_LAYOUT = {
   /** /state itself. */
   top: stateModes.top,
-  /** The one top-level name left to someone else: the agent's home (prepareAgentHome takes over its top). */
+  /** The one top-level name left to someone else: the agent's home (secureState takes over its top). */
   pruned: STATE_AGENT_NAME,
   /** The release root, a top-level name: a directory there is exactly `root`, every entry in it (and a non-directory there) `below`. */
   release: { name: STATE_INSTALL_NAME, root: stateModes.releaseRoot, below: stateModes.release },
@@ -78,7 +78,7 @@ export function stateRules(ids: Identities) {
   return (entry: EntryView, zone: StateZone): Decision<StateZone> => {
     if (entry.depth === 0) return { action: "fix", uid, gid, mode: STATE_LAYOUT.top, descend: "top" };
     const top = zone === "top" ? topLevelZone(entry.name) : undefined;
-    // The agent's home is never walked: prepareAgentHome takes over its top,
+    // The agent's home is never walked: secureState takes over its top,
     // whatever it is (a mount point of its own included) or refuses it.
     if (top === "pruned") return { action: "prune" };
     if (entry.kind === "device") {

@@ -28,3 +28,16 @@ export function assertRefusal(fn: () => unknown, want: ExpectedRefusal): void {
   assert.is(refusal.exitCode, want.exitCode, `exit code for: ${want.what}`);
   if (want.fix !== undefined) assert.is(refusal.fix, want.fix);
 }
+
+/** A command line a parser accepts, and the request it must make of it. */
+export interface Accepts<R> {
+  argv: string[];
+  want: R;
+}
+
+/** A command line a parser refuses, with the usage refusal's exact "what" and "fix". */
+export interface Refuses {
+  argv: string[];
+  what: string;
+  fix: string;
+}

@@ -9,7 +9,7 @@
  * can see. Assembled by the program's own assembler, whose jumps the unit
  * tests check.
  */
-import { assemble, SECCOMP_RET } from "../../src/confinement.ts";
+import { assemble, SECCOMP_RET } from "../../src/seccomp-filter.ts";
 
 export interface Refused {
   nr: number;

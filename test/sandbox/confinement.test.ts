@@ -16,7 +16,7 @@ import { type Body, SANDBOX_FIXTURES, type LaunchOptions, inBody } from "../help
 import { agentRun, seededBody, serviceJson } from "../helpers/stand-in.ts";
 import { LANDLOCK_LIES, SECCOMP_LIES, WITHOUT_LANDLOCK, WITHOUT_SECCOMP } from "../helpers/seccomp-wrap.ts";
 import { judgeProcesses, type Processes } from "../helpers/job-to-job.ts";
-import { seccompProgram } from "../../src/confinement.ts";
+import { seccompProgram } from "../../src/seccomp-filter.ts";
 
 const test = suite("confinement");
 

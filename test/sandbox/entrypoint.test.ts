@@ -313,6 +313,28 @@ rootTest(test, "a symlink planted in /state is not followed: its target keeps ow
   });
 });
 
+rootTest(test, "a symlink planted as /state/agent, the agent's home, is refused (exit 65): its target is never given to the agent", () => {
+  inBody(legacyBody(), (body) => {
+    const victimDir = join(body.dir, "victim");
+    mkdirSync(victimDir, { mode: 0o755 });
+    chmodSync(victimDir, 0o755);
+    rmSync(join(body.state, "agent"), { recursive: true, force: true });
+    symlinkSync("/victim", join(body.state, "agent"));
+    const run = body.run({ as: "root", command: ["/bin/true"], binds: [[victimDir, "/victim", "rw"]] });
+    assert.is(run.status, 65);
+    assert.is(run.stderr, "clankie-separate: /state/agent is a symlink, not a directory; remove it (rm -rf /state/agent) and start again: it is recreated empty\n");
+    const st = listTree(victimDir)[0]!;
+    assert.is(`${st.uid}:${st.gid} ${octal(st.mode)}`, "0:0 0755");
+    // The control: a directory there is the agent's after the start.
+    rmSync(join(body.state, "agent"));
+    mkdirSync(join(body.state, "agent"));
+    const again = body.run({ as: "root", command: ["/bin/true"] });
+    assert.is(again.status, 0, again.stderr);
+    const home = listTree(join(body.state, "agent"))[0]!;
+    assert.is(`${home.uid}:${home.gid} ${octal(home.mode)}`, "1001:1001 0700");
+  });
+});
+
 rootTest(test, "a hard link in /state to a file another uid owns is refused (exit 65), the file untouched", () => {
   inBody(legacyBody(), (body) => {
     const victim = join(body.dir, "victim-file");

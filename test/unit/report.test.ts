@@ -1,7 +1,8 @@
+import { lstatSync } from "node:fs";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { EXIT } from "../../src/constants.ts";
-import { formatRefusal, OsFailure, osFailure, printablePath, Refusal, setProgramName } from "../../src/report.ts";
+import { formatRefusal, osCall, OsFailure, osFailure, printablePath, Refusal, setProgramName } from "../../src/report.ts";
 
 test("formatRefusal: one line, program: what; fix", () => {
   assert.is(formatRefusal("started as root without NoNewPrivs", "add --security-opt no-new-privileges"), "clankie-separate: started as root without NoNewPrivs; add --security-opt no-new-privileges");
@@ -77,6 +78,19 @@ test("osFailure: names the call, the printable path and the errno code; exit 71"
   assert.is(bytes.message, "open /\\n\\xff: EACCES");
   assert.is(osFailure("read", "/p", "boom").code, "boom");
   assert.is(osFailure("read", "/p", undefined).code, "undefined");
+});
+
+test("osCall: the call's value, or its failure as the OsFailure naming the call and the path", () => {
+  assert.is(osCall("read", "/p", () => 42), 42);
+  const failure = (() => {
+    try {
+      osCall("lstat", "/state/gone", () => lstatSync("/nonexistent-clankie-path"));
+    } catch (error) {
+      return error;
+    }
+  })();
+  assert.instance(failure, OsFailure);
+  assert.is((failure as OsFailure).message, "lstat /state/gone: ENOENT");
 });
 
 test.run();

@@ -1,7 +1,7 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { NO_EXTRA_CONFINEMENT } from "../../src/confinement.ts";
-import { parseAgentExecArgs } from "../../src/cli.ts";
+import { parseAgentExecArgs } from "../../src/agent-exec/cli.ts";
 import { EXIT, SYSTEM_PATH } from "../../src/constants.ts";
 import { isAllowlisted } from "../../src/exec/environment.ts";
 import { agentExecArguments, buildEnvironment, runSelfCheck, spawnAgent, systemExec } from "../../src/system-exec.ts";

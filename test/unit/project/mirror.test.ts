@@ -31,7 +31,6 @@ export const UNTESTED_ALONE: Record<string, string> = {
   "agent-exec/private-job.ts": "the lease as the service with CAP_SETGID over /run/clankie-private: test/sandbox/private-jobs.test.ts (pool, reclaim, busy) and image item 3f",
   "entrypoint/private-root.ts": "a root-owned rename and removal at start: test/sandbox/private-jobs.test.ts (the next start's cleanup)",
   "service/private-release.ts": "the release after a private job ends, through the real shim: test/sandbox/private-jobs.test.ts",
-  "entrypoint/os-call.ts": "one try/catch around a call: every OsFailure line of test/sandbox/entrypoint.test.ts comes through it",
   "exec/replace.ts": "execve(2) replaces the test process; its gate is exec/rules.ts's (exec/rules.test.ts calls prepareExec)",
   "build-info.ts": "values esbuild defines at build time: test/cli/binary.test.ts reads --version",
   "embedded-bundle.ts": "reads the executable's own SEA note: test/cli/binary.test.ts compares --version's hash with the bundle",

@@ -1,0 +1,113 @@
+/*
+ * clankie-agent-exec's command line: --help, --version, --signal,
+ * --private-cleanup, or the options of a command to run as the agent (its
+ * confinement among them). Pure: argv in, a request out, or a usage refusal
+ * (exit 64, src/cli.ts).
+ */
+import { AGENT_DEFAULT_NPROC, AGENT_DEFAULT_OOM_SCORE_ADJ, AGENT_EXEC_NAME, AGENT_SIGNALS, WORKSPACE_DIR } from "../constants.ts";
+import { isCodeLoadingVariable } from "../exec/environment.ts";
+import { type ConfinementRequest, extraPathProblem } from "../confinement.ts";
+import { optionValue, parseCommand, parseInteger, usage } from "../cli.ts";
+
+export type AgentExecRequest =
+  | { kind: "help" }
+  | { kind: "version" }
+  | { kind: "signal"; signal: string; pgid: number }
+  | { kind: "private-cleanup"; pid: number }
+  | { kind: "run"; cwd: string; env: string[]; keepFds: number[]; nproc: number; oomScoreAdj: number; confinement: ConfinementRequest; privateJob: boolean; command: string[] };
+
+const SIGNALS: ReadonlySet<string> = new Set(AGENT_SIGNALS);
+
+function parseSignal(program: string, value: string | undefined): string {
+  const name = value === undefined ? "" : value.startsWith("SIG") ? value : `SIG${value}`;
+  if (!SIGNALS.has(name)) {
+    throw usage(program, `--signal needs one of ${[...SIGNALS].map((s) => s.slice(3)).join(", ")}, got ${JSON.stringify(value ?? "")}`, "name the signal");
+  }
+  return name;
+}
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+export function parseAgentExecArgs(argv: readonly string[]): AgentExecRequest {
+  const program = AGENT_EXEC_NAME;
+  const first = argv[0];
+  if (first === "--help" || first === "-h") return { kind: "help" };
+  if (first === "--version") return { kind: "version" };
+  if (first === "--signal" || first?.startsWith("--signal=")) {
+    let signal: string | undefined;
+    let pgid: number | undefined;
+    let i = 0;
+    while (i < argv.length) {
+      const { name, value, next } = optionValue(argv, i);
+      if (name === "--signal") {
+        signal = parseSignal(program, value);
+      } else if (name === "--pgid") {
+        pgid = parseInteger(program, name, value, 2, 0x3fffffff);
+      } else {
+        throw usage(program, `unknown option ${JSON.stringify(name)} with --signal`, "use --signal SIGNAL --pgid PGID");
+      }
+      i = next;
+    }
+    if (signal === undefined || pgid === undefined) throw usage(program, "--signal needs --pgid", "use --signal SIGNAL --pgid PGID");
+    return { kind: "signal", signal, pgid };
+  }
+  if (first === "--private-cleanup" || first?.startsWith("--private-cleanup=")) {
+    const { value, next } = optionValue(argv, 0);
+    if (next !== argv.length) throw usage(program, "--private-cleanup takes no other option", "use --private-cleanup PID");
+    return { kind: "private-cleanup", pid: parseInteger(program, "--private-cleanup", value, 2, 0x3fffffff) };
+  }
+  let cwd = WORKSPACE_DIR;
+  let privateJob = false;
+  const env: string[] = [];
+  const keepFds: number[] = [];
+  let nproc = AGENT_DEFAULT_NPROC;
+  let oomScoreAdj = AGENT_DEFAULT_OOM_SCORE_ADJ;
+  const confinement = { strict: false, allowWrite: [] as string[], allowRead: [] as string[], denyConnect: [] as number[], denyBind: [] as number[], network: "all" as "all" | "none" };
+  const extraPath = (option: string, value: string | undefined): string => {
+    const problem = value === undefined ? "is missing" : extraPathProblem(value);
+    if (problem !== undefined) throw usage(program, `${option} ${JSON.stringify(value ?? "")} ${problem}`, `give ${option} an absolute, normal path below /`);
+    return value!;
+  };
+  let i = 0;
+  while (i < argv.length && argv[i] !== "--") {
+    const { name, value, next } = optionValue(argv, i);
+    if (name === "--cwd") {
+      if (value === undefined || !value.startsWith("/")) throw usage(program, `--cwd needs an absolute directory, got ${JSON.stringify(value ?? "")}`, "give an absolute path");
+      cwd = value;
+    } else if (name === "--env") {
+      if (value === undefined || !ENV_NAME.test(value)) throw usage(program, `--env needs a variable name, got ${JSON.stringify(value ?? "")}`, "give the NAME only: its value is taken from the shim's environment, never from argv");
+      // The shim and setpriv run as the service with SETUID and SETGID
+      // before the switch: a variable that loads code must never reach them.
+      if (isCodeLoadingVariable(value)) throw usage(program, `--env ${value}: variables that load code are never passed`, "do not pass it; set what the agent needs inside its own command");
+      env.push(value);
+    } else if (name === "--keep-fd") {
+      keepFds.push(parseInteger(program, name, value, 3, 1048575));
+    } else if (name === "--nproc") {
+      nproc = parseInteger(program, name, value, 1, 1048576);
+    } else if (name === "--oom-score-adj") {
+      oomScoreAdj = parseInteger(program, name, value, -1000, 1000);
+    } else if (name === "--allow-write") {
+      confinement.allowWrite.push(extraPath(name, value));
+    } else if (name === "--allow-read") {
+      confinement.allowRead.push(extraPath(name, value));
+    } else if (name === "--deny-connect") {
+      confinement.denyConnect.push(parseInteger(program, name, value, 1, 65535));
+    } else if (name === "--deny-bind") {
+      confinement.denyBind.push(parseInteger(program, name, value, 1, 65535));
+    } else if (name === "--strict-confinement" || name === "--private-job" || name === "--no-network") {
+      if (argv[i] !== name) throw usage(program, `${name} takes no value`, `write ${name} alone`);
+      if (name === "--strict-confinement") confinement.strict = true;
+      else if (name === "--private-job") privateJob = true;
+      else confinement.network = "none";
+      i += 1;
+      continue;
+    } else if (name.startsWith("-")) {
+      throw usage(program, `unknown option ${JSON.stringify(name)}`, `put the command after --: ${program} [OPTIONS] -- COMMAND [ARG...]`);
+    } else {
+      throw usage(program, `missing -- before the command ${JSON.stringify(name)}`, `put the command after --: ${program} [OPTIONS] -- COMMAND [ARG...]`);
+    }
+    i = next;
+  }
+  if (argv[i] !== "--") throw usage(program, "missing -- before the command", `put the command after --: ${program} [OPTIONS] -- COMMAND [ARG...]`);
+  return { kind: "run", cwd, env, keepFds, nproc, oomScoreAdj, confinement, privateJob, command: parseCommand(program, argv.slice(i + 1)) };
+}
