@@ -71,6 +71,8 @@ mkdirSync(join(dist, "lib"), { recursive: true });
  * bundles, so that no spawn assembles them (docs/benchmarks.md, "Agent spawn").
  */
 const seccompTable = execFileSync(nodeBinary, ["--input-type=module", "-e", `import { seccompTable } from ${JSON.stringify(join(root, "src/confinement.ts"))}; process.stdout.write(JSON.stringify(seccompTable()));`], { cwd: root, encoding: "utf8" });
+// The verification stage's program with this architecture's system call numbers, likewise (src/stage/stage.ts, stageSource).
+const stageSourceText = execFileSync(nodeBinary, ["--import", join(root, "scripts/text-modules.mjs"), "--input-type=module", "-e", `import { stageSource } from ${JSON.stringify(join(root, "src/stage/stage.ts"))}; process.stdout.write(JSON.stringify(stageSource()));`], { cwd: root, encoding: "utf8" });
 
 // 1. The bundles: the executable's roles start programs through src/exec/ only, never execa (checked below).
 async function bundle(entry, outfile) {
@@ -85,7 +87,7 @@ async function bundle(entry, outfile) {
     legalComments: "none",
     metafile: true,
     loader: { ".pl": "text" },
-    define: { __CLANKIE_VERSION__: JSON.stringify(pkg.version), __CLANKIE_SECCOMP__: seccompTable },
+    define: { __CLANKIE_VERSION__: JSON.stringify(pkg.version), __CLANKIE_SECCOMP__: seccompTable, __CLANKIE_STAGE__: stageSourceText },
     logLevel: "warning",
   });
   const builtins = new Set([...builtinModules.flatMap((name) => [name, `node:${name}`]), "node:sea"]);

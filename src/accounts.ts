@@ -138,9 +138,11 @@ export function resolveIdentities(passwdText: string, groupText: string): Identi
 export function resolvePrivateGroups(groups: readonly GroupEntry[], taken: readonly number[]): PrivateGroup[] {
   const pool: PrivateGroup[] = [];
   const seen = new Set<number>(taken);
+  // Each name is looked for among the pool's names only, not the whole group file sixteen times.
+  const named = groups.filter((group) => group.name.startsWith(PRIVATE_GROUP_PREFIX));
   for (let index = 0; index < PRIVATE_POOL_SIZE; index++) {
     const name = `${PRIVATE_GROUP_PREFIX}${index}`;
-    const group = unique(groups, name, GROUP_FILE);
+    const group = unique(named, name, GROUP_FILE);
     if (!group) continue;
     if (group.members.length > 0) {
       throw new Refusal(EXIT.noUser, `group ${name} has members (${group.members.join(",")})`, `leave ${name} without members in ${GROUP_FILE}: only a private job's lease grants it`);

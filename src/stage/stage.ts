@@ -90,7 +90,13 @@ export function stageSource(arch: string = process.arch): string {
   }).trim();
 }
 
-export const STAGE_SOURCE = stageSource();
+/*
+ * The program for this build's architecture, filled in by build.mjs from
+ * stageSource itself (an esbuild define), so that no start fills it in;
+ * filled in here when src/ runs directly.
+ */
+declare const __CLANKIE_STAGE__: string | undefined;
+export const STAGE_SOURCE: string = typeof __CLANKIE_STAGE__ === "string" ? __CLANKIE_STAGE__ : stageSource();
 
 const hex = (mask: bigint) => mask.toString(16);
 
