@@ -20,8 +20,14 @@ export interface GroupEntry {
   members: string[];
 }
 
+/** One to ten digits 0-9, at most 0xfffffffe ((uid_t)-1 is no id); a loop, not a regular expression (see parseFdinfoFlags, src/agent-exec/descriptors.ts). */
 function id(text: string): number | undefined {
-  return /^\d{1,10}$/.test(text) && Number(text) <= 0xfffffffe ? Number(text) : undefined;
+  if (text.length < 1 || text.length > 10) return undefined;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code < 0x30 || code > 0x39) return undefined;
+  }
+  return Number(text) <= 0xfffffffe ? Number(text) : undefined;
 }
 
 /** passwd(5). Lines that do not parse are skipped, as getpwnam(3) would. */
