@@ -20,14 +20,10 @@ export interface GroupEntry {
   members: string[];
 }
 
-/** One to ten digits 0-9, at most 0xfffffffe ((uid_t)-1 is no id); a loop, not a regular expression (see parseFdinfoFlags, src/agent-exec/descriptors.ts). */
+/** One to ten digits 0-9, at most 0xfffffffe ((uid_t)-1 is no id); no regular expression (see parseFdinfoFlags). */
 function id(text: string): number | undefined {
-  if (text.length < 1 || text.length > 10) return undefined;
-  for (let i = 0; i < text.length; i++) {
-    const code = text.charCodeAt(i);
-    if (code < 0x30 || code > 0x39) return undefined;
-  }
-  return Number(text) <= 0xfffffffe ? Number(text) : undefined;
+  const digits = text.length >= 1 && text.length <= 10 && [...text].every((digit) => digit >= "0" && digit <= "9");
+  return digits && Number(text) <= 0xfffffffe ? Number(text) : undefined;
 }
 
 /** passwd(5). Lines that do not parse are skipped, as getpwnam(3) would. */
@@ -144,7 +140,6 @@ export function resolveIdentities(passwdText: string, groupText: string): Identi
 export function resolvePrivateGroups(groups: readonly GroupEntry[], taken: readonly number[]): PrivateGroup[] {
   const pool: PrivateGroup[] = [];
   const seen = new Set<number>(taken);
-  // Each name is looked for among the pool's names only, not the whole group file sixteen times.
   const named = groups.filter((group) => group.name.startsWith(PRIVATE_GROUP_PREFIX));
   for (let index = 0; index < PRIVATE_POOL_SIZE; index++) {
     const name = `${PRIVATE_GROUP_PREFIX}${index}`;

@@ -25,18 +25,12 @@ const O_CLOEXEC = 0o2000000;
 export const FIRST_INHERITABLE_FD = 16;
 
 /**
- * The "flags:" field of /proc/<pid>/fdinfo/<fd> is octal open(2) flags. Pure.
- * A line of "flags:", blanks, then octal digits only; read with string
- * operations: a regular expression is compiled on its first use and again,
- * to machine code, on its second, a tenth of a millisecond of every spawn.
+ * The "flags:" line of /proc/<pid>/fdinfo/<fd>: blanks, then octal open(2) flags. Pure. No regular
+ * expression: V8 compiles one on its first use and again on its second (0.1 ms of every spawn).
  */
 export function parseFdinfoFlags(text: string): number | undefined {
-  for (const line of text.split("\n")) {
-    if (!line.startsWith("flags:")) continue;
-    const digits = line.slice("flags:".length).trimStart();
-    if (digits !== "" && Array.prototype.every.call(digits, (digit: string) => digit >= "0" && digit <= "7")) return Number.parseInt(digits, 8);
-  }
-  return undefined;
+  const digits = text.split("\n").find((line) => line.startsWith("flags:"))?.slice("flags:".length).trimStart();
+  return digits && [...digits].every((digit) => digit >= "0" && digit <= "7") ? Number.parseInt(digits, 8) : undefined;
 }
 
 /** pos: and flags: are the first two lines of fdinfo: a short read holds them. */

@@ -43,15 +43,11 @@ export function resolveCommand(command: string, cwd?: string): string {
   throw new Refusal(EXIT.notFound, `${command}: not found in ${SYSTEM_PATH}`, "install it in a system directory or give its absolute path");
 }
 
+/** An absolute path, then each directory above it up to "/". */
 function ancestors(path: string): string[] {
-  const parts: string[] = [];
-  let current = path;
-  while (current !== "/") {
-    parts.push(current);
-    current = current.slice(0, current.lastIndexOf("/")) || "/";
-  }
-  parts.push("/");
-  return parts;
+  const parts = [path];
+  for (let at = path.lastIndexOf("/"); at > 0; at = path.lastIndexOf("/", at - 1)) parts.push(path.slice(0, at));
+  return path === "/" ? parts : [...parts, "/"];
 }
 
 const TRUST_FIX = "install programs that root or the service run in a root-owned directory that only root can write (for example /usr/local/bin)";

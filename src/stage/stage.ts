@@ -90,11 +90,7 @@ export function stageSource(arch: string = process.arch): string {
   }).trim();
 }
 
-/*
- * The program for this build's architecture, filled in by build.mjs from
- * stageSource itself (an esbuild define), so that no start fills it in;
- * filled in here when src/ runs directly.
- */
+// This architecture's program, filled in by build.mjs with stageSource (a define): no start fills it in.
 declare const __CLANKIE_STAGE__: string | undefined;
 export const STAGE_SOURCE: string = typeof __CLANKIE_STAGE__ === "string" ? __CLANKIE_STAGE__ : stageSource();
 
