@@ -20,8 +20,10 @@ export interface GroupEntry {
   members: string[];
 }
 
+/** One to ten digits 0-9, at most 0xfffffffe ((uid_t)-1 is no id); no regular expression (see parseFdinfoFlags). */
 function id(text: string): number | undefined {
-  return /^\d{1,10}$/.test(text) && Number(text) <= 0xfffffffe ? Number(text) : undefined;
+  const digits = text.length >= 1 && text.length <= 10 && [...text].every((digit) => digit >= "0" && digit <= "9");
+  return digits && Number(text) <= 0xfffffffe ? Number(text) : undefined;
 }
 
 /** passwd(5). Lines that do not parse are skipped, as getpwnam(3) would. */
@@ -138,9 +140,10 @@ export function resolveIdentities(passwdText: string, groupText: string): Identi
 export function resolvePrivateGroups(groups: readonly GroupEntry[], taken: readonly number[]): PrivateGroup[] {
   const pool: PrivateGroup[] = [];
   const seen = new Set<number>(taken);
+  const named = groups.filter((group) => group.name.startsWith(PRIVATE_GROUP_PREFIX));
   for (let index = 0; index < PRIVATE_POOL_SIZE; index++) {
     const name = `${PRIVATE_GROUP_PREFIX}${index}`;
-    const group = unique(groups, name, GROUP_FILE);
+    const group = unique(named, name, GROUP_FILE);
     if (!group) continue;
     if (group.members.length > 0) {
       throw new Refusal(EXIT.noUser, `group ${name} has members (${group.members.join(",")})`, `leave ${name} without members in ${GROUP_FILE}: only a private job's lease grants it`);

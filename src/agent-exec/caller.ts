@@ -19,12 +19,11 @@ export function checkCaller(status: ProcessCredentials, ids: Identities): void {
   if (status.uids.some((id) => id !== ids.service.uid)) {
     throw new Refusal(EXIT.launchRefused, `started by uid ${uid}, not the service uid ${ids.service.uid} (${SERVICE_USER})`, `run it as ${SERVICE_USER}`);
   }
-  const needed = maskOf(SERVICE_CAPABILITIES);
-  const missing = namesOf(needed & ~(status.capEff & status.capPrm));
-  if (missing.length > 0) {
+  const missing = maskOf(SERVICE_CAPABILITIES) & ~(status.capEff & status.capPrm);
+  if (missing !== 0n) {
     throw new Refusal(
       EXIT.launchRefused,
-      `the service holds no ${missing.join(", ")}: this body runs single-uid and no agent uid (${AGENT_USER}) is configured`,
+      `the service holds no ${namesOf(missing).join(", ")}: this body runs single-uid and no agent uid (${AGENT_USER}) is configured`,
       "start the container as root with the flags of ADR 0272 (docs/launch.md) so that clankie-separate hands the service SETUID and SETGID",
     );
   }

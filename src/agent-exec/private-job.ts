@@ -105,20 +105,6 @@ export function heldGroups(): Set<number> {
   return held;
 }
 
-/** The pool's groups whose directory exists, and whether a process holds each. */
-export function leaseStates(ids: Identities): { index: number; gid: number; held: boolean }[] {
-  const held = heldGroups();
-  return ids.privateGroups
-    .filter((group) => {
-      try {
-        return lstatSync(leaseOf(group).dir).isDirectory();
-      } catch {
-        return false;
-      }
-    })
-    .map((group) => ({ ...group, held: held.has(group.gid) }));
-}
-
 /**
  * Takes a free group of the pool for the job this shim becomes. When every
  * one is taken, a lease whose group no live process holds (its job and all

@@ -75,8 +75,7 @@ function checkedIdentities(): Identities {
  */
 function execChain(ids: Identities, chain: AgentChain, oomScoreAdj: number | undefined, envNames: readonly string[], takeLease?: () => PrivateLease): never {
   // Every tool of the chain passes the exec rules; execReplace gates the first (argv[0]) itself.
-  const [, ...later] = [TOOLS.setpriv, TOOLS.perl];
-  for (const tool of later) prepareExec({ command: tool, args: [], env: {}, trustedUids: [0] });
+  prepareExec({ command: TOOLS.perl, args: [], env: {}, trustedUids: [0] });
   if (oomScoreAdj !== undefined) raiseOomScore(oomScoreAdj);
   closeStrayDescriptors(chain.keepFds);
   const lease = takeLease?.();

@@ -30,9 +30,21 @@ export function prepareExec(request: ExecRequest): { path: string; argv: string[
  * Replaces this process with the program (execve(2)); never returns.
  * Everything execve could refuse is checked first, because Node 24 aborts
  * (SIGABRT, exit 134, a stack trace on stderr) when the call itself fails.
+ *
+ * process.execve first loads Node's worker-thread modules, only to refuse a
+ * call from a worker thread: about 3 ms of every spawn. This executable runs
+ * on its main thread only and starts with --expose-internals (sea-config.json),
+ * so it calls the binding behind process.execve itself: the argv and
+ * "NAME=value" strings, fds 0-2 made inheritable, execve(2). Under plain Node
+ * (the tests) that module is absent and process.execve runs.
  */
 export function execReplace(request: ExecRequest): never {
   const { path, argv, env } = prepareExec(request);
-  process.execve!(path, argv, env);
+  const internals = process.getBuiltinModule("internal/test/binding") as { internalBinding(name: string): { execve(path: string, argv: string[], envp: string[]): void } } | undefined;
+  if (!internals) process.execve!(path, argv, env);
+  const envp = Object.entries(env).map(([name, value]) => `${name}=${value}`);
+  // process.execve's own check: a C string ends at its first NUL byte.
+  if (envp.some((entry) => entry.includes("\0"))) throw new TypeError("an environment variable contains a NUL byte");
+  internals!.internalBinding("process_methods").execve(path, argv, envp);
   throw new Error("process.execve returned"); // unreachable
 }

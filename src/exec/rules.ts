@@ -43,15 +43,11 @@ export function resolveCommand(command: string, cwd?: string): string {
   throw new Refusal(EXIT.notFound, `${command}: not found in ${SYSTEM_PATH}`, "install it in a system directory or give its absolute path");
 }
 
+/** An absolute path, then each directory above it up to "/". */
 function ancestors(path: string): string[] {
-  const parts: string[] = [];
-  let current = path;
-  while (current !== "/") {
-    parts.push(current);
-    current = current.slice(0, current.lastIndexOf("/")) || "/";
-  }
-  parts.push("/");
-  return parts;
+  const parts = [path];
+  for (let at = path.lastIndexOf("/"); at > 0; at = path.lastIndexOf("/", at - 1)) parts.push(path.slice(0, at));
+  return path === "/" ? parts : [...parts, "/"];
 }
 
 const TRUST_FIX = "install programs that root or the service run in a root-owned directory that only root can write (for example /usr/local/bin)";
@@ -61,14 +57,16 @@ const INTERPRETER_FIX = "name a #! interpreter installed in a root-owned directo
  * Refuses unless `path` and every directory above it (as given and as
  * resolved) is owned by one of `trustedUids` and writable by nobody else.
  * `via`: the scripts whose `#!` lines led to `path`, first the one asked for;
- * the refusal names them.
+ * the refusal names them. Returns the path as resolved, the file whose
+ * header checkRunnable then reads.
  */
-export function checkTrustedExecutable(path: string, trustedUids: readonly number[], via: readonly string[] = []): void {
+export function checkTrustedExecutable(path: string, trustedUids: readonly number[], via: readonly string[] = []): string {
   const subject = via.length === 0 ? path : `${via[0]} (${[...via.slice(1), path].map((p) => `#! ${p}`).join(", ")})`;
   const fix = via.length === 0 ? TRUST_FIX : INTERPRETER_FIX;
   let real: string;
   try {
-    real = realpathSync(path);
+    // realpath(3): one call where fs.realpathSync walks the path in JavaScript, with the same answer.
+    real = realpathSync.native(path);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     const whose = via.length === 0 ? "" : ` (the #! interpreter of ${via.at(-1)})`;
@@ -93,6 +91,7 @@ export function checkTrustedExecutable(path: string, trustedUids: readonly numbe
       throw new Refusal(EXIT.notExecutable, `refusing to execute ${subject}: ${place} is writable by group or other (mode ${(st.mode & 0o7777).toString(8)})`, fix);
     }
   }
+  return real;
 }
 
 /**
@@ -108,8 +107,9 @@ export const MAX_SCRIPT_DEPTH = 5;
  * interpreter the kernel would run on the way: a trusted script is no better
  * than the program that reads it, since that program runs with the caller's
  * privileges. `trustedUids` undefined: no ownership rule (agent commands).
+ * `real`: the path as checkTrustedExecutable resolved it, when it ran.
  */
-function checkRunnable(path: string, trustedUids?: readonly number[], scripts: readonly string[] = []): void {
+function checkRunnable(path: string, trustedUids?: readonly number[], scripts: readonly string[] = [], real?: string): void {
   let st;
   try {
     st = statSync(path);
@@ -130,7 +130,7 @@ function checkRunnable(path: string, trustedUids?: readonly number[], scripts: r
   try {
     // The file as resolved: a symlink (/usr/bin/python3 -> python3.11) must
     // not hide the #! line of what it points to. Both paths passed the trust rule.
-    fd = openSync(realpathSync(path), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    fd = openSync(real ?? realpathSync.native(path), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
     length = readSync(fd, head, 0, head.length, 0);
   } catch (error) {
     // An execute-only file: the kernel reads a #! line we cannot, and would
@@ -153,10 +153,7 @@ function checkRunnable(path: string, trustedUids?: readonly number[], scripts: r
     if (chain.length > MAX_SCRIPT_DEPTH) {
       throw new Refusal(EXIT.notExecutable, `${chain[0]}: more than ${MAX_SCRIPT_DEPTH} #! scripts in a row (execve would fail with ELOOP)`, "make a shorter chain of #! interpreters");
     }
-    if (trustedUids !== undefined) {
-      checkTrustedExecutable(interpreter, trustedUids, chain);
-    }
-    checkRunnable(interpreter, trustedUids, chain);
+    checkRunnable(interpreter, trustedUids, chain, trustedUids === undefined ? undefined : checkTrustedExecutable(interpreter, trustedUids, chain));
     return;
   }
   throw new Refusal(EXIT.notExecutable, `${path}: not an ELF binary or #! script (execve would fail with ENOEXEC)`, "name an executable program");
@@ -178,8 +175,7 @@ export interface ExecGate {
  */
 export function gateExec(request: ExecGate): string {
   const path = resolveCommand(request.command);
-  if (request.trustedUids) checkTrustedExecutable(path, request.trustedUids);
-  checkRunnable(path, request.trustedUids);
+  checkRunnable(path, request.trustedUids, [], request.trustedUids ? checkTrustedExecutable(path, request.trustedUids) : undefined);
   for (const arg of request.args) {
     if (arg.includes("\0")) throw new Refusal(EXIT.usage, "an argument contains a NUL byte", "pass arguments without NUL bytes");
   }

@@ -90,7 +90,9 @@ export function stageSource(arch: string = process.arch): string {
   }).trim();
 }
 
-export const STAGE_SOURCE = stageSource();
+// This architecture's program, filled in by build.mjs with stageSource (a define): no start fills it in.
+declare const __CLANKIE_STAGE__: string | undefined;
+export const STAGE_SOURCE: string = typeof __CLANKIE_STAGE__ === "string" ? __CLANKIE_STAGE__ : stageSource();
 
 const hex = (mask: bigint) => mask.toString(16);
 

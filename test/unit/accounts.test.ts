@@ -37,6 +37,7 @@ test("parsePasswd: skips lines getpwnam(3) would not return", () => {
     "node:x:4294967295:1000::/home/node:/bin/sh", // (uid_t)-1
     "node:x:1000:4294967295::/home/node:/bin/sh",
     "node:x:12345678901:1000::/home/node:/bin/sh", // 11 digits
+    "node:x:00000001000:1000::/home/node:/bin/sh", // 11 digits, though its value is small
   ];
   for (const line of skipped) assert.equal(parsePasswd(line), [], JSON.stringify(line));
 });
