@@ -24,7 +24,7 @@ import { checkTrustedExecutable } from "../exec/rules.ts";
 import { readMarkerText } from "../layout/marker.ts";
 import { parseMountinfo } from "../os/mountinfo.ts";
 import { Refusal } from "../report.ts";
-import { codeOf, howItEnded, octal, reasonOf } from "./check.ts";
+import { codeOf, howItEnded, octal, reasonOf, saying } from "./check.ts";
 import { type ConfinementFacts, LANDLOCK_ABI_SCRIPT, type LandlockFact, parseLandlockAnswer, SECCOMP_ACTIONS_FILE } from "./confinement.ts";
 import { excludedDirectories, IMAGE_WALK_SKIP, type ImageScan, parseImageScan, startImageScan } from "./image-scan.ts";
 import { chooseJudged, handedDownByService, parseEnviron, relationTo } from "./judged.ts";
@@ -41,7 +41,7 @@ export type Fact<T> = { ok: true; value: T } | { ok: false; error: string; fix: 
 /** A read whose failure is itself judged (an unreadable environment warns, say). */
 export type Readable<T> = { ok: true; value: T } | { ok: false; error: string };
 
-export function known<T>(value: T): Fact<T> {
+export function known<T>(value: T): { ok: true; value: T } {
   return { ok: true, value };
 }
 
@@ -135,10 +135,8 @@ function readConfinement(selfStatus: string): ConfinementFacts {
   return { landlock, seccomp: { ...parseSeccompStatus(selfStatus), actions: actions.ok ? actions.value : { error: actions.error } } };
 }
 
-/** "PATH failed (exit 2): first line of stderr". */
 export function captureFailure(result: { path: string; status: number | null; signal: string | null; stderr: Buffer; error?: string }): string {
-  const said = result.stderr.toString("utf8").split("\n")[0] ?? "";
-  return `${result.path} failed (${howItEnded(result)})${said ? `: ${said}` : ""}`;
+  return saying(`${result.path} failed (${howItEnded(result)})`, result.stderr);
 }
 
 const ACCOUNTS_FIX = "fix the accounts check first";
@@ -151,7 +149,6 @@ export const INSTALLED = [`${INSTALL_DIR}/${ENTRYPOINT_NAME}`, `${INSTALL_DIR}/$
 /** The snapshot, as readFacts builds it: each fact's type is its reader's. */
 export type Facts = Awaited<ReturnType<typeof readFacts>>;
 
-/** A fact that could not be read at all. */
 function unread(error: string, fix: string): Fact<never> {
   return { ok: false, error, fix };
 }

@@ -55,7 +55,6 @@ export function chooseJudged(table: readonly ProcessEntry[], self: ProcessEntry,
   };
 }
 
-/** How the audit's process relates to the judged one. */
 export function relationTo(table: readonly ProcessEntry[], selfPid: number, judgedPid: number): Relation {
   if (selfPid === judgedPid) return "self";
   return lineage(table, selfPid).includes(judgedPid) ? "descendant" : "outside";

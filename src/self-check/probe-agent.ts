@@ -35,7 +35,7 @@ import { parseStatus } from "../os/proc-status.ts";
 import { parseSeccompStatus, type SeccompStatus } from "./process-table.ts";
 import { Refusal, writeLine } from "../report.ts";
 import { runCapture } from "../exec/capture.ts";
-import { codeOf, howItEnded } from "./check.ts";
+import { codeOf, howItEnded, saying } from "./check.ts";
 import { capabilitySets, formatMask } from "./service-process.ts";
 
 /** The service's pid reaches the probe through the shim's --env, never argv. */
@@ -126,8 +126,7 @@ function trySetprivToService(serviceUid: number, serviceGid: number): Answer {
   } catch (error) {
     return { outcome: "inconclusive", detail: `could not run setpriv: ${(error as Error).message}` };
   }
-  const said = result.stderr.toString("utf8").trim().split("\n")[0] ?? "";
-  const detail = `setpriv ${args.join(" ")}: ${howItEnded(result)}${said ? `: ${said}` : ""}`;
+  const detail = saying(`setpriv ${args.join(" ")}: ${howItEnded(result)}`, result.stderr);
   return { outcome: result.error !== undefined || result.signal ? "inconclusive" : result.status === 0 ? "possible" : "denied", detail };
 }
 
@@ -139,28 +138,24 @@ export function parseConfinementAttempts(stdout: string, socketName: string | un
   const noAnswer: Answer = { outcome: "inconclusive", detail: `no answer from the attempt: ${JSON.stringify(stdout.slice(0, 120))}` };
   const oom = /^oom (\S+) (\S+) (\S+)$/m.exec(stdout);
   const socket = /^socket (\S+)$/m.exec(stdout)?.[1];
+  const refusedBy = (errno: string, refusals: readonly string[], detail: (code: string) => string): Answer => {
+    const code = errnoName(errno);
+    return { outcome: refusals.includes(code) ? "denied" : "inconclusive", detail: detail(code) };
+  };
   let lower = noAnswer;
   if (oom) {
     const [, before, open, write] = oom as unknown as [string, string, string, string];
     const target = Number(before) - 1;
     if (open === "-") lower = { outcome: "inconclusive", detail: `/proc/self/oom_score_adj holds ${before}: nothing lower to try` };
-    else if (open !== "0") {
-      const code = errnoName(open);
-      lower = { outcome: code === "EACCES" || code === "EPERM" ? "denied" : "inconclusive", detail: `open /proc/self/oom_score_adj for writing: ${code}` };
-    } else if (write === "0") lower = { outcome: "possible", detail: `wrote ${target} over ${before} to /proc/self/oom_score_adj` };
-    else {
-      const code = errnoName(write);
-      lower = { outcome: code === "EACCES" ? "denied" : "inconclusive", detail: `open /proc/self/oom_score_adj for writing: opened; write ${target} over ${before}: ${code}${code === "EACCES" ? " (the kernel's floor, oom_score_adj_min)" : ""}` };
-    }
+    else if (open !== "0") lower = refusedBy(open, ["EACCES", "EPERM"], (code) => `open /proc/self/oom_score_adj for writing: ${code}`);
+    else if (write === "0") lower = { outcome: "possible", detail: `wrote ${target} over ${before} to /proc/self/oom_score_adj` };
+    else lower = refusedBy(write, ["EACCES"], (code) => `open /proc/self/oom_score_adj for writing: opened; write ${target} over ${before}: ${code}${code === "EACCES" ? " (the kernel's floor, oom_score_adj_min)" : ""}`);
   }
   const where = `connect(@${socketName}), the audit's socket outside the agent's domain`;
   let connect = noAnswer;
   if (!socketName) connect = { outcome: "inconclusive", detail: `no socket name was handed to the probe (${PROBE_SOCKET_VARIABLE})` };
   else if (socket === "0") connect = { outcome: "possible", detail: `${where}: connected` };
-  else if (socket !== undefined && socket !== "-") {
-    const code = errnoName(socket);
-    connect = { outcome: code === "EPERM" || code === "EACCES" ? "denied" : "inconclusive", detail: `${where}: ${code}` };
-  }
+  else if (socket !== undefined && socket !== "-") connect = refusedBy(socket, ["EPERM", "EACCES"], (code) => `${where}: ${code}`);
   return [lower, connect];
 }
 

@@ -13,7 +13,7 @@ import type { Identities } from "../accounts.ts";
 import { AGENT_HOME, STATE_DIR, STATE_INSTALL_NAME } from "../constants.ts";
 import { stateModes, stateRules } from "../layout/state.ts";
 import { Refusal } from "../report.ts";
-import { bounded, cannotLook, fail, octal, pass, type Verdict, warn } from "./check.ts";
+import { bounded, cannotLook, fail, failUnlessSingle, octal, pass, type Verdict, warn } from "./check.ts";
 import type { Lstat } from "./facts.ts";
 import type { Mode } from "./mode.ts";
 import { problemLines, walkReadOnly, type WalkedEntry, type WalkProblem } from "./walk.ts";
@@ -143,7 +143,7 @@ export function judgeStateZone(audit: StateAudit, zone: "layout" | "release", mo
   };
   if (violations.length > 0) {
     const summary = `${violations.length === 1 ? "1 entry" : `${violations.length} entries`}${release ? " of the release root" : ""} break${violations.length === 1 ? "s" : ""} the layout contract: ${examples(violations)}`;
-    return mode === "single-uid" ? warn(`${summary} (${SINGLE_UID_NOTE})`, found, refusedFirst(violations)) : fail(summary, found, refusedFirst(violations));
+    return failUnlessSingle(mode === "single-uid", summary, found, refusedFirst(violations), SINGLE_UID_NOTE);
   }
   if (problems.length > 0) {
     const summary = `could not read ${problems.length} entr${problems.length === 1 ? "y" : "ies"} under ${audit.root}: ${problems.slice(0, 3).join("; ")}`;
@@ -175,8 +175,7 @@ export function judgeAgentHome(ids: Identities, home: Lstat, mode: Mode): Verdic
   if (st.uid !== want.uid || st.gid !== want.gid) wrong.push(`owned by ${st.uid}:${st.gid}, want ${want.uid}:${want.gid} (${ids.agent.name})`);
   if (octal(st.mode) !== want.mode) wrong.push(`mode ${octal(st.mode)}, want ${want.mode}`);
   if (wrong.length === 0) return pass(`${path} is the agent's (${want.uid}:${want.gid}, ${want.mode})`, found);
-  const summary = `${path}: ${wrong.join("; ")}`;
-  return single ? warn(`${summary} (${SINGLE_UID_NOTE})`, found, null) : fail(summary, found, `remove it (rm -rf ${path}) and restart the container: the entrypoint recreates it empty for ${ids.agent.name}`);
+  return failUnlessSingle(single, `${path}: ${wrong.join("; ")}`, found, `remove it (rm -rf ${path}) and restart the container: the entrypoint recreates it empty for ${ids.agent.name}`, SINGLE_UID_NOTE, null);
 }
 
 /**
