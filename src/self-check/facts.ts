@@ -38,8 +38,8 @@ import type { PrivateRoot } from "./private-jobs.ts";
 
 /** A fact: its value, or why it could not be read and what to do about it. */
 export type Fact<T> = { ok: true; value: T } | { ok: false; error: string; fix: string };
-/** A read whose failure is itself judged (an unreadable environment warns, say). */
-export type Readable<T> = { ok: true; value: T } | { ok: false; error: string };
+/** A read whose failure is itself judged (an unreadable environment warns, say): why, and the errno code. */
+export type Readable<T> = { ok: true; value: T } | { ok: false; error: string; code?: string };
 
 export function known<T>(value: T): { ok: true; value: T } {
   return { ok: true, value };
@@ -54,33 +54,26 @@ export function attempt<T>(fix: string, reader: () => T): Fact<T> {
   }
 }
 
-function readable<T>(syscall: string, path: string, reader: () => T): Readable<T> {
+/** Runs a reader; what it throws is worded by `describe`: "read PATH: EACCES" (failedCall), or as the error gives it (reasonOf: message and code). */
+function readable<T>(reader: () => T, describe: (error: unknown) => string = reasonOf): Readable<T> {
   try {
     return { ok: true, value: reader() };
   } catch (error) {
-    return { ok: false, error: `${syscall} ${path}: ${codeOf(error)}` };
+    return { ok: false, error: describe(error), code: (error as NodeJS.ErrnoException).code };
   }
 }
+const failedCall = (syscall: string, path: string) => (error: unknown): string => `${syscall} ${path}: ${codeOf(error)}`;
+
+/** An lstat(2) whose failure a judge words itself. */
+export type Lstat = Readable<Stats>;
+const lstatOf = (path: string): Lstat => readable(() => lstatSync(path));
 
 /** PRIVATE_DIR's lstat and the lease directories in it (its owner, the service, or root may list it). */
 function readPrivateRoot(): PrivateRoot {
-  try {
+  return readable(() => {
     const stats = lstatSync(PRIVATE_DIR);
-    const leases = stats.isDirectory() ? readdirSync(PRIVATE_DIR).filter((name) => /^\d{1,2}$/.test(name)).sort((a, b) => Number(a) - Number(b)) : [];
-    return { ok: true, stats, leases };
-  } catch (error) {
-    return { ok: false, error: reasonOf(error), code: (error as NodeJS.ErrnoException).code };
-  }
-}
-
-/** An lstat(2) whose failure a judge words itself (reasonOf: message and code). */
-export type Lstat = { ok: true; value: Stats } | { ok: false; error: string; code: string | undefined };
-function lstatOf(path: string): Lstat {
-  try {
-    return { ok: true, value: lstatSync(path) };
-  } catch (error) {
-    return { ok: false, error: reasonOf(error), code: (error as NodeJS.ErrnoException).code };
-  }
+    return { stats, leases: stats.isDirectory() ? readdirSync(PRIVATE_DIR).filter((name) => /^\d{1,2}$/.test(name)).sort((a, b) => Number(a) - Number(b)) : [] };
+  });
 }
 
 /** One program file under the exec rules (checkTrustedExecutable), and its own lstat. */
@@ -131,7 +124,7 @@ function readConfinement(selfStatus: string): ConfinementFacts {
   } catch (error) {
     landlock = { error: `could not run perl: ${reasonOf(error)}` };
   }
-  const actions = readable("read", SECCOMP_ACTIONS_FILE, () => readFileSync(SECCOMP_ACTIONS_FILE, "latin1").trim().split(/\s+/));
+  const actions = readable(() => readFileSync(SECCOMP_ACTIONS_FILE, "latin1").trim().split(/\s+/), failedCall("read", SECCOMP_ACTIONS_FILE));
   return { landlock, seccomp: { ...parseSeccompStatus(selfStatus), actions: actions.ok ? actions.value : { error: actions.error } } };
 }
 
@@ -174,14 +167,14 @@ export async function readFacts(request: { probe: boolean }) {
   const serviceUid = ids.ok ? ids.value.service.uid : accounts.ok ? parsePasswd(accounts.value.passwd).find((user) => user.name === SERVICE_USER)?.uid : undefined;
   const choice = chooseJudged(table, own, serviceUid);
   const isSelf = choice.entry.pid === own.pid;
-  const environ: Readable<Record<string, string>> = isSelf ? { ok: true, value: process.env as Record<string, string> } : readable("read", `/proc/${choice.entry.pid}/environ`, () => parseEnviron(readFileSync(`/proc/${choice.entry.pid}/environ`)));
+  const environ: Readable<Record<string, string>> = isSelf ? { ok: true, value: process.env as Record<string, string> } : readable(() => parseEnviron(readFileSync(`/proc/${choice.entry.pid}/environ`)), failedCall("read", `/proc/${choice.entry.pid}/environ`));
   const handed = serviceUid !== undefined && handedDownByService(table, own.pid, choice.entry.pid, serviceUid);
   const mode = classifyMode(choice.entry.creds, environ, ids.ok ? ids.value : undefined);
   const boundary = boundaryOf(mode.mode, { pid: choice.entry.pid, environ }, { env: process.env, handedDownByService: handed });
   const exes = new Map<number, Readable<string>>();
   for (const entry of table) {
     if (entry.pid === own.pid || serviceUid === undefined || !entry.creds.uids.some((uid) => uid === serviceUid)) continue;
-    exes.set(entry.pid, readable("readlink", `/proc/${entry.pid}/exe`, () => readlinkSync(`/proc/${entry.pid}/exe`, "latin1")));
+    exes.set(entry.pid, readable(() => readlinkSync(`/proc/${entry.pid}/exe`, "latin1"), failedCall("readlink", `/proc/${entry.pid}/exe`)));
   }
 
   /* 2. The image walk, started now so that it runs beside the /state walk. */
@@ -219,7 +212,7 @@ export async function readFacts(request: { probe: boolean }) {
     mounts,
     /** The executable of every other process of the service uid, where it could be read. */
     exes: known(exes),
-    sysctls: known(new Map(KERNEL_SETTINGS.map((setting) => [setting.path, readable("read", setting.path, () => readFileSync(setting.path, "latin1"))]))),
+    sysctls: known(new Map(KERNEL_SETTINGS.map((setting) => [setting.path, readable(() => readFileSync(setting.path, "latin1"), failedCall("read", setting.path))]))),
     confinement: known(readConfinement(selfStatus)),
     /** The private jobs' root and the lease directories in it. */
     privateRoot: known(readPrivateRoot()),
