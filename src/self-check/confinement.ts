@@ -77,7 +77,7 @@ export function judgeConfinement(facts: ConfinementFacts): Verdict {
   const { missing, fixes } = missingConfinement(facts);
   const seccompFilters = !missing.includes("seccomp filters");
   const found = {
-    landlock: { abi, rules, ...("errno" in landlock ? { errno: landlock.errno } : {}), ...("error" in landlock ? { error: landlock.error } : {}) },
+    landlock: { abi, rules, ...landlock },
     seccomp: { status: seccomp.mode, filters: seccomp.filters, actions: Array.isArray(seccomp.actions) ? seccomp.actions : null, ...(!Array.isArray(seccomp.actions) ? { error: seccomp.actions.error } : {}), filtersAvailable: seccompFilters },
   };
   const problems: string[] = [];
