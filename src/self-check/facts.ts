@@ -55,14 +55,14 @@ export function attempt<T>(fix: string, reader: () => T): Fact<T> {
 }
 
 /** Runs a reader; what it throws is worded by `describe`: "read PATH: EACCES" (failedCall), or as the error gives it (reasonOf: message and code). */
-function readable<T>(reader: () => T, describe: (error: unknown) => string = reasonOf): Readable<T> {
+export function readable<T>(reader: () => T, describe: (error: unknown) => string = reasonOf): Readable<T> {
   try {
     return { ok: true, value: reader() };
   } catch (error) {
     return { ok: false, error: describe(error), code: (error as NodeJS.ErrnoException).code };
   }
 }
-const failedCall = (syscall: string, path: string) => (error: unknown): string => `${syscall} ${path}: ${codeOf(error)}`;
+export const failedCall = (syscall: string, path: string) => (error: unknown): string => `${syscall} ${path}: ${codeOf(error)}`;
 
 /** An lstat(2) whose failure a judge words itself. */
 export type Lstat = Readable<Stats>;
