@@ -6,7 +6,7 @@
  */
 import { STATE_DIR, TOOLS, WORKSPACE_DIR } from "../constants.ts";
 import type { Mount } from "../os/mountinfo.ts";
-import { bounded, fail, pass, type Verdict, warn } from "./check.ts";
+import { bounded, fail, pass, plural, type Verdict, warn } from "./check.ts";
 import type { BuiltInHash, Program } from "./facts.ts";
 import { hasOption, type ImageScan, mountOf, type PrivilegedFile } from "./image-scan.ts";
 import { problemLines } from "./walk.ts";
@@ -84,15 +84,14 @@ export function judgeSetuid(scan: ImageScan, agent?: { uid: number; groups: read
   const agentOnly = scan.privileged.filter((f) => grantsOnlyAgent(f, agent));
   const privileged = scan.privileged.filter((f) => !grantsOnlyAgent(f, agent));
   const found = { visited: scan.visited, files: bounded(privileged), agentOnly: bounded(agentOnly), notEntered: scan.excluded, unreadable: bounded(unreadable) };
-  const setIdFiles = (n: number): string => `${n} set-user-ID or set-group-ID file${n === 1 ? "" : "s"}`;
   if (privileged.length > 0) {
-    return fail(`${setIdFiles(privileged.length)}: ${listFiles(privileged)}`,
+    return fail(`${plural(privileged.length, "set-user-ID or set-group-ID file")}: ${listFiles(privileged)}`,
       found,
       "strip them in the image (find / -xdev -type f -perm /6000 -exec chmod ug-s {} +) and mount added volumes nosuid; NoNewPrivs blocks what remains",
     );
   }
   if (agentOnly.length > 0) {
-    return warn(`${setIdFiles(agentOnly.length)} that grant only the agent's own ids (made by agent work): ${listFiles(agentOnly)}`, found, "remove them (chmod ug-s FILE); they grant nothing, and NoNewPrivs makes them inert");
+    return warn(`${plural(agentOnly.length, "set-user-ID or set-group-ID file")} that grant only the agent's own ids (made by agent work): ${listFiles(agentOnly)}`, found, "remove them (chmod ug-s FILE); they grant nothing, and NoNewPrivs makes them inert");
   }
   if (unreadable.length > 0) {
     return warn(`no set-user-ID or set-group-ID file among ${scan.visited} entries, but ${unreadable.length} could not be read: ${unreadable.slice(0, 3).join("; ")}`, found, "run the audit as root (docker exec CONTAINER clankie-separate --self-check) to read every directory");
@@ -106,7 +105,7 @@ export function judgeFileCapabilities(scan: ImageScan): Verdict {
   const files = scan.capabilities;
   if (files.length > 0) {
     const list = files.slice(0, 5).map((f) => `${f.path} (${f.permitted.join(",").toLowerCase() || "none"}${f.effective ? "=ep" : "=p"})`).join(", ");
-    return fail(`${files.length} file${files.length === 1 ? "" : "s"} with capabilities: ${list}`, found, "remove them in the image (setcap -r FILE); NoNewPrivs keeps them from taking effect meanwhile");
+    return fail(`${plural(files.length, "file")} with capabilities: ${list}`, found, "remove them in the image (setcap -r FILE); NoNewPrivs keeps them from taking effect meanwhile");
   }
   if (unreadable.length > 0) {
     return warn(`no file capability among ${scan.executables} executables, but ${unreadable.length} entries could not be read: ${unreadable.slice(0, 3).join("; ")}`, found, "run the audit as root (docker exec CONTAINER clankie-separate --self-check) to read every directory");

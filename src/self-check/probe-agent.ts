@@ -70,15 +70,17 @@ export interface ProbeReport {
 
 const REFUSED = new Set(["EACCES", "EPERM", "EROFS"]);
 
-/** Opens and closes at once; what the kernel answered. */
-function tryOpen(path: string, flags: number): "opened" | string {
+/** What the kernel answered a call: `done` when it succeeded, else its errno code. */
+function answerOf(call: () => unknown, done: string): string {
   try {
-    closeSync(openSync(path, flags, 0o600));
-    return "opened";
+    call();
+    return done;
   } catch (error) {
     return codeOf(error);
   }
 }
+/** Opens and closes at once. */
+const tryOpen = (path: string, flags: number): string => answerOf(() => closeSync(openSync(path, flags, 0o600)), "opened");
 
 /** What an attempt found; its id is given where the report lists the attempts. */
 type Answer = Omit<Attempt, "id">;
@@ -96,26 +98,15 @@ function tryReadCredentials(): Answer {
   const result = tryOpen(PROBE_CREDENTIALS, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY);
   if (result === "opened" || REFUSED.has(result)) return { outcome: result === "opened" ? "possible" : "denied", detail: `open ${PROBE_CREDENTIALS}: ${result}` };
   // No credentials file to try: whether /state can be listed says whether it could be found.
-  let listing: string;
-  try {
-    readdirSync(STATE_DIR);
-    listing = "listed";
-  } catch (error) {
-    listing = codeOf(error);
-  }
+  const listing = answerOf(() => readdirSync(STATE_DIR), "listed");
   return { outcome: listing === "listed" ? "possible" : "inconclusive", detail: `open ${PROBE_CREDENTIALS}: ${result}; list ${STATE_DIR}: ${listing}` };
 }
 
 function trySignalService(pidText: string | undefined): Answer {
   const pid = Number(pidText);
   if (!pidText || !Number.isInteger(pid) || pid < 1) return { outcome: "inconclusive", detail: `no service pid was handed to the probe (${PROBE_SERVICE_PID_VARIABLE})` };
-  try {
-    process.kill(pid, 0);
-    return { outcome: "possible", detail: `kill(${pid}, 0): permitted` };
-  } catch (error) {
-    const code = codeOf(error);
-    return { outcome: code === "EPERM" ? "denied" : "inconclusive", detail: `kill(${pid}, 0): ${code}` };
-  }
+  const answer = answerOf(() => process.kill(pid, 0), "permitted");
+  return { outcome: answer === "permitted" ? "possible" : answer === "EPERM" ? "denied" : "inconclusive", detail: `kill(${pid}, 0): ${answer}` };
 }
 
 function trySetprivToService(serviceUid: number, serviceGid: number): Answer {

@@ -17,7 +17,7 @@ import { AGENT_EXEC_PATH, ENTRYPOINT_NAME, INSTALL_DIR, PROBE_AGENT_FLAG } from 
 import type { ProcessCredentials } from "../os/proc-status.ts";
 import { Refusal } from "../report.ts";
 import { type CaptureRequest, type CaptureResult, runCapture } from "../exec/capture.ts";
-import { fail, firstLine, howItEnded, pass, reasonOf, saying, type Verdict, warn } from "./check.ts";
+import { fail, firstLine, howItEnded, pass, plural, reasonOf, saying, type Verdict, warn } from "./check.ts";
 import type { Mode } from "./mode.ts";
 import type { SeccompStatus } from "./process-table.ts";
 import { SERVICE_MASK, sameSet } from "./service-process.ts";
@@ -163,7 +163,7 @@ export function judgeProbeSeccomp(report: ProbeReport, auditor: SeccompStatus | 
   if (filters === null || auditor?.filters === null || auditor === undefined) {
     return warn(`the agent runs with Seccomp: ${mode}; the kernel does not count filters (Seccomp_filters:, Linux 5.9+), so whether it has one of its own cannot be told`, found, CONFINEMENT_FIX);
   }
-  const count = `${filters} seccomp filter${filters === 1 ? "" : "s"} (Seccomp: ${mode})`;
+  const count = `${plural(filters, "seccomp filter")} (Seccomp: ${mode})`;
   if (filters > auditor.filters) return pass(`the agent runs under ${count}, ${filters - auditor.filters} more than this audit's ${auditor.filters}: a filter of its own`, found);
   return (offered ? fail : warn)(`not confined: the agent runs under ${count}, no more than this audit's ${auditor.filters}: no filter of its own, agent work runs under the uid boundary${filters > 0 ? " and the engine's profile" : ""} only`, found, offered ? UNCONFINED_FIX : CONFINEMENT_FIX);
 }

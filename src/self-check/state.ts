@@ -13,7 +13,7 @@ import type { Identities } from "../accounts.ts";
 import { AGENT_HOME, STATE_DIR, STATE_INSTALL_NAME } from "../constants.ts";
 import { stateModes, stateRules } from "../layout/state.ts";
 import { Refusal } from "../report.ts";
-import { bounded, cannotLook, fail, failUnlessSingle, octal, pass, type Verdict, warn } from "./check.ts";
+import { bounded, cannotLook, fail, failUnlessSingle, octal, pass, plural, type Verdict, warn } from "./check.ts";
 import type { Lstat } from "./facts.ts";
 import type { Mode } from "./mode.ts";
 import { problemLines, walkReadOnly, type WalkedEntry, type WalkProblem } from "./walk.ts";
@@ -142,11 +142,11 @@ export function judgeStateZone(audit: StateAudit, zone: "layout" | "release", mo
     ...(release ? {} : { umaskGroupBits: audit.umaskGroupBits }),
   };
   if (violations.length > 0) {
-    const summary = `${violations.length === 1 ? "1 entry" : `${violations.length} entries`}${release ? " of the release root" : ""} break${violations.length === 1 ? "s" : ""} the layout contract: ${examples(violations)}`;
+    const summary = `${plural(violations.length, "entry", "entries")}${release ? " of the release root" : ""} break${violations.length === 1 ? "s" : ""} the layout contract: ${examples(violations)}`;
     return failUnlessSingle(mode === "single-uid", summary, found, refusedFirst(violations), SINGLE_UID_NOTE);
   }
   if (problems.length > 0) {
-    const summary = `could not read ${problems.length} entr${problems.length === 1 ? "y" : "ies"} under ${audit.root}: ${problems.slice(0, 3).join("; ")}`;
+    const summary = `could not read ${plural(problems.length, "entry", "entries")} under ${audit.root}: ${problems.slice(0, 3).join("; ")}`;
     return fail(summary, found, "run the audit as root (docker exec CONTAINER clankie-separate --self-check), which can read every entry");
   }
   if (release && !audit.releasePresent) {
