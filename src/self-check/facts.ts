@@ -198,7 +198,7 @@ export async function readFacts(request: { probe: boolean }) {
     ids,
     /** The service uid even when the accounts as a whole are wrong: the judged process is found by it. */
     serviceUid: serviceUid === undefined ? unread("the service user is not defined", ACCOUNTS_FIX) : known(serviceUid),
-    judged: known({ ...choice, self: isSelf, environ, relation: relationTo(table, own.pid, choice.entry.pid), handed }),
+    judged: known({ ...choice, self: isSelf, environ, relation: relationTo(table, own.pid, choice.entry.pid) }),
     mode: known(mode),
     boundary: known(boundary),
     stateAudit,
