@@ -62,18 +62,18 @@ export function judgeStateEntry(
   entry: WalkedEntry,
   zone: StateZone,
 ): { violation?: StateViolation; descend?: StateZone; pruned?: boolean; umaskGroupBits?: boolean } {
+  const violation = (why: Pick<StateViolation, "want" | "reason" | "fix">): { violation: StateViolation } => ({ violation: { ...describe(entry), ...why } });
   let decision;
   try {
     decision = rules(entry, zone);
   } catch (error) {
     if (!(error instanceof Refusal)) throw error;
-    if (entry.otherDevice) return { violation: { ...describe(entry), reason: MOUNTED_INSIDE } };
-    return { violation: { ...describe(entry), reason: error.message, fix: error.fix } };
+    return violation(entry.otherDevice ? { reason: MOUNTED_INSIDE } : { reason: error.message, fix: error.fix });
   }
   // A mount point the rules leave to someone else (the agent's home) is not a fault; any other is.
   if (decision.action === "prune") return { pruned: true };
-  if (entry.otherDevice) return { violation: { ...describe(entry), reason: MOUNTED_INSIDE } };
-  if (decision.action === "skip") return { violation: { ...describe(entry), reason: decision.reason } };
+  if (entry.otherDevice) return violation({ reason: MOUNTED_INSIDE });
+  if (decision.action === "skip") return violation({ reason: decision.reason });
   const current = entry.st.mode & 0o7777;
   const uid = decision.uid < 0 ? entry.st.uid : decision.uid;
   const gid = decision.gid < 0 ? entry.st.gid : decision.gid;
@@ -86,7 +86,7 @@ export function judgeStateEntry(
     return { descend, umaskGroupBits: true };
   }
   if (entry.st.uid !== uid || entry.st.gid !== gid || (mode !== undefined && mode !== current)) {
-    return { violation: { ...describe(entry), want: { uid, gid, ...(mode !== undefined ? { mode: octal(mode) } : {}) } }, descend };
+    return { ...violation({ want: { uid, gid, ...(mode !== undefined ? { mode: octal(mode) } : {}) } }), descend };
   }
   return { descend };
 }
