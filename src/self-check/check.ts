@@ -36,9 +36,9 @@ export function fail(summary: string, found: Record<string, unknown>, fix: strin
   return { status: "fail", summary, found, fix };
 }
 
-/** fail where the separation is meant (separated, misconfigured), warn in a single-uid body. */
-export function failUnlessSingle(single: boolean, summary: string, found: Record<string, unknown>, fix: string): Verdict {
-  return single ? warn(summary, found, fix) : fail(summary, found, fix);
+/** fail where the separation is meant (separated, misconfigured); in a single-uid body warn, with the note that says why and its own fix where given. */
+export function failUnlessSingle(single: boolean, summary: string, found: Record<string, unknown>, fix: string, note?: string, singleFix: string | null = fix): Verdict {
+  return single ? warn(note ? `${summary} (${note})` : summary, found, singleFix) : fail(summary, found, fix);
 }
 
 /** The reason an error gives, in the words of report.ts (syscall, path, errno code). */
@@ -57,11 +57,8 @@ export function codeOf(error: unknown): string {
   return (error as NodeJS.ErrnoException).code ?? String(error);
 }
 
-/** A check that could not look. */
 export function cannotLook(what: string, reason: string, fix: string, status: "warn" | "fail" = "fail"): Verdict {
-  const found = { error: reason };
-  const summary = `could not check ${what}: ${reason}`;
-  return status === "fail" ? fail(summary, found, fix) : warn(summary, found, fix);
+  return { status, summary: `could not check ${what}: ${reason}`, found: { error: reason }, fix };
 }
 
 /** At most 50 items, and how many there were: output stays bounded when a tree is wrong everywhere. */
@@ -74,12 +71,20 @@ export function howItEnded(result: { status: number | null; signal: string | nul
   return result.error ?? (result.signal ? `killed by ${result.signal}` : `exit ${result.status}`);
 }
 
+/** The first line a program wrote to stderr, and `text` followed by it where there is one. */
+export function firstLine(stderr: Buffer): string {
+  return stderr.toString("utf8").trim().split("\n")[0] ?? "";
+}
+export function saying(text: string, stderr: Buffer): string {
+  const said = firstLine(stderr);
+  return said ? `${text}: ${said}` : text;
+}
+
 /** Octal mode as people write it: 0644, 4755. */
 export function octal(mode: number): string {
   return (mode & 0o7777).toString(8).padStart(4, "0");
 }
 
-/** "1 file", "2 files". */
 export function plural(n: number, word: string, many = `${word}s`): string {
   return `${n} ${n === 1 ? word : many}`;
 }

@@ -51,19 +51,14 @@ function check<N extends Need>(spec: CheckSpec<N>): CheckSpec {
 }
 
 const single = (mode: Values["mode"]): boolean => mode.mode === "single-uid";
-const ran = (probe: Values["probe"]): ProbeReport | undefined => (probe?.kind === "ran" ? probe.report : undefined);
 const offered = (confinement: Values["confinement"] | undefined): boolean => confinement !== undefined && judgeConfinement(confinement).status === "pass";
 
-function attemptCheck(spec: AttemptCheck, confined: boolean): CheckSpec {
-  return check({
-    id: `probe.${spec.id}`,
-    needs: ["probe", "confinement?"],
-    judge: ({ probe, confinement }) => {
-      const report = ran(probe);
-      return report && judgeProbeAttempt(spec, report, confined, offered(confinement));
-    },
-  });
+/** A check of the probe's report: it applies only where the probe ran. */
+function probeCheck<N extends Need>(id: string, needs: readonly N[], judge: (report: ProbeReport, given: Given<N>) => Verdict): CheckSpec {
+  return check<N | "probe">({ id, needs: ["probe", ...needs], judge: (given) => (given.probe?.kind === "ran" ? judge(given.probe.report, given as Given<N>) : undefined) });
 }
+const attemptCheck = (spec: AttemptCheck, confined: boolean): CheckSpec =>
+  probeCheck(`probe.${spec.id}`, ["confinement?"], (report, { confinement }) => judgeProbeAttempt(spec, report, confined, offered(confinement)));
 
 export const CHECKS: readonly CheckSpec[] = [
   check({ id: "mode", needs: ["mode", "judged"], judge: ({ mode, judged }) => judgeMode(mode, judged.entry.pid) }),
@@ -94,18 +89,13 @@ export const CHECKS: readonly CheckSpec[] = [
   check({ id: "agent.stop-route", needs: ["confinement"], judge: ({ confinement }) => judgeStopRoute(confinement) }),
   check({ id: "agent.private-jobs", needs: ["ids", "privateRoot", "table", "mode"], judge: ({ ids, privateRoot, table, mode }) => judgePrivateJobs(ids, privateRoot, table, mode.mode, ids.service.uid) }),
   check({ id: "probe", needs: ["probe"], judge: ({ probe }) => probe && judgeProbeRun(probe) }),
-  check({ id: "probe.identity", needs: ["probe", "ids?"], judge: ({ probe, ids }) => mapReport(probe, (report) => judgeProbeIdentity(report, ids!)) }),
-  check({ id: "probe.capabilities", needs: ["probe"], judge: ({ probe }) => mapReport(probe, judgeProbeCapabilities) }),
-  check({ id: "probe.no-new-privs", needs: ["probe"], judge: ({ probe }) => mapReport(probe, judgeProbeNoNewPrivs) }),
+  probeCheck("probe.identity", ["ids?"], (report, { ids }) => judgeProbeIdentity(report, ids!)),
+  probeCheck("probe.capabilities", [], judgeProbeCapabilities),
+  probeCheck("probe.no-new-privs", [], judgeProbeNoNewPrivs),
   ...UID_ATTEMPTS.map((spec) => attemptCheck(spec, false)),
-  check({ id: "probe.seccomp", needs: ["probe", "self?", "confinement?"], judge: ({ probe, self, confinement }) => mapReport(probe, (report) => judgeProbeSeccomp(report, self?.seccomp, offered(confinement))) }),
+  probeCheck("probe.seccomp", ["self?", "confinement?"], (report, { self, confinement }) => judgeProbeSeccomp(report, self?.seccomp, offered(confinement))),
   ...CONFINED_ATTEMPTS.map((spec) => attemptCheck(spec, true)),
 ];
-
-function mapReport(probe: Values["probe"], judge: (report: ProbeReport) => Verdict): Verdict | undefined {
-  const report = ran(probe);
-  return report && judge(report);
-}
 
 /** One check from the snapshot: its judge on the facts it needs, or what it says when one is missing. */
 export function runCheck(spec: CheckSpec, facts: Facts): Check | undefined {

@@ -70,7 +70,6 @@ const LANDLOCK_FIX =
   "run on a kernel built with CONFIG_SECURITY_LANDLOCK=y that enables it (landlock in the lsm= boot parameter; cat /sys/kernel/security/lsm), under a Docker engine >= 20.10.18, whose default seccomp profile allows system calls 444-446 (landlock_create_ruleset, landlock_add_rule, landlock_restrict_self), or a custom profile that allows them";
 const SECCOMP_FIX = "run on a kernel built with CONFIG_SECCOMP_FILTER, under a runtime that does not hide it (gVisor, for one, has its own)";
 
-/** Pure: the check from what was read. */
 export function judgeConfinement(facts: ConfinementFacts): Verdict {
   const { landlock, seccomp } = facts;
   const abi = "abi" in landlock ? landlock.abi : null;
@@ -78,7 +77,7 @@ export function judgeConfinement(facts: ConfinementFacts): Verdict {
   const { missing, fixes } = missingConfinement(facts);
   const seccompFilters = !missing.includes("seccomp filters");
   const found = {
-    landlock: { abi, rules, ...("errno" in landlock ? { errno: landlock.errno } : {}), ...("error" in landlock ? { error: landlock.error } : {}) },
+    landlock: { abi, rules, ...landlock },
     seccomp: { status: seccomp.mode, filters: seccomp.filters, actions: Array.isArray(seccomp.actions) ? seccomp.actions : null, ...(!Array.isArray(seccomp.actions) ? { error: seccomp.actions.error } : {}), filtersAvailable: seccompFilters },
   };
   const problems: string[] = [];

@@ -24,7 +24,7 @@ import { checkTrustedExecutable } from "../exec/rules.ts";
 import { readMarkerText } from "../layout/marker.ts";
 import { parseMountinfo } from "../os/mountinfo.ts";
 import { Refusal } from "../report.ts";
-import { codeOf, howItEnded, octal, reasonOf } from "./check.ts";
+import { codeOf, howItEnded, octal, reasonOf, saying } from "./check.ts";
 import { type ConfinementFacts, LANDLOCK_ABI_SCRIPT, type LandlockFact, parseLandlockAnswer, SECCOMP_ACTIONS_FILE } from "./confinement.ts";
 import { excludedDirectories, IMAGE_WALK_SKIP, type ImageScan, parseImageScan, startImageScan } from "./image-scan.ts";
 import { chooseJudged, handedDownByService, parseEnviron, relationTo } from "./judged.ts";
@@ -38,10 +38,10 @@ import type { PrivateRoot } from "./private-jobs.ts";
 
 /** A fact: its value, or why it could not be read and what to do about it. */
 export type Fact<T> = { ok: true; value: T } | { ok: false; error: string; fix: string };
-/** A read whose failure is itself judged (an unreadable environment warns, say). */
-export type Readable<T> = { ok: true; value: T } | { ok: false; error: string };
+/** A read whose failure is itself judged (an unreadable environment warns, say): why, and the errno code. */
+export type Readable<T> = { ok: true; value: T } | { ok: false; error: string; code?: string };
 
-export function known<T>(value: T): Fact<T> {
+export function known<T>(value: T): { ok: true; value: T } {
   return { ok: true, value };
 }
 
@@ -54,33 +54,26 @@ export function attempt<T>(fix: string, reader: () => T): Fact<T> {
   }
 }
 
-function readable<T>(syscall: string, path: string, reader: () => T): Readable<T> {
+/** Runs a reader; what it throws is worded by `describe`: "read PATH: EACCES" (failedCall), or as the error gives it (reasonOf: message and code). */
+export function readable<T>(reader: () => T, describe: (error: unknown) => string = reasonOf): Readable<T> {
   try {
     return { ok: true, value: reader() };
   } catch (error) {
-    return { ok: false, error: `${syscall} ${path}: ${codeOf(error)}` };
+    return { ok: false, error: describe(error), code: (error as NodeJS.ErrnoException).code };
   }
 }
+export const failedCall = (syscall: string, path: string) => (error: unknown): string => `${syscall} ${path}: ${codeOf(error)}`;
+
+/** An lstat(2) whose failure a judge words itself. */
+export type Lstat = Readable<Stats>;
+const lstatOf = (path: string): Lstat => readable(() => lstatSync(path));
 
 /** PRIVATE_DIR's lstat and the lease directories in it (its owner, the service, or root may list it). */
 function readPrivateRoot(): PrivateRoot {
-  try {
+  return readable(() => {
     const stats = lstatSync(PRIVATE_DIR);
-    const leases = stats.isDirectory() ? readdirSync(PRIVATE_DIR).filter((name) => /^\d{1,2}$/.test(name)).sort((a, b) => Number(a) - Number(b)) : [];
-    return { ok: true, stats, leases };
-  } catch (error) {
-    return { ok: false, error: reasonOf(error), code: (error as NodeJS.ErrnoException).code };
-  }
-}
-
-/** An lstat(2) whose failure a judge words itself (reasonOf: message and code). */
-export type Lstat = { ok: true; value: Stats } | { ok: false; error: string; code: string | undefined };
-function lstatOf(path: string): Lstat {
-  try {
-    return { ok: true, value: lstatSync(path) };
-  } catch (error) {
-    return { ok: false, error: reasonOf(error), code: (error as NodeJS.ErrnoException).code };
-  }
+    return { stats, leases: stats.isDirectory() ? readdirSync(PRIVATE_DIR).filter((name) => /^\d{1,2}$/.test(name)).sort((a, b) => Number(a) - Number(b)) : [] };
+  });
 }
 
 /** One program file under the exec rules (checkTrustedExecutable), and its own lstat. */
@@ -131,14 +124,12 @@ function readConfinement(selfStatus: string): ConfinementFacts {
   } catch (error) {
     landlock = { error: `could not run perl: ${reasonOf(error)}` };
   }
-  const actions = readable("read", SECCOMP_ACTIONS_FILE, () => readFileSync(SECCOMP_ACTIONS_FILE, "latin1").trim().split(/\s+/));
+  const actions = readable(() => readFileSync(SECCOMP_ACTIONS_FILE, "latin1").trim().split(/\s+/), failedCall("read", SECCOMP_ACTIONS_FILE));
   return { landlock, seccomp: { ...parseSeccompStatus(selfStatus), actions: actions.ok ? actions.value : { error: actions.error } } };
 }
 
-/** "PATH failed (exit 2): first line of stderr". */
 export function captureFailure(result: { path: string; status: number | null; signal: string | null; stderr: Buffer; error?: string }): string {
-  const said = result.stderr.toString("utf8").split("\n")[0] ?? "";
-  return `${result.path} failed (${howItEnded(result)})${said ? `: ${said}` : ""}`;
+  return saying(`${result.path} failed (${howItEnded(result)})`, result.stderr);
 }
 
 const ACCOUNTS_FIX = "fix the accounts check first";
@@ -151,7 +142,6 @@ export const INSTALLED = [`${INSTALL_DIR}/${ENTRYPOINT_NAME}`, `${INSTALL_DIR}/$
 /** The snapshot, as readFacts builds it: each fact's type is its reader's. */
 export type Facts = Awaited<ReturnType<typeof readFacts>>;
 
-/** A fact that could not be read at all. */
 function unread(error: string, fix: string): Fact<never> {
   return { ok: false, error, fix };
 }
@@ -177,14 +167,14 @@ export async function readFacts(request: { probe: boolean }) {
   const serviceUid = ids.ok ? ids.value.service.uid : accounts.ok ? parsePasswd(accounts.value.passwd).find((user) => user.name === SERVICE_USER)?.uid : undefined;
   const choice = chooseJudged(table, own, serviceUid);
   const isSelf = choice.entry.pid === own.pid;
-  const environ: Readable<Record<string, string>> = isSelf ? { ok: true, value: process.env as Record<string, string> } : readable("read", `/proc/${choice.entry.pid}/environ`, () => parseEnviron(readFileSync(`/proc/${choice.entry.pid}/environ`)));
+  const environ: Readable<Record<string, string>> = isSelf ? { ok: true, value: process.env as Record<string, string> } : readable(() => parseEnviron(readFileSync(`/proc/${choice.entry.pid}/environ`)), failedCall("read", `/proc/${choice.entry.pid}/environ`));
   const handed = serviceUid !== undefined && handedDownByService(table, own.pid, choice.entry.pid, serviceUid);
   const mode = classifyMode(choice.entry.creds, environ, ids.ok ? ids.value : undefined);
   const boundary = boundaryOf(mode.mode, { pid: choice.entry.pid, environ }, { env: process.env, handedDownByService: handed });
   const exes = new Map<number, Readable<string>>();
   for (const entry of table) {
     if (entry.pid === own.pid || serviceUid === undefined || !entry.creds.uids.some((uid) => uid === serviceUid)) continue;
-    exes.set(entry.pid, readable("readlink", `/proc/${entry.pid}/exe`, () => readlinkSync(`/proc/${entry.pid}/exe`, "latin1")));
+    exes.set(entry.pid, readable(() => readlinkSync(`/proc/${entry.pid}/exe`, "latin1"), failedCall("readlink", `/proc/${entry.pid}/exe`)));
   }
 
   /* 2. The image walk, started now so that it runs beside the /state walk. */
@@ -208,7 +198,7 @@ export async function readFacts(request: { probe: boolean }) {
     ids,
     /** The service uid even when the accounts as a whole are wrong: the judged process is found by it. */
     serviceUid: serviceUid === undefined ? unread("the service user is not defined", ACCOUNTS_FIX) : known(serviceUid),
-    judged: known({ ...choice, self: isSelf, environ, relation: relationTo(table, own.pid, choice.entry.pid), handed }),
+    judged: known({ ...choice, self: isSelf, environ, relation: relationTo(table, own.pid, choice.entry.pid) }),
     mode: known(mode),
     boundary: known(boundary),
     stateAudit,
@@ -222,7 +212,7 @@ export async function readFacts(request: { probe: boolean }) {
     mounts,
     /** The executable of every other process of the service uid, where it could be read. */
     exes: known(exes),
-    sysctls: known(new Map(KERNEL_SETTINGS.map((setting) => [setting.path, readable("read", setting.path, () => readFileSync(setting.path, "latin1"))]))),
+    sysctls: known(new Map(KERNEL_SETTINGS.map((setting) => [setting.path, readable(() => readFileSync(setting.path, "latin1"), failedCall("read", setting.path))]))),
     confinement: known(readConfinement(selfStatus)),
     /** The private jobs' root and the lease directories in it. */
     privateRoot: known(readPrivateRoot()),

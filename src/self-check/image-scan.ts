@@ -44,15 +44,6 @@ export interface PrivilegedFile {
   nosuid: boolean;
 }
 
-export interface ImageWalk {
-  visited: number;
-  privileged: PrivilegedFile[];
-  /** Regular files someone can execute: the candidates for file capabilities. */
-  executables: number;
-  problems: WalkProblem[];
-  excluded: string[];
-}
-
 /*
  * File capabilities live in the security.capability extended attribute
  * (capabilities(7), "File capabilities"); the walk reads it with
@@ -87,14 +78,16 @@ export function decodeCapabilityXattr(path: string, hex: string): FileCapability
   };
 }
 
-export interface CapabilityScan {
-  found: FileCapability[];
-  unreadable: Array<{ path: string; errno: number }>;
-}
-
 export interface ImageScan {
-  walk: ImageWalk;
-  scan: CapabilityScan;
+  visited: number;
+  privileged: PrivilegedFile[];
+  /** Regular files someone can execute: the candidates for file capabilities. */
+  executables: number;
+  capabilities: FileCapability[];
+  /** What could not be read: a directory or entry (readdir, lstat), a file's attribute (lgetxattr). */
+  problems: WalkProblem[];
+  unreadableXattrs: Array<{ path: string; errno: number }>;
+  excluded: string[];
 }
 
 /**
@@ -159,8 +152,7 @@ export function parseImageScan(stdout: Buffer, mounts: readonly Mount[], exclude
   // Every record ends with a NUL, so the text splits into fields plus one empty tail.
   const fields = stdout.toString("latin1").split("\0");
   if (fields.pop() !== "") throw new Error("the image walk's output does not end with a complete field");
-  const walk: ImageWalk = { visited: 0, privileged: [], executables: 0, problems: [], excluded: [...excluded].sort() };
-  const scan: CapabilityScan = { found: [], unreadable: [] };
+  const scan: ImageScan = { visited: 0, privileged: [], executables: 0, capabilities: [], problems: [], unreadableXattrs: [], excluded: [...excluded].sort() };
   const shown = (raw: string) => printablePath(Buffer.from(raw, "latin1"));
   let complete = false;
   let i = 0;
@@ -178,7 +170,7 @@ export function parseImageScan(stdout: Buffer, mounts: readonly Mount[], exclude
       const path = shown(raw);
       const bits = Number(mode);
       const mount = mountOf(mounts, raw); // mount points are bytes as latin1, like raw
-      walk.privileged.push({
+      scan.privileged.push({
         path,
         mode: octal(bits),
         uid: Number(uid),
@@ -190,22 +182,22 @@ export function parseImageScan(stdout: Buffer, mounts: readonly Mount[], exclude
     } else if (tag === "C") {
       const [raw, hex] = take(2) as [string, string];
       if (!/^[0-9a-f]*$/.test(hex)) throw new Error(`the image walk printed a malformed attribute for ${shown(raw)}`);
-      scan.found.push(decodeCapabilityXattr(shown(raw), hex));
+      scan.capabilities.push(decodeCapabilityXattr(shown(raw), hex));
     } else if (tag === "E") {
       const [raw, errno] = take(2) as [string, string];
-      scan.unreadable.push({ path: shown(raw), errno: Number(errno) });
+      scan.unreadableXattrs.push({ path: shown(raw), errno: Number(errno) });
     } else if (tag === "P") {
       const [raw, syscall, errno] = take(3) as [string, string, string];
-      walk.problems.push({ path: shown(raw), syscall, code: errnoName(errno) });
+      scan.problems.push({ path: shown(raw), syscall, code: errnoName(errno) });
     } else if (tag === "V") {
       const [visited, executables] = take(2) as [string, string];
-      walk.visited = Number(visited);
-      walk.executables = Number(executables);
+      scan.visited = Number(visited);
+      scan.executables = Number(executables);
       complete = true;
     } else {
       throw new Error(`the image walk printed an unknown record ${JSON.stringify(tag)}`);
     }
   }
   if (!complete) throw new Error("the image walk ended before its last record");
-  return { walk, scan };
+  return scan;
 }

@@ -6,7 +6,7 @@
  */
 import { STATE_DIR, TOOLS, WORKSPACE_DIR } from "../constants.ts";
 import type { Mount } from "../os/mountinfo.ts";
-import { bounded, fail, pass, type Verdict, warn } from "./check.ts";
+import { bounded, fail, pass, plural, type Verdict, warn } from "./check.ts";
 import type { BuiltInHash, Program } from "./facts.ts";
 import { hasOption, type ImageScan, mountOf, type PrivilegedFile } from "./image-scan.ts";
 import { problemLines } from "./walk.ts";
@@ -79,38 +79,38 @@ function listFiles(files: readonly PrivilegedFile[]): string {
   return files.length > 5 ? `${list} and ${files.length - 5} more` : list;
 }
 
-export function judgeSetuid({ walk }: ImageScan, agent?: { uid: number; groups: readonly number[] }): Verdict {
-  const unreadable = problemLines(walk.problems);
-  const agentOnly = walk.privileged.filter((f) => grantsOnlyAgent(f, agent));
-  const privileged = walk.privileged.filter((f) => !grantsOnlyAgent(f, agent));
-  const found = { visited: walk.visited, files: bounded(privileged), agentOnly: bounded(agentOnly), notEntered: walk.excluded, unreadable: bounded(unreadable) };
-  const setIdFiles = (n: number): string => `${n} set-user-ID or set-group-ID file${n === 1 ? "" : "s"}`;
+export function judgeSetuid(scan: ImageScan, agent?: { uid: number; groups: readonly number[] }): Verdict {
+  const unreadable = problemLines(scan.problems);
+  const agentOnly = scan.privileged.filter((f) => grantsOnlyAgent(f, agent));
+  const privileged = scan.privileged.filter((f) => !grantsOnlyAgent(f, agent));
+  const found = { visited: scan.visited, files: bounded(privileged), agentOnly: bounded(agentOnly), notEntered: scan.excluded, unreadable: bounded(unreadable) };
   if (privileged.length > 0) {
-    return fail(`${setIdFiles(privileged.length)}: ${listFiles(privileged)}`,
+    return fail(`${plural(privileged.length, "set-user-ID or set-group-ID file")}: ${listFiles(privileged)}`,
       found,
       "strip them in the image (find / -xdev -type f -perm /6000 -exec chmod ug-s {} +) and mount added volumes nosuid; NoNewPrivs blocks what remains",
     );
   }
   if (agentOnly.length > 0) {
-    return warn(`${setIdFiles(agentOnly.length)} that grant only the agent's own ids (made by agent work): ${listFiles(agentOnly)}`, found, "remove them (chmod ug-s FILE); they grant nothing, and NoNewPrivs makes them inert");
+    return warn(`${plural(agentOnly.length, "set-user-ID or set-group-ID file")} that grant only the agent's own ids (made by agent work): ${listFiles(agentOnly)}`, found, "remove them (chmod ug-s FILE); they grant nothing, and NoNewPrivs makes them inert");
   }
   if (unreadable.length > 0) {
-    return warn(`no set-user-ID or set-group-ID file among ${walk.visited} entries, but ${unreadable.length} could not be read: ${unreadable.slice(0, 3).join("; ")}`, found, "run the audit as root (docker exec CONTAINER clankie-separate --self-check) to read every directory");
+    return warn(`no set-user-ID or set-group-ID file among ${scan.visited} entries, but ${unreadable.length} could not be read: ${unreadable.slice(0, 3).join("; ")}`, found, "run the audit as root (docker exec CONTAINER clankie-separate --self-check) to read every directory");
   }
-  return pass(`no set-user-ID or set-group-ID file among ${walk.visited} entries of the image's filesystems`, found);
+  return pass(`no set-user-ID or set-group-ID file among ${scan.visited} entries of the image's filesystems`, found);
 }
 
-export function judgeFileCapabilities({ walk, scan }: ImageScan): Verdict {
-  const unreadable = [...problemLines(walk.problems), ...scan.unreadable.map((u) => `lgetxattr ${u.path}: errno ${u.errno}`)];
-  const found = { candidates: walk.executables, files: bounded(scan.found), unreadable: bounded(unreadable) };
-  if (scan.found.length > 0) {
-    const list = scan.found.slice(0, 5).map((f) => `${f.path} (${f.permitted.join(",").toLowerCase() || "none"}${f.effective ? "=ep" : "=p"})`).join(", ");
-    return fail(`${scan.found.length} file${scan.found.length === 1 ? "" : "s"} with capabilities: ${list}`, found, "remove them in the image (setcap -r FILE); NoNewPrivs keeps them from taking effect meanwhile");
+export function judgeFileCapabilities(scan: ImageScan): Verdict {
+  const unreadable = [...problemLines(scan.problems), ...scan.unreadableXattrs.map((u) => `lgetxattr ${u.path}: errno ${u.errno}`)];
+  const found = { candidates: scan.executables, files: bounded(scan.capabilities), unreadable: bounded(unreadable) };
+  const files = scan.capabilities;
+  if (files.length > 0) {
+    const list = files.slice(0, 5).map((f) => `${f.path} (${f.permitted.join(",").toLowerCase() || "none"}${f.effective ? "=ep" : "=p"})`).join(", ");
+    return fail(`${plural(files.length, "file")} with capabilities: ${list}`, found, "remove them in the image (setcap -r FILE); NoNewPrivs keeps them from taking effect meanwhile");
   }
   if (unreadable.length > 0) {
-    return warn(`no file capability among ${walk.executables} executables, but ${unreadable.length} entries could not be read: ${unreadable.slice(0, 3).join("; ")}`, found, "run the audit as root (docker exec CONTAINER clankie-separate --self-check) to read every directory");
+    return warn(`no file capability among ${scan.executables} executables, but ${unreadable.length} entries could not be read: ${unreadable.slice(0, 3).join("; ")}`, found, "run the audit as root (docker exec CONTAINER clankie-separate --self-check) to read every directory");
   }
-  return pass(`no file capability on any of ${walk.executables} executables`, found);
+  return pass(`no file capability on any of ${scan.executables} executables`, found);
 }
 
 /*

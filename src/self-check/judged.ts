@@ -17,19 +17,8 @@ export interface JudgedChoice {
   reason: string;
 }
 
-function childrenOf(table: readonly ProcessEntry[]): Map<number, ProcessEntry[]> {
-  const children = new Map<number, ProcessEntry[]>();
-  for (const entry of table) {
-    const list = children.get(entry.ppid) ?? [];
-    list.push(entry);
-    children.set(entry.ppid, list);
-  }
-  return children;
-}
-
 export function chooseJudged(table: readonly ProcessEntry[], self: ProcessEntry, serviceUid: number | undefined): JudgedChoice {
   if (serviceUid !== undefined) {
-    const children = childrenOf(table);
     const init = table.find((entry) => entry.pid === 1);
     const order: ProcessEntry[] = [];
     const seen = new Set<number>();
@@ -40,7 +29,7 @@ export function chooseJudged(table: readonly ProcessEntry[], self: ProcessEntry,
       if (seen.has(entry.pid)) continue;
       seen.add(entry.pid);
       order.push(entry);
-      queue.push(...(children.get(entry.pid) ?? []));
+      queue.push(...table.filter((child) => child.ppid === entry.pid));
     }
     const ofService = order.filter((entry) => entry.creds.uids.every((id) => id === serviceUid));
     const chosen = ofService.find((entry) => entry.name !== "tini") ?? ofService[0];
@@ -55,7 +44,6 @@ export function chooseJudged(table: readonly ProcessEntry[], self: ProcessEntry,
   };
 }
 
-/** How the audit's process relates to the judged one. */
 export function relationTo(table: readonly ProcessEntry[], selfPid: number, judgedPid: number): Relation {
   if (selfPid === judgedPid) return "self";
   return lineage(table, selfPid).includes(judgedPid) ? "descendant" : "outside";

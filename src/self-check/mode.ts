@@ -62,7 +62,6 @@ export function classifyMode(creds: ProcessCredentials, environ: Readable<Record
 }
 
 export interface Boundary {
-  /** The label, stated plainly. */
   label: string;
   /** true: the service declared it; false: it did not; null: its declaration could not be read. */
   declared: boolean | null;

@@ -35,7 +35,7 @@ import { parseStatus } from "../os/proc-status.ts";
 import { parseSeccompStatus, type SeccompStatus } from "./process-table.ts";
 import { Refusal, writeLine } from "../report.ts";
 import { runCapture } from "../exec/capture.ts";
-import { codeOf, howItEnded } from "./check.ts";
+import { codeOf, howItEnded, saying } from "./check.ts";
 import { capabilitySets, formatMask } from "./service-process.ts";
 
 /** The service's pid reaches the probe through the shim's --env, never argv. */
@@ -70,15 +70,17 @@ export interface ProbeReport {
 
 const REFUSED = new Set(["EACCES", "EPERM", "EROFS"]);
 
-/** Opens and closes at once; what the kernel answered. */
-function tryOpen(path: string, flags: number): "opened" | string {
+/** What the kernel answered a call: `done` when it succeeded, else its errno code. */
+function answerOf(call: () => unknown, done: string): string {
   try {
-    closeSync(openSync(path, flags, 0o600));
-    return "opened";
+    call();
+    return done;
   } catch (error) {
     return codeOf(error);
   }
 }
+/** Opens and closes at once. */
+const tryOpen = (path: string, flags: number): string => answerOf(() => closeSync(openSync(path, flags, 0o600)), "opened");
 
 /** What an attempt found; its id is given where the report lists the attempts. */
 type Answer = Omit<Attempt, "id">;
@@ -96,26 +98,15 @@ function tryReadCredentials(): Answer {
   const result = tryOpen(PROBE_CREDENTIALS, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY);
   if (result === "opened" || REFUSED.has(result)) return { outcome: result === "opened" ? "possible" : "denied", detail: `open ${PROBE_CREDENTIALS}: ${result}` };
   // No credentials file to try: whether /state can be listed says whether it could be found.
-  let listing: string;
-  try {
-    readdirSync(STATE_DIR);
-    listing = "listed";
-  } catch (error) {
-    listing = codeOf(error);
-  }
+  const listing = answerOf(() => readdirSync(STATE_DIR), "listed");
   return { outcome: listing === "listed" ? "possible" : "inconclusive", detail: `open ${PROBE_CREDENTIALS}: ${result}; list ${STATE_DIR}: ${listing}` };
 }
 
 function trySignalService(pidText: string | undefined): Answer {
   const pid = Number(pidText);
   if (!pidText || !Number.isInteger(pid) || pid < 1) return { outcome: "inconclusive", detail: `no service pid was handed to the probe (${PROBE_SERVICE_PID_VARIABLE})` };
-  try {
-    process.kill(pid, 0);
-    return { outcome: "possible", detail: `kill(${pid}, 0): permitted` };
-  } catch (error) {
-    const code = codeOf(error);
-    return { outcome: code === "EPERM" ? "denied" : "inconclusive", detail: `kill(${pid}, 0): ${code}` };
-  }
+  const answer = answerOf(() => process.kill(pid, 0), "permitted");
+  return { outcome: answer === "permitted" ? "possible" : answer === "EPERM" ? "denied" : "inconclusive", detail: `kill(${pid}, 0): ${answer}` };
 }
 
 function trySetprivToService(serviceUid: number, serviceGid: number): Answer {
@@ -126,8 +117,7 @@ function trySetprivToService(serviceUid: number, serviceGid: number): Answer {
   } catch (error) {
     return { outcome: "inconclusive", detail: `could not run setpriv: ${(error as Error).message}` };
   }
-  const said = result.stderr.toString("utf8").trim().split("\n")[0] ?? "";
-  const detail = `setpriv ${args.join(" ")}: ${howItEnded(result)}${said ? `: ${said}` : ""}`;
+  const detail = saying(`setpriv ${args.join(" ")}: ${howItEnded(result)}`, result.stderr);
   return { outcome: result.error !== undefined || result.signal ? "inconclusive" : result.status === 0 ? "possible" : "denied", detail };
 }
 
@@ -139,28 +129,24 @@ export function parseConfinementAttempts(stdout: string, socketName: string | un
   const noAnswer: Answer = { outcome: "inconclusive", detail: `no answer from the attempt: ${JSON.stringify(stdout.slice(0, 120))}` };
   const oom = /^oom (\S+) (\S+) (\S+)$/m.exec(stdout);
   const socket = /^socket (\S+)$/m.exec(stdout)?.[1];
+  const refusedBy = (errno: string, refusals: readonly string[], detail: (code: string) => string): Answer => {
+    const code = errnoName(errno);
+    return { outcome: refusals.includes(code) ? "denied" : "inconclusive", detail: detail(code) };
+  };
   let lower = noAnswer;
   if (oom) {
     const [, before, open, write] = oom as unknown as [string, string, string, string];
     const target = Number(before) - 1;
     if (open === "-") lower = { outcome: "inconclusive", detail: `/proc/self/oom_score_adj holds ${before}: nothing lower to try` };
-    else if (open !== "0") {
-      const code = errnoName(open);
-      lower = { outcome: code === "EACCES" || code === "EPERM" ? "denied" : "inconclusive", detail: `open /proc/self/oom_score_adj for writing: ${code}` };
-    } else if (write === "0") lower = { outcome: "possible", detail: `wrote ${target} over ${before} to /proc/self/oom_score_adj` };
-    else {
-      const code = errnoName(write);
-      lower = { outcome: code === "EACCES" ? "denied" : "inconclusive", detail: `open /proc/self/oom_score_adj for writing: opened; write ${target} over ${before}: ${code}${code === "EACCES" ? " (the kernel's floor, oom_score_adj_min)" : ""}` };
-    }
+    else if (open !== "0") lower = refusedBy(open, ["EACCES", "EPERM"], (code) => `open /proc/self/oom_score_adj for writing: ${code}`);
+    else if (write === "0") lower = { outcome: "possible", detail: `wrote ${target} over ${before} to /proc/self/oom_score_adj` };
+    else lower = refusedBy(write, ["EACCES"], (code) => `open /proc/self/oom_score_adj for writing: opened; write ${target} over ${before}: ${code}${code === "EACCES" ? " (the kernel's floor, oom_score_adj_min)" : ""}`);
   }
   const where = `connect(@${socketName}), the audit's socket outside the agent's domain`;
   let connect = noAnswer;
   if (!socketName) connect = { outcome: "inconclusive", detail: `no socket name was handed to the probe (${PROBE_SOCKET_VARIABLE})` };
   else if (socket === "0") connect = { outcome: "possible", detail: `${where}: connected` };
-  else if (socket !== undefined && socket !== "-") {
-    const code = errnoName(socket);
-    connect = { outcome: code === "EPERM" || code === "EACCES" ? "denied" : "inconclusive", detail: `${where}: ${code}` };
-  }
+  else if (socket !== undefined && socket !== "-") connect = refusedBy(socket, ["EPERM", "EACCES"], (code) => `${where}: ${code}`);
   return [lower, connect];
 }
 

@@ -17,7 +17,7 @@ import { AGENT_EXEC_PATH, ENTRYPOINT_NAME, INSTALL_DIR, PROBE_AGENT_FLAG } from 
 import type { ProcessCredentials } from "../os/proc-status.ts";
 import { Refusal } from "../report.ts";
 import { type CaptureRequest, type CaptureResult, runCapture } from "../exec/capture.ts";
-import { fail, howItEnded, pass, reasonOf, type Verdict, warn } from "./check.ts";
+import { fail, firstLine, howItEnded, pass, plural, reasonOf, saying, type Verdict, warn } from "./check.ts";
 import type { Mode } from "./mode.ts";
 import type { SeccompStatus } from "./process-table.ts";
 import { SERVICE_MASK, sameSet } from "./service-process.ts";
@@ -35,7 +35,6 @@ export type ProbeRun =
 
 const DOCTOR_FIX = "run the probe as the service: have the service start clankie-separate --self-check --probe as its own child (doctor does); docker exec, even --user node, gets neither SETUID/SETGID nor NoNewPrivs (moby#37667)";
 
-/** Pure: what the audit runs. */
 export function probeRequest(servicePid: number, socketName?: string): CaptureRequest {
   const socket = socketName ? ["--env", PROBE_SOCKET_VARIABLE] : [];
   return {
@@ -125,8 +124,8 @@ export function judgeProbeRun(run: ProbeRun): Verdict {
       return fail(`cannot start the probe: ${run.error}`, { error: run.error }, run.fix);
     case "failed": {
       const { result } = run;
-      const said = result.stderr.toString("utf8").trim().split("\n")[0] ?? "";
-      return fail(`the probe did not run (${howItEnded(result)})${said ? `: ${said}` : ""}`, { command: [result.path], status: result.status, signal: result.signal, error: result.error ?? null, stderr: said }, "fix what the shim names, then run the probe again");
+      const found = { command: [result.path], status: result.status, signal: result.signal, error: result.error ?? null, stderr: firstLine(result.stderr) };
+      return fail(saying(`the probe did not run (${howItEnded(result)})`, result.stderr), found, "fix what the shim names, then run the probe again");
     }
     case "unreadable":
       return fail(`the probe's report is unreadable: ${run.error}`, { stdout: run.stdout.slice(0, 500) }, "rebuild the image: the probe and the audit come from different builds");
@@ -135,7 +134,6 @@ export function judgeProbeRun(run: ProbeRun): Verdict {
   }
 }
 
-/** Pure: probe.identity. */
 export function judgeProbeIdentity(report: ProbeReport, ids: Identities): Verdict {
   const wantGroups = agentGroups(ids);
   const found = { pid: report.pid, uids: report.uids, gids: report.gids, groups: report.groups, want: { uid: ids.agent.uid, gid: ids.agent.gid, groups: wantGroups } };
@@ -145,7 +143,6 @@ export function judgeProbeIdentity(report: ProbeReport, ids: Identities): Verdic
   return fail(`the probe ran with uids ${report.uids.join(",")} gids ${report.gids.join(",")} groups ${report.groups.join(",")}`, found, "check the accounts of ADR 0272 and the shim; do not start agent work until this passes");
 }
 
-/** Pure: probe.capabilities. */
 export function judgeProbeCapabilities(report: ProbeReport): Verdict {
   const sets = Object.fromEntries(Object.entries(report.sets).map(([name, mask]) => [name, { mask, names: namesOf(BigInt(mask)) }]));
   const held = (["CapInh", "CapPrm", "CapEff", "CapAmb"] as const).filter((name) => BigInt(report.sets[name]) !== 0n);
@@ -153,7 +150,6 @@ export function judgeProbeCapabilities(report: ProbeReport): Verdict {
   return pass(`the agent holds no capability (CapInh, CapPrm, CapEff, CapAmb empty; bounding set ${namesOf(BigInt(report.sets.CapBnd)).join(",") || "empty"}, which NoNewPrivs keeps unreachable)`, { pid: report.pid, sets });
 }
 
-/** Pure: probe.no-new-privs. */
 export function judgeProbeNoNewPrivs(report: ProbeReport): Verdict {
   if (report.noNewPrivs === 1) return pass("the agent has NoNewPrivs 1", { pid: report.pid, noNewPrivs: 1 });
   return fail("the agent has NoNewPrivs 0", { pid: report.pid, noNewPrivs: 0 }, "add --security-opt no-new-privileges to docker run");
@@ -167,7 +163,7 @@ export function judgeProbeSeccomp(report: ProbeReport, auditor: SeccompStatus | 
   if (filters === null || auditor?.filters === null || auditor === undefined) {
     return warn(`the agent runs with Seccomp: ${mode}; the kernel does not count filters (Seccomp_filters:, Linux 5.9+), so whether it has one of its own cannot be told`, found, CONFINEMENT_FIX);
   }
-  const count = `${filters} seccomp filter${filters === 1 ? "" : "s"} (Seccomp: ${mode})`;
+  const count = `${plural(filters, "seccomp filter")} (Seccomp: ${mode})`;
   if (filters > auditor.filters) return pass(`the agent runs under ${count}, ${filters - auditor.filters} more than this audit's ${auditor.filters}: a filter of its own`, found);
   return (offered ? fail : warn)(`not confined: the agent runs under ${count}, no more than this audit's ${auditor.filters}: no filter of its own, agent work runs under the uid boundary${filters > 0 ? " and the engine's profile" : ""} only`, found, offered ? UNCONFINED_FIX : CONFINEMENT_FIX);
 }

@@ -45,7 +45,6 @@ export function readProcessTable(): ProcessEntry[] {
   return entries.sort((a, b) => a.pid - b.pid);
 }
 
-/** Pure: the Seccomp: and Seccomp_filters: fields of a /proc/<pid>/status text. */
 export function parseSeccompStatus(status: string): SeccompStatus {
   const mode = /^Seccomp:\s*(\d+)$/m.exec(status)?.[1] ?? null;
   const filters = /^Seccomp_filters:\s*(\d+)$/m.exec(status)?.[1];

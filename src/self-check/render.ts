@@ -40,7 +40,6 @@ function oneLine(text: string): string {
   return text.replace(/[\r\n]+/g, " ");
 }
 
-const LABEL: Record<Status, string> = { fail: "FAIL", warn: "WARN", pass: "PASS" };
 const STATUS_ORDER: readonly Status[] = ["fail", "warn", "pass"];
 
 export function verdictLine(doc: SelfCheckDocument): string {
@@ -56,7 +55,7 @@ export function renderText(doc: SelfCheckDocument): string {
     for (const check of doc.checks) {
       if (check.status !== status) continue;
       const fix = check.fix && status !== "pass" ? `; fix: ${check.fix}` : "";
-      lines.push(oneLine(`${LABEL[status]} ${check.id}: ${check.summary}${fix}`));
+      lines.push(oneLine(`${status.toUpperCase()} ${check.id}: ${check.summary}${fix}`));
     }
   }
   lines.push(verdictLine(doc));

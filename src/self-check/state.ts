@@ -13,7 +13,7 @@ import type { Identities } from "../accounts.ts";
 import { AGENT_HOME, STATE_DIR, STATE_INSTALL_NAME } from "../constants.ts";
 import { stateModes, stateRules } from "../layout/state.ts";
 import { Refusal } from "../report.ts";
-import { bounded, cannotLook, fail, octal, pass, type Verdict, warn } from "./check.ts";
+import { bounded, cannotLook, fail, failUnlessSingle, octal, pass, plural, type Verdict, warn } from "./check.ts";
 import type { Lstat } from "./facts.ts";
 import type { Mode } from "./mode.ts";
 import { problemLines, walkReadOnly, type WalkedEntry, type WalkProblem } from "./walk.ts";
@@ -62,18 +62,18 @@ export function judgeStateEntry(
   entry: WalkedEntry,
   zone: StateZone,
 ): { violation?: StateViolation; descend?: StateZone; pruned?: boolean; umaskGroupBits?: boolean } {
+  const violation = (why: Pick<StateViolation, "want" | "reason" | "fix">): { violation: StateViolation } => ({ violation: { ...describe(entry), ...why } });
   let decision;
   try {
     decision = rules(entry, zone);
   } catch (error) {
     if (!(error instanceof Refusal)) throw error;
-    if (entry.otherDevice) return { violation: { ...describe(entry), reason: MOUNTED_INSIDE } };
-    return { violation: { ...describe(entry), reason: error.message, fix: error.fix } };
+    return violation(entry.otherDevice ? { reason: MOUNTED_INSIDE } : { reason: error.message, fix: error.fix });
   }
   // A mount point the rules leave to someone else (the agent's home) is not a fault; any other is.
   if (decision.action === "prune") return { pruned: true };
-  if (entry.otherDevice) return { violation: { ...describe(entry), reason: MOUNTED_INSIDE } };
-  if (decision.action === "skip") return { violation: { ...describe(entry), reason: decision.reason } };
+  if (entry.otherDevice) return violation({ reason: MOUNTED_INSIDE });
+  if (decision.action === "skip") return violation({ reason: decision.reason });
   const current = entry.st.mode & 0o7777;
   const uid = decision.uid < 0 ? entry.st.uid : decision.uid;
   const gid = decision.gid < 0 ? entry.st.gid : decision.gid;
@@ -86,7 +86,7 @@ export function judgeStateEntry(
     return { descend, umaskGroupBits: true };
   }
   if (entry.st.uid !== uid || entry.st.gid !== gid || (mode !== undefined && mode !== current)) {
-    return { violation: { ...describe(entry), want: { uid, gid, ...(mode !== undefined ? { mode: octal(mode) } : {}) } }, descend };
+    return { ...violation({ want: { uid, gid, ...(mode !== undefined ? { mode: octal(mode) } : {}) } }), descend };
   }
   return { descend };
 }
@@ -142,11 +142,11 @@ export function judgeStateZone(audit: StateAudit, zone: "layout" | "release", mo
     ...(release ? {} : { umaskGroupBits: audit.umaskGroupBits }),
   };
   if (violations.length > 0) {
-    const summary = `${violations.length === 1 ? "1 entry" : `${violations.length} entries`}${release ? " of the release root" : ""} break${violations.length === 1 ? "s" : ""} the layout contract: ${examples(violations)}`;
-    return mode === "single-uid" ? warn(`${summary} (${SINGLE_UID_NOTE})`, found, refusedFirst(violations)) : fail(summary, found, refusedFirst(violations));
+    const summary = `${plural(violations.length, "entry", "entries")}${release ? " of the release root" : ""} break${violations.length === 1 ? "s" : ""} the layout contract: ${examples(violations)}`;
+    return failUnlessSingle(mode === "single-uid", summary, found, refusedFirst(violations), SINGLE_UID_NOTE);
   }
   if (problems.length > 0) {
-    const summary = `could not read ${problems.length} entr${problems.length === 1 ? "y" : "ies"} under ${audit.root}: ${problems.slice(0, 3).join("; ")}`;
+    const summary = `could not read ${plural(problems.length, "entry", "entries")} under ${audit.root}: ${problems.slice(0, 3).join("; ")}`;
     return fail(summary, found, "run the audit as root (docker exec CONTAINER clankie-separate --self-check), which can read every entry");
   }
   if (release && !audit.releasePresent) {
@@ -175,8 +175,7 @@ export function judgeAgentHome(ids: Identities, home: Lstat, mode: Mode): Verdic
   if (st.uid !== want.uid || st.gid !== want.gid) wrong.push(`owned by ${st.uid}:${st.gid}, want ${want.uid}:${want.gid} (${ids.agent.name})`);
   if (octal(st.mode) !== want.mode) wrong.push(`mode ${octal(st.mode)}, want ${want.mode}`);
   if (wrong.length === 0) return pass(`${path} is the agent's (${want.uid}:${want.gid}, ${want.mode})`, found);
-  const summary = `${path}: ${wrong.join("; ")}`;
-  return single ? warn(`${summary} (${SINGLE_UID_NOTE})`, found, null) : fail(summary, found, `remove it (rm -rf ${path}) and restart the container: the entrypoint recreates it empty for ${ids.agent.name}`);
+  return failUnlessSingle(single, `${path}: ${wrong.join("; ")}`, found, `remove it (rm -rf ${path}) and restart the container: the entrypoint recreates it empty for ${ids.agent.name}`, SINGLE_UID_NOTE, null);
 }
 
 /**

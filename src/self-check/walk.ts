@@ -63,13 +63,6 @@ export function problemLines(problems: readonly WalkProblem[]): string[] {
 /** Returns the context for the entry's children to descend into it, or undefined to leave it. */
 export type Visit<C> = (entry: WalkedEntry, context: C) => C | undefined;
 
-export interface WalkOptions {
-  /** Enter directories on other filesystems too (the image walk); default false. */
-  crossDevices?: boolean;
-  /** Directories not to enter, by exact path (strings only). */
-  excluded?: ReadonlySet<string>;
-}
-
 const SLASH = Buffer.from("/");
 
 function joinPath(dir: FsPath, name: FsPath): FsPath {
@@ -94,7 +87,7 @@ function readNames(path: FsPath, problems: WalkProblem[]): FsPath[] | undefined 
 }
 
 /** Walks `root` (visited at depth 0) and returns how many entries were visited. */
-export function walkReadOnly<C>(root: string, context: C, visit: Visit<C>, problems: WalkProblem[], options: WalkOptions = {}): number {
+export function walkReadOnly<C>(root: string, context: C, visit: Visit<C>, problems: WalkProblem[]): number {
   let rootSt: Stats;
   try {
     rootSt = lstatSync(root);
@@ -123,9 +116,7 @@ export function walkReadOnly<C>(root: string, context: C, visit: Visit<C>, probl
       visited++;
       const otherDevice = st.dev !== rootSt.dev;
       const next = visit(new WalkedEntry(fsPath, name, kindOf(st), st, dir.depth + 1, otherDevice), dir.context);
-      if (next === undefined || !st.isDirectory()) continue;
-      if (otherDevice && !options.crossDevices) continue;
-      if (typeof fsPath === "string" && options.excluded?.has(fsPath)) continue;
+      if (next === undefined || !st.isDirectory() || otherDevice) continue;
       stack.push({ path: fsPath, depth: dir.depth + 1, context: next });
     }
   }

@@ -10,19 +10,19 @@ import { WORKSPACE_DIR, WORKSPACE_GROUP, WORKSPACE_LAYOUT_VERSION } from "../con
 import { parseMarker, WORKSPACE_MARKER } from "../layout/marker.ts";
 import { workspaceRules } from "../layout/workspace.ts";
 import { kindOf } from "../os/file-kind.ts";
-import { cannotLook, fail, octal, pass, type Verdict, warn } from "./check.ts";
+import { cannotLook, fail, failUnlessSingle, octal, pass, type Verdict } from "./check.ts";
 import type { Lstat } from "./facts.ts";
 import type { Mode } from "./mode.ts";
 
 const RESTART_FIX = "restart the container (docker restart CONTAINER): the root entrypoint gives /workspace its group and walks it again when the marker is stale";
 const SINGLE_UID_NOTE = "this body runs single-uid; the entrypoint applies it at the first start with the launch flags of ADR 0272";
 
-/** Pure: the top of /workspace against the depth-0 rule. */
 /** A /workspace that cannot be looked at: no volume mounted there (single-uid warns). */
 function unmounted(what: string, top: Lstat & { ok: false }, mode: Mode): Verdict {
   return cannotLook(what, top.error, `mount a volume at ${WORKSPACE_DIR}`, mode === "single-uid" ? "warn" : "fail");
 }
 
+/** Pure: the top of /workspace against the depth-0 rule. */
 export function judgeWorkspaceTop(ids: Identities, lstat: Lstat, stateDev: number, mode: Mode): Verdict {
   if (!lstat.ok) return unmounted(WORKSPACE_DIR, lstat, mode);
   const top = lstat.value;
@@ -38,8 +38,7 @@ export function judgeWorkspaceTop(ids: Identities, lstat: Lstat, stateDev: numbe
   if (top.gid !== want.gid) wrong.push(`group ${top.gid}, want ${want.gid} (${WORKSPACE_GROUP})`);
   if (octal(current) !== want.mode) wrong.push(`mode ${octal(current)}, want ${want.mode} (group rwx and set-group-ID)`);
   if (wrong.length === 0) return pass(`${WORKSPACE_DIR} is ${ids.service.name}:${WORKSPACE_GROUP} ${want.mode}: shared with the agent, new entries inherit the group`, found);
-  const summary = `${WORKSPACE_DIR}: ${wrong.join("; ")}`;
-  return mode === "single-uid" ? warn(`${summary} (${SINGLE_UID_NOTE})`, found, null) : fail(summary, found, RESTART_FIX);
+  return failUnlessSingle(mode === "single-uid", `${WORKSPACE_DIR}: ${wrong.join("; ")}`, found, RESTART_FIX, SINGLE_UID_NOTE, null);
 }
 
 /** Pure: the marker's text (or why it could not be read) against the layout version and the volume's identity. */
@@ -47,22 +46,20 @@ export function judgeWorkspaceMarker(marker: { text: string } | { error: string 
   if (!lstat.ok) return unmounted("the layout marker", lstat, mode);
   const top = lstat.value;
   const found: Record<string, unknown> = { path: WORKSPACE_MARKER, wantVersion: WORKSPACE_LAYOUT_VERSION, workspace: { dev: top.dev, ino: top.ino } };
-  const separated = mode !== "single-uid";
-  const complain = (summary: string, fix: string | null): Verdict =>
-    separated ? fail(summary, found, fix ?? RESTART_FIX) : warn(`${summary} (${SINGLE_UID_NOTE})`, found, fix);
+  const complain = (summary: string): Verdict => failUnlessSingle(mode === "single-uid", summary, found, RESTART_FIX, SINGLE_UID_NOTE, null);
   if ("error" in marker) {
     found.error = marker.error;
-    return complain(`no readable layout marker: ${marker.error}`, null);
+    return complain(`no readable layout marker: ${marker.error}`);
   }
   const parsed = parseMarker(marker.text);
   if (!parsed) {
     found.text = marker.text.slice(0, 200);
-    return complain(`the layout marker is malformed`, null);
+    return complain(`the layout marker is malformed`);
   }
   found.marker = parsed;
-  if (parsed.version !== WORKSPACE_LAYOUT_VERSION) return complain(`layout marker version ${parsed.version}, want ${WORKSPACE_LAYOUT_VERSION}`, null);
+  if (parsed.version !== WORKSPACE_LAYOUT_VERSION) return complain(`layout marker version ${parsed.version}, want ${WORKSPACE_LAYOUT_VERSION}`);
   if (parsed.dev !== top.dev || parsed.ino !== top.ino) {
-    return complain(`the layout marker names another volume (dev ${parsed.dev} ino ${parsed.ino}; /workspace is dev ${top.dev} ino ${top.ino})`, null);
+    return complain(`the layout marker names another volume (dev ${parsed.dev} ino ${parsed.ino}; /workspace is dev ${top.dev} ino ${top.ino})`);
   }
   return pass(`layout marker version ${parsed.version} names this /workspace volume: the entrypoint walked it`, found);
 }

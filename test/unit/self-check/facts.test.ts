@@ -6,7 +6,7 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { Refusal } from "../../../src/report.ts";
-import { attempt, captureFailure, known } from "../../../src/self-check/facts.ts";
+import { attempt, captureFailure, failedCall, known, readable } from "../../../src/self-check/facts.ts";
 
 const Facts = suite("facts");
 
@@ -20,6 +20,15 @@ Facts("a reader's value, or its error with the fix: the caller's, or the refusal
     throw new Refusal(65, "/state/dev is a device node", "remove it");
   });
   assert.equal(refused, { ok: false, error: "/state/dev is a device node", fix: "remove it" });
+});
+
+Facts("a read that carries its error: as the call and its errno code, or as the error gives it, with the code for the judge", () => {
+  const denied = () => {
+    throw Object.assign(new Error("EACCES: permission denied, open '/proc/1/environ'"), { code: "EACCES" });
+  };
+  assert.equal(readable(() => 7), { ok: true, value: 7 });
+  assert.equal(readable(denied, failedCall("read", "/proc/1/environ")), { ok: false, error: "read /proc/1/environ: EACCES", code: "EACCES" });
+  assert.equal(readable(denied), { ok: false, error: "EACCES: permission denied, open '/proc/1/environ' (EACCES)", code: "EACCES" });
 });
 
 Facts("a program that failed: how it ended and the first line it said", () => {

@@ -37,15 +37,15 @@ Scan("the image walk's output is parsed: set-ID files with their mount, attribut
     ].join("\0"),
     "latin1",
   );
-  const { walk, scan } = parseImageScan(out, mounts, new Set(["/proc", "/sys"]));
-  assert.is(walk.visited, 4242);
-  assert.is(walk.executables, 17);
-  assert.equal(walk.excluded, ["/proc", "/sys"]);
-  assert.equal(walk.privileged[0], { path: "/usr/bin/su", mode: "4755", uid: 0, gid: 0, bits: ["setuid"], mount: "/", nosuid: false });
-  assert.equal(walk.privileged[1], { path: "/tmp/\\xff", mode: "2755", uid: 1001, gid: 1002, bits: ["setgid"], mount: "/tmp", nosuid: true });
-  assert.equal(scan.found.map((f) => f.path), ["/a b"]);
-  assert.equal(scan.unreadable, [{ path: "/sealed", errno: 13 }]);
-  assert.equal(walk.problems, [{ path: "/root", syscall: "readdir", code: "EACCES" }]);
+  const scan = parseImageScan(out, mounts, new Set(["/proc", "/sys"]));
+  assert.is(scan.visited, 4242);
+  assert.is(scan.executables, 17);
+  assert.equal(scan.excluded, ["/proc", "/sys"]);
+  assert.equal(scan.privileged[0], { path: "/usr/bin/su", mode: "4755", uid: 0, gid: 0, bits: ["setuid"], mount: "/", nosuid: false });
+  assert.equal(scan.privileged[1], { path: "/tmp/\\xff", mode: "2755", uid: 1001, gid: 1002, bits: ["setgid"], mount: "/tmp", nosuid: true });
+  assert.equal(scan.capabilities.map((f) => f.path), ["/a b"]);
+  assert.equal(scan.unreadableXattrs, [{ path: "/sealed", errno: 13 }]);
+  assert.equal(scan.problems, [{ path: "/root", syscall: "readdir", code: "EACCES" }]);
 });
 
 Scan("the image walk's output is refused when cut short or malformed, never read as a clean image", () => {
@@ -85,12 +85,12 @@ Scan("the image walk in perl, run for real on a planted tree: set-ID bits, symli
     const skip = Buffer.concat([Buffer.from(`${join(root, "skipped")}\0`), odd, Buffer.from([0])]);
     const run = spawnSync("/usr/bin/perl", ["-e", IMAGE_SCAN_SCRIPT, String(syscallNumbers().lgetxattr), "61", "95", root], { env: {}, input: skip });
     assert.is(run.status, 0, String(run.stderr));
-    const { walk, scan } = parseImageScan(run.stdout, [], new Set());
-    assert.equal(walk.privileged.map((f) => [f.path.slice(root.length), f.mode]).sort(), [["/\\xff", "2755"], ["/bin/su", "4755"]]);
-    assert.is(walk.visited, 8, "root, bin, su, tool, skipped and the non-UTF-8 directory (neither entered), link, the \\xff file");
-    assert.is(walk.executables, 3);
-    assert.equal(scan.found, []);
-    assert.equal(walk.problems, []);
+    const scan = parseImageScan(run.stdout, [], new Set());
+    assert.equal(scan.privileged.map((f) => [f.path.slice(root.length), f.mode]).sort(), [["/\\xff", "2755"], ["/bin/su", "4755"]]);
+    assert.is(scan.visited, 8, "root, bin, su, tool, skipped and the non-UTF-8 directory (neither entered), link, the \\xff file");
+    assert.is(scan.executables, 3);
+    assert.equal(scan.capabilities, []);
+    assert.equal(scan.problems, []);
   } finally {
     rmSync(root, { recursive: true, force: true });
   }

@@ -2,15 +2,14 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { judgeFileCapabilities, judgeMounts, judgeSetuid, judgeReadOnlyRoot } from "../../../src/self-check/image.ts";
-import { decodeCapabilityXattr, type ImageWalk } from "../../../src/self-check/image-scan.ts";
+import { decodeCapabilityXattr, type ImageScan } from "../../../src/self-check/image-scan.ts";
 import { parseMountinfo } from "../../../src/os/mountinfo.ts";
 import { ids, MOUNTINFO } from "../../helpers/self-check-fixtures.ts";
 
 const Image = suite("image");
 
-const scanOf = (partial: Partial<ImageWalk>) => ({ walk: imageWalk(partial), scan: { found: [], unreadable: [] } });
-function imageWalk(partial: Partial<ImageWalk>): ImageWalk {
-  return { visited: 100, privileged: [], executables: 1, problems: [], excluded: ["/proc"], ...partial };
+function scanOf(partial: Partial<ImageScan>): ImageScan {
+  return { visited: 100, privileged: [], executables: 1, capabilities: [], problems: [], unreadableXattrs: [], excluded: ["/proc"], ...partial };
 }
 
 Image("set-ID files: none passes; any fails, even on a nosuid mount; unreadable directories warn", () => {
@@ -44,8 +43,8 @@ Image("file capabilities: decoded from vfs_cap_data; none passes; any fails; a s
   assert.is(v3.version, 3);
   assert.is(v3.effective, false);
   assert.equal(v3.permitted, ["NET_BIND_SERVICE", "NET_ADMIN"]);
-  assert.is(judgeFileCapabilities({ walk: imageWalk({}), scan: { found: [], unreadable: [] } }).status, "pass");
-  const failed = judgeFileCapabilities({ walk: imageWalk({}), scan: { found: [cap], unreadable: [] } });
+  assert.is(judgeFileCapabilities(scanOf({})).status, "pass");
+  const failed = judgeFileCapabilities(scanOf({ capabilities: [cap] }));
   assert.is(failed.status, "fail");
   assert.match(failed.summary, /\/usr\/bin\/ping \(net_raw=ep\)/);
 });

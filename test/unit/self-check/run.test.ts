@@ -13,7 +13,7 @@ const audit = { pid: 30, ppid: 14, name: "MainThread", threads: 1, creds: creds(
 const facts = new Proxy(
   {
     self: known(audit),
-    judged: known({ entry: service, reason: "the service: pid 14", self: false, environ: { ok: true, value: {} }, relation: "descendant", handed: true }),
+    judged: known({ entry: service, reason: "the service: pid 14", self: false, environ: { ok: true, value: {} }, relation: "descendant" }),
     mode: known({ mode: "separated", reasons: [], marker: "1" }),
     boundary: known({ label: "not a boundary yet: workers still run as node", declared: false, source: "s" }),
     probe: known(undefined),
