@@ -18,7 +18,7 @@
  */
 import { spawn } from "node:child_process";
 import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { formatInvocation, readHyperfineJson } from "./lib/hyperfine.mjs";
 import { loadAverage } from "./lib/machine.mjs";
 import { codeBlock, ms, ratio, resultsTable, table, verdict } from "./lib/markdown.mjs";
@@ -156,6 +156,7 @@ const EMPTY_SEA = "/opt/empty-sea/empty/clankie-separate";
 const ONE_BUNDLE_SHIM = "/opt/one-bundle/one-bundle/clankie-agent-exec";
 const GOAL = 1.2;
 const SLEEPERS = 1000;
+const ROUNDS = 5;
 
 export async function benchAgentExec({ repo, work, plan, env }) {
   // The floor: no shim can start faster than a single executable with an empty main script.
@@ -191,15 +192,24 @@ export async function benchAgentExec({ repo, work, plan, env }) {
   if (UNCONFINED_STAGE === STAGE_SOURCE) throw new Error("bench: the stage's confinement step was not found");
   writeFileSync(join(scripts, "stage.pl"), `${STAGE_SOURCE}\n`, { mode: 0o644 });
   writeFileSync(join(scripts, "stage-unconfined.pl"), `${UNCONFINED_STAGE}\n`, { mode: 0o644 });
-  const spec = { warmup: plan.agent.warmup, runs: plan.agent.runs, json: "/opt/results/agent-spawn.json", commands };
-  const crowdedSpec = { warmup: plan.agent.warmup, runs: plan.agent.runs, json: "/opt/results/agent-spawn-crowded.json", commands: crowded };
+  /*
+   * Each set of commands runs in ROUNDS rounds of runs/ROUNDS runs, one round
+   * after another, and each command's times are pooled over the rounds: on
+   * this shared 2-CPU machine the speed drifts by 10-25 % within seconds, and
+   * one hyperfine run, which runs all of one command before the next, would
+   * charge that drift to whichever command ran during it.
+   */
+  const rounds = (name, list) => Array.from({ length: ROUNDS }, (_, r) => ({ warmup: r === 0 ? plan.agent.warmup : 2, runs: Math.ceil(plan.agent.runs / ROUNDS), json: `/opt/results/${name}-${r + 1}.json`, commands: list }));
+  const specs = rounds("agent-spawn", commands);
+  const crowdedSpecs = rounds("agent-spawn-crowded", crowded);
+  const jsonOf = (list) => list.map((s) => join(results, basename(s.json)));
   const hyperfineScript = writeScript(join(scripts, "hyperfine.sh"), {
     closeFds: true,
     setup: [
-      formatInvocation(spec),
+      ...specs.map(formatInvocation),
       `for i in $(seq ${SLEEPERS}); do /bin/sleep 600 & done`,
       "ls /proc | grep -c '^[0-9]' > /opt/results/processes.txt",
-      formatInvocation(crowdedSpec),
+      ...crowdedSpecs.map(formatInvocation),
       "kill $(jobs -p)",
     ],
   });
@@ -210,13 +220,13 @@ export async function benchAgentExec({ repo, work, plan, env }) {
   process.stdout.write(`\n== agent spawn: the shim as the service, in the sandbox (load average ${loadAverage()})\n`);
   const load = loadAverage();
   run(launch[0], launch.slice(1), { env });
-  const res = readHyperfineJson(join(results, "agent-spawn.json"), commands);
+  const res = readHyperfineJson(jsonOf(specs), commands);
   const [setpriv, node, full, chain, tools] = res;
   const shimAlone = full.median - chain.median;
   const verifyStageMs = chain.median - tools.median;
   const empty = res[6];
   const [confined, confinedPort, oneBundle] = [res[7], res[8], res[9]];
-  const [crowdedNode, crowdedShim, crowdedChain] = readHyperfineJson(join(results, "agent-spawn-crowded.json"), crowded);
+  const [crowdedNode, crowdedShim, crowdedChain] = readHyperfineJson(jsonOf(crowdedSpecs), crowded);
   const processes = Number(readFileSync(join(results, "processes.txt"), "utf8").trim());
   const ratioNow = full.median / node.median;
   const ratioCrowded = crowdedShim.median / crowdedNode.median;
@@ -274,6 +284,9 @@ export async function benchAgentExec({ repo, work, plan, env }) {
     "",
     `Load average before the run: ${load}.`,
     "",
+    `Each set of commands runs in ${ROUNDS} rounds, one after another (the hyperfine lines of the script below), and each figure pools a command's runs from every round: ` +
+      "the machine's speed drifts within seconds, and one hyperfine run, which runs every run of one command before the next command, would charge that drift to one side of a ratio.",
+    "",
     "The service script (/opt/bench/hyperfine.sh, bound read-only with /opt/bench/stage.pl and stage-unconfined.pl, the stage's program with and without its confinement step; /opt/results is bound read-write for the JSON). " +
       "Its first line closes fds above 2 that it inherited: the benchmark's own caller may leak some into every child (here a pipe at fd 251), " +
       "a container's service would not have them, and without that line the chain measured without the shim is refused by the verification stage (exit 70, `inherited fds 251`). " +
@@ -289,7 +302,7 @@ export async function benchAgentExec({ repo, work, plan, env }) {
     "",
     `The second run, after \`for i in $(seq ${SLEEPERS}); do /bin/sleep 600 & done\` in the same script:`,
     "",
-    resultsTable(readHyperfineJson(join(results, "agent-spawn-crowded.json"), crowded), [crowded[0].name]),
+    resultsTable(readHyperfineJson(jsonOf(crowdedSpecs), crowded), [crowded[0].name]),
     "",
     "### What stays resident after the exec",
     "",

@@ -49,7 +49,7 @@ const SIZES = {
   restart: [{ warmup: 2, runs: 10 }, { warmup: 1, runs: 3 }],
   workspace: [{ dirs: 10000, files: 99 }, { dirs: 1000, files: 99 }],
   topOnly: [{ warmup: 3, runs: 30 }, { warmup: 1, runs: 10 }],
-  agent: [{ warmup: 5, runs: 30 }, { warmup: 2, runs: 10 }],
+  agent: [{ warmup: 5, runs: 100 }, { warmup: 2, runs: 10 }],
   audit: [{ warmup: 2, runs: 15 }, { warmup: 1, runs: 5 }],
 };
 const planOf = (column) => Object.fromEntries(Object.entries(SIZES).map(([phase, sizes]) => [phase, sizes[column]]));

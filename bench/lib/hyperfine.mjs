@@ -38,21 +38,27 @@ export function median(values) {
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }
 
-/** Results in the order of `commands`, in milliseconds. */
-export function readHyperfineJson(path, commands) {
-  const data = JSON.parse(readFileSync(path, "utf8"));
-  return data.results.map((r, i) => {
-    const times = r.times.map((t) => t * 1000).sort((a, b) => a - b);
+/**
+ * Results in the order of `commands`, in milliseconds. Given several files
+ * (rounds of the same commands, run one after another), each command's times
+ * are pooled across them, and its CPU time is the mean over every run.
+ */
+export function readHyperfineJson(paths, commands) {
+  const rounds = [paths].flat().map((path) => JSON.parse(readFileSync(path, "utf8")).results);
+  return commands.map((command, i) => {
+    const times = rounds.flatMap((results) => results[i].times).map((t) => t * 1000).sort((a, b) => a - b);
+    const mean = times.reduce((sum, t) => sum + t, 0) / times.length;
+    const cpuSum = rounds.reduce((sum, results) => sum + (results[i].user + results[i].system) * results[i].times.length, 0);
     return {
-      name: commands[i].name,
+      name: command.name,
       runs: times.length,
       median: median(times),
-      mean: r.mean * 1000,
-      stddev: (r.stddev ?? 0) * 1000,
+      mean,
+      stddev: Math.sqrt(times.reduce((sum, t) => sum + (t - mean) ** 2, 0) / Math.max(1, times.length - 1)),
       min: times[0],
       max: times[times.length - 1],
       /** CPU time of the command and its children (mean): steadier than wall time on a busy machine. */
-      cpu: (r.user + r.system) * 1000,
+      cpu: (cpuSum / times.length) * 1000,
     };
   });
 }
