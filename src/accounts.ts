@@ -4,7 +4,7 @@
  */
 import { readFileSync } from "node:fs";
 import { AGENT_USER, EXIT, GROUP_FILE, PASSWD_FILE, PRIVATE_GROUP_PREFIX, PRIVATE_POOL_SIZE, SERVICE_USER, WORKSPACE_GROUP } from "./constants.ts";
-import { osFailure, Refusal } from "./report.ts";
+import { osCall, Refusal } from "./report.ts";
 
 export interface PasswdEntry {
   name: string;
@@ -75,11 +75,7 @@ export interface PrivateGroup {
 }
 
 function readDatabase(path: string): string {
-  try {
-    return readFileSync(path, "utf8");
-  } catch (error) {
-    throw osFailure("read", path, error);
-  }
+  return osCall("read", path, () => readFileSync(path, "utf8"));
 }
 
 function unique<T extends { name: string }>(entries: readonly T[], name: string, file: string): T | undefined {

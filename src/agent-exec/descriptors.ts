@@ -18,7 +18,7 @@
  */
 import { closeSync, openSync, readdirSync, readSync } from "node:fs";
 import { EXIT } from "../constants.ts";
-import { osFailure, Refusal } from "../report.ts";
+import { osCall, Refusal } from "../report.ts";
 
 const O_CLOEXEC = 0o2000000;
 /** Below this, every fd is close-on-exec by the time any JavaScript runs (see above). */
@@ -53,13 +53,7 @@ export function readDescriptorFlags(fd: number): number | undefined {
 
 /** The numbers /proc/self/fd lists, in order. */
 export function listDescriptors(): number[] {
-  let names: string[];
-  try {
-    names = readdirSync("/proc/self/fd");
-  } catch (error) {
-    throw osFailure("readdir", "/proc/self/fd", error);
-  }
-  return names.map(Number).sort((a, b) => a - b);
+  return osCall("readdir", "/proc/self/fd", () => readdirSync("/proc/self/fd")).map(Number).sort((a, b) => a - b);
 }
 
 /** The fds whose close-on-exec flag decides whether they cross the exec: from 16 up and not kept. Pure. */
@@ -85,11 +79,7 @@ export function closeStrayDescriptors(keep: readonly number[]): number[] {
   for (const fd of inheritableCandidates(listDescriptors(), keep)) {
     const flags = readDescriptorFlags(fd);
     if (flags === undefined || (flags & O_CLOEXEC) !== 0) continue;
-    try {
-      closeSync(fd);
-    } catch (error) {
-      throw osFailure("close", `fd ${fd}`, error);
-    }
+    osCall("close", `fd ${fd}`, () => closeSync(fd));
     closed.push(fd);
   }
   return closed;

@@ -21,7 +21,7 @@
 import { lstatSync, mkdirSync, chmodSync, readdirSync, readFileSync, readlinkSync, rmdirSync, symlinkSync, unlinkSync } from "node:fs";
 import type { Identities, PrivateGroup } from "../accounts.ts";
 import { EXIT, PRIVATE_DIR, PRIVATE_GROUP_PREFIX, TOOLS } from "../constants.ts";
-import { osFailure, Refusal } from "../report.ts";
+import { osCall, osFailure, Refusal } from "../report.ts";
 import { prepareExec } from "../exec/replace.ts";
 import { runCapture } from "../exec/capture.ts";
 import { stageEnvironment } from "../stage/stage.ts";
@@ -63,11 +63,7 @@ function tryLease(group: PrivateGroup, serviceGid: number): boolean {
       throw osFailure("mkdir", dir, error);
     }
     // chmod(2) keeps S_ISGID only for a caller in the file's group: egid N, here.
-    try {
-      chmodSync(dir, LEASE_MODE);
-    } catch (error) {
-      throw osFailure("chmod", dir, error);
-    }
+    osCall("chmod", dir, () => chmodSync(dir, LEASE_MODE));
     return true;
   } finally {
     process.setegid!(serviceGid);
@@ -81,11 +77,7 @@ function recordHolder(group: PrivateGroup, pid: number): void {
   } catch (error) {
     if (errnoCode(error) !== "ENOENT") throw osFailure("unlink", pidLink(pid), error);
   }
-  try {
-    symlinkSync(String(group.index), pidLink(pid));
-  } catch (error) {
-    throw osFailure("symlink", pidLink(pid), error);
-  }
+  osCall("symlink", pidLink(pid), () => symlinkSync(String(group.index), pidLink(pid)));
 }
 
 /** The gids some live process holds as a supplementary group (/proc/PID/status Groups). */
@@ -151,11 +143,7 @@ export function releaseLease(ids: Identities, lease: PrivateLease): number {
   if (run.stderr.length > 0) process.stderr.write(run.stderr);
   if (run.error !== undefined) throw new Refusal(EXIT.osError, `the cleanup of ${lease.dir} failed: ${run.error}`, "report this with the command line used");
   if (run.status !== 0) return run.status ?? EXIT.osError;
-  try {
-    rmdirSync(lease.dir);
-  } catch (error) {
-    throw osFailure("rmdir", lease.dir, error);
-  }
+  osCall("rmdir", lease.dir, () => rmdirSync(lease.dir));
   const index = lease.dir.slice(PRIVATE_DIR.length + 1);
   for (const name of readdirSync(PRIVATE_DIR)) {
     if (!name.startsWith("pid-")) continue;

@@ -9,7 +9,7 @@ import { writeFileSync } from "node:fs";
 import { type Identities, readIdentities } from "../accounts.ts";
 import { EXIT, TOOLS } from "../constants.ts";
 import { readSession, readStatus } from "../os/proc-status.ts";
-import { osFailure, Refusal } from "../report.ts";
+import { osCall, Refusal } from "../report.ts";
 import { execReplace, prepareExec } from "../exec/replace.ts";
 import { resolveCommand } from "../exec/rules.ts";
 import { checkCaller } from "./caller.ts";
@@ -40,11 +40,7 @@ function sessionPlan(): boolean {
 }
 
 function raiseOomScore(value: number): void {
-  try {
-    writeFileSync("/proc/self/oom_score_adj", `${value}\n`);
-  } catch (error) {
-    throw osFailure("write", "/proc/self/oom_score_adj", error);
-  }
+  osCall("write", "/proc/self/oom_score_adj", () => writeFileSync("/proc/self/oom_score_adj", `${value}\n`));
 }
 
 function checkedIdentities(): Identities {

@@ -269,12 +269,8 @@ function openDir(fd: number, st: Stats, path: string): Listing {
       // the stream below asks nothing more than readdir(3) says.
     }
   }
-  try {
-    const dir: Dir = opendirSync(`/proc/self/fd/${fd}`, { encoding: "latin1", bufferSize: 128 });
-    return { next: () => dir.readSync(), close: () => dir.closeSync() };
-  } catch (error) {
-    throw osFailure("readdir", path, error);
-  }
+  const dir: Dir = osCall("readdir", path, () => opendirSync(`/proc/self/fd/${fd}`, { encoding: "latin1", bufferSize: 128 }));
+  return { next: () => dir.readSync(), close: () => dir.closeSync() };
 }
 
 function decide<C>(rules: Rules<C>, view: EntryView, context: C, stats: WalkStats): Decision<C> {
