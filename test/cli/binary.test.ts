@@ -4,7 +4,7 @@
  */
 import { spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { closeSync, constants, existsSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, symlinkSync, writeFileSync, writeSync } from "node:fs";
+import { chmodSync, closeSync, constants, copyFileSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, symlinkSync, writeFileSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { suite } from "uvu";
@@ -200,3 +200,53 @@ test("the role follows the name it is started as (argv[0]), even through a symli
 });
 
 test.run();
+
+/*
+ * The entrypoint's bundle is the SEA asset clankie-separate.cjs, and the main
+ * script holds its SHA-256 (build.mjs). An executable whose asset was changed
+ * after the build refuses to run it, exit 70; the control is the same change
+ * with the main script's hash updated to match, which runs the changed code:
+ * so it is the check, not a broken file, that stops it.
+ */
+function buildWithEntrypoint(dir: string, name: string, entrypoint: string, mainScript: string): string {
+  const out = join(dir, name);
+  mkdirSync(out);
+  writeFileSync(join(out, "clankie-separate.cjs"), entrypoint);
+  writeFileSync(join(out, "bundle.cjs"), mainScript);
+  const config = JSON.parse(readFileSync(join(REPO, "sea-config.json"), "utf8")) as { assets: Record<string, string> };
+  const assets = Object.fromEntries(Object.entries(config.assets).map(([key, path]) => [key, key === "clankie-separate.cjs" ? join(out, key) : join(REPO, path)]));
+  writeFileSync(join(out, "sea-config.json"), JSON.stringify({ ...config, main: join(out, "bundle.cjs"), output: join(out, "blob"), assets }));
+  const blob = spawnSync(NODE24, ["--experimental-sea-config", join(out, "sea-config.json")], { encoding: "utf8" });
+  assert.is(blob.status, 0, blob.stderr);
+  const exe = join(out, "clankie-separate");
+  copyFileSync(join(REPO, ".build/node"), exe);
+  chmodSync(exe, 0o755);
+  const inject = spawnSync(process.execPath, [join(REPO, "node_modules/postject/dist/cli.js"), exe, "NODE_SEA_BLOB", join(out, "blob"), "--sentinel-fuse", "NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2"], { encoding: "utf8" });
+  assert.is(inject.status, 0, inject.stderr);
+  return exe;
+}
+
+test("an entrypoint asset changed after the build is refused in one line, exit 70 (control: the same change with its hash runs)", () => {
+  const dir = mkdtempSync(join(tmpdir(), "clankie-asset-"));
+  try {
+    const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
+    const entrypoint = readFileSync(join(REPO, ".build/clankie-separate.cjs"), "utf8");
+    const mainScript = readFileSync(join(REPO, ".build/bundle.cjs"), "utf8");
+    assert.ok(mainScript.includes(`"${sha256(entrypoint)}"`), "the main script does not hold the entrypoint's SHA-256");
+    const changed = entrypoint.replace("run model-directed work as a second uid", "run model-directed work as a CHANGED uid");
+    assert.is.not(changed, entrypoint);
+    const control = buildWithEntrypoint(dir, "control", changed, mainScript.replaceAll(sha256(entrypoint), sha256(changed)));
+    const help = run(control, ["--help"]);
+    assert.is(help.status, 0, help.stderr);
+    assert.ok(help.stdout.includes("as a CHANGED uid"), "control failed: the changed entrypoint did not run");
+    const refused = run(buildWithEntrypoint(dir, "changed", changed, mainScript), ["--help"]);
+    assert.is(refused.status, 70);
+    assert.is(refused.stdout, "");
+    assert.is(
+      refused.stderr,
+      `clankie-separate: the entrypoint's code in this executable (SEA asset clankie-separate.cjs) has SHA-256 ${sha256(changed)}, not the ${sha256(entrypoint)} its main script was built with; rebuild the image from this project's Dockerfile\n`,
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
