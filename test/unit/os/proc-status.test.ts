@@ -1,3 +1,7 @@
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { parseStat, parseStatus, readSession, readStatus } from "../../../src/os/proc-status.ts";
@@ -155,6 +159,28 @@ test("readSession: agrees with the kernel for this process", () => {
   assert.ok(Number.isInteger(session.pgrp) && session.pgrp > 0);
   assert.ok(Number.isInteger(session.session) && session.session >= 0);
   assert.ok(Number.isInteger(session.ttyNr));
+});
+
+test("readSession and readStatus of a process whose name holds bytes that are not UTF-8 and a ')': the fields are the kernel's", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "clankie-comm-"));
+  // The kernel names a process after the file it executed (comm): bytes ff e2 29 29 20 39 20 39 20 c3.
+  const name = Buffer.from([0xff, 0xe2, 0x29, 0x29, 0x20, 0x39, 0x20, 0x39, 0x20, 0xc3]);
+  symlinkSync("/bin/sleep", Buffer.concat([Buffer.from(`${dir}/`), name]));
+  const child = spawn("/bin/sh", ["-c", String.raw`exec "$(printf '%s/\377\342)) 9 9 \303' "$0")" 5`, dir], { detached: true, stdio: "ignore" });
+  try {
+    let stat = Buffer.alloc(0);
+    for (let i = 0; i < 200 && !stat.includes(name); i++) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      stat = readFileSync(`/proc/${child.pid}/stat`);
+    }
+    assert.ok(stat.includes(name), "control failed: the process is not named after the link");
+    assert.equal(readSession(child.pid!), { pid: child.pid!, pgrp: child.pid!, session: child.pid!, ttyNr: 0 });
+    const uid = process.getuid!();
+    assert.equal(readStatus(child.pid!).uids, [uid, uid, uid, uid]);
+  } finally {
+    child.kill("SIGKILL");
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test("parseStat refuses text it cannot parse instead of returning NaN", () => {
