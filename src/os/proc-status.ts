@@ -20,10 +20,17 @@ export interface ProcessCredentials {
   noNewPrivs: boolean;
 }
 
-function field(fields: Map<string, string>, name: string): string {
-  const value = fields.get(name);
-  if (value === undefined) throw new Error(`/proc status has no ${name} line`);
-  return value;
+/**
+ * The text after "NAME:" on its line. Only Name, the first line, can hold
+ * text of the process's choosing, and the kernel escapes a newline in it, so
+ * a line that starts after a newline is the kernel's.
+ */
+function field(text: string, name: string): string {
+  const key = `\n${name}:`;
+  const at = text.indexOf(key);
+  if (at < 0) throw new Error(`/proc status has no ${name} line`);
+  const end = text.indexOf("\n", at + key.length);
+  return text.slice(at + key.length, end < 0 ? text.length : end);
 }
 
 /*
@@ -71,24 +78,19 @@ function mask(text: string, name: string): CapabilityMask {
 }
 
 export function parseStatus(text: string): ProcessCredentials {
-  const fields = new Map<string, string>();
-  for (const line of text.split("\n")) {
-    const colon = line.indexOf(":");
-    if (colon > 0) fields.set(line.slice(0, colon), line.slice(colon + 1));
-  }
-  const groups = words(field(fields, "Groups")).map(decimal);
+  const groups = words(field(text, "Groups")).map(decimal);
   if (groups.includes(undefined)) throw new Error(`/proc status Groups line is malformed`);
-  const nnp = field(fields, "NoNewPrivs").trim();
+  const nnp = field(text, "NoNewPrivs").trim();
   if (nnp !== "0" && nnp !== "1") throw new Error(`/proc status NoNewPrivs line is malformed`);
   return {
-    uids: ids(field(fields, "Uid"), "Uid"),
-    gids: ids(field(fields, "Gid"), "Gid"),
+    uids: ids(field(text, "Uid"), "Uid"),
+    gids: ids(field(text, "Gid"), "Gid"),
     groups: groups as number[],
-    capInh: mask(field(fields, "CapInh"), "CapInh"),
-    capPrm: mask(field(fields, "CapPrm"), "CapPrm"),
-    capEff: mask(field(fields, "CapEff"), "CapEff"),
-    capBnd: mask(field(fields, "CapBnd"), "CapBnd"),
-    capAmb: mask(field(fields, "CapAmb"), "CapAmb"),
+    capInh: mask(field(text, "CapInh"), "CapInh"),
+    capPrm: mask(field(text, "CapPrm"), "CapPrm"),
+    capEff: mask(field(text, "CapEff"), "CapEff"),
+    capBnd: mask(field(text, "CapBnd"), "CapBnd"),
+    capAmb: mask(field(text, "CapAmb"), "CapAmb"),
     noNewPrivs: nnp === "1",
   };
 }
