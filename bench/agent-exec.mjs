@@ -197,9 +197,13 @@ export async function benchAgentExec({ repo, work, plan, env }) {
    * after another, and each command's times are pooled over the rounds: on
    * this shared 2-CPU machine the speed drifts by 10-25 % within seconds, and
    * one hyperfine run, which runs all of one command before the next, would
-   * charge that drift to whichever command ran during it.
+   * charge that drift to whichever command ran during it. Each round starts
+   * one command later than the round before (the first command runs first
+   * in round 1, last in round 2 of a set of two, ...), so that what drifts
+   * within a round does not fall on the same command every time.
    */
-  const rounds = (name, list) => Array.from({ length: ROUNDS }, (_, r) => ({ warmup: r === 0 ? plan.agent.warmup : 2, runs: Math.ceil(plan.agent.runs / ROUNDS), json: `/opt/results/${name}-${r + 1}.json`, commands: list }));
+  const rotated = (list, r) => list.map((_, i) => list[(i + r) % list.length]);
+  const rounds = (name, list) => Array.from({ length: ROUNDS }, (_, r) => ({ warmup: r === 0 ? plan.agent.warmup : 2, runs: Math.ceil(plan.agent.runs / ROUNDS), json: `/opt/results/${name}-${r + 1}.json`, commands: rotated(list, r) }));
   const specs = rounds("agent-spawn", commands);
   const crowdedSpecs = rounds("agent-spawn-crowded", crowded);
   const jsonOf = (list) => list.map((s) => join(results, basename(s.json)));
@@ -285,7 +289,8 @@ export async function benchAgentExec({ repo, work, plan, env }) {
     `Load average before the run: ${load}.`,
     "",
     `Each set of commands runs in ${ROUNDS} rounds, one after another (the hyperfine lines of the script below), and each figure pools a command's runs from every round: ` +
-      "the machine's speed drifts within seconds, and one hyperfine run, which runs every run of one command before the next command, would charge that drift to one side of a ratio.",
+      "the machine's speed drifts within seconds, and one hyperfine run, which runs every run of one command before the next command, would charge that drift to one side of a ratio. " +
+      "Each round starts one command later than the round before, so that no command always runs first or last in its round.",
     "",
     "The service script (/opt/bench/hyperfine.sh, bound read-only with /opt/bench/stage.pl and stage-unconfined.pl, the stage's program with and without its confinement step; /opt/results is bound read-write for the JSON). " +
       "Its first line closes fds above 2 that it inherited: the benchmark's own caller may leak some into every child (here a pipe at fd 251), " +

@@ -45,10 +45,16 @@ export function median(values) {
  */
 export function readHyperfineJson(paths, commands) {
   const rounds = [paths].flat().map((path) => JSON.parse(readFileSync(path, "utf8")).results);
-  return commands.map((command, i) => {
-    const times = rounds.flatMap((results) => results[i].times).map((t) => t * 1000).sort((a, b) => a - b);
+  return commands.map((command) => {
+    // By name: a round may run the commands in another order (bench/agent-exec.mjs rotates them).
+    const own = rounds.map((results) => {
+      const found = results.find((result) => result.command === command.name);
+      if (!found) throw new Error(`bench: hyperfine's results hold no command named ${JSON.stringify(command.name)}`);
+      return found;
+    });
+    const times = own.flatMap((result) => result.times).map((t) => t * 1000).sort((a, b) => a - b);
     const mean = times.reduce((sum, t) => sum + t, 0) / times.length;
-    const cpuSum = rounds.reduce((sum, results) => sum + (results[i].user + results[i].system) * results[i].times.length, 0);
+    const cpuSum = own.reduce((sum, result) => sum + (result.user + result.system) * result.times.length, 0);
     return {
       name: command.name,
       runs: times.length,
