@@ -26,7 +26,7 @@ import { run } from "./lib/process.mjs";
 import { Body, IDS, SANDBOX_NODE } from "../test/helpers/bwrap-sandbox.ts";
 import { buildEmptySea, buildOneBundleShim } from "./lib/sea-variants.mjs";
 import { brokenLine, writeScript } from "./lib/tree.mjs";
-import { STAGE_SOURCE, stageArgv } from "../src/stage/stage.ts";
+import { stageArgv, stageProgram } from "../src/stage/stage.ts";
 import { confinementKeys, NO_EXTRA_CONFINEMENT } from "../src/confinement.ts";
 
 const SHIM = "/usr/local/sbin/clankie-agent-exec";
@@ -39,7 +39,8 @@ const TOOLS_CHAIN = ["/usr/bin/setpriv", ...AGENT_IDS, "--inh-caps=-all", "--amb
  * whose confinement step is removed (the stage's protocol requires the keys,
  * so the difference between the two is the domain and filter alone).
  */
-const UNCONFINED_STAGE = STAGE_SOURCE.replace('confine() if $role eq "agent";', "");
+const AGENT_STAGE = stageProgram("agent");
+const UNCONFINED_STAGE = AGENT_STAGE.replace('confine() if $role eq "agent";', "");
 function verifyStage(confinement, confined = true) {
   const argv = stageArgv({
     program: "clankie-agent-exec",
@@ -58,7 +59,7 @@ function verifyStage(confinement, confined = true) {
     action: { path: "/bin/true", argv: ["/bin/true"] },
   });
   // perl ends its own options at the file name: the "--" that follows -e PROGRAM is not needed.
-  return [argv[0], "-T", "-C0", confined ? "/opt/bench/stage.pl" : "/opt/bench/stage-unconfined.pl", ...argv.slice(argv.indexOf(STAGE_SOURCE) + 2)];
+  return [argv[0], "-T", "-C0", confined ? "/opt/bench/stage.pl" : "/opt/bench/stage-unconfined.pl", ...argv.slice(argv.indexOf(AGENT_STAGE) + 2)];
 }
 /** A process that stays this small is not Node (node -e 0 is tens of MB). */
 const SMALL_RSS_KB = 4096;
@@ -189,8 +190,8 @@ export async function benchAgentExec({ repo, work, plan, env }) {
     { name: `clankie-agent-exec -- /bin/true, ${SLEEPERS} processes beside it`, argv: [SHIM, "--", "/bin/true"] },
     { name: `chain after the shim, ${SLEEPERS} processes beside it`, argv: [...TOOLS_CHAIN, ...verifyStage(NO_EXTRA_CONFINEMENT)] },
   ];
-  if (UNCONFINED_STAGE === STAGE_SOURCE) throw new Error("bench: the stage's confinement step was not found");
-  writeFileSync(join(scripts, "stage.pl"), `${STAGE_SOURCE}\n`, { mode: 0o644 });
+  if (UNCONFINED_STAGE === AGENT_STAGE) throw new Error("bench: the stage's confinement step was not found");
+  writeFileSync(join(scripts, "stage.pl"), `${AGENT_STAGE}\n`, { mode: 0o644 });
   writeFileSync(join(scripts, "stage-unconfined.pl"), `${UNCONFINED_STAGE}\n`, { mode: 0o644 });
   /*
    * Each set of commands runs in ROUNDS rounds of runs/ROUNDS runs, one round

@@ -8,6 +8,12 @@
 # form; anything else is a usage error (64), so no check is skipped by
 # leaving its key out. The steps run in the order of the lines that call
 # them, below the tables.
+#
+# Each role gets only its own steps: a section whose header names a role in
+# brackets ("# ---- [agent] ...") is cut from every other role's program, and
+# each program accepts only its own role (stageProgram in src/stage/stage.ts).
+# perl compiles about 3 KB of this program per millisecond, and the agent's
+# is the one compiled for every piece of agent work.
 
 sub EXIT_OK () { 0 }
 sub EXIT_USAGE () { 64 }
@@ -107,7 +113,7 @@ sub read_request {
   usage("no command") if $role ne "signal" && @command < 2;
 }
 
-# ---- processes: RLIMIT_NPROC, set with prlimit64(2) on itself ----
+# ---- [agent] processes: RLIMIT_NPROC, set with prlimit64(2) on itself ----
 # The limit counts the tasks of a real uid (setrlimit(2)), here the agent's;
 # lowering it needs no privilege. nproc= empty keeps the inherited limit.
 # Set after the uid change, the limit escapes the kernel's own refusal: that
@@ -135,7 +141,7 @@ sub limit_processes {
   $set->($n) or $fail->();
 }
 
-# ---- session: setsid(2) ----
+# ---- [agent] session: setsid(2) ----
 # Agent code gets a session of its own: a new session has no controlling
 # terminal, and TIOCSTI needs the target to be the caller's controlling
 # terminal (tty_ioctl(4)). A raw system call: perl-base has no POSIX setsid
@@ -145,6 +151,7 @@ sub start_session {
   syscall(@setsid@) >= 0 or refuse(EXIT_LAUNCH_REFUSED, "setsid failed (" . errname() . ")", "spawn the shim in a new session (spawnAgent does) or inside its parent's process group");
 }
 
+# ---- status: /proc/self/status, read once for every check below ----
 sub read_status {
   open my $fh, "<", "/proc/self/status" or proc_failed("/proc/self/status");
   while (my $l = <$fh>) { $status{$1} = $2 if $l =~ /\A(\w+):\s*(.*?)\s*\z/ }
@@ -220,7 +227,7 @@ sub check_descriptors {
   return @stray ? ("inherited fds " . join(",", @stray) . " (want only 0-2" . ($want{fds} ne "" ? " and $want{fds}" : "") . ")") : ();
 }
 
-# ---- the signal role: kill(2) of a process group, as the agent ----
+# ---- [signal] kill(2) of a process group, as the agent ----
 # The kernel's permission rule (same uid) decides which groups it reaches.
 sub deliver_signal {
   exit EXIT_OK if kill "-$want{signal}", $want{pgid};
@@ -229,7 +236,7 @@ sub deliver_signal {
   refuse(EXIT_OS_ERROR, "kill -$want{signal} -$want{pgid} failed: " . errname(), "report this with the command line used");
 }
 
-# ---- the cleanup role: the end of a private job's lease, as the agent with its group ----
+# ---- [cleanup] the end of a private job's lease, as the agent with its group ----
 # Only processes descended from the lease hold its group (no account is a
 # member; setgroups(2) needs CAP_SETGID): every one of them still running is
 # killed, round after round until a scan finds none (a fork between scan and
@@ -284,7 +291,7 @@ sub enter_directory {
   delete $ENV{$want{unset}} if $want{unset} ne "";
 }
 
-# ---- a private job's HOME and TMPDIR, made fresh as the agent with the lease's group ----
+# ---- [agent] a private job's HOME and TMPDIR, made fresh as the agent with the lease's group ----
 # The shim made the lease directory empty a moment ago, and only processes
 # with its group can enter it: mkdir(2) refuses what exists rather than use it.
 sub make_private {
@@ -293,7 +300,7 @@ sub make_private {
   }
 }
 
-# ---- confinement: the agent's Landlock domain (landlock(7)) and seccomp filter (seccomp(2)) ----
+# ---- [agent] confinement: the agent's Landlock domain (landlock(7)) and seccomp filter (seccomp(2)) ----
 # The rules are data from src/confinement.ts, applied here in one loop each:
 #   path=ACCESS:must|may:PATH  a path rule; ACCESS is the full mask, which the
 #                              stage ANDs with what this kernel's ABI handles

@@ -1,7 +1,7 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { AGENT_HOME, SYSTEM_PATH } from "../../../src/constants.ts";
-import { STAGE_SOURCE } from "../../../src/stage/stage.ts";
+import { stageProgram } from "../../../src/stage/stage.ts";
 import { agentChainArgv, agentEnvironment, type AgentExecChain } from "../../../src/agent-exec/plan.ts";
 import { agentGroups } from "../../../src/accounts.ts";
 import { TERMINAL_ENV } from "../../helpers/environments.ts";
@@ -12,7 +12,8 @@ import { signalPlan } from "../../../src/agent-exec/run.ts";
 const ids = imageIdentities();
 /** src/agent-exec/git-trust.ts: the agent's git trusts the service's repositories. */
 const GIT_TRUST = { GIT_CONFIG_COUNT: "1", GIT_CONFIG_KEY_0: "safe.directory", GIT_CONFIG_VALUE_0: "*" };
-const PERL = ["/usr/bin/perl", "-T", "-C0", "-e", STAGE_SOURCE, "--", "clankie-agent-exec"];
+const perl = (role: "agent" | "signal" | "cleanup") => ["/usr/bin/perl", "-T", "-C0", "-e", stageProgram(role), "--", "clankie-agent-exec"];
+const PERL = perl("agent");
 const AGENT = ["uid=1001", "gid=1001", "groups=1001,1002", "inh=0", "prm=0", "eff=0", "amb=0", "nnp=1", "unset="];
 /** The confinement keys for the image's top level as this machine has it (the stage skips what is missing). */
 const CONFINED = confinementKeys(NO_EXTRA_CONFINEMENT);
@@ -68,7 +69,7 @@ test("the chain without setsid (the shim already leads its own session), with ke
 
 test("the signal role: no nproc, no session, no umask, cwd or confinement; the stage signals the group and no command follows", () => {
   const argv = agentChainArgv(ids, { nproc: undefined, keepFds: [], action: { signal: "SIGTERM", pgid: 4242 } });
-  assert.equal(argv, [...PREFIX, ...PERL, "signal", ...AGENT, "fds=", "signal=TERM", "pgid=4242", "--"]);
+  assert.equal(argv, [...PREFIX, ...perl("signal"), "signal", ...AGENT, "fds=", "signal=TERM", "pgid=4242", "--"]);
 });
 
 test("a private job: its group joins the agent's, the stage gets private=DIR, and the domain writes only /workspace and the lease", () => {
@@ -105,7 +106,7 @@ test("no capability is kept: setpriv clears the inheritable and ambient sets and
   const argv = agentChainArgv(ids, RUN);
   const setpriv = argv.slice(argv.indexOf("/usr/bin/setpriv"), argv.indexOf("--", argv.indexOf("/usr/bin/setpriv")));
   assert.equal(setpriv.filter((a) => a.includes("caps") || a.includes("bounding")), ["--inh-caps=-all", "--ambient-caps=-all"]);
-  assert.not.ok(argv.some((a) => a !== STAGE_SOURCE && !a.startsWith("path=") && a.includes("+")), "no capability is raised anywhere (a path such as /lost+found may hold one)");
+  assert.not.ok(argv.some((a) => a !== stageProgram("agent") && !a.startsWith("path=") && a.includes("+")), "no capability is raised anywhere (a path such as /lost+found may hold one)");
 });
 
 test("agentEnvironment: the allowlist and the named variables, then the agent's HOME, USER, LOGNAME and the fixed PATH", () => {
@@ -155,7 +156,7 @@ test("the signal stage writes no oom_score_adj (a launcher's raised floor would 
   const { chain, oomScoreAdj } = signalPlan({ kind: "signal", signal: "SIGTERM", pgid: 4242 });
   assert.is(oomScoreAdj, undefined);
   const argv = agentChainArgv(ids, chain);
-  assert.equal(argv, [...PREFIX, ...PERL, "signal", ...AGENT, "fds=", "signal=TERM", "pgid=4242", "--"]);
+  assert.equal(argv, [...PREFIX, ...perl("signal"), "signal", ...AGENT, "fds=", "signal=TERM", "pgid=4242", "--"]);
 });
 
 test("a command runs confined: the stage gets the confinement keys after the others, before the command", () => {

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { NO_EXTRA_CONFINEMENT, confinementKeys } from "../../../src/confinement.ts";
-import { type AgentStageRequest, stageArgv, stageEnvironment, type StageRequest } from "../../../src/stage/stage.ts";
+import { type AgentStageRequest, STAGE_ROLES, STAGE_SOURCE, stageArgv, stageEnvironment, stageProgram, type StageRequest, type StageRole } from "../../../src/stage/stage.ts";
 import { rootTest } from "../../helpers/privilege.ts";
 
 const test = suite("stage");
@@ -330,6 +330,51 @@ test("an unknown role, a command after a signal and a missing command are usage 
   refused(extra, 64, usage("clankie-agent-exec", "a command after the signal"));
   const none = spawnSync(argv[0]!, argv.slice(1, argv.lastIndexOf("--") + 1), { encoding: "utf8" });
   refused(none, 64, usage("clankie-agent-exec", "no command"));
+});
+
+/** The subs each role's program must hold, and those only its role's may. */
+const OWN_STEPS: Record<StageRole, string[]> = {
+  service: [],
+  agent: ["limit_processes", "start_session", "make_private", "confine", "apply_landlock"],
+  signal: ["deliver_signal"],
+  cleanup: ["end_lease"],
+};
+const SHARED_STEPS = ["read_request", "read_status", "check_ids", "check_capabilities", "check_session", "check_descriptors", "reset_signals", "enter_directory", "exec_command"];
+const definesSub = (program: string, name: string) => program.includes(`\nsub ${name} {`);
+
+test("each role's program holds the shared steps and its own, none of another role's, and names only its role", () => {
+  const roles = Object.keys(OWN_STEPS) as StageRole[];
+  for (const role of roles) {
+    const program = stageProgram(role);
+    for (const name of [...SHARED_STEPS, ...OWN_STEPS[role]]) assert.ok(definesSub(program, name), `${role}: no sub ${name}`);
+    for (const other of roles.filter((r) => r !== role)) {
+      for (const name of OWN_STEPS[other]) assert.not.ok(definesSub(program, name), `${role}'s program holds ${other}'s ${name}`);
+    }
+    assert.not.ok(program.includes(STAGE_ROLES), `${role}'s program still lists every role`);
+    assert.ok(program.includes(`/\\A(${role})\\z/`), `${role}'s program does not name its role`);
+    const check = spawnSync("/usr/bin/perl", ["-T", "-C0", "-c", "-e", program], { encoding: "utf8" });
+    assert.is(check.stderr, "-e syntax OK\n", role);
+  }
+  // The full program holds every step: the cut is what leaves them out.
+  for (const name of Object.values(OWN_STEPS).flat()) assert.ok(definesSub(STAGE_SOURCE, name), `stage.pl has no sub ${name}`);
+  // The agent's, compiled for every piece of agent work, is the smaller by the signal and cleanup roles' steps.
+  assert.ok(stageProgram("agent").length < STAGE_SOURCE.length - 1500, `${stageProgram("agent").length} of ${STAGE_SOURCE.length} bytes`);
+});
+
+test("a role's program refuses every other role (exit 64): the full program is the control, which takes the signal role", () => {
+  const request = asSignal(base, 999999);
+  const argv = stageArgv(request);
+  const program = argv.indexOf("-e") + 1;
+  assert.is(argv[program], stageProgram("signal"));
+  const run = (text: string) => spawnSync(NNP[0]!, [...NNP.slice(1), ...argv.slice(0, program), text, ...argv.slice(program + 1)], { encoding: "utf8" });
+  // Control: with every role's steps the signal role runs its step (here: no such group, exit 65).
+  refused(run(STAGE_SOURCE), 65, "clankie-agent-exec: no agent process group 999999; it has already exited");
+  refused(run(stageProgram("agent")), 64, usage("clankie-agent-exec", "unknown role signal"));
+});
+
+test("stageProgram refuses a program that does not list the roles exactly once", () => {
+  assert.throws(() => stageProgram("agent", STAGE_SOURCE.replace(STAGE_ROLES, "(agent)")), /exactly once/);
+  assert.throws(() => stageProgram("agent", `${STAGE_SOURCE}\n# ${STAGE_ROLES}`), /exactly once/);
 });
 
 test.run();
