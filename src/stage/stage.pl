@@ -152,9 +152,11 @@ sub start_session {
 }
 
 # ---- status: /proc/self/status, read once for every check below ----
+# Only the lines the checks read: the pattern fails at the first letters of
+# the other fifty, where one for every line cost 0.1 ms more on each spawn.
 sub read_status {
   open my $fh, "<", "/proc/self/status" or proc_failed("/proc/self/status");
-  while (my $l = <$fh>) { $status{$1} = $2 if $l =~ /\A(\w+):\s*(.*?)\s*\z/ }
+  while (my $l = <$fh>) { $status{$1} = $2 if $l =~ /\A(Uid|Gid|Groups|Cap(?:Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs|SigIgn):\s*(.*?)\s*\z/ }
   close $fh;
 }
 
