@@ -87,9 +87,16 @@ export interface CleanupStageRequest extends StageIdentity {
 
 export type StageRequest = ServiceStageRequest | AgentStageRequest | SignalStageRequest | CleanupStageRequest;
 
+/** A section of stage.pl starts with a line "# ---- TITLE ----"; "# ---- [ROLE] TITLE ----" is ROLE's alone. */
+const SECTION = "\n# ---- ";
+const ROLE_SECTION = `${SECTION}[`;
+/** read_request's list of roles, which each role's program narrows to its own. */
+export const STAGE_ROLES = "(service|agent|signal|cleanup)";
+
 /** The Perl program for `arch` (process.arch spelling), as passed to `perl -T -C0 -e`. */
 export function stageSource(arch: string = process.arch): string {
   const numbers: Readonly<Record<string, number>> = { ...syscallNumbers(arch) };
+  if (STAGE_TEMPLATE.split(STAGE_ROLES).length !== 2) throw new Error(`stage: stage.pl must list the roles ${STAGE_ROLES} exactly once (stageProgram narrows it)`);
   return STAGE_TEMPLATE.replace(/@([a-zA-Z]+)@/g, (_, name: string) => {
     if (numbers[name] === undefined) throw new Error(`stage: no system call number for @${name}@`);
     return String(numbers[name]);
@@ -102,23 +109,28 @@ export const STAGE_SOURCE: string = typeof __CLANKIE_STAGE__ === "string" ? __CL
 
 export type StageRole = StageRequest["role"];
 
-/** A section of stage.pl starts with a line "# ---- TITLE ----"; "# ---- [ROLE] TITLE ----" is ROLE's alone. */
-const SECTION = "\n# ---- ";
-/** read_request's list of roles, which each role's program narrows to its own. */
-export const STAGE_ROLES = "(service|agent|signal|cleanup)";
-
 /**
  * The program for one role: `source` (stage.pl as passed to perl) without
  * the sections of the other roles, and accepting only `role` (any other is
- * "unknown role", exit 64). No regular expression: this runs on every spawn.
+ * "unknown role", exit 64). It runs on every spawn: the slices of the source
+ * between the sections it leaves out, found with indexOf (no regular
+ * expression; splitting the source at every section took 0.25 ms on a first
+ * call, this 0.16 ms, under plain Node, which also compiles it).
  */
 export function stageProgram(role: StageRole, source: string = STAGE_SOURCE): string {
-  const [head, ...sections] = source.split(SECTION);
-  const kept = sections.filter((section) => !section.startsWith("[") || section.startsWith(`[${role}] `));
-  const program = [head, ...kept].join(SECTION);
-  const at = program.indexOf(STAGE_ROLES);
-  if (at < 0 || program.indexOf(STAGE_ROLES, at + 1) >= 0) throw new Error(`stage: the program does not list the roles ${STAGE_ROLES} exactly once`);
-  return `${program.slice(0, at)}(${role})${program.slice(at + STAGE_ROLES.length)}`;
+  let program = "";
+  let from = 0;
+  for (let at = source.indexOf(ROLE_SECTION); at >= 0; at = source.indexOf(ROLE_SECTION, at + 1)) {
+    if (source.startsWith(`${ROLE_SECTION}${role}] `, at)) continue;
+    program += source.slice(from, at);
+    const end = source.indexOf(SECTION, at + 1);
+    from = end < 0 ? source.length : end;
+  }
+  program += source.slice(from);
+  // stageSource checked that the list appears once; it is in a section every role keeps (tested).
+  const roles = program.indexOf(STAGE_ROLES);
+  if (roles < 0) throw new Error(`stage: the program does not list the roles ${STAGE_ROLES}`);
+  return `${program.slice(0, roles)}(${role})${program.slice(roles + STAGE_ROLES.length)}`;
 }
 
 const hex = (mask: bigint) => mask.toString(16);
