@@ -120,9 +120,12 @@ async function bundle(entry, outfile) {
  * faster than it scans a string literal (0.6 ms for both bundles as comments
  * against 1.5-2.3 ms as strings, here). The entrypoint's bundle, which the
  * shim never runs, is not in the main script at all: it is the SEA asset
- * clankie-separate.cjs, and the main script holds its SHA-256 and checks it
- * before it compiles a line of it (exit 70 when they differ). Each spawn so
- * reads 69 KB of main script, not 228 KB (0.65 ms less, docs/benchmarks.md).
+ * clankie-separate.cjs, and the main script pins its SHA-256, which
+ * --self-check compares with the asset (image.bundle). Each spawn so reads
+ * 69 KB of main script, not 228 KB (0.65 ms less, docs/benchmarks.md). No
+ * start checks the pin itself: hashing needs node:crypto, 8 ms of every
+ * entrypoint start, and whoever could change the asset (root, in the image)
+ * could change the main script as well.
  *
  * The role's text is compiled with vm.Script and its V8 code cache, carried
  * as a SEA asset and made by the pinned Node (scripts/code-cache.mjs): the
@@ -133,11 +136,12 @@ async function bundle(entry, outfile) {
  * (docs/security.md, "Reproducible builds"); these do not.
  *
  * The main script so covers every line of code the executable runs, its own
- * and the entrypoint's through the hash it checks: its SHA-256 is "the
- * bundle" that --version prints and --self-check audits.
+ * and the entrypoint's through the hash it pins: its SHA-256 is "the bundle"
+ * that --version prints and --self-check audits.
  */
 const AGENT_EXEC_NAME = "clankie-agent-exec"; // src/constants.ts; the hard link below has the same name
 const ENTRYPOINT_NAME = "clankie-separate";
+const ENTRYPOINT_PIN = "ENTRYPOINT_SHA256"; // src/embedded-bundle.ts reads it from the main script
 const ROLE_PARAMS = "require, module, exports, __filename, __dirname";
 const roles = [
   { name: AGENT_EXEC_NAME, entry: "src/agent-exec/start.ts", cache: "eager" },
@@ -148,10 +152,10 @@ function mainScript(sources) {
   const shim = sources[AGENT_EXEC_NAME];
   if (shim.includes("*/")) throw new Error(`the ${AGENT_EXEC_NAME} bundle holds "*/", which would end the comment it is carried in`);
   const entrypointSha256 = createHash("sha256").update(sources[ENTRYPOINT_NAME]).digest("hex");
-  const mismatch = `${ENTRYPOINT_NAME}: the entrypoint's code in this executable (SEA asset ${ENTRYPOINT_NAME}.cjs) has SHA-256 \${actual}, not the ${entrypointSha256} its main script was built with; rebuild the image from this project's Dockerfile\\n`;
   return [
     '"use strict";',
-    "// The single executable's main script, written by build.mjs: the shim's bundle as the comment of a function, the entrypoint's as a SEA asset whose SHA-256 this script checks (see build.mjs).",
+    "// The single executable's main script, written by build.mjs: the shim's bundle as the comment of a function, the entrypoint's as a SEA asset whose SHA-256 this script pins (see build.mjs).",
+    `const ${ENTRYPOINT_PIN} = ${JSON.stringify(entrypointSha256)}; // SEA asset ${ENTRYPOINT_NAME}.cjs; --self-check compares (image.bundle)`,
     `function shim() {/*${shim}*/}`,
     `const role = require("node:path").basename(process.argv0) === ${JSON.stringify(AGENT_EXEC_NAME)} ? ${JSON.stringify(AGENT_EXEC_NAME)} : ${JSON.stringify(ENTRYPOINT_NAME)};`,
     "let source;",
@@ -160,11 +164,6 @@ function mainScript(sources) {
     '  source = text.slice(text.indexOf("/*") + 2, text.lastIndexOf("*/"));',
     "} else {",
     `  source = require("node:sea").getAsset(${JSON.stringify(`${ENTRYPOINT_NAME}.cjs`)}, "utf8");`,
-    '  const actual = require("node:crypto").createHash("sha256").update(source).digest("hex");',
-    `  if (actual !== ${JSON.stringify(entrypointSha256)}) {`,
-    `    process.stderr.write(\`${mismatch}\`);`,
-    "    process.exit(70);", // EXIT.verifyFailed (src/constants.ts; README, "Exit codes")
-    "  }",
     "}",
     'const cachedData = Buffer.from(require("node:sea").getRawAsset(`${role}.cache`));',
     `new (require("node:vm").Script)(source, { filename: \`\${role}.cjs\`, cachedData }).runInThisContext()(${ROLE_PARAMS});`,

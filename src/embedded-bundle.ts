@@ -7,6 +7,7 @@
  */
 import { createHash } from "node:crypto";
 import { closeSync, openSync, readSync } from "node:fs";
+import * as sea from "node:sea";
 
 const SEA_MAGIC = 0x0143_da20;
 const PT_NOTE = 4;
@@ -74,7 +75,39 @@ function parseBlob(blob: Buffer): Buffer | undefined {
   return undefined;
 }
 
-export function embeddedBundleSha256(path?: string): string | undefined {
-  const bundle = readEmbeddedBundle(path);
-  return bundle ? createHash("sha256").update(bundle).digest("hex") : undefined;
+const sha256 = (data: Buffer | string) => createHash("sha256").update(data).digest("hex");
+
+/*
+ * The entrypoint's bundle is the SEA asset clankie-separate.cjs, and the main
+ * script pins its SHA-256 on a line of its own (build.mjs, mainScript):
+ *
+ *   const ENTRYPOINT_SHA256 = "<64 hex digits>"; ...
+ *
+ * so the main script's hash covers it only while the asset matches the pin.
+ */
+const PIN = 'const ENTRYPOINT_SHA256 = "';
+export const ENTRYPOINT_ASSET = "clankie-separate.cjs";
+
+export interface EntrypointHashes {
+  /** What the main script pins, or undefined when it holds no pin. */
+  pinned: string | undefined;
+  /** The SHA-256 of the asset this process runs from, or undefined outside a single executable. */
+  actual: string | undefined;
+}
+
+/** The pin in `mainScript`, and the hash of the running executable's entrypoint asset. */
+export function entrypointHashes(mainScript: Buffer): EntrypointHashes {
+  const text = mainScript.toString("latin1");
+  const at = text.indexOf(PIN);
+  const pinned = at < 0 ? undefined : text.slice(at + PIN.length, at + PIN.length + 64);
+  return {
+    pinned: pinned !== undefined && /^[0-9a-f]{64}$/.test(pinned) ? pinned : undefined,
+    actual: sea.isSea() ? sha256(Buffer.from(sea.getRawAsset(ENTRYPOINT_ASSET))) : undefined,
+  };
+}
+
+/** The hash of the main script (what --self-check calls the bundle's) and the entrypoint's pin and asset; undefined without a SEA blob. */
+export function embeddedHashes(path?: string): { bundle: string; entrypoint: EntrypointHashes } | undefined {
+  const mainScript = readEmbeddedBundle(path);
+  return mainScript ? { bundle: sha256(mainScript), entrypoint: entrypointHashes(mainScript) } : undefined;
 }

@@ -18,7 +18,7 @@ import { lstatSync, readdirSync, readFileSync, readlinkSync, statSync, type Stat
 import { parsePasswd } from "../accounts.ts";
 import { builtInBundleSha256 } from "../build-info.ts";
 import { AGENT_EXEC_NAME, AGENT_HOME, ENTRYPOINT_NAME, GROUP_FILE, INSTALL_DIR, PASSWD_FILE, PRIVATE_DIR, SERVICE_USER, STATE_DIR, TOOLS, WORKSPACE_DIR } from "../constants.ts";
-import { embeddedBundleSha256 } from "../embedded-bundle.ts";
+import { embeddedHashes } from "../embedded-bundle.ts";
 import { runCapture } from "../exec/capture.ts";
 import { checkTrustedExecutable } from "../exec/rules.ts";
 import { readMarkerText } from "../layout/marker.ts";
@@ -208,7 +208,7 @@ export async function readFacts(request: { probe: boolean }) {
     marker: known(readMarkerText()),
     running,
     programs: known(programs),
-    bundle: running.ok ? attempt(INSTALLED_FIX, () => ({ executable: running.value, actual: embeddedBundleSha256("/proc/self/exe"), expected: readBuiltInHash(running.value) })) : running,
+    bundle: running.ok ? attempt(INSTALLED_FIX, () => ({ executable: running.value, ...embeddedHashes("/proc/self/exe"), expected: readBuiltInHash(running.value) })) : running,
     mounts,
     /** The executable of every other process of the service uid, where it could be read. */
     exes: known(exes),

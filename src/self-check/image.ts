@@ -5,6 +5,7 @@
  * facts.ts (the exec rules' verdict on each program) and image-scan.ts.
  */
 import { STATE_DIR, TOOLS, WORKSPACE_DIR } from "../constants.ts";
+import { ENTRYPOINT_ASSET, type EntrypointHashes } from "../embedded-bundle.ts";
 import type { Mount } from "../os/mountinfo.ts";
 import { bounded, fail, pass, plural, type Verdict, warn } from "./check.ts";
 import type { BuiltInHash, Program } from "./facts.ts";
@@ -29,11 +30,19 @@ export function judgeExecutable(running: string, installed: readonly string[], p
   return pass(`${installed.join(" and ")}: one root-owned file, writable by root only, in root-owned directories, not set-user-ID`, found);
 }
 
-/** The SHA-256 of the embedded bundle against the one the build recorded. */
-export function judgeBundle(bundle: { executable: string; actual: string | undefined; expected: BuiltInHash }): Verdict {
-  const { executable, actual, expected } = bundle;
-  if (actual === undefined) return fail(`${executable} holds no SEA bundle: this is not the single executable`, { executable }, REBUILD_FIX);
-  const found: Record<string, unknown> = { executable, sha256: actual };
+/**
+ * The SHA-256 of the embedded bundle (the main script) against the one the
+ * build recorded, and the entrypoint's SEA asset against the hash the main
+ * script pins for it: only then does the bundle's hash cover it.
+ */
+export function judgeBundle(bundle: { executable: string; bundle?: string | undefined; entrypoint?: EntrypointHashes | undefined; expected: BuiltInHash }): Verdict {
+  const { executable, bundle: actual, entrypoint, expected } = bundle;
+  if (actual === undefined || entrypoint === undefined) return fail(`${executable} holds no SEA bundle: this is not the single executable`, { executable }, REBUILD_FIX);
+  const found: Record<string, unknown> = { executable, sha256: actual, entrypoint };
+  if (entrypoint.pinned === undefined) return fail(`the embedded bundle (sha256 ${actual}) pins no hash for the entrypoint's code (SEA asset ${ENTRYPOINT_ASSET})`, found, REBUILD_FIX);
+  if (entrypoint.actual !== entrypoint.pinned) {
+    return fail(`the entrypoint's code (SEA asset ${ENTRYPOINT_ASSET}) has sha256 ${entrypoint.actual ?? "(unreadable)"}, but the embedded bundle pins ${entrypoint.pinned}`, found, REBUILD_FIX);
+  }
   if ("error" in expected) {
     found.expected = null;
     found.error = expected.error;
@@ -42,7 +51,7 @@ export function judgeBundle(bundle: { executable: string; actual: string | undef
   found.expected = expected.value;
   found.expectedFrom = expected.from;
   if (expected.value !== actual) return fail(`embedded bundle sha256 ${actual}, but ${expected.from} says ${expected.value}`, found, REBUILD_FIX);
-  return pass(`embedded bundle sha256 ${actual} equals ${expected.from}`, found);
+  return pass(`embedded bundle sha256 ${actual} equals ${expected.from}; the entrypoint's asset matches its pin`, found);
 }
 
 /** The tools the stages exec (tini optional). */

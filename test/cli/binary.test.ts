@@ -203,10 +203,10 @@ test.run();
 
 /*
  * The entrypoint's bundle is the SEA asset clankie-separate.cjs, and the main
- * script holds its SHA-256 (build.mjs). An executable whose asset was changed
- * after the build refuses to run it, exit 70; the control is the same change
- * with the main script's hash updated to match, which runs the changed code:
- * so it is the check, not a broken file, that stops it.
+ * script pins its SHA-256 (build.mjs). --self-check's image.bundle compares the
+ * two: an asset changed after the build fails it, though the executable runs
+ * the changed code (no start hashes it); the control is the same change with
+ * the pin updated to match, which passes.
  */
 function buildWithEntrypoint(dir: string, name: string, entrypoint: string, mainScript: string): string {
   const out = join(dir, name);
@@ -226,26 +226,28 @@ function buildWithEntrypoint(dir: string, name: string, entrypoint: string, main
   return exe;
 }
 
-test("an entrypoint asset changed after the build is refused in one line, exit 70 (control: the same change with its hash runs)", () => {
+test("an entrypoint asset changed after the build fails --self-check's image.bundle (control: the same change with its pin passes)", () => {
   const dir = mkdtempSync(join(tmpdir(), "clankie-asset-"));
   try {
     const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
     const entrypoint = readFileSync(join(REPO, ".build/clankie-separate.cjs"), "utf8");
     const mainScript = readFileSync(join(REPO, ".build/bundle.cjs"), "utf8");
-    assert.ok(mainScript.includes(`"${sha256(entrypoint)}"`), "the main script does not hold the entrypoint's SHA-256");
+    assert.ok(mainScript.includes(`const ENTRYPOINT_SHA256 = "${sha256(entrypoint)}";`), "the main script does not pin the entrypoint's SHA-256");
     const changed = entrypoint.replace("run model-directed work as a second uid", "run model-directed work as a CHANGED uid");
     assert.is.not(changed, entrypoint);
-    const control = buildWithEntrypoint(dir, "control", changed, mainScript.replaceAll(sha256(entrypoint), sha256(changed)));
-    const help = run(control, ["--help"]);
-    assert.is(help.status, 0, help.stderr);
-    assert.ok(help.stdout.includes("as a CHANGED uid"), "control failed: the changed entrypoint did not run");
-    const refused = run(buildWithEntrypoint(dir, "changed", changed, mainScript), ["--help"]);
-    assert.is(refused.status, 70);
-    assert.is(refused.stdout, "");
-    assert.is(
-      refused.stderr,
-      `clankie-separate: the entrypoint's code in this executable (SEA asset clankie-separate.cjs) has SHA-256 ${sha256(changed)}, not the ${sha256(entrypoint)} its main script was built with; rebuild the image from this project's Dockerfile\n`,
-    );
+    const bundleCheck = (exe: string) => {
+      const audit = run(exe, ["--self-check", "--json"]);
+      const check = (JSON.parse(audit.stdout) as { checks: Array<{ id: string; status: string; summary: string }> }).checks.find((c) => c.id === "image.bundle")!;
+      return check;
+    };
+    const control = buildWithEntrypoint(dir, "control", changed, mainScript.replace(sha256(entrypoint), sha256(changed)));
+    assert.ok(run(control, ["--help"]).stdout.includes("as a CHANGED uid"), "the changed entrypoint does not run");
+    assert.is(bundleCheck(control).status, "pass", "control failed: the change with a matching pin does not pass");
+    const tampered = buildWithEntrypoint(dir, "changed", changed, mainScript);
+    assert.ok(run(tampered, ["--help"]).stdout.includes("as a CHANGED uid"), "the changed entrypoint does not run");
+    const check = bundleCheck(tampered);
+    assert.is(check.status, "fail");
+    assert.is(check.summary, `the entrypoint's code (SEA asset clankie-separate.cjs) has sha256 ${sha256(changed)}, but the embedded bundle pins ${sha256(entrypoint)}`);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
