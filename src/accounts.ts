@@ -4,6 +4,7 @@
  */
 import { readFileSync } from "node:fs";
 import { AGENT_USER, EXIT, GROUP_FILE, PASSWD_FILE, PRIVATE_GROUP_PREFIX, PRIVATE_POOL_SIZE, SERVICE_USER, WORKSPACE_GROUP } from "./constants.ts";
+import { parseId } from "./os/proc-status.ts";
 import { osCall, Refusal } from "./report.ts";
 
 export interface PasswdEntry {
@@ -20,20 +21,14 @@ export interface GroupEntry {
   members: string[];
 }
 
-/** One to ten digits 0-9, at most 0xfffffffe ((uid_t)-1 is no id); no regular expression (see parseFdinfoFlags). */
-function id(text: string): number | undefined {
-  const digits = text.length >= 1 && text.length <= 10 && [...text].every((digit) => digit >= "0" && digit <= "9");
-  return digits && Number(text) <= 0xfffffffe ? Number(text) : undefined;
-}
-
 /** passwd(5). Lines that do not parse are skipped, as getpwnam(3) would. */
 export function parsePasswd(text: string): PasswdEntry[] {
   const entries: PasswdEntry[] = [];
   for (const line of text.split("\n")) {
     const fields = line.split(":");
     if (fields.length !== 7 || fields[0] === "" || line.startsWith("+") || line.startsWith("-")) continue;
-    const uid = id(fields[2]!);
-    const gid = id(fields[3]!);
+    const uid = parseId(fields[2]!);
+    const gid = parseId(fields[3]!);
     if (uid === undefined || gid === undefined) continue;
     entries.push({ name: fields[0]!, uid, gid, home: fields[5]!, shell: fields[6]! });
   }
@@ -46,7 +41,7 @@ export function parseGroup(text: string): GroupEntry[] {
   for (const line of text.split("\n")) {
     const fields = line.split(":");
     if (fields.length !== 4 || fields[0] === "" || line.startsWith("+") || line.startsWith("-")) continue;
-    const gid = id(fields[2]!);
+    const gid = parseId(fields[2]!);
     if (gid === undefined) continue;
     entries.push({ name: fields[0]!, gid, members: fields[3]!.split(",").filter((m) => m !== "") });
   }

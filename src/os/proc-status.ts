@@ -55,15 +55,15 @@ function words(text: string): string[] {
   return found;
 }
 
-/** A decimal id: 1 to 10 digits. */
-function decimal(word: string): number | undefined {
+/** A uid or gid as the kernel and passwd(5) write it: one to ten digits 0-9, at most 0xfffffffe ((uid_t)-1 is no id). */
+export function parseId(word: string): number | undefined {
   if (word.length < 1 || word.length > 10) return undefined;
   for (const digit of word) if (digit < "0" || digit > "9") return undefined;
-  return Number(word);
+  return Number(word) <= 0xfffffffe ? Number(word) : undefined;
 }
 
 function ids(text: string, name: string): [number, number, number, number] {
-  const parts = words(text).map(decimal);
+  const parts = words(text).map(parseId);
   if (parts.length !== 4 || parts.includes(undefined)) {
     throw new Error(`/proc status ${name} line is malformed: ${JSON.stringify(text)}`);
   }
@@ -78,7 +78,7 @@ function mask(text: string, name: string): CapabilityMask {
 }
 
 export function parseStatus(text: string): ProcessCredentials {
-  const groups = words(field(text, "Groups")).map(decimal);
+  const groups = words(field(text, "Groups")).map(parseId);
   if (groups.includes(undefined)) throw new Error(`/proc status Groups line is malformed`);
   const nnp = field(text, "NoNewPrivs").trim();
   if (nnp !== "0" && nnp !== "1") throw new Error(`/proc status NoNewPrivs line is malformed`);

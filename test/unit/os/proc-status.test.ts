@@ -83,7 +83,7 @@ test("parseStatus: every field it needs must be present", () => {
 
 test("parseStatus: malformed uid and gid lines are refused with the line quoted", () => {
   const malformed = {
-    Uid: ["\t1000\t1000\t1000", "\t10000000000\t1000\t1000\t1000", "\t1000\t1000\t1000\t1000\t1000", "\t-1\t1000\t1000\t1000", "\t1000\tx\t1000\t1000", "\t1000\t1000.5\t1000\t1000", ""],
+    Uid: ["\t1000\t1000\t1000", "\t10000000000\t1000\t1000\t1000", "\t1000\t4294967295\t1000\t1000", "\t1000\t1000\t1000\t1000\t1000", "\t-1\t1000\t1000\t1000", "\t1000\tx\t1000\t1000", "\t1000\t1000.5\t1000\t1000", ""],
     Gid: ["\t1000 1000 1000", "\tnode\tnode\tnode\tnode"],
   };
   for (const [name, value] of Object.entries(malformed).flatMap(([line, values]) => values.map((v) => [line, v] as const))) {
