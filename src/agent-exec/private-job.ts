@@ -18,9 +18,10 @@
  * PRIVATE_DIR/pid-PID -> N (the shim's pid is the job's: it execs into it),
  * so that spawnAgent can release it by the job's pid.
  */
-import { lstatSync, mkdirSync, chmodSync, readdirSync, readFileSync, readlinkSync, rmdirSync, symlinkSync, unlinkSync } from "node:fs";
+import { lstatSync, mkdirSync, chmodSync, readdirSync, readlinkSync, rmdirSync, symlinkSync, unlinkSync } from "node:fs";
 import type { Identities, PrivateGroup } from "../accounts.ts";
 import { EXIT, PRIVATE_DIR, PRIVATE_GROUP_PREFIX, TOOLS } from "../constants.ts";
+import { readStatus } from "../os/proc-status.ts";
 import { osCall, osFailure, Refusal } from "../report.ts";
 import { prepareExec } from "../exec/replace.ts";
 import { runCapture } from "../exec/capture.ts";
@@ -85,14 +86,13 @@ export function heldGroups(): Set<number> {
   const held = new Set<number>();
   for (const name of readdirSync("/proc")) {
     if (!/^\d+$/.test(name)) continue;
-    let text: string;
+    let groups: number[];
     try {
-      text = readFileSync(`/proc/${name}/status`, "latin1");
+      groups = readStatus(Number(name)).groups;
     } catch {
-      continue;
+      continue; // exited since the listing
     }
-    const groups = /^Groups:\s*(.*)$/m.exec(text)?.[1]?.trim() ?? "";
-    for (const gid of groups.split(/\s+/)) if (gid !== "") held.add(Number(gid));
+    for (const gid of groups) held.add(gid);
   }
   return held;
 }
