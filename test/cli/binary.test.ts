@@ -199,8 +199,6 @@ test("the role follows the name it is started as (argv[0]), even through a symli
   }
 });
 
-test.run();
-
 /*
  * The entrypoint's bundle is the SEA asset clankie-separate.cjs, and the main
  * script pins its SHA-256 (build.mjs). --self-check's image.bundle compares the
@@ -213,8 +211,11 @@ function buildWithEntrypoint(dir: string, name: string, entrypoint: string, main
   mkdirSync(out);
   writeFileSync(join(out, "clankie-separate.cjs"), entrypoint);
   writeFileSync(join(out, "bundle.cjs"), mainScript);
+  // The build's record of the main script's hash, as build.mjs writes it.
+  writeFileSync(join(out, "bundle.sha256"), `${createHash("sha256").update(mainScript).digest("hex")}\n`);
   const config = JSON.parse(readFileSync(join(REPO, "sea-config.json"), "utf8")) as { assets: Record<string, string> };
-  const assets = Object.fromEntries(Object.entries(config.assets).map(([key, path]) => [key, key === "clankie-separate.cjs" ? join(out, key) : join(REPO, path)]));
+  const own = new Set(["clankie-separate.cjs", "bundle.sha256"]);
+  const assets = Object.fromEntries(Object.entries(config.assets).map(([key, path]) => [key, own.has(key) ? join(out, key) : join(REPO, path)]));
   writeFileSync(join(out, "sea-config.json"), JSON.stringify({ ...config, main: join(out, "bundle.cjs"), output: join(out, "blob"), assets }));
   const blob = spawnSync(NODE24, ["--experimental-sea-config", join(out, "sea-config.json")], { encoding: "utf8" });
   assert.is(blob.status, 0, blob.stderr);
@@ -252,3 +253,5 @@ test("an entrypoint asset changed after the build fails --self-check's image.bun
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test.run();
