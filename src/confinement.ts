@@ -27,7 +27,8 @@
  *   them), or unix sockets only with network "none".
  *
  * - A private job (privateDir set, src/agent-exec/private-job.ts) gets a
- *   narrower domain: it writes only /workspace and its own lease directory,
+ *   narrower domain: it writes only /workspace, its own lease directory and
+ *   the service's --allow-write paths (which other jobs given them reach too),
  *   and reads and executes the image but not /tmp, /var/tmp, /dev/shm or
  *   /state/agent, where other jobs write; its filter also refuses SysV IPC
  *   and POSIX message queues (ENOSYS), objects of the IPC namespace that

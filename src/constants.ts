@@ -14,7 +14,6 @@ export const SYSTEM_PATH_DIRS: readonly string[] = SYSTEM_PATH.split(":");
 /** Absolute paths of the tools this program execs. Never resolved through PATH. */
 export const TOOLS = {
   setpriv: "/usr/bin/setpriv",
-  prlimit: "/usr/bin/prlimit",
   tini: "/usr/bin/tini",
   /** Runs the verification stage (src/stage/); perl-base is Essential in Debian. */
   perl: "/usr/bin/perl",
@@ -104,15 +103,15 @@ export const EXIT = {
   /** --self-check: at least one check failed. */
   checkFailed: 1,
   usage: 64,
-  /** A file or tree we were asked to take over breaks the rules (planted link, device, ...). */
+  /** A file or tree we were asked to take over breaks the rules (planted link, device, ...), or what --signal or --private-cleanup names does not exist. */
   dataRefused: 65,
   /** A user or group of ADR 0272 is missing or wrong in /etc/passwd or /etc/group. */
   noUser: 67,
-  /** The launch does not provide what the mode needs (NoNewPrivs, capabilities, caller uid). */
+  /** The launch does not provide what the mode needs (NoNewPrivs, capabilities, caller uid), or the agent cannot be started as asked (--cwd, --pgid, session). */
   launchRefused: 77,
   /** An operating-system call failed (carries syscall, path and errno). */
   osError: 71,
-  /** The agent uid already runs more tasks than --nproc: the verification stage refused the spawn. */
+  /** The agent uid already runs more tasks than --nproc (the verification stage refused), or every private-job group is leased. */
   busy: 75,
   /** After a privilege change the kernel reports something other than what was asked. */
   verifyFailed: 70,

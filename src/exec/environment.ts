@@ -1,8 +1,8 @@
 /*
- * The environment of every program this project starts (rule 3 of
- * src/exec/rules.ts): built from scratch, from the allowlist below
- * plus what the caller names, never by extending our own, and PATH is always
- * SYSTEM_PATH.
+ * The environment of the programs this project starts (rule 3 of
+ * src/exec/rules.ts; the service's own is src/entrypoint/service-env.ts):
+ * built from scratch, from the allowlist below plus what the caller names,
+ * never by extending our own, and PATH is always SYSTEM_PATH.
  */
 import { EXIT, SYSTEM_PATH } from "../constants.ts";
 import { Refusal } from "../report.ts";

@@ -10,13 +10,17 @@
  *      writable by group or other; so must every #! interpreter the kernel
  *      would run on the way. Nothing under /workspace, and nothing the agent
  *      uid could have written, is ever executed by root or the service.
- *   3. The child's environment is built from an allowlist plus what the
- *      caller names (src/exec/environment.ts), and no shell is involved.
+ *   3. No shell is involved, and the child's environment is built from an
+ *      allowlist plus what the caller names (src/exec/environment.ts); the
+ *      one exception is the service itself, which gets the launcher's
+ *      environment less the code-loading and CLANKIE_* variables
+ *      (src/entrypoint/service-env.ts), or all of it in a launch not as root.
  *
  * gateExec is the one check before every start; the modules that start
  * programs are src/exec/replace.ts (the executable's exec-replace),
- * src/exec/capture.ts (the audit's run-and-capture) and src/system-exec.ts
- * with src/service/ (the service's package API, on execa).
+ * src/exec/capture.ts (run-and-capture: the audit, the restart's find scan,
+ * a private job's cleanup stage) and src/system-exec.ts with src/service/
+ * (the service's package API, on execa).
  */
 import { accessSync, closeSync, constants, lstatSync, openSync, readSync, realpathSync, statSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";

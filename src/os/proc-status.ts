@@ -136,7 +136,7 @@ export function parseStat(text: string): ProcessSession {
 export function readSession(pid: number | "self" = "self"): ProcessSession {
   const path = `/proc/${pid}/stat`;
   try {
-    return parseStat(readFileSync(path, "latin1"));
+    return parseStat(readFileSync(path, "utf8"));
   } catch (error) {
     throw osFailure("read", path, error);
   }

@@ -69,7 +69,7 @@ export function judgeWorkspaceExecutables(table: readonly ProcessEntry[], servic
 }
 
 /** The shim's own chain holds SETUID and SETGID for a moment, as the service's uid, before setpriv drops them (src/agent-exec/plan.ts). */
-const SHIM_CHAIN: readonly string[] = [AGENT_EXEC_PATH, TOOLS.prlimit, TOOLS.setpriv];
+const SHIM_CHAIN: readonly string[] = [AGENT_EXEC_PATH, TOOLS.setpriv];
 
 /*
  * ADR 0272: the service holds SETUID and SETGID for one thing, starting agent

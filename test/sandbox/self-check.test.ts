@@ -385,11 +385,12 @@ rootTest(SelfCheck, "processes.capabilities: a child of the service with its amb
   });
 });
 
-rootTest(SelfCheck, "image faults fail exactly their checks: a group-writable executable, a wrong bundle hash, a foreign tool, a set-user-ID file and a file capability in bind-mounted dirs", () => {
+rootTest(SelfCheck, "image faults fail exactly their checks: a group-writable executable, a wrong bundle hash, a set-group-ID tool, a set-user-ID file and a file capability in bind-mounted dirs", () => {
   const body = seededBody();
   const sbin = join(scratch, "sbin");
   const tools = join(scratch, "tools");
-  const prlimit = join(scratch, "prlimit");
+  // The exec gate takes a root-owned set-group-ID tini (it checks owners, not set-ID bits), so the body starts; the audit does not.
+  const tini = join(scratch, "tini");
   try {
     mkdirSync(sbin, { mode: 0o755 });
     // A copy whose embedded bundle differs from the one built in by one letter
@@ -408,10 +409,9 @@ rootTest(SelfCheck, "image faults fail exactly their checks: a group-writable ex
     chmodSync(join(tools, "raw"), 0o755);
     const setcap = spawnSync("setcap", ["cap_net_raw+ep", join(tools, "raw")], { encoding: "utf8" });
     assert.is(setcap.status, 0, `setcap: ${setcap.stderr}`);
-    copyFileSync("/usr/bin/prlimit", prlimit);
-    chownSync(prlimit, IDS.service, IDS.service);
-    chmodSync(prlimit, 0o755);
-    const extra = ["--ro-bind", sbin, "/usr/local/sbin", "--ro-bind", tools, "/opt/tools", "--ro-bind", prlimit, "/usr/bin/prlimit"];
+    copyFileSync("/usr/bin/tini", tini);
+    chmodSync(tini, 0o2755);
+    const extra = ["--ro-bind", sbin, "/usr/local/sbin", "--ro-bind", tools, "/opt/tools", "--ro-bind", tini, "/usr/bin/tini"];
     const audit = parse(shDoctor(body, ":", ["--json"], { extra }));
     assertFailing(audit, ["image.executable", "image.bundle", "image.tools", "image.setuid", "image.file-capabilities"]);
     assert.match(check(audit, "image.executable").summary, /\/usr\/local\/sbin\/clankie-separate is writable by group or other \(mode 775\)/);
@@ -420,8 +420,11 @@ rootTest(SelfCheck, "image faults fail exactly their checks: a group-writable ex
     assert.is(check(audit, "image.bundle").found.expectedFrom, "the SEA asset bundle.sha256");
     assert.match(check(audit, "image.bundle").found.sha256, /^[0-9a-f]{64}$/);
     assert.is.not(check(audit, "image.bundle").found.sha256, builtIn);
-    assert.match(check(audit, "image.tools").summary, /\/usr\/bin\/prlimit is owned by uid 1000, not 0/);
-    assert.equal(check(audit, "image.setuid").found.files.shown, [{ path: "/opt/tools/escalate", mode: "4755", uid: 0, gid: 0, bits: ["setuid"], mount: "/opt/tools", nosuid: true }]);
+    assert.match(check(audit, "image.tools").summary, /\/usr\/bin\/tini has mode 2755: set-user-ID or set-group-ID/);
+    assert.equal(check(audit, "image.setuid").found.files.shown, [
+      { path: "/usr/bin/tini", mode: "2755", uid: 0, gid: 0, bits: ["setgid"], mount: "/usr/bin/tini", nosuid: true },
+      { path: "/opt/tools/escalate", mode: "4755", uid: 0, gid: 0, bits: ["setuid"], mount: "/opt/tools", nosuid: true },
+    ]);
     const capped = check(audit, "image.file-capabilities").found.files.shown;
     assert.is(capped.length, 1);
     assert.is(capped[0].path, "/opt/tools/raw");
@@ -431,7 +434,7 @@ rootTest(SelfCheck, "image faults fail exactly their checks: a group-writable ex
     body.cleanup();
     rmSync(sbin, { recursive: true, force: true });
     rmSync(tools, { recursive: true, force: true });
-    rmSync(prlimit, { force: true });
+    rmSync(tini, { force: true });
   }
 });
 

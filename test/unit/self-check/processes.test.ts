@@ -40,13 +40,17 @@ Holders("permitted, effective or ambient alone counts; an inheritable set alone 
 });
 
 Holders("the shim's chain is known by its executable, not its name; an unreadable executable is not passed over", () => {
-  const chain = [proc(60, 14, 1000, "clankie-agent-e", C0), proc(61, 14, 1000, "setpriv", C0), proc(62, 14, 1000, "prlimit", C0)];
-  const links = new Map([[60, exe("/usr/local/sbin/clankie-agent-exec")], [61, exe("/usr/bin/setpriv")], [62, exe("/usr/bin/prlimit")]]);
+  const chain = [proc(60, 14, 1000, "clankie-agent-e", C0), proc(61, 14, 1000, "setpriv", C0)];
+  const links = new Map([[60, exe("/usr/local/sbin/clankie-agent-exec")], [61, exe("/usr/bin/setpriv")]]);
   assert.is(judgeCapabilityHolders([...body, ...chain], 1000, 14, 30, links).status, "pass");
   // The same names on other executables are flagged: a name is the process's own to choose.
   const named = judgeCapabilityHolders([...body, ...chain], 1000, 14, 30, new Map([[61, exe("/tmp/setpriv")]]));
   assert.is(named.status, "fail");
-  assert.is((named.found.holders as { count: number }).count, 3);
+  assert.is((named.found.holders as { count: number }).count, 2);
+  // prlimit is no longer in the chain (the stage sets RLIMIT_NPROC itself): one holding capabilities is flagged.
+  const prlimit = judgeCapabilityHolders([...body, ...chain, proc(62, 14, 1000, "prlimit", C0)], 1000, 14, 30, new Map([...links, [62, exe("/usr/bin/prlimit")]]));
+  assert.is(prlimit.status, "fail");
+  assert.equal((prlimit.found.holders as { shown: Array<{ pid: number }> }).shown.map((h) => h.pid), [62]);
   const hidden = judgeCapabilityHolders([...body, chain[0]!], 1000, 14, 30, new Map([[60, { ok: false, error: "readlink /proc/60/exe: EACCES" }]]));
   assert.is(hidden.status, "fail");
   assert.equal((hidden.found.holders as { shown: Array<{ error: string }> }).shown[0]!.error, "readlink /proc/60/exe: EACCES");
