@@ -7,7 +7,7 @@
 import { execa, type Options as ExecaOptions, type ResultPromise } from "execa";
 import { AGENT_EXEC_PATH, ENTRYPOINT_NAME, EXIT, INSTALL_DIR, TOOLS } from "./constants.ts";
 import { isCodeLoadingVariable } from "./exec/environment.ts";
-import { buildEnvironment, type Environment } from "./exec/environment.ts";
+import { buildEnvironment, carried, type Environment } from "./exec/environment.ts";
 import { checkTrustedExecutable, gateExec } from "./exec/rules.ts";
 import { Refusal } from "./report.ts";
 import { agentStopPlan, routeKillsThroughShim, signalAgent } from "./service/agent-stop.ts";
@@ -134,7 +134,10 @@ export function agentExecArguments(command: string, args: readonly string[], opt
   if (options.network === "none") argv.push("--no-network");
   if (options.privateJob) argv.push("--private-job");
   argv.push("--", command, ...args);
-  return { argv, env: buildEnvironment({ from: process.env, set: options.env }) };
+  // Carried (CLANKIE_ENV_NAME): the shim's Node and glibc read none of the
+  // agent's variables, whose values model output may choose (NODE_V8_COVERAGE
+  // made the shim write files as node; LANGUAGE chooses message catalogs).
+  return { argv, env: carried(buildEnvironment({ from: process.env, set: options.env })) };
 }
 
 /**

@@ -54,8 +54,6 @@ export function agentEnvironment(shimEnv: NodeJS.ProcessEnv, names: readonly str
 }
 
 interface ChainBase {
-  /** The variable stageEnvironment added for perl alone (removed before the command runs). */
-  unset?: string | undefined;
   /** RLIMIT_NPROC the stage sets as the agent; undefined keeps the inherited limit (no hard limit can be raised). */
   nproc: number | undefined;
   keepFds: readonly number[];
@@ -114,7 +112,6 @@ export function agentChainArgv(ids: Identities, chain: AgentChain): string[] {
     groups,
     caps: { inh: 0n, prm: 0n, eff: 0n, amb: 0n },
     keepFds: chain.keepFds,
-    unset: chain.unset,
   };
   const stage = isExecChain(chain)
     ? stageArgv({

@@ -25,7 +25,6 @@ import { readStatus } from "../os/proc-status.ts";
 import { osCall, osFailure, Refusal } from "../report.ts";
 import { prepareExec } from "../exec/replace.ts";
 import { runCapture } from "../exec/capture.ts";
-import { stageEnvironment } from "../stage/stage.ts";
 import { agentChainArgv, type PrivateLease } from "./plan.ts";
 
 /** The lease directory's mode: setgid (what is made in it gets group N), group rwx, owner and others nothing. */
@@ -52,9 +51,19 @@ function checkPrivateDir(ids: Identities): void {
   }
 }
 
-/** mkdir(2) as egid N, so that the directory is born with group N; false when another job holds it (EEXIST). */
-function tryLease(group: PrivateGroup, serviceGid: number): boolean {
+/**
+ * mkdir(2) as egid N, so that the directory is born with group N; false when
+ * another job holds it (EEXIST). The shim holds N among its supplementary
+ * groups from before the mkdir until setpriv hands it to the job, so that a
+ * lease is never held by no process while its job starts: another shim that
+ * finds the pool exhausted takes back a lease whose group no process holds
+ * (leasePrivateGroup), and killed a job that had just taken one when the shim
+ * took the group only at setpriv (11 of 20 rounds of two spawns, test/sandbox/private-jobs.test.ts).
+ */
+function tryLease(group: PrivateGroup, serviceGid: number, serviceGroups: readonly number[]): boolean {
   const { dir } = leaseOf(group);
+  osCall("setgroups", `gid ${group.gid}`, () => process.setgroups!([...serviceGroups, group.gid]));
+  let taken = false;
   process.setegid!(group.gid);
   try {
     try {
@@ -65,9 +74,11 @@ function tryLease(group: PrivateGroup, serviceGid: number): boolean {
     }
     // chmod(2) keeps S_ISGID only for a caller in the file's group: egid N, here.
     osCall("chmod", dir, () => chmodSync(dir, LEASE_MODE));
+    taken = true;
     return true;
   } finally {
     process.setegid!(serviceGid);
+    if (!taken) osCall("setgroups", "the service's groups", () => process.setgroups!([...serviceGroups]));
   }
 }
 
@@ -110,8 +121,9 @@ export function leasePrivateGroup(ids: Identities): PrivateLease {
   }
   checkPrivateDir(ids);
   const serviceGid = process.getegid!();
+  const serviceGroups = readStatus().groups;
   const take = (group: PrivateGroup): PrivateLease | undefined => {
-    if (!tryLease(group, serviceGid)) return undefined;
+    if (!tryLease(group, serviceGid, serviceGroups)) return undefined;
     recordHolder(group, process.pid);
     return leaseOf(group);
   };
@@ -137,9 +149,9 @@ export function leasePrivateGroup(ids: Identities): PrivateLease {
  */
 export function releaseLease(ids: Identities, lease: PrivateLease): number {
   for (const tool of [TOOLS.perl, TOOLS.find]) prepareExec({ command: tool, args: [], env: {}, trustedUids: [0] });
-  const { env, unset } = stageEnvironment({});
-  const argv = agentChainArgv(ids, { nproc: undefined, keepFds: [], unset, action: { cleanup: lease } });
-  const run = runCapture({ command: argv[0]!, args: argv.slice(1), env, timeoutMs: 60_000 });
+  const argv = agentChainArgv(ids, { nproc: undefined, keepFds: [], action: { cleanup: lease } });
+  // Nothing of the shim's environment reaches setpriv, which holds SETUID and SETGID (src/stage/stage.ts).
+  const run = runCapture({ command: argv[0]!, args: argv.slice(1), from: {}, env: {}, timeoutMs: 60_000 });
   if (run.stderr.length > 0) process.stderr.write(run.stderr);
   if (run.error !== undefined) throw new Refusal(EXIT.osError, `the cleanup of ${lease.dir} failed: ${run.error}`, "report this with the command line used");
   if (run.status !== 0) return run.status ?? EXIT.osError;

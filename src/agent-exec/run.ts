@@ -11,6 +11,7 @@ import { EXIT, TOOLS } from "../constants.ts";
 import { readSession, readStatus } from "../os/proc-status.ts";
 import { osCall, Refusal } from "../report.ts";
 import { execReplace, prepareExec } from "../exec/replace.ts";
+import { uncarried } from "../exec/environment.ts";
 import { resolveCommand } from "../exec/rules.ts";
 import { checkCaller } from "./caller.ts";
 import type { AgentExecRequest } from "./cli.ts";
@@ -75,8 +76,8 @@ function execChain(ids: Identities, chain: AgentChain, oomScoreAdj: number | und
   if (oomScoreAdj !== undefined) raiseOomScore(oomScoreAdj);
   closeStrayDescriptors(chain.keepFds);
   const lease = takeLease?.();
-  const { env, unset } = stageEnvironment(agentEnvironment(process.env, envNames, ids, lease));
-  const argv = agentChainArgv(ids, { ...chain, ...(lease === undefined ? {} : { lease }), ...(unset === undefined ? {} : { unset }) });
+  const env = stageEnvironment(agentEnvironment(uncarried(process.env), envNames, ids, lease));
+  const argv = agentChainArgv(ids, { ...chain, ...(lease === undefined ? {} : { lease }) });
   execReplace({ command: argv[0]!, args: argv.slice(1), argv0: argv[0], env, trustedUids: [0] });
 }
 

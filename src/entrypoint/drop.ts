@@ -41,7 +41,7 @@ export function serviceCommandLine(command: readonly string[], path: string, pid
  * sets the service's umask (constants.ts, SERVICE_UMASK: what it creates is
  * never other's), then execs `line` (the service command, or tini running it).
  */
-export function verifyStageArgs(ids: Identities, line: { path: string; argv: readonly string[] }, unset?: string): string[] {
+export function verifyStageArgs(ids: Identities, line: { path: string; argv: readonly string[] }): string[] {
   // What the drop asks for: the service's ids and groups, SETUID+SETGID in every set, NoNewPrivs.
   const caps = maskOf(SERVICE_CAPABILITIES);
   return stageArgv({
@@ -53,7 +53,6 @@ export function verifyStageArgs(ids: Identities, line: { path: string; argv: rea
     caps: { inh: caps, prm: caps, eff: caps, amb: caps },
     bounding: caps,
     umask: SERVICE_UMASK,
-    unset,
     action: line,
   });
 }

@@ -69,12 +69,11 @@ function report(ids: Identities, launch: Extract<LaunchMode, { mode: "root" }>, 
 function dropToService(ids: Identities, command: readonly string[], vetted: { servicePath: string; tini: boolean }, env: Record<string, string>): never {
   // execve(2) keeps the pid: the service's pid is ours, so tini knows here whether it will be PID 1.
   const line = serviceCommandLine(command, vetted.servicePath, process.pid, vetted.tini);
-  const stage = stageEnvironment(env);
   return execReplace({
     command: TOOLS.setpriv,
-    args: setprivToServiceArgs(ids, verifyStageArgs(ids, line, stage.unset)),
+    args: setprivToServiceArgs(ids, verifyStageArgs(ids, line)),
     argv0: "setpriv",
-    env: stage.env,
+    env: stageEnvironment(env),
     trustedUids: [0],
   });
 }

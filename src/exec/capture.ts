@@ -18,6 +18,8 @@ export interface CaptureRequest {
   env?: Environment;
   /** Names copied from this process's environment, beyond the allowlist. */
   pass?: readonly string[];
+  /** Where the allowlist and `pass` take values from; default this process's environment. */
+  from?: NodeJS.ProcessEnv;
   /** Owners allowed for the program file and its directories; default root only. */
   trustedUids?: readonly number[];
   /** Written to the child's stdin, then closed; default: stdin is /dev/null. */
@@ -43,7 +45,7 @@ export interface CaptureResult {
 /** The checks both capture paths make before anything starts: the resolved path and the child's environment. */
 function prepareCapture(request: CaptureRequest): { path: string; env: Environment } {
   const path = gateExec({ command: request.command, args: request.args, trustedUids: request.trustedUids ?? [0] });
-  return { path, env: buildEnvironment({ from: process.env, pass: request.pass, set: request.env }) };
+  return { path, env: buildEnvironment({ from: request.from ?? process.env, pass: request.pass, set: request.env }) };
 }
 
 /**

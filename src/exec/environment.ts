@@ -74,6 +74,33 @@ export interface EnvironmentRequest {
   set?: Environment;
 }
 
+/**
+ * The names under which an environment crosses the programs that must not
+ * read it: each variable NAME=VALUE as CLANKIE_ENV_NAME=VALUE. Node, glibc
+ * (LANGUAGE, LC_*, LOCPATH), setpriv and perl read no such name. The service
+ * hands the shim the agent's environment so (spawnAgent), and the shim hands
+ * it on so to setpriv and the verification stage (stageEnvironment), which
+ * names it back for the command alone (stage.pl's exec_command).
+ */
+export const CARRIED_PREFIX = "CLANKIE_ENV_";
+
+export function carried(env: Readonly<Record<string, string>>): Environment {
+  const out: Environment = {};
+  for (const [name, value] of Object.entries(env)) out[CARRIED_PREFIX + name] = value;
+  return out;
+}
+
+/** `env` as its programs mean it: every carried variable under its own name, over one of that name set outright. */
+export function uncarried(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const out: NodeJS.ProcessEnv = {};
+  const named: NodeJS.ProcessEnv = {};
+  for (const [name, value] of Object.entries(env)) {
+    if (name.startsWith(CARRIED_PREFIX) && name.length > CARRIED_PREFIX.length) named[name.slice(CARRIED_PREFIX.length)] = value;
+    else out[name] = value;
+  }
+  return Object.assign(out, named);
+}
+
 /** Builds a child environment from scratch: allowlist + named + set, and the fixed PATH. */
 export function buildEnvironment(request: EnvironmentRequest = {}): Environment {
   const env: Environment = {};

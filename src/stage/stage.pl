@@ -35,7 +35,7 @@ my $STAGE_FIX = 'this stage is started by clankie-separate itself';
 my $KERNEL_FIX = 'report this with the kernel version (uname -r)';
 
 # The keys of each role, and the form of each value.
-my @IDENTITY_KEYS = qw(uid gid groups inh prm eff amb nnp unset);
+my @IDENTITY_KEYS = qw(uid gid groups inh prm eff amb nnp);
 my %ROLE_KEYS = (
   service => [@IDENTITY_KEYS, qw(bnd umask)],
   agent => [@IDENTITY_KEYS, qw(nproc session fds umask cwd confine net scope path port network seccomp seccomp-alone private)],
@@ -49,7 +49,7 @@ my $FILTER = qr/(?:[0-9a-f]{16})+/;
 my %FORM = (
   uid => qr/\d{1,10}/, gid => qr/\d{1,10}/, groups => $NUMBERS,
   inh => $HEX, prm => $HEX, eff => $HEX, amb => $HEX, bnd => $HEX,
-  nnp => qr/1/, unset => qr/(?:[A-Za-z_]\w*)?/,
+  nnp => qr/1/,
   nproc => qr/(?:\d{1,9})?/, session => qr/new|own/, fds => $NUMBERS, umask => qr/[0-7]{4}/, cwd => qr{/.*}s,
   confine => qr/best|strict/, net => $HEX, scope => $HEX,
   path => qr{$HEX:(?:must|may):/.*}s, port => qr/$HEX:\d{1,5}-\d{1,5}/,
@@ -284,13 +284,12 @@ sub reset_signals {
     or refuse(EXIT_OS_ERROR, "rt_sigprocmask failed: " . errname(), $KERNEL_FIX);
 }
 
-# ---- umask(2), chdir(2), and the environment perl alone needed ----
+# ---- umask(2), chdir(2) ----
 sub enter_directory {
   umask oct $want{umask} if exists $want{umask};
   if ($role eq "agent") {
     chdir $want{cwd} or refuse(EXIT_LAUNCH_REFUSED, "the agent cannot enter $want{cwd} (" . errname() . ")", "pass a --cwd under /workspace that group clankie-workspace can search");
   }
-  delete $ENV{$want{unset}} if $want{unset} ne "";
 }
 
 # ---- [agent] a private job's HOME and TMPDIR, made fresh as the agent with the lease's group ----
@@ -401,10 +400,13 @@ sub apply_landlock {
 
 # ---- exec: execve(2) itself ----
 # Not perl's exec: that one is execvp(3), which runs a file the kernel
-# refuses with ENOEXEC through /bin/sh instead of failing.
+# refuses with ENOEXEC through /bin/sh instead of failing. The command's
+# environment came as CLANKIE_ENV_NAME=VALUE (stageEnvironment in
+# src/stage/stage.ts), so that neither setpriv, with the capabilities, nor
+# perl read a variable of it: the command gets those, named back, and no other.
 sub exec_command {
   my ($path, @argv) = @command;
-  my @envp = map { /\A(.*)\z/s; $1 } map { "$_=$ENV{$_}" } sort keys %ENV;
+  my @envp = map { /\A(.*)\z/s; $1 } map { /\ACLANKIE_ENV_(.+)\z/s ? "$1=$ENV{$_}" : () } sort keys %ENV;
   syscall(@execve@, $path, pack("p*", @argv, undef), pack("p*", @envp, undef));
   refuse($! == 2 ? EXIT_NOT_FOUND : EXIT_NOT_EXECUTABLE, "cannot execute $path: " . errname(), "check the command's path and permissions");
 }

@@ -11,13 +11,18 @@
  * and passed to perl(1) with -e: nothing of it lies on disk, perl-base is
  * Essential in every Debian image, and it starts in a few milliseconds.
  *
- * perl runs with -T (taint mode), which makes it ignore PERL5OPT, PERL5LIB and
- * PERLLIB: the agent's environment (which the service may extend with --env)
- * cannot load code into the stage. -C0 makes it ignore PERL_UNICODE (a :utf8
- * stderr would turn every refusal into perl's own error). PERL_BADLANG=0 in
- * its environment (stageEnvironment) keeps a LANG the image has no locale for
- * from adding perl's five-line warning to every start; the stage removes it
- * again unless the caller had set it.
+ * The command's environment crosses setpriv and perl under other names
+ * (stageEnvironment): each variable NAME=VALUE as CLANKIE_ENV_NAME=VALUE, and
+ * the stage hands the command exactly those, named back, and nothing else.
+ * setpriv runs with the service's SETUID and SETGID, and perl before the
+ * confinement: neither reads a variable of the command's. The agent's
+ * environment is the service's to extend (--env) with values that model
+ * output may choose, and glibc reads LANGUAGE, LC_*, LOCPATH and more: with
+ * LANGUAGE=../../workspace/x, setpriv's gettext took a message catalog the
+ * agent had planted and used its translation as a printf format, with both
+ * capabilities held. perl also runs with -T (taint mode: it ignores PERL5OPT,
+ * PERL5LIB and PERLLIB) and -C0 (it ignores PERL_UNICODE, which would turn
+ * every refusal into perl's own error).
  *
  *   perl -T -C0 -e STAGE -- PROGRAM ROLE KEY=VALUE... -- PATH ARGV0 [ARG...]
  *
@@ -33,6 +38,7 @@
  */
 import { syscallNumbers } from "../confinement.ts";
 import { TOOLS } from "../constants.ts";
+import { carried } from "../exec/environment.ts";
 import STAGE_TEMPLATE from "./stage.pl";
 
 interface StageIdentity {
@@ -42,8 +48,6 @@ interface StageIdentity {
   gid: number;
   groups: readonly number[];
   caps: { inh: bigint; prm: bigint; eff: bigint; amb: bigint };
-  /** A variable stageEnvironment added for perl alone, to remove before the exec. */
-  unset?: string | undefined;
 }
 
 export interface ServiceStageRequest extends StageIdentity {
@@ -161,18 +165,11 @@ export function stageArgv(request: StageRequest): string[] {
     `eff=${hex(request.caps.eff)}`,
     `amb=${hex(request.caps.amb)}`,
     "nnp=1",
-    `unset=${request.unset ?? ""}`,
     ...roleKeys(request),
   ];
   const command = "path" in request.action ? [request.action.path, ...request.action.argv] : [];
   return [TOOLS.perl, "-T", "-C0", "-e", stageProgram(request.role), "--", request.program, request.role, ...keys, "--", ...command];
 }
 
-/**
- * The environment to exec the stage with: `env` plus PERL_BADLANG=0, and the
- * name the stage must remove again (undefined when the caller set it itself).
- */
-export function stageEnvironment<E extends Record<string, string>>(env: E): { env: E & { PERL_BADLANG: string }; unset: string | undefined } {
-  if (Object.hasOwn(env, "PERL_BADLANG")) return { env: env as E & { PERL_BADLANG: string }, unset: undefined };
-  return { env: { ...env, PERL_BADLANG: "0" }, unset: "PERL_BADLANG" };
-}
+/** The environment to exec setpriv with: the command's, carried (CLANKIE_ENV_NAME), and nothing else. */
+export const stageEnvironment = carried;

@@ -121,6 +121,18 @@ rootTest(test, "a pool of one: a lease nobody released is taken back when no pro
   });
 });
 
+rootTest(test, "two private jobs at once on a pool of one: one runs, the other is refused (75); the refused one never takes back the lease of the one starting", () => {
+  inBody(seededBody({ group: ONE_GROUP }), (body) => {
+    type Job = { exitCode: number | null; signal: string | null; stdout: string; stderr: string };
+    const { json: r, stderr } = privateJobs<{ results: Job[][]; after: string[] }>(body, ["race", "20"]);
+    // Before the shim held the group from its mkdir on, the second job killed the first in 11 of these 20 rounds.
+    const outcomes = r.results.map((pair) => pair.map((job) => (job.signal ?? job.exitCode)).sort().join(" "));
+    assert.equal(outcomes, Array(20).fill("0 75"), `${stderr}\n${JSON.stringify(r.results.flat().filter((job) => job.exitCode !== 0 && job.exitCode !== 75))}`);
+    for (const pair of r.results) assert.equal(pair.map((job) => job.stdout).sort(), ["", "mine"]);
+    assert.equal(r.after, []);
+  });
+});
+
 rootTest(test, "the next start removes the leases a previous run left in /run/clankie-private", () => {
   const run = mkdtempSync(join(tmpdir(), "clankie-run-"));
   try {

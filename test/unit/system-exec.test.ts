@@ -3,7 +3,7 @@ import * as assert from "uvu/assert";
 import { NO_EXTRA_CONFINEMENT } from "../../src/confinement.ts";
 import { parseAgentExecArgs } from "../../src/agent-exec/cli.ts";
 import { EXIT, SYSTEM_PATH } from "../../src/constants.ts";
-import { isAllowlisted } from "../../src/exec/environment.ts";
+import { carried, isAllowlisted, uncarried } from "../../src/exec/environment.ts";
 import { agentExecArguments, buildEnvironment, runSelfCheck, spawnAgent, systemExec } from "../../src/system-exec.ts";
 import { withProcessEnv } from "../helpers/process-env.ts";
 import { assertRefusal, catchRefusal } from "../helpers/refusal.ts";
@@ -14,12 +14,12 @@ shim("no options: only the command after --", () => {
   withProcessEnv({ TERM: undefined, SECRET_FOR_TEST: "s" }, () => {
     const { argv, env } = agentExecArguments("ls", ["-la", "--", "x"]);
     assert.equal(argv, ["--", "ls", "-la", "--", "x"]);
-    assert.equal(env, buildEnvironment({ from: process.env }));
-    assert.is(env.SECRET_FOR_TEST, undefined);
+    assert.equal(env, carried(buildEnvironment({ from: process.env })));
+    assert.is(env.CLANKIE_ENV_SECRET_FOR_TEST, undefined);
   });
 });
 
-shim("every option, in a fixed order; variables by name in argv, by value in the environment", () => {
+shim("every option, in a fixed order; variables by name in argv, by value in the environment, carried (CLANKIE_ENV_NAME)", () => {
   const allowlisted = Object.fromEntries(Object.keys(process.env).filter(isAllowlisted).map((name) => [name, undefined]));
   withProcessEnv({ ...allowlisted, TERM: "xterm-test", LC_ALL: "C", SECRET_FOR_TEST: "service-only", TOKEN: undefined }, () => {
     const { argv, env } = agentExecArguments("git", ["push"], {
@@ -30,7 +30,8 @@ shim("every option, in a fixed order; variables by name in argv, by value in the
       oomScoreAdj: 900,
     });
     assert.equal(argv, ["--cwd", "/workspace/repo", "--env", "TOKEN", "--env", "ZED", "--keep-fd", "17", "--keep-fd", "18", "--nproc", "64", "--oom-score-adj", "900", "--", "git", "push"]);
-    assert.equal(env, { TERM: "xterm-test", LC_ALL: "C", TOKEN: "agent-token", ZED: "z", PATH: SYSTEM_PATH });
+    assert.equal(env, { CLANKIE_ENV_TERM: "xterm-test", CLANKIE_ENV_LC_ALL: "C", CLANKIE_ENV_TOKEN: "agent-token", CLANKIE_ENV_ZED: "z", CLANKIE_ENV_PATH: SYSTEM_PATH });
+    assert.equal(uncarried(env), { TERM: "xterm-test", LC_ALL: "C", TOKEN: "agent-token", ZED: "z", PATH: SYSTEM_PATH });
     assert.not.ok(argv.some((arg) => arg.includes("agent-token")), "a value never appears in argv");
   });
 });
@@ -61,7 +62,13 @@ shim("network: \"none\" is --no-network; a value other than \"all\" or \"none\" 
 shim("a PATH for the agent is named but never given: the fixed PATH wins", () => {
   const { argv, env } = agentExecArguments("x", [], { env: { PATH: "/workspace/bin" } });
   assert.equal(argv, ["--env", "PATH", "--", "x"]);
-  assert.is(env.PATH, SYSTEM_PATH);
+  assert.is(env.CLANKIE_ENV_PATH, SYSTEM_PATH);
+});
+
+shim("the shim's own environment names nothing Node or glibc reads: every variable is carried, whatever its name", () => {
+  const { env } = agentExecArguments("x", [], { env: { NODE_V8_COVERAGE: "/workspace/l", NODE_ICU_DATA: "/workspace/icu", LANGUAGE: "../../workspace/evil", LOCPATH: "/workspace/loc" } });
+  assert.equal(Object.keys(env).filter((name) => !name.startsWith("CLANKIE_ENV_")), []);
+  assert.is(uncarried(env).NODE_V8_COVERAGE, "/workspace/l");
 });
 
 const SIGNALS_FIX = "use one of these";

@@ -14,7 +14,7 @@ const ids = imageIdentities();
 const GIT_TRUST = { GIT_CONFIG_COUNT: "1", GIT_CONFIG_KEY_0: "safe.directory", GIT_CONFIG_VALUE_0: "*" };
 const perl = (role: "agent" | "signal" | "cleanup") => ["/usr/bin/perl", "-T", "-C0", "-e", stageProgram(role), "--", "clankie-agent-exec"];
 const PERL = perl("agent");
-const AGENT = ["uid=1001", "gid=1001", "groups=1001,1002", "inh=0", "prm=0", "eff=0", "amb=0", "nnp=1", "unset="];
+const AGENT = ["uid=1001", "gid=1001", "groups=1001,1002", "inh=0", "prm=0", "eff=0", "amb=0", "nnp=1"];
 /** The confinement keys for the image's top level as this machine has it (the stage skips what is missing). */
 const CONFINED = confinementKeys(NO_EXTRA_CONFINEMENT);
 

@@ -35,7 +35,6 @@ test("the whole drop: setpriv, the verification stage as the service, then tini 
     "eff=c0",
     "amb=c0",
     "nnp=1",
-    "unset=",
     "bnd=c0",
     "umask=0007",
     "--",

@@ -1,7 +1,7 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { EXIT, SYSTEM_PATH } from "../../../src/constants.ts";
-import { buildEnvironment } from "../../../src/exec/environment.ts";
+import { buildEnvironment, carried, uncarried } from "../../../src/exec/environment.ts";
 import { TERMINAL_ENV } from "../../helpers/environments.ts";
 import { catchRefusal } from "../../helpers/refusal.ts";
 
@@ -45,6 +45,13 @@ env("a code-loading variable cannot be passed (it would reach prlimit and setpri
 env("inherited properties are not variables: passing constructor passes nothing", () => {
   const env = buildEnvironment({ from: {}, pass: ["constructor", "toString", "__proto__"] });
   assert.equal(env, { PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" });
+});
+
+env("carried and uncarried: every name behind CLANKIE_ENV_ and back; a carried one wins over one set by name; the bare prefix is a name of its own", () => {
+  const agent = { LANG: "xx_YY.UTF-8", "ODD NAME": "a\nb", CLANKIE_ENV_X: "nested" };
+  assert.equal(carried(agent), { CLANKIE_ENV_LANG: "xx_YY.UTF-8", "CLANKIE_ENV_ODD NAME": "a\nb", CLANKIE_ENV_CLANKIE_ENV_X: "nested" });
+  assert.equal(uncarried(carried(agent)), agent);
+  assert.equal(uncarried({ LANG: "C", CLANKIE_ENV_LANG: "de_DE.UTF-8", CLANKIE_ENV_: "x", TERM: "dumb" }), { LANG: "de_DE.UTF-8", CLANKIE_ENV_: "x", TERM: "dumb" });
 });
 
 env.run();

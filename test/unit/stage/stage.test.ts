@@ -201,7 +201,7 @@ test("a command that cannot be executed: 127 when missing, 126 otherwise, one li
   }
 });
 
-test("taint mode: PERL5OPT and PERL5LIB load nothing into the stage, and still reach the command", () => {
+test("taint mode: PERL5OPT and PERL5LIB by name load nothing into the stage; carried, they reach the command", () => {
   const dir = mkdtempSync(join(tmpdir(), "verifier-"));
   try {
     writeFileSync(join(dir, "Planted.pm"), 'package Planted; print STDERR "PLANTED RAN\\n"; 1;\n');
@@ -209,7 +209,8 @@ test("taint mode: PERL5OPT and PERL5LIB load nothing into the stage, and still r
     // The control: the same environment loads the module into a perl without -T.
     const control = spawnSync("/usr/bin/perl", ["-e", "1"], { encoding: "utf8", env });
     assert.is(control.stderr, "PLANTED RAN\n");
-    const result = stage({ ...base, action: { path: "/bin/sh", argv: ["sh", "-c", 'echo "$PERL5OPT $PERL5LIB"'] } }, { env });
+    // By name (a stage started by hand): -T ignores them. Carried, as the shim passes them: only the command reads them.
+    const result = stage({ ...base, action: { path: "/bin/sh", argv: ["sh", "-c", 'echo "$PERL5OPT $PERL5LIB"'] } }, { env: { ...env, ...stageEnvironment(env) } });
     assert.is(result.stderr, "");
     assert.is(result.stdout, `-MPlanted ${dir}\n`);
   } finally {
@@ -222,20 +223,23 @@ test("PERL_UNICODE cannot turn a refusal into perl's own error (-C0)", () => {
   refused(stage({ ...base, uid: base.uid + 1 }, { env }), 70, differs(`uids ${Array(4).fill(base.uid).join(",")} (want ${base.uid + 1} in all four)`));
 });
 
-test("a LANG without its locale adds no perl warning, and PERL_BADLANG reaches the command only when the caller set it", () => {
-  const env = { PATH: "/usr/bin:/bin", LANG: "xx_YY.UTF-8" };
-  const show = { path: "/bin/sh", argv: ["sh", "-c", 'echo "${PERL_BADLANG-unset}"'] };
-  // The control: perl warns about that LANG at start-up.
+test("the command's environment crosses setpriv and perl carried (CLANKIE_ENV_NAME): perl reads none of it, the command gets exactly it", () => {
+  const env = { LANG: "xx_YY.UTF-8", LANGUAGE: "../../../../tmp/planted", FOO: "bar=baz\nqux" };
+  const show = { path: "/usr/bin/env", argv: ["env", "-0"] };
+  // The control: perl run with that LANG by name reads it, and warns at start-up.
   const control = spawnSync("/usr/bin/perl", ["-e", "1"], { encoding: "utf8", env });
   assert.match(control.stderr, /^perl: warning: Setting locale failed/);
-  const staged = stageEnvironment(env);
-  assert.is(staged.unset, "PERL_BADLANG");
-  const result = stage({ ...base, unset: staged.unset, action: show }, { env: staged.env });
+  const carried = stageEnvironment(env);
+  assert.equal(Object.keys(carried).sort(), ["CLANKIE_ENV_FOO", "CLANKIE_ENV_LANG", "CLANKIE_ENV_LANGUAGE"]);
+  // What setpriv and perl are started with, beside the carried names, never reaches the command.
+  const result = stage({ ...base, action: show }, { env: { ...carried, PERL_BADLANG: "0" } });
   assert.is(result.stderr, "");
-  assert.is(result.stdout, "unset\n");
-  const own = stageEnvironment({ ...env, PERL_BADLANG: "0" });
-  assert.is(own.unset, undefined);
-  assert.is(stage({ ...base, action: show }, { env: own.env }).stdout, "0\n");
+  assert.is(result.status, 0);
+  assert.equal(result.stdout.split("\0").filter(Boolean).sort(), ["FOO=bar=baz\nqux", "LANG=xx_YY.UTF-8", "LANGUAGE=../../../../tmp/planted"]);
+  // The same environment by name: perl reads it (its warning), and the command gets none of it.
+  const named = stage({ ...base, action: show }, { env });
+  assert.match(named.stderr, /^perl: warning: Setting locale failed/);
+  assert.is(named.stdout, "");
 });
 
 test("an fd the stage cannot inspect is refused, not let through (EMFILE)", () => {
