@@ -5,7 +5,7 @@
  * attempt is shown to succeed when the service itself makes it, so a denial
  * means the boundary, not a broken attempt.
  */
-import { readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
@@ -193,6 +193,19 @@ rootTest(test, "refused when the agent calls it, and when the agent cannot enter
     const cwd = agent(body, { cwd: "/state/.clankie-separate" }, ["/bin/true"]);
     assert.is(cwd.exitCode, 77);
     assert.is(cwd.stderr, "clankie-agent-exec: the agent cannot enter /state/.clankie-separate (EACCES); pass a --cwd under /workspace that group clankie-workspace can search");
+  });
+});
+
+rootTest(test, "the agent's variables reach the shim carried: a NODE_V8_COVERAGE for the agent makes the shim write nothing; by name (the control) the shim writes its coverage there as node", () => {
+  inBody(seededBody(), (body) => {
+    const run = agent(body, { env: { NODE_V8_COVERAGE: "/workspace/cov-carried" } }, ["/bin/sh", "-c", 'printf %s "$NODE_V8_COVERAGE"']);
+    assert.is(run.exitCode, 0, run.stderr);
+    assert.is(run.stdout, "/workspace/cov-carried", "the agent's command gets it");
+    assert.not.ok(existsSync(join(body.workspace, "cov-carried")), "the shim wrote no coverage");
+    const control = body.run({ command: ["--", "/bin/sh", "-c", "NODE_V8_COVERAGE=/workspace/cov-named /usr/local/sbin/clankie-agent-exec -- /bin/true"], env: ENV });
+    assert.is(control.status, 0, control.stderr);
+    const written = existsSync(join(body.workspace, "cov-named")) ? readdirSync(join(body.workspace, "cov-named")) : [];
+    assert.ok(written.some((name) => /^coverage-.*\.json$/.test(name)), `the control wrote ${written.join(",") || "nothing"}`);
   });
 });
 
