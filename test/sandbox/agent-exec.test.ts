@@ -5,7 +5,7 @@
  * attempt is shown to succeed when the service itself makes it, so a denial
  * means the boundary, not a broken attempt.
  */
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
@@ -206,6 +206,47 @@ rootTest(test, "the agent's variables reach the shim carried: a NODE_V8_COVERAGE
     assert.is(control.status, 0, control.stderr);
     const written = existsSync(join(body.workspace, "cov-named")) ? readdirSync(join(body.workspace, "cov-named")) : [];
     assert.ok(written.some((name) => /^coverage-.*\.json$/.test(name)), `the control wrote ${written.join(",") || "nothing"}`);
+  });
+});
+
+/** A GNU message catalog (gettext's .mo format): `entries` as [msgid, msgstr], sorted by msgid. */
+function messageCatalog(entries: ReadonlyArray<readonly [string, string]>): Buffer {
+  const strings = [...entries.map(([id]) => id), ...entries.map(([, text]) => text)].map((text) => Buffer.from(text));
+  const header = Buffer.alloc(28 + strings.length * 8);
+  header.writeUInt32LE(0x950412de, 0);
+  header.writeUInt32LE(entries.length, 8);
+  header.writeUInt32LE(28, 12);
+  header.writeUInt32LE(28 + entries.length * 8, 16);
+  header.writeUInt32LE(header.length, 24);
+  let offset = header.length;
+  strings.forEach((text, i) => {
+    header.writeUInt32LE(text.length, 28 + i * 8);
+    header.writeUInt32LE(offset, 32 + i * 8);
+    offset += text.length + 1;
+  });
+  return Buffer.concat([header, ...strings.flatMap((text) => [text, Buffer.alloc(1)])]);
+}
+
+rootTest(test, "a message catalog planted in /workspace and named by LANGUAGE never reaches setpriv, which holds SETUID and SETGID; the control, setpriv with it by name, prints the planted text", () => {
+  inBody(seededBody(), (body) => {
+    const evil = join(body.workspace, "evil", "LC_MESSAGES");
+    mkdirSync(evil, { recursive: true, mode: 0o755 });
+    chmodSync(join(body.workspace, "evil"), 0o755);
+    writeFileSync(join(evil, "util-linux.mo"), messageCatalog([["", "Content-Type: text/plain; charset=UTF-8\n"], ["failed to execute %s", "PLANTED-CATALOG %s"]]), { mode: 0o644 });
+    const locale = "LANG=C.UTF-8 LANGUAGE=../../../../workspace/evil";
+    // setpriv's exec fails when the agent uid runs more tasks than the soft RLIMIT_NPROC (EAGAIN): 60 sleepers, a limit of 40.
+    const script = [
+      "/usr/local/sbin/clankie-agent-exec -- /bin/sh -c 'for i in $(seq 60); do sleep 30 & done; wait' >/dev/null 2>&1 &",
+      "sleep 1; prlimit --nproc=40: --pid $$",
+      `echo control; env ${locale} setpriv --reuid=1001 --regid=1001 --clear-groups --inh-caps=-all --ambient-caps=-all -- /bin/true 2>&1`,
+      `echo shim; env ${locale} /usr/local/sbin/clankie-agent-exec -- /bin/true 2>&1`,
+      "pkill -KILL -u 1001 sleep; exit 0",
+    ].join("\n");
+    const run = body.run({ command: ["--", "/bin/sh", "-c", script], env: ENV });
+    const [control, shim] = run.stdout.split(/^shim$/m);
+    assert.match(control ?? "", /setpriv: PLANTED-CATALOG \/bin\/true/, `the control: ${run.stdout}${run.stderr}`);
+    assert.match(shim ?? "", /setpriv: failed to execute \/usr\/bin\/perl: Resource temporarily unavailable/, `the shim's exec failed the same way: ${run.stdout}${run.stderr}`);
+    assert.not.match(shim ?? "", /PLANTED/);
   });
 });
 
