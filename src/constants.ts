@@ -2,7 +2,8 @@
  * The fixed paths, names, capabilities, defaults and exit codes the program
  * relies on. Elsewhere, each beside the code that decides by it: the
  * environment policy (src/exec/environment.ts), the system call numbers
- * (src/confinement.ts) and the text of the exit codes (src/help.ts). Nothing here is read
+ * (src/confinement.ts for the stage, src/seccomp-filter.ts for the filter)
+ * and the text of the exit codes (src/help.ts). Nothing here is read
  * from the environment: the environment of a privileged program is attacker
  * input until proven otherwise.
  */
@@ -17,7 +18,7 @@ export const TOOLS = {
   tini: "/usr/bin/tini",
   /** Runs the verification stage (src/stage/); perl-base is Essential in Debian. */
   perl: "/usr/bin/perl",
-  /** The restart's read-only scan of /state (src/entrypoint/state-scan.ts); findutils is Essential in Debian. */
+  /** The restart's read-only scan of /state (src/entrypoint/state-scan.ts) and a private job's cleanup (find -delete); findutils is Essential in Debian. */
   find: "/usr/bin/find",
 } as const;
 

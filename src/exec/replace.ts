@@ -14,8 +14,8 @@ export interface ExecRequest {
   args: readonly string[];
   /** The complete environment of the new program (PATH is forced to SYSTEM_PATH). */
   env: Environment;
-  /** Owners allowed for the file and its directories; undefined skips the ownership rule (agent commands). */
-  trustedUids?: readonly number[];
+  /** Owners allowed for the file, its directories and its #! interpreters. */
+  trustedUids: readonly number[];
   /** argv[0]; default: the command as given. */
   argv0?: string;
 }

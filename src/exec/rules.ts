@@ -110,10 +110,10 @@ export const MAX_SCRIPT_DEPTH = 5;
  * aborts the process on failure), and the trust rule for every `#!`
  * interpreter the kernel would run on the way: a trusted script is no better
  * than the program that reads it, since that program runs with the caller's
- * privileges. `trustedUids` undefined: no ownership rule (agent commands).
- * `real`: the path as checkTrustedExecutable resolved it, when it ran.
+ * privileges. `real`: the path as checkTrustedExecutable resolved it.
+ * (The agent's command is not gated here: the stage execs it, as the agent.)
  */
-function checkRunnable(path: string, trustedUids?: readonly number[], scripts: readonly string[] = [], real?: string): void {
+function checkRunnable(path: string, trustedUids: readonly number[], real: string, scripts: readonly string[] = []): void {
   let st;
   try {
     st = statSync(path);
@@ -134,12 +134,11 @@ function checkRunnable(path: string, trustedUids?: readonly number[], scripts: r
   try {
     // The file as resolved: a symlink (/usr/bin/python3 -> python3.11) must
     // not hide the #! line of what it points to. Both paths passed the trust rule.
-    fd = openSync(real ?? realpathSync.native(path), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    fd = openSync(real, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
     length = readSync(fd, head, 0, head.length, 0);
   } catch (error) {
     // An execute-only file: the kernel reads a #! line we cannot, and would
-    // run its interpreter with our privileges. Agent commands: the kernel judges.
-    if (trustedUids === undefined) return;
+    // run its interpreter with our privileges.
     throw new Refusal(
       EXIT.notExecutable,
       `refusing to execute ${path}: it cannot be read to check for a #! interpreter (${(error as NodeJS.ErrnoException).code})`,
@@ -157,7 +156,7 @@ function checkRunnable(path: string, trustedUids?: readonly number[], scripts: r
     if (chain.length > MAX_SCRIPT_DEPTH) {
       throw new Refusal(EXIT.notExecutable, `${chain[0]}: more than ${MAX_SCRIPT_DEPTH} #! scripts in a row (execve would fail with ELOOP)`, "make a shorter chain of #! interpreters");
     }
-    checkRunnable(interpreter, trustedUids, chain, trustedUids === undefined ? undefined : checkTrustedExecutable(interpreter, trustedUids, chain));
+    checkRunnable(interpreter, trustedUids, checkTrustedExecutable(interpreter, trustedUids, chain), chain);
     return;
   }
   throw new Refusal(EXIT.notExecutable, `${path}: not an ELF binary or #! script (execve would fail with ENOEXEC)`, "name an executable program");
@@ -167,8 +166,8 @@ export interface ExecGate {
   /** Command name (looked up in SYSTEM_PATH) or absolute path. */
   command: string;
   args: readonly string[];
-  /** Owners allowed for the program, its directories and its #! interpreters; undefined: no ownership rule (agent commands). */
-  trustedUids?: readonly number[];
+  /** Owners allowed for the program, its directories and its #! interpreters. */
+  trustedUids: readonly number[];
 }
 
 /**
@@ -179,7 +178,7 @@ export interface ExecGate {
  */
 export function gateExec(request: ExecGate): string {
   const path = resolveCommand(request.command);
-  checkRunnable(path, request.trustedUids, [], request.trustedUids ? checkTrustedExecutable(path, request.trustedUids) : undefined);
+  checkRunnable(path, request.trustedUids, checkTrustedExecutable(path, request.trustedUids));
   for (const arg of request.args) {
     if (arg.includes("\0")) throw new Refusal(EXIT.usage, "an argument contains a NUL byte", "pass arguments without NUL bytes");
   }

@@ -1,7 +1,7 @@
 /*
  * --probe: turns "configured" into "verified". The audit starts
  *
- *   clankie-agent-exec --env CLANKIE_PROBE_SERVICE_PID -- clankie-separate --probe-agent
+ *   clankie-agent-exec --env CLANKIE_PROBE_SERVICE_PID --env CLANKIE_PROBE_SOCKET -- clankie-separate --probe-agent
  *
  * the way the service starts agent work, waits for it, and judges the
  * report the probe prints from inside the agent (probe-agent.ts). Only the

@@ -3,7 +3,8 @@
  *
  * The audit doctor shows. It reads, and changes nothing: no file is written,
  * no mode or owner changed, no signal sent; --probe starts one process as
- * the agent whose attempts leave no trace. Run by the service (doctor), by
+ * the agent (and the setpriv and perl children it runs for its attempts)
+ * whose attempts leave no trace. Run by the service (doctor), by
  * root (docker exec), or in a legacy single-uid body. It judges the body by
  * the service's process, not by its own, and says which one it judged.
  *

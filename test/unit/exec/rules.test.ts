@@ -447,13 +447,6 @@ withTrustedScratch(
   true,
 );
 
-withTrustedScratch("agent commands (no trusted owners) are not held to the rule: the agent may run anything as itself", (dir) => {
-  const open = makeDirectory(join(dir, "open"), 0o777);
-  const tool = writeProgram(join(open, "tool"));
-  const script = writeScript(join(dir, "run.sh"), tool);
-  assert.is(prepareExec({ command: script, args: [], env: {} }).path, script);
-});
-
 trust.after(() => {
   if (SCRATCH_BASE?.startsWith("/run/")) rmSync(SCRATCH_BASE, { recursive: true, force: true });
 });
