@@ -40,8 +40,12 @@ export class OsFailure extends Error {
 
 /** Turns a Node fs error into an OsFailure naming the call and the path we used. */
 export function osFailure(syscall: string, path: string | Buffer, error: unknown): OsFailure {
-  const code = (error as NodeJS.ErrnoException | undefined)?.code ?? String(error);
-  return new OsFailure(syscall, printablePath(path), code);
+  return new OsFailure(syscall, printablePath(path), codeOf(error));
+}
+
+/** What a failed call says: its errno code (EACCES), else the error as text. */
+export function codeOf(error: unknown): string {
+  return (error as NodeJS.ErrnoException | undefined)?.code ?? String(error);
 }
 
 /** Runs one system call and turns its failure into the OsFailure that names the call and the path: the try/catch every phase would otherwise repeat. */
@@ -60,7 +64,8 @@ export function printablePath(path: string | Buffer): string {
   return JSON.stringify(text).slice(1, -1).replace(/[\u007f-\u00ff]/g, (c) => `\\x${c.charCodeAt(0).toString(16)}`);
 }
 
-function oneLine(text: string): string {
+/** Text for one line of output: its line breaks become spaces. */
+export function oneLine(text: string): string {
   return text.replace(/[\r\n]+/g, " ");
 }
 

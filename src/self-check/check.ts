@@ -52,11 +52,6 @@ export function reasonOf(error: unknown): string {
   return String(error);
 }
 
-/** What a failed call says, for a list of them: its errno code (EACCES), else the error as text. */
-export function codeOf(error: unknown): string {
-  return (error as NodeJS.ErrnoException).code ?? String(error);
-}
-
 export function cannotLook(what: string, reason: string, fix: string, status: "warn" | "fail" = "fail"): Verdict {
   return { status, summary: `could not check ${what}: ${reason}`, found: { error: reason }, fix };
 }

@@ -50,7 +50,6 @@ function check<N extends Need>(spec: CheckSpec<N>): CheckSpec {
   return spec as unknown as CheckSpec;
 }
 
-const single = (mode: Values["mode"]): boolean => mode.mode === "single-uid";
 const offered = (confinement: Values["confinement"] | undefined): boolean => confinement !== undefined && judgeConfinement(confinement).status === "pass";
 
 /** A check of the probe's report: it applies only where the probe ran. */

@@ -33,9 +33,9 @@ import { EXIT, PROBE_AGENT_FLAG, STATE_DIR, TOOLS } from "../constants.ts";
 import { errnoName } from "./errno.ts";
 import { parseStatus } from "../os/proc-status.ts";
 import { parseSeccompStatus, type SeccompStatus } from "./process-table.ts";
-import { Refusal, writeLine } from "../report.ts";
+import { codeOf, Refusal, writeLine } from "../report.ts";
 import { runCapture } from "../exec/capture.ts";
-import { codeOf, howItEnded, saying } from "./check.ts";
+import { howItEnded, saying } from "./check.ts";
 import { capabilitySets, formatMask } from "./service-process.ts";
 
 /** The service's pid reaches the probe through the shim's --env, never argv. */

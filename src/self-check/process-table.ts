@@ -11,8 +11,6 @@ export interface ProcessEntry {
   ppid: number;
   /** The Name: line (the kernel's comm, at most 15 bytes, set by the process itself). */
   name: string;
-  /** The Threads: line: what RLIMIT_NPROC counts of this process. */
-  threads: number;
   creds: ProcessCredentials;
 }
 
@@ -24,8 +22,7 @@ export function parseProcessStatus(pid: number, text: string): ProcessEntry {
   const name = /^Name:\t?(.*)$/m.exec(text)?.[1] ?? "";
   const ppid = Number(/^PPid:\s*(\d+)$/m.exec(text)?.[1] ?? Number.NaN);
   if (!Number.isInteger(ppid)) throw new Error(`/proc/${pid}/status has no PPid line`);
-  const threads = Number(/^Threads:\s*(\d+)$/m.exec(text)?.[1] ?? 1);
-  return { pid, ppid, name, threads, creds: parseStatus(text) };
+  return { pid, ppid, name, creds: parseStatus(text) };
 }
 
 /** Every process this pid namespace shows whose status could be read (one that exits meanwhile is not listed). */

@@ -4,6 +4,7 @@
  * people: one line per check, failures first, then warnings, then passes,
  * each with its fix, and a one-line verdict. Pure.
  */
+import { oneLine } from "../report.ts";
 import type { Check, Status } from "./check.ts";
 import type { Boundary, Mode } from "./mode.ts";
 import type { Relation } from "./judged.ts";
@@ -36,9 +37,6 @@ export function renderJson(doc: SelfCheckDocument): string {
   return JSON.stringify(doc, null, 2);
 }
 
-function oneLine(text: string): string {
-  return text.replace(/[\r\n]+/g, " ");
-}
 
 const STATUS_ORDER: readonly Status[] = ["fail", "warn", "pass"];
 

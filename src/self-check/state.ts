@@ -11,14 +11,13 @@
  */
 import type { Identities } from "../accounts.ts";
 import { AGENT_HOME, STATE_DIR, STATE_INSTALL_NAME } from "../constants.ts";
-import { stateModes, stateRules } from "../layout/state.ts";
+import { stateModes, stateRules, type StateZone } from "../layout/state.ts";
 import { Refusal } from "../report.ts";
 import { bounded, cannotLook, fail, failUnlessSingle, octal, pass, plural, type Verdict, warn } from "./check.ts";
 import type { Lstat } from "./facts.ts";
 import type { Mode } from "./mode.ts";
 import { problemLines, walkReadOnly, type WalkedEntry, type WalkProblem } from "./walk.ts";
 
-type StateZone = Parameters<ReturnType<typeof stateRules>>[1];
 
 export interface StateViolation {
   path: string;

@@ -11,10 +11,9 @@
  * Iterative, so depth is bounded by memory, not the call stack.
  */
 import { lstatSync, readdirSync, type Stats } from "node:fs";
-import { printablePath } from "../report.ts";
+import { codeOf, printablePath } from "../report.ts";
 import { type EntryKind, kindOf } from "../os/file-kind.ts";
 import type { EntryView } from "../layout/rules.ts";
-import { codeOf } from "./check.ts";
 
 export type FsPath = string | Buffer;
 

@@ -15,7 +15,7 @@ function creds(uid: number, caps: bigint, nnp = true, bnd = caps): ProcessCreden
   return { uids: [uid, uid, uid, uid], gids: [uid, uid, uid, uid], groups: [uid], capInh: caps, capPrm: caps, capEff: caps, capAmb: caps, capBnd: bnd, noNewPrivs: nnp };
 }
 function entry(pid: number, ppid: number, uid: number, name = "node", caps = 0n): ProcessEntry {
-  return { pid, ppid, name, threads: 1, creds: creds(uid, caps) };
+  return { pid, ppid, name, creds: creds(uid, caps) };
 }
 const serviceEnv: Readable<Record<string, string>> = {
   ok: true,

@@ -8,7 +8,7 @@ import { imageIdentities } from "../../helpers/identities.ts";
 const ids = { ...imageIdentities(), privateGroups: [{ index: 0, gid: 1100 }, { index: 1, gid: 1101 }] };
 const dir = (uid: number, mode: number) => ({ isDirectory: () => true, uid, mode: 0o40000 | mode }) as unknown as Stats;
 const root = (leases: string[], mode = 0o711, uid = 1000): PrivateRoot => ({ ok: true, value: { stats: dir(uid, mode), leases } });
-const holding = (gid: number) => ({ pid: 9, ppid: 1, name: "sleep", threads: 1, creds: { uids: [1001, 1001, 1001, 1001], gids: [1001, 1001, 1001, 1001], groups: [1001, 1002, gid] } }) as unknown as ProcessEntry;
+const holding = (gid: number) => ({ pid: 9, ppid: 1, name: "sleep", creds: { uids: [1001, 1001, 1001, 1001], gids: [1001, 1001, 1001, 1001], groups: [1001, 1002, gid] } }) as unknown as ProcessEntry;
 
 test("judgePrivateJobs: the pool, the root and its leases, held or not", () => {
   const verdict = judgePrivateJobs(ids, root(["0", "1"]), [holding(1100)], "separated", 1000);

@@ -9,7 +9,7 @@ import { lineage, parseEnviron } from "../../../src/self-check/judged.ts";
 const C0 = 0xc0n;
 function proc(pid: number, ppid: number, uid: number, name: string, caps = 0n, amb = caps): ProcessEntry {
   const ids: [number, number, number, number] = [uid, uid, uid, uid];
-  return { pid, ppid, name, threads: 1, creds: { uids: ids, gids: ids, groups: [uid], capInh: caps, capPrm: caps, capEff: caps, capAmb: amb, capBnd: C0, noNewPrivs: true } };
+  return { pid, ppid, name, creds: { uids: ids, gids: ids, groups: [uid], capInh: caps, capPrm: caps, capEff: caps, capAmb: amb, capBnd: C0, noNewPrivs: true } };
 }
 const exe = (value: string): Readable<string> => ({ ok: true, value });
 

@@ -8,8 +8,8 @@ import { creds, C0 } from "../../helpers/self-check-fixtures.ts";
 
 const Run = suite("run");
 const missing = { ok: false as const, error: "not read here", fix: "read it" };
-const service = { pid: 14, ppid: 1, name: "node", threads: 1, creds: creds(1000, C0, { groups: [1000, 1002] }) };
-const audit = { pid: 30, ppid: 14, name: "MainThread", threads: 1, creds: creds(1000, C0), seccomp: { mode: "2", filters: 1 } };
+const service = { pid: 14, ppid: 1, name: "node", creds: creds(1000, C0, { groups: [1000, 1002] }) };
+const audit = { pid: 30, ppid: 14, name: "MainThread", creds: creds(1000, C0), seccomp: { mode: "2", filters: 1 } };
 const facts = new Proxy(
   {
     self: known(audit),
