@@ -54,7 +54,6 @@ function verifyStage(confinement, confined = true) {
     keepFds: [],
     umask: 0o002,
     cwd: "/workspace",
-    unset: undefined,
     confinement: confinementKeys(confinement),
     action: { path: "/bin/true", argv: ["/bin/true"] },
   });

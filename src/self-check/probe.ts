@@ -17,6 +17,7 @@ import { AGENT_EXEC_PATH, ENTRYPOINT_NAME, INSTALL_DIR, PROBE_AGENT_FLAG } from 
 import type { ProcessCredentials } from "../os/proc-status.ts";
 import { Refusal } from "../report.ts";
 import { type CaptureRequest, type CaptureResult, runCapture } from "../exec/capture.ts";
+import { buildEnvironment, carried } from "../exec/environment.ts";
 import { fail, firstLine, howItEnded, pass, plural, reasonOf, saying, type Verdict, warn } from "./check.ts";
 import type { Mode } from "./mode.ts";
 import type { SeccompStatus } from "./process-table.ts";
@@ -40,7 +41,9 @@ export function probeRequest(servicePid: number, socketName?: string): CaptureRe
   return {
     command: AGENT_EXEC_PATH,
     args: ["--env", PROBE_SERVICE_PID_VARIABLE, ...socket, "--", `${INSTALL_DIR}/${ENTRYPOINT_NAME}`, PROBE_AGENT_FLAG],
-    env: { [PROBE_SERVICE_PID_VARIABLE]: String(servicePid), ...(socketName ? { [PROBE_SOCKET_VARIABLE]: socketName } : {}) },
+    // Carried, as spawnAgent hands the shim the agent's environment (src/exec/environment.ts).
+    from: {},
+    env: carried(buildEnvironment({ from: process.env, set: { [PROBE_SERVICE_PID_VARIABLE]: String(servicePid), ...(socketName ? { [PROBE_SOCKET_VARIABLE]: socketName } : {}) } })),
     trustedUids: [0],
     timeoutMs: 30_000,
     maxBytes: 1 << 20,

@@ -45,15 +45,17 @@ const agentReport: ProbeReport = {
 };
 const SERVICE_SECCOMP = { mode: "2", filters: 1 };
 
-Probe("the request goes through the shim with the service's pid in the environment, never argv", () => {
+Probe("the request goes through the shim with the service's pid in the environment, never argv, carried as spawnAgent's are", () => {
   const request = probeRequest(14);
   assert.is(request.command, "/usr/local/sbin/clankie-agent-exec");
   assert.equal(request.args, ["--env", "CLANKIE_PROBE_SERVICE_PID", "--", "/usr/local/sbin/clankie-separate", "--probe-agent"]);
-  assert.equal(request.env, { CLANKIE_PROBE_SERVICE_PID: "14" });
+  assert.is(request.env!.CLANKIE_ENV_CLANKIE_PROBE_SERVICE_PID, "14");
+  assert.equal(Object.keys(request.env!).filter((name) => !name.startsWith("CLANKIE_ENV_")), []);
+  assert.equal(request.from, {});
   assert.equal(request.trustedUids, [0]);
   const withSocket = probeRequest(14, "clankie-probe-1-ab");
   assert.equal(withSocket.args, ["--env", "CLANKIE_PROBE_SERVICE_PID", "--env", "CLANKIE_PROBE_SOCKET", "--", "/usr/local/sbin/clankie-separate", "--probe-agent"]);
-  assert.equal(withSocket.env, { CLANKIE_PROBE_SERVICE_PID: "14", CLANKIE_PROBE_SOCKET: "clankie-probe-1-ab" });
+  assert.is(withSocket.env!.CLANKIE_ENV_CLANKIE_PROBE_SOCKET, "clankie-probe-1-ab");
 });
 
 Probe("only the service, with SETUID, SETGID and NoNewPrivs, may start it", () => {
