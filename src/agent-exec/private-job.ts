@@ -209,28 +209,27 @@ export function releaseLease(ids: Identities, lease: PrivateLease): number {
   return 0;
 }
 
+/** The lease index PRIVATE_DIR/pid-PID names, or undefined when there is no such link. */
+function recordedLease(pid: number): string | undefined {
+  try {
+    return readlinkSync(pidLink(pid));
+  } catch (error) {
+    if (errnoCode(error) === "ENOENT") return undefined;
+    throw osFailure("readlink", pidLink(pid), error);
+  }
+}
+
 /** clankie-agent-exec --private-cleanup PID: releases the lease job PID held. */
 export function releaseJobLease(ids: Identities, pid: number): number {
   checkPrivateDir(ids);
-  let index: string;
-  try {
-    index = readlinkSync(pidLink(pid));
-  } catch (error) {
-    if (errnoCode(error) === "ENOENT") throw new Refusal(EXIT.dataRefused, `no private lease is recorded for job ${pid}`, "pass the pid of a job started with --private-job (spawnAgent's child.pid)");
-    throw osFailure("readlink", pidLink(pid), error);
-  }
+  const index = recordedLease(pid);
+  if (index === undefined) throw new Refusal(EXIT.dataRefused, `no private lease is recorded for job ${pid}`, "pass the pid of a job started with --private-job (spawnAgent's child.pid)");
   const group = ids.privateGroups.find((g) => String(g.index) === index);
   if (!group) throw new Refusal(EXIT.dataRefused, `${pidLink(pid)} names ${JSON.stringify(index)}, no group of the pool`, `remove it; the next start clears ${PRIVATE_DIR}`);
   const unlock = waitForRelease(group);
   try {
     // A shim that found the pool exhausted may have released it meanwhile (removing this link), and a new job taken it.
-    let still: string | undefined;
-    try {
-      still = readlinkSync(pidLink(pid));
-    } catch {
-      still = undefined;
-    }
-    return still === index ? releaseLease(ids, leaseOf(group)) : 0;
+    return recordedLease(pid) === index ? releaseLease(ids, leaseOf(group)) : 0;
   } finally {
     unlock();
   }

@@ -37,7 +37,6 @@ export function renderJson(doc: SelfCheckDocument): string {
   return JSON.stringify(doc, null, 2);
 }
 
-
 const STATUS_ORDER: readonly Status[] = ["fail", "warn", "pass"];
 
 export function verdictLine(doc: SelfCheckDocument): string {

@@ -18,7 +18,6 @@ import type { Lstat } from "./facts.ts";
 import type { Mode } from "./mode.ts";
 import { problemLines, walkReadOnly, type WalkedEntry, type WalkProblem } from "./walk.ts";
 
-
 export interface StateViolation {
   path: string;
   kind: string;
