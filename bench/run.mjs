@@ -169,6 +169,10 @@ const report = [
     "of wall-clock time. Each table also gives the mean CPU time (user + sys, the command and its children): when the machine is shared with other work " +
     "(see the load averages, against nproc), wall-clock time stretches with the load and CPU time much less, so compare the two before drawing fine conclusions.",
   "",
+  "Before the start-up and spawn parts, every executable they compare is evicted from the page cache (bench/lib/page-cache.mjs) and read back by its own first starts: " +
+    "a file cached as it was written (dist/ by the build, the comparison executables by the benchmark) starts with about 400 page faults fewer than one read back by its starts, " +
+    "about 2.5 ms here, and figures before 2026-12-03 compared the shim in the first state with `node -e 0` in the second.",
+  "",
   "## Machine",
   "",
   table(

@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { runHyperfine } from "./lib/hyperfine.mjs";
 import { loadAverage } from "./lib/machine.mjs";
 import { codeBlock, megabytes, ms, ratio, resultsTable, table, verdict } from "./lib/markdown.mjs";
+import { evictFromPageCache, evictionNote } from "./lib/page-cache.mjs";
 import { buildSeaVariants } from "./lib/sea-variants.mjs";
 
 const GOAL = 1.1;
@@ -23,6 +24,7 @@ export function benchStartup({ repo, work, nodeBinary, plan, env }) {
     ...variants.map((v) => ({ name: `${v.key}: clankie-separate --version`, argv: [v.exe, "--version"] })),
   ];
   const spec = { warmup: plan.startup.warmup, runs: plan.startup.runs, json: join(work, "startup.json"), commands };
+  const resident = evictFromPageCache(commands.map((c) => c.argv[0]));
   process.stdout.write(`\n== startup: --version against node -e 0 (load average ${loadAverage()})\n`);
   const before = loadAverage();
   const { invocation, results } = runHyperfine(spec, { env });
@@ -50,6 +52,8 @@ export function benchStartup({ repo, work, nodeBinary, plan, env }) {
       `In CPU time (user + sys): ${ms(sea.cpu)} against ${ms(node.cpu)}, ${ratio(sea.cpu, node.cpu)}.`,
     "",
     `Load average before and after this run: ${before} / ${after}.`,
+    "",
+    evictionNote(resident),
     "",
     "Command (on the host, not in the sandbox: --version needs no privilege):",
     "",

@@ -13,7 +13,10 @@
 # brackets ("# ---- [agent] ...") is cut from every other role's program, and
 # each program accepts only its own role (stageProgram in src/stage/stage.ts).
 # perl compiles about 3 KB of this program per millisecond, and the agent's
-# is the one compiled for every piece of agent work.
+# is the one compiled for every piece of agent work. Its lines of comment
+# alone, these among them, are not handed to perl (withoutComments in
+# src/stage/stage.ts): a line that starts with # inside a string of several
+# lines would be cut from it, so write none (the B::Deparse test would fail).
 
 sub EXIT_OK () { 0 }
 sub EXIT_USAGE () { 64 }

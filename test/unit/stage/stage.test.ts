@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { NO_EXTRA_CONFINEMENT, confinementKeys } from "../../../src/confinement.ts";
-import { type AgentStageRequest, STAGE_ROLES, STAGE_SOURCE, stageArgv, stageEnvironment, stageProgram, type StageRequest, type StageRole } from "../../../src/stage/stage.ts";
+import { type AgentStageRequest, STAGE_ROLES, STAGE_SOURCE, stageArgv, stageEnvironment, stageProgram, type StageRequest, type StageRole, stageText, withoutComments } from "../../../src/stage/stage.ts";
 import { rootTest } from "../../helpers/privilege.ts";
 
 const test = suite("stage");
@@ -363,6 +363,27 @@ test("each role's program holds the shared steps and its own, none of another ro
   for (const name of Object.values(OWN_STEPS).flat()) assert.ok(definesSub(STAGE_SOURCE, name), `stage.pl has no sub ${name}`);
   // The agent's, compiled for every piece of agent work, is the smaller by the signal and cleanup roles' steps.
   assert.ok(stageProgram("agent").length < STAGE_SOURCE.length - 1500, `${stageProgram("agent").length} of ${STAGE_SOURCE.length} bytes`);
+});
+
+/** What perl compiled, as B::Deparse prints it back (the hash seed fixed: it prints constant subs in hash order). */
+function deparsed(program: string): string {
+  const result = spawnSync("/usr/bin/perl", ["-T", "-C0", "-MO=Deparse", "-e", program], { encoding: "utf8", env: { PERL_HASH_SEED: "0", PERL_PERTURB_KEYS: "0" } });
+  assert.is(result.stderr, "-e syntax OK\n");
+  return result.stdout;
+}
+
+test("each role's program is the program of stage.pl as written, comments and all: B::Deparse prints both alike", () => {
+  const commented = stageText();
+  assert.is(stageProgram("agent"), stageProgram("agent", withoutComments(commented)), "STAGE_SOURCE is stage.pl without its comments");
+  assert.ok(STAGE_SOURCE.length < commented.length * 0.75, `${STAGE_SOURCE.length} of ${commented.length} bytes`);
+  for (const role of Object.keys(OWN_STEPS) as StageRole[]) {
+    const full = stageProgram(role, commented);
+    assert.ok(full.includes("\n# "), `${role}: the control keeps its comments`);
+    assert.is(deparsed(stageProgram(role)), deparsed(full), role);
+  }
+  // Control: a string over several lines, one of which starts with #, is not the same program without that line.
+  const planted = stageProgram("agent", commented).replace("\nread_request();", "\nmy $planted = q{a\n# b\nc};\nread_request();");
+  assert.is.not(deparsed(withoutComments(planted)), deparsed(planted));
 });
 
 test("a role's program refuses every other role (exit 64): the full program is the control, which takes the signal role", () => {
