@@ -17,6 +17,7 @@ packages=(
   binutils      # strip: the Node binary is stripped before injection
   hyperfine     # npm run bench
   tmux          # the pane host of the image test
+  strace        # the cleanup stage's pid-reuse test: a delay injected before its signal
   libcap2-bin   # getcap: file capabilities in the audit's tests
   docker.io     # the image end-to-end test
   debootstrap   # the image test's local stand-in for node:24.20.0-bookworm-slim

@@ -248,6 +248,12 @@ sub deliver_signal {
 # kill is found by the next round), so that nothing can write into the lease
 # while the command (find -delete, which never follows a symbolic link)
 # removes what is in it. Zombies run nothing and are left to their reaper.
+# Each is signalled through a pidfd opened before its status is read: a
+# kill(2) by pid would reach whatever process had the pid by then, once
+# the one read had ended and its pid gone to another agent process (another
+# job's, past the Landlock signal scope that job is held to;
+# test/sandbox/cleanup-pid-reuse.test.ts). A pidfd names one process for
+# good: if it ended, the signal fails with ESRCH and hits nothing.
 sub end_lease {
   my $group = $want{group};
   grep { $_ eq $group } split /,/, $want{groups} or usage("group=$group is not among groups=$want{groups}");
@@ -256,13 +262,24 @@ sub end_lease {
     opendir my $dh, "/proc" or proc_failed("/proc");
     # Untainted by its form (perl -T): a pid is digits.
     for my $pid (grep { $_ != $$ } map { /\A(\d{1,10})\z/ ? $1 : () } readdir $dh) {
-      open my $fh, "<", "/proc/$pid/status" or next;
+      my $pidfd = syscall(@pidfdOpen@, $pid, 0);
+      if ($pidfd < 0) {
+        next if $! == 3;
+        refuse(EXIT_OS_ERROR, "pidfd_open of process $pid failed: " . errname(), "run private jobs on Linux 5.3 or later under a seccomp profile that allows pidfd_open and pidfd_send_signal (Docker's default does)");
+      }
       my ($state, $groups) = ("", "");
-      while (my $l = <$fh>) { $state = $1 if $l =~ /\AState:\s*(\S)/; $groups = $1 if $l =~ /\AGroups:\s*(.*?)\s*\z/ }
-      close $fh;
-      next if $state eq "Z" || !grep { $_ eq $group } split /\s+/, $groups;
-      $found++;
-      kill "KILL", $pid;
+      if (open my $fh, "<", "/proc/$pid/status") {
+        while (my $l = <$fh>) { $state = $1 if $l =~ /\AState:\s*(\S)/; $groups = $1 if $l =~ /\AGroups:\s*(.*?)\s*\z/ }
+        close $fh;
+      }
+      if ($state ne "" && $state ne "Z" && grep { $_ eq $group } split /\s+/, $groups) {
+        $found++;
+        # ESRCH: it has ended. EPERM: not the agent's, a shim of the service's
+        # between taking group N and its drop to the agent (leasePrivateGroup);
+        # the next round finds it again, as the agent's, until then.
+        syscall(@pidfdSendSignal@, $pidfd, 9, 0, 0) >= 0 || $! == 3 || $! == 1 or refuse(EXIT_OS_ERROR, "pidfd_send_signal to process $pid failed: " . errname(), $KERNEL_FIX);
+      }
+      syscall(@close@, $pidfd);
     }
     closedir $dh;
     return unless $found;
