@@ -10,7 +10,7 @@ export const EXIT_DESCRIPTIONS: ReadonlyArray<readonly [number, string]> = [
   [EXIT.noUser, "node, clankie-agent or clankie-workspace missing or wrong in /etc/passwd or /etc/group (or a clankie-private-N group wrong; none at all refuses --private-job only)"],
   [EXIT.verifyFailed, "after a privilege change the kernel reports other ids, groups, capabilities or NoNewPrivs than asked (for the agent also: a terminal, no session of its own, a stray fd, a Landlock domain or seccomp filter not in force)"],
   [EXIT.osError, "an operating-system call failed; the message names the call, the path and the errno code"],
-  [EXIT.busy, "clankie-agent-exec: the agent uid already runs more tasks than --nproc allows (RLIMIT_NPROC), or every private-job group is leased (--private-job); try again when agent work has ended"],
+  [EXIT.busy, "clankie-agent-exec: the agent uid already runs more tasks than --nproc allows (RLIMIT_NPROC), or every private-job group is leased (--private-job), or --private-cleanup names a pid that a process holding the lease runs under; try again when agent work has ended"],
   [EXIT.launchRefused, "the launch lacks what the mode needs: NoNewPrivs, a capability, the caller is the wrong uid, or the kernel cannot confine agent work as --strict-confinement, --no-network or --private-job asks; for the agent also: a --cwd it cannot enter, a --pgid that is not the agent's, no session of its own, a private job's HOME it cannot make"],
   [EXIT.notExecutable, "the command is refused by the exec rules (writable by others, foreign owner) or cannot be executed"],
   [EXIT.notFound, "the command was not found in the fixed system PATH"],
@@ -86,7 +86,9 @@ clankie-agent-exec [--cwd DIR] [--env NAME]... [--keep-fd N]...
 
 clankie-agent-exec --private-cleanup PID
   Ends the lease of private job PID once it has exited: kills what still
-  holds its group, removes its directory. spawnAgent calls it.
+  holds its group, removes its directory. spawnAgent calls it. Refused
+  (exit ${EXIT.busy}) while a process with that pid holds the lease's group: the
+  job has not ended, or its pid went to a new private job.
 
 clankie-agent-exec --signal SIGNAL --pgid PGID
   Delivers SIGNAL to the agent's process group PGID, as the agent. The way to

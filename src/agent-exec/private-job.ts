@@ -219,6 +219,20 @@ function recordedLease(pid: number): string | undefined {
   }
 }
 
+/**
+ * Whether process `pid` runs and holds `gid`. A job's pid given to a new
+ * private job before the service asks for the old job's release: the new
+ * job's shim replaced the pid link with its own lease (recordHolder), and
+ * held that lease's group from before it took it (tryLease) until it ends.
+ */
+function runsHolding(pid: number, gid: number): boolean {
+  try {
+    return readStatus(pid).groups.includes(gid);
+  } catch {
+    return false; // no such process (any more)
+  }
+}
+
 /** clankie-agent-exec --private-cleanup PID: releases the lease job PID held. */
 export function releaseJobLease(ids: Identities, pid: number): number {
   checkPrivateDir(ids);
@@ -229,7 +243,16 @@ export function releaseJobLease(ids: Identities, pid: number): number {
   const unlock = waitForRelease(group);
   try {
     // A shim that found the pool exhausted may have released it meanwhile (removing this link), and a new job taken it.
-    return recordedLease(pid) === index ? releaseLease(ids, leaseOf(group)) : 0;
+    if (recordedLease(pid) !== index) return 0;
+    // Asked for a job that has not ended, or whose pid is now a new private job's: releasing would kill that job.
+    if (runsHolding(pid, group.gid)) {
+      throw new Refusal(
+        EXIT.busy,
+        `process ${pid} runs and holds the lease's group ${group.gid}: job ${pid} has not ended, or its pid now belongs to a new private job`,
+        "release a lease once its job has exited (spawnAgent does); a lease whose pid link was replaced is taken back when the pool runs out",
+      );
+    }
+    return releaseLease(ids, leaseOf(group));
   } finally {
     unlock();
   }

@@ -144,6 +144,21 @@ rootTest(test, "three loops of private jobs on a pool of one: releases by the se
   });
 });
 
+rootTest(test, "the release of a job whose pid a running private job has is refused (75): that job lives on with its lease, and is released at its own end", () => {
+  inBody(seededBody(), (body) => {
+    type Reused = { release: { exitCode: number; stderr: string }; alive: boolean; during: string[]; signal: string | null; ownRelease: { exitCode: number; stderr: string }; after: string[] };
+    const { json: r, stderr } = privateJobs<Reused>(body, ["reused"]);
+    // Without the check, the release ended 0, killed the job and removed its lease.
+    assert.is(r.release.exitCode, 75, `${JSON.stringify(r)} ${stderr}`);
+    assert.match(r.release.stderr, /runs and holds the lease's group \d+: job \d+ has not ended, or its pid now belongs to a new private job/);
+    assert.ok(r.alive, JSON.stringify(r));
+    assert.equal(r.during.filter((name) => /^\d+$/.test(name)).length, 1, JSON.stringify(r.during));
+    assert.is(r.signal, "SIGKILL", JSON.stringify(r));
+    assert.is(r.ownRelease.exitCode, 0, JSON.stringify(r.ownRelease));
+    assert.equal(r.after, []);
+  });
+});
+
 rootTest(test, "the next start removes the leases a previous run left in /run/clankie-private", () => {
   const run = mkdtempSync(join(tmpdir(), "clankie-run-"));
   try {
