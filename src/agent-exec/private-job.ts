@@ -97,15 +97,18 @@ export function heldGroups(): Set<number> {
   const held = new Set<number>();
   for (const name of readdirSync("/proc")) {
     if (!/^\d+$/.test(name)) continue;
-    let groups: number[];
-    try {
-      groups = readStatus(Number(name)).groups;
-    } catch {
-      continue; // exited since the listing
-    }
-    for (const gid of groups) held.add(gid);
+    for (const gid of groupsOfProcess(Number(name)) ?? []) held.add(gid);
   }
   return held;
+}
+
+/** The supplementary groups of process `pid`, or undefined when it does not run (any more). */
+function groupsOfProcess(pid: number): number[] | undefined {
+  try {
+    return readStatus(pid).groups;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -219,20 +222,6 @@ function recordedLease(pid: number): string | undefined {
   }
 }
 
-/**
- * Whether process `pid` runs and holds `gid`. A job's pid given to a new
- * private job before the service asks for the old job's release: the new
- * job's shim replaced the pid link with its own lease (recordHolder), and
- * held that lease's group from before it took it (tryLease) until it ends.
- */
-function runsHolding(pid: number, gid: number): boolean {
-  try {
-    return readStatus(pid).groups.includes(gid);
-  } catch {
-    return false; // no such process (any more)
-  }
-}
-
 /** clankie-agent-exec --private-cleanup PID: releases the lease job PID held. */
 export function releaseJobLease(ids: Identities, pid: number): number {
   checkPrivateDir(ids);
@@ -245,7 +234,9 @@ export function releaseJobLease(ids: Identities, pid: number): number {
     // A shim that found the pool exhausted may have released it meanwhile (removing this link), and a new job taken it.
     if (recordedLease(pid) !== index) return 0;
     // Asked for a job that has not ended, or whose pid is now a new private job's: releasing would kill that job.
-    if (runsHolding(pid, group.gid)) {
+    // (The new job's shim replaced the pid link with its own lease, recordHolder, and holds its group
+    // from before it took the lease, tryLease, until the job ends.)
+    if (groupsOfProcess(pid)?.includes(group.gid)) {
       throw new Refusal(
         EXIT.busy,
         `process ${pid} runs and holds the lease's group ${group.gid}: job ${pid} has not ended, or its pid now belongs to a new private job`,
