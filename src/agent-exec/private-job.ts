@@ -22,7 +22,7 @@ import { existsSync, lstatSync, mkdirSync, chmodSync, readdirSync, readlinkSync,
 import type { Identities, PrivateGroup } from "../accounts.ts";
 import { EXIT, PRIVATE_DIR, PRIVATE_GROUP_PREFIX, TOOLS } from "../constants.ts";
 import { readStatus } from "../os/proc-status.ts";
-import { osCall, osFailure, Refusal } from "../report.ts";
+import { formatRefusal, osCall, osFailure, Refusal, writeLine } from "../report.ts";
 import { prepareExec } from "../exec/replace.ts";
 import { runCapture } from "../exec/capture.ts";
 import { agentChainArgv, type PrivateLease } from "./plan.ts";
@@ -102,6 +102,19 @@ export function heldGroups(): Set<number> {
   return held;
 }
 
+/**
+ * Whether no process holds `gid`, asked until none does for up to 2 s: the
+ * job's processes the guard killed are zombies until init reaps them.
+ */
+function groupFreed(gid: number): boolean {
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  for (let waited = 0; waited < 2_000; waited += 10) {
+    if (!heldGroups().has(gid)) return true;
+    Atomics.wait(pause, 0, 0, 10);
+  }
+  return false;
+}
+
 /** The supplementary groups of process `pid`, or undefined when it does not run (any more). */
 function groupsOfProcess(pid: number): number[] | undefined {
   try {
@@ -112,11 +125,11 @@ function groupsOfProcess(pid: number): number[] | undefined {
 }
 
 /**
- * Takes a free group of the pool for the job this shim becomes. When every
- * one is taken, a lease whose group no live process holds (its job and all
- * it started have ended, and the service did not release it: it died, or
- * the shim was run by hand) is released and taken: the /proc scan is made
- * only then, not on every spawn.
+ * Takes a free group of the pool for the job this shim becomes: one whose
+ * directory does not exist and that no process holds. When every one is
+ * taken, a lease whose group no live process holds (its job and all it
+ * started have ended, and the service did not release it: it died, or the
+ * shim was run by hand) is released and taken.
  */
 export function leasePrivateGroup(ids: Identities): PrivateLease {
   if (ids.privateGroups.length === 0) {
@@ -130,11 +143,16 @@ export function leasePrivateGroup(ids: Identities): PrivateLease {
     recordHolder(group, process.pid);
     return leaseOf(group);
   };
+  // A group that some process still holds is never handed out, whatever its
+  // directory says: that process would reach the next job's files. Its
+  // job's guard ended everything the job started, and the release checked
+  // it (releaseLease); this is asked again here, once per private spawn.
+  const held = heldGroups();
   for (const group of ids.privateGroups) {
+    if (held.has(group.gid)) continue;
     const lease = take(group);
     if (lease) return lease;
   }
-  const held = heldGroups();
   for (const group of ids.privateGroups) {
     if (held.has(group.gid)) continue;
     const unlock = lockRelease(group);
@@ -199,6 +217,12 @@ export function releaseLease(ids: Identities, lease: PrivateLease): number {
   if (run.error !== undefined) throw new Refusal(EXIT.osError, `the cleanup of ${lease.dir} failed: ${run.error}`, "report this with the command line used");
   if (run.signal !== null) throw new Refusal(EXIT.osError, `the cleanup stage of ${lease.dir} was killed by ${run.signal}`, "report this with the command line used");
   if (run.status !== 0) return run.status ?? EXIT.osError;
+  // A release never reports success while a process holds the group: the lease then stays, and
+  // is taken back once none does (leasePrivateGroup).
+  if (!groupFreed(lease.group)) {
+    writeLine(2, formatRefusal(`a process still holds group ${lease.group} after the cleanup of ${lease.dir}`, "the lease stays until none does, then the next private job takes it back; if it stays so, restart the container"));
+    return EXIT.busy;
+  }
   osCall("rmdir", lease.dir, () => rmdirSync(lease.dir));
   const index = lease.dir.slice(PRIVATE_DIR.length + 1);
   for (const name of readdirSync(PRIVATE_DIR)) {

@@ -243,49 +243,90 @@ sub deliver_signal {
 
 # ---- [cleanup] the end of a private job's lease, as the agent with its group ----
 # Only processes descended from the lease hold its group (no account is a
-# member; setgroups(2) needs CAP_SETGID): every one of them still running is
-# killed, round after round until a scan finds none (a fork between scan and
-# kill is found by the next round), so that nothing can write into the lease
-# while the command (find -delete, which never follows a symbolic link)
-# removes what is in it. Zombies run nothing and are left to their reaper.
-# Each is signalled through a pidfd opened before its status is read: a
-# kill(2) by pid would reach whatever process had the pid by then, once
-# the one read had ended and its pid gone to another agent process (another
-# job's, past the Landlock signal scope that job is held to;
-# test/sandbox/cleanup-pid-reuse.test.ts). A pidfd names one process for
-# good: if it ended, the signal fails with ESRCH and hits nothing.
+# member; setgroups(2) needs CAP_SETGID). The job's guard ends every one of
+# them when the job's process exits (guard_job, one kill(-1) that nothing
+# escapes), so this stage first waits for the group to be held by none and
+# kills nothing: a kill here could end the guard before it has fired. Only
+# what still holds the group 2 s later (a guard that is gone) is killed, round
+# after round until a scan finds none. A process counts until it is a zombie
+# with no thread left: a leader that called SYS_exit shows State Z while its
+# other threads run on (Threads above 1). Each is signalled through a pidfd
+# opened before its status is read: a kill(2) by pid would reach whatever
+# process had the pid by then, once the one read had ended and its pid gone
+# to another agent process (another job's, past the Landlock signal scope
+# that job is held to; test/sandbox/cleanup-pid-reuse.test.ts). A pidfd
+# names one process for good: if it ended, the signal fails with ESRCH and
+# hits nothing. Then every directory of the lease is made its owner's to
+# write (open_lease), and the command (find -delete, which never follows a
+# symbolic link) removes what is in it.
 sub end_lease {
   my $group = $want{group};
   grep { $_ eq $group } split /,/, $want{groups} or usage("group=$group is not among groups=$want{groups}");
-  for my $round (1 .. 200) {
-    my $found = 0;
-    opendir my $dh, "/proc" or proc_failed("/proc");
-    # Untainted by its form (perl -T): a pid is digits.
-    for my $pid (grep { $_ != $$ } map { /\A(\d{1,10})\z/ ? $1 : () } readdir $dh) {
-      my $pidfd = syscall(@pidfdOpen@, $pid, 0);
-      if ($pidfd < 0) {
-        next if $! == 3;
-        refuse(EXIT_OS_ERROR, "pidfd_open of process $pid failed: " . errname(), "run private jobs on Linux 5.3 or later under a seccomp profile that allows pidfd_open and pidfd_send_signal (Docker's default does)");
-      }
-      my ($state, $groups) = ("", "");
-      if (open my $fh, "<", "/proc/$pid/status") {
-        while (my $l = <$fh>) { $state = $1 if $l =~ /\AState:\s*(\S)/; $groups = $1 if $l =~ /\AGroups:\s*(.*?)\s*\z/ }
-        close $fh;
-      }
-      if ($state ne "" && $state ne "Z" && grep { $_ eq $group } split /\s+/, $groups) {
-        $found++;
-        # ESRCH: it has ended. EPERM: not the agent's, a shim of the service's
-        # between taking group N and its drop to the agent (leasePrivateGroup);
-        # the next round finds it again, as the agent's, until then.
-        syscall(@pidfdSendSignal@, $pidfd, 9, 0, 0) >= 0 || $! == 3 || $! == 1 or refuse(EXIT_OS_ERROR, "pidfd_send_signal to process $pid failed: " . errname(), $KERNEL_FIX);
-      }
-      syscall(@close@, $pidfd);
-    }
-    closedir $dh;
-    return unless $found;
+  for my $round (1 .. 400) {
+    return open_lease() unless holders($group, $round > 200);
     select undef, undef, undef, 0.01;
   }
   refuse(EXIT_OS_ERROR, "processes holding group $group keep appearing", "stop the private job (clankie-agent-exec --signal KILL --pgid PGID) and try again");
+}
+
+# How many live processes hold group $group; with $kill, each is sent SIGKILL.
+sub holders {
+  my ($group, $kill) = @_;
+  my $found = 0;
+  opendir my $dh, "/proc" or proc_failed("/proc");
+  # Untainted by its form (perl -T): a pid is digits.
+  for my $pid (grep { $_ != $$ } map { /\A(\d{1,10})\z/ ? $1 : () } readdir $dh) {
+    my $pidfd = $kill ? syscall(@pidfdOpen@, $pid, 0) : -1;
+    if ($kill && $pidfd < 0) {
+      next if $! == 3;
+      refuse(EXIT_OS_ERROR, "pidfd_open of process $pid failed: " . errname(), "run private jobs on Linux 5.3 or later under a seccomp profile that allows pidfd_open and pidfd_send_signal (Docker's default does)");
+    }
+    my ($state, $groups, $threads) = ("", "", 0);
+    if (open my $fh, "<", "/proc/$pid/status") {
+      while (my $l = <$fh>) { $state = $1 if $l =~ /\AState:\s*(\S)/; $groups = $1 if $l =~ /\AGroups:\s*(.*?)\s*\z/; $threads = $1 if $l =~ /\AThreads:\s*(\d+)/ }
+      close $fh;
+    }
+    if ($state ne "" && ($state !~ /\A[ZX]\z/ || $threads > 1) && grep { $_ eq $group } split /\s+/, $groups) {
+      $found++;
+      # ESRCH: it has ended. EPERM: not the agent's, a shim of the service's
+      # between taking group N and its drop to the agent (leasePrivateGroup);
+      # the next round finds it again, as the agent's, until then.
+      !$kill || syscall(@pidfdSendSignal@, $pidfd, 9, 0, 0) >= 0 || $! == 3 || $! == 1 or refuse(EXIT_OS_ERROR, "pidfd_send_signal to process $pid failed: " . errname(), $KERNEL_FIX);
+    }
+    syscall(@close@, $pidfd) if $kill;
+  }
+  closedir $dh;
+  return $found;
+}
+
+# A job may leave a directory it made unwritable (0500, 0000), which find
+# -delete as the agent cannot empty, and the lease would never be taken
+# back. Every directory is the agent's (only group N can enter the lease, and
+# the agent is its only uid), so it may chmod them back; by now no process
+# holds the group, so nothing changes under the walk, which holds no fd per
+# level (one readdir at a time, chdir down and up) and never leaves the
+# lease's filesystem.
+sub open_lease {
+  my $dev = (lstat $want{lease})[0];
+  chdir $want{lease} or refuse(EXIT_OS_ERROR, "chdir $want{lease} failed: " . errname(), $KERNEL_FIX);
+  open_level($dev);
+  chdir "/";
+}
+
+sub open_level {
+  my ($dev) = @_;
+  opendir my $dh, "." or return;
+  # Untainted (perl -T): readdir never returns a name with a slash.
+  my @names = map { /\A(.+)\z/s ? $1 : () } grep { $_ ne "." && $_ ne ".." } readdir $dh;
+  closedir $dh;
+  for my $name (@names) {
+    my @st = lstat $name or next;
+    next unless -d _ && $st[0] == $dev;
+    chmod $st[2] & 07777 | 0700, $name if ($st[2] & 0700) != 0700;
+    next unless chdir $name;
+    open_level($dev);
+    chdir ".." or refuse(EXIT_OS_ERROR, "chdir .. in $want{lease} failed: " . errname(), $KERNEL_FIX);
+  }
 }
 
 # ---- signals: execve(2) keeps ignored signals ignored ----
@@ -362,6 +403,7 @@ sub confine {
     my $made = socket(my $socket, 2, 1, 0);
     refuse(EXIT_VERIFY_FAILED, "$AGENT_WHAT socket(AF_INET) under network=none " . ($made ? "succeeded" : "failed with " . errname()) . " (want EAFNOSUPPORT)", $AGENT_FIX) if $made || $! != 97;
   }
+  guard_job() if $private;
 }
 
 # landlock_create_ruleset(2), landlock_add_rule(2), landlock_restrict_self(2).
@@ -416,6 +458,71 @@ sub apply_landlock {
   refuse(EXIT_VERIFY_FAILED, "$AGENT_WHAT its Landlock domain lets it open /proc/self/oom_score_adj for writing", $AGENT_FIX)
     if sysopen $oom, "/proc/self/oom_score_adj", 1;
   return 1;
+}
+
+# ---- [agent] a private job's guard: nothing the job started outlives it ----
+# Whatever holds a lease's group N reaches the lease's files, and the next
+# job given N: nothing the job started may outlive it. A scan of /proc cannot
+# promise that. A process whose leader called SYS_exit while another thread
+# runs shows State Z and runs on; one that forks and lets its parent exit, in
+# a loop, has left each pid before a scan reads it (test/sandbox/
+# private-jobs.test.ts replays both). kill(-1, SIGKILL) is one pass over the
+# task list under the lock fork(2) takes to add a child, and a parent with
+# SIGKILL pending makes none (kill_something_info, copy_process): nothing
+# escapes it. Landlock bounds it: a process may signal only its own domain and
+# the domains nested below it (LANDLOCK_SCOPE_SIGNAL). So the guard stays in
+# the job's domain, the job enters one nested below it, where it can neither
+# signal nor ptrace the guard, and when the job's process exits (its pidfd
+# turns readable once the whole thread group is gone, pidfd_open(2)) the
+# guard's kill(-1, SIGKILL) ends exactly what the job started. The guard has
+# a session of its own, out of reach of the signals sent to the job's group,
+# and init for a parent; it holds no fd of the job's.
+sub guard_job {
+  my $fix = "try again when agent work has ended, or spawn with a higher --nproc";
+  my $job = $$;
+  my $pidfd = syscall(@pidfdOpen@, $job, 0);
+  $pidfd >= 0 or refuse(EXIT_OS_ERROR, "pidfd_open of the private job failed: " . errname(), $PRIVATE_FIX);
+  pipe my $from_guard, my $to_stage or refuse(EXIT_OS_ERROR, "pipe failed: " . errname(), $KERNEL_FIX);
+  my $parent = fork;
+  defined $parent or refuse($! == 11 ? EXIT_BUSY : EXIT_OS_ERROR, "fork of the private job's guard failed: " . errname(), $fix);
+  if ($parent == 0) {
+    syscall(@setsid@);
+    my $guard = fork;
+    if (!defined $guard || $guard > 0) { syswrite $to_stage, pack("l", $guard // -1); syscall(@exitGroup@, 0) }
+    watch_job($pidfd, $job);
+  }
+  close $to_stage;
+  waitpid $parent, 0;
+  my $packed = "";
+  # Untainted by its form (perl -T): a pid.
+  my ($guard) = (sysread($from_guard, $packed, 4) == 4 ? unpack("l", $packed) : -1) =~ /\A(-?\d{1,10})\z/;
+  close $from_guard;
+  syscall(@close@, $pidfd);
+  refuse($? == 0 ? EXIT_BUSY : EXIT_OS_ERROR, "fork of the private job's guard failed", $fix) if ($guard // 0) <= 0;
+  my $attr = pack("QQQ", 0, 0, hex $want{scope});
+  my $ruleset = syscall(@landlockCreateRuleset@, $attr, length $attr, 0);
+  $ruleset >= 0 && syscall(@landlockRestrictSelf@, $ruleset, 0) == 0
+    or refuse(EXIT_OS_ERROR, "landlock_restrict_self of the private job's nested domain failed: " . errname(), $KERNEL_FIX);
+  # Checked by what the nested domain must deny: a signal to the guard, which runs (ESRCH: it does not).
+  refuse(EXIT_VERIFY_FAILED, "$AGENT_WHAT it can signal its guard (process $guard: " . (kill(0, $guard) ? "allowed" : errname()) . ", want EPERM)", $AGENT_FIX)
+    if kill(0, $guard) || $! != 1;
+}
+
+# The guard: it closes every fd but the job's pidfd, waits for the job to
+# exit, ends what it left, and exits.
+sub watch_job {
+  my ($pidfd, $job) = @_;
+  $0 = "$program: guard of private job $job";
+  opendir my $dh, "/proc/self/fd";
+  # Untainted by its form (perl -T): an fd is digits.
+  my @fds = grep { $_ != $pidfd } map { /\A(\d{1,10})\z/ ? $1 : () } readdir $dh;
+  syscall(@close@, $_ + 0) for @fds;
+  chdir "/";
+  my ($bits, $ready) = ("", "");
+  vec($bits, $pidfd, 1) = 1;
+  until (vec($ready, $pidfd, 1)) { select($ready = $bits, undef, undef, undef) }
+  kill "KILL", -1;
+  syscall(@exitGroup@, 0);
 }
 
 # ---- exec: execve(2) itself ----

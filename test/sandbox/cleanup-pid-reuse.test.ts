@@ -8,8 +8,9 @@
  * before the read (pidfd_open(2), pidfd_send_signal(2)), which can only
  * ever name the process it was opened for.
  *
- * The race is made certain, as root in a pid namespace of its own: strace
- * holds the stage's signal for 2 s (inject=...:delay_enter), meanwhile the
+ * The race is made certain, as root in a pid namespace of its own: J has
+ * no guard, so the stage, after 2 s of waiting for one, signals J, and strace
+ * holds that signal for 2 s (inject=...:delay_enter), meanwhile the
  * job's process J is killed and reaped, and ns_last_pid hands J's pid to a
  * new process V of the agent uid without the group. The control is the same
  * stage with its signal made by pid (kill), as it was: V dies.
@@ -65,9 +66,11 @@ function race(program: string): Outcome {
       `${as(`${AGENT},${LEASE_GROUP}`)} /bin/sleep 60 &`,
       "J=$!",
       // The cleanup stage, its signal held 2 s by strace.
-      `xargs -0 -a ${dir}/stage.argv /usr/bin/strace -f -qq -o ${dir}/strace.log -e trace=kill,pidfd_send_signal -e inject=kill,pidfd_send_signal:delay_enter=2000000 ${as(`${AGENT},${WORKSPACE},${LEASE_GROUP}`)} > ${dir}/stage.out 2>&1 &`,
+      `xargs -0 -a ${dir}/stage.argv /usr/bin/strace -f -qq -o ${dir}/strace.log -e trace=kill,pidfd_open,pidfd_send_signal -e inject=kill,pidfd_send_signal:delay_enter=2000000 ${as(`${AGENT},${WORKSPACE},${LEASE_GROUP}`)} > ${dir}/stage.out 2>&1 &`,
       "S=$!",
-      "sleep 1",
+      // The stage kills nothing for its first 2 s (it waits for the job's guard); then it opens J's pidfd
+      // and signals J, which strace holds.
+      `for _ in $(seq 1 400); do grep -q pidfd_open ${dir}/strace.log 2>/dev/null && break; sleep 0.025; done`,
       // Meanwhile J ends, and its pid goes to V, an agent process without the group.
       'kill -KILL "$J"; wait "$J" 2>/dev/null',
       'echo $((J - 1)) > /proc/sys/kernel/ns_last_pid',

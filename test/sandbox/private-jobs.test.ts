@@ -8,6 +8,7 @@
  * its end, taken back when the pool is exhausted, and removed at the next
  * start.
  */
+import { spawnSync } from "node:child_process";
 import { chmodSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -19,6 +20,7 @@ import { agentRun, seededBody, serviceJson } from "../helpers/stand-in.ts";
 import type { Body } from "../helpers/sandbox.ts";
 import { WITHOUT_LANDLOCK, WITHOUT_SECCOMP } from "../helpers/seccomp-wrap.ts";
 import { AGAINST_PRIVATE } from "../helpers/private-jobs.ts";
+import { REPO } from "../helpers/paths.ts";
 
 const test = suite("private jobs");
 const FIXTURE = [SANDBOX_NODE, `${SANDBOX_FIXTURES}/private-jobs.mjs`];
@@ -176,6 +178,73 @@ rootTest(test, "the next start removes the leases a previous run left in /run/cl
   } finally {
     rmSync(run, { recursive: true, force: true });
   }
+});
+
+/** lease-survivor.c built for the sandbox's /opt/survivor (cc, from scripts/setup-debian.sh's gcc). */
+function withSurvivor<T>(run: (launch: Partial<LaunchOptions>) => T): T {
+  const dir = mkdtempSync(join(tmpdir(), "clankie-survivor-"));
+  try {
+    const cc = spawnSync("cc", ["-O2", "-pthread", "-o", join(dir, "lease-survivor"), join(REPO, "test/fixtures/lease-survivor.c")], { encoding: "utf8" });
+    assert.is(cc.status, 0, cc.stderr);
+    chmodSync(dir, 0o755);
+    return run({ binds: [[dir, "/opt/survivor", "ro"]] });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+interface SurvivorOutcome {
+  exitCode: number | null;
+  signal: string | null;
+  stderr: string;
+  release: { exitCode: number; stderr: string };
+}
+
+rootTest(test, "what a private job leaves running ends with it: a process whose leader called SYS_exit and a fork hopper never reach the next job given its group; the same two, alive with the group (the control), do", () => {
+  withSurvivor((launch) => {
+    inBody(seededBody({ group: ONE_GROUP }), (body) => {
+      type Survivors = {
+        p1: SurvivorOutcome;
+        atRelease: Record<string, string>;
+        held: number[];
+        p2: SurvivorOutcome;
+        afterP2: Record<string, string>;
+        stolenFromP2: Record<string, string>;
+        stolenByControl: Record<string, string>;
+        p3: SurvivorOutcome;
+        heldAfter: number;
+        after: string[];
+      };
+      const { json: r, stderr } = privateJobs<Survivors>(body, ["survivors"], launch);
+      const log = `${JSON.stringify(r)}\n${stderr}`;
+      assert.is(r.p1.exitCode, 0, log);
+      assert.is(r.p1.release.exitCode, 0, log);
+      assert.equal(Object.keys(r.atRelease), ["hopper", "leader"], log);
+      // From the release on, no process holds the group, and neither survivor takes another step.
+      assert.equal(r.held, Array(20).fill(0), log);
+      assert.is(r.p2.exitCode, 0, log);
+      assert.is(r.p2.release.exitCode, 0, log);
+      assert.equal(r.afterP2, r.atRelease, log);
+      assert.equal(r.stolenFromP2, {}, log);
+      // The control: alive, with the group, both read the next job's HOME.
+      assert.equal(r.stolenByControl, { "hopper-control": "SEKRIT-HOME-OF-P3", "leader-control": "SEKRIT-HOME-OF-P3" }, log);
+      assert.is(r.p3.signal, "SIGKILL", log);
+      assert.is(r.p3.release.exitCode, 0, log);
+      assert.is(r.heldAfter, 0, log);
+      assert.equal(r.after, [], log);
+    });
+  });
+});
+
+rootTest(test, "a lease whose job left unwritable directories (0500, 0000, 5,000 levels deep) is still released: three jobs in turn on a pool of one all run", () => {
+  inBody(seededBody({ group: ONE_GROUP }), (body) => {
+    type Stuck = { results: { exitCode: number | null; stderr: string; release: { exitCode: number; stderr: string } }[]; after: string[] };
+    const { json: r, stderr } = privateJobs<Stuck>(body, ["stuck", "3"]);
+    const log = `${JSON.stringify(r)}\n${stderr}`;
+    // Without making them writable, find -delete failed (release 1), the lease stayed, and the next job was refused (75).
+    assert.equal(r.results.map((job) => [job.exitCode, job.release.exitCode]), [[0, 0], [0, 0], [0, 0]], log);
+    assert.equal(r.after, [], log);
+  });
 });
 
 const PRIVATE_FIX = "run private jobs on a kernel with Landlock ABI 6 or later (Linux 6.12+, lsm= including landlock) where seccomp filters can be installed: without both, a private job is refused";
