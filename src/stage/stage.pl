@@ -12,6 +12,7 @@
 # Each role gets only its own steps: a section whose header names a role in
 # brackets ("# ---- [agent] ...") is cut from every other role's program, and
 # each program accepts only its own role (stageProgram in src/stage/stage.ts).
+# A "[private]" section is kept only in the agent's program for a private job.
 # perl compiles about 3 KB of this program per millisecond, and the agent's
 # is the one compiled for every piece of agent work. Its lines of comment
 # alone, these among them, are not handed to perl (withoutComments in
@@ -353,7 +354,7 @@ sub enter_directory {
   }
 }
 
-# ---- [agent] a private job's HOME and TMPDIR, made fresh as the agent with the lease's group ----
+# ---- [private] a private job's HOME and TMPDIR, made fresh as the agent with the lease's group ----
 # The shim made the lease directory empty a moment ago, and only processes
 # with its group can enter it: mkdir(2) refuses what exists rather than use it.
 sub make_private {
@@ -460,7 +461,7 @@ sub apply_landlock {
   return 1;
 }
 
-# ---- [agent] a private job's guard: nothing the job started outlives it ----
+# ---- [private] a private job's guard: nothing the job started outlives it ----
 # Whatever holds a lease's group N reaches the lease's files, and the next
 # job given N: nothing the job started may outlive it. A scan of /proc cannot
 # promise that. A process whose leader called SYS_exit while another thread

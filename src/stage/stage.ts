@@ -137,19 +137,23 @@ export const STAGE_SOURCE: string = typeof __CLANKIE_STAGE__ === "string" ? __CL
 
 export type StageRole = StageRequest["role"];
 
+/** A private job's own steps: sections kept only in the agent's program for a private job. */
+const PRIVATE_SECTION = "private";
+
 /**
  * The program for one role: `source` (stage.pl as passed to perl) without
- * the sections of the other roles, and accepting only `role` (any other is
+ * the sections of the other roles (and the [private] ones unless `privateJob`:
+ * an ordinary spawn compiles none of a private job's steps), and accepting only `role` (any other is
  * "unknown role", exit 64). It runs on every spawn: the slices of the source
  * between the sections it leaves out, found with indexOf (no regular
  * expression; splitting the source at every section took 0.25 ms on a first
  * call, this 0.16 ms, under plain Node, which also compiles it).
  */
-export function stageProgram(role: StageRole, source: string = STAGE_SOURCE): string {
+export function stageProgram(role: StageRole, source: string = STAGE_SOURCE, privateJob = false): string {
   let program = "";
   let from = 0;
   for (let at = source.indexOf(ROLE_SECTION); at >= 0; at = source.indexOf(ROLE_SECTION, at + 1)) {
-    if (source.startsWith(`${ROLE_SECTION}${role}] `, at)) continue;
+    if (source.startsWith(`${ROLE_SECTION}${role}] `, at) || (privateJob && role === "agent" && source.startsWith(`${ROLE_SECTION}${PRIVATE_SECTION}] `, at))) continue;
     program += source.slice(from, at);
     const end = source.indexOf(SECTION, at + 1);
     from = end < 0 ? source.length : end;
@@ -192,7 +196,8 @@ export function stageArgv(request: StageRequest): string[] {
     ...roleKeys(request),
   ];
   const command = "path" in request.action ? [request.action.path, ...request.action.argv] : [];
-  return [TOOLS.perl, "-T", "-C0", "-e", stageProgram(request.role), "--", request.program, request.role, ...keys, "--", ...command];
+  const privateJob = request.role === "agent" && request.privateDir !== undefined;
+  return [TOOLS.perl, "-T", "-C0", "-e", stageProgram(request.role, STAGE_SOURCE, privateJob), "--", request.program, request.role, ...keys, "--", ...command];
 }
 
 /** The environment to exec setpriv with: the command's, carried (CLANKIE_ENV_NAME), and nothing else. */

@@ -339,10 +339,12 @@ test("an unknown role, a command after a signal and a missing command are usage 
 /** The subs each role's program must hold, and those only its role's may. */
 const OWN_STEPS: Record<StageRole, string[]> = {
   service: [],
-  agent: ["limit_processes", "start_session", "make_private", "confine", "apply_landlock"],
+  agent: ["limit_processes", "start_session", "confine", "apply_landlock"],
   signal: ["deliver_signal"],
   cleanup: ["end_lease"],
 };
+/** A private job's steps: in the agent's program for a private job only. */
+const PRIVATE_STEPS = ["make_private", "guard_job", "watch_job"];
 const SHARED_STEPS = ["read_request", "read_status", "check_ids", "check_capabilities", "check_session", "check_descriptors", "reset_signals", "enter_directory", "exec_command"];
 const definesSub = (program: string, name: string) => program.includes(`\nsub ${name} {`);
 
@@ -361,6 +363,12 @@ test("each role's program holds the shared steps and its own, none of another ro
   }
   // The full program holds every step: the cut is what leaves them out.
   for (const name of Object.values(OWN_STEPS).flat()) assert.ok(definesSub(STAGE_SOURCE, name), `stage.pl has no sub ${name}`);
+  // A private job's steps are compiled for a private job alone.
+  const privateProgram = stageProgram("agent", STAGE_SOURCE, true);
+  for (const name of [...SHARED_STEPS, ...OWN_STEPS.agent, ...PRIVATE_STEPS]) assert.ok(definesSub(privateProgram, name), `private job: no sub ${name}`);
+  for (const name of PRIVATE_STEPS) assert.not.ok(definesSub(stageProgram("agent"), name), `the agent's program for an ordinary spawn holds ${name}`);
+  assert.is(spawnSync("/usr/bin/perl", ["-T", "-C0", "-c", "-e", privateProgram], { encoding: "utf8" }).stderr, "-e syntax OK\n", "private job");
+  for (const role of ["service", "signal", "cleanup"] as const) assert.is(stageProgram(role, STAGE_SOURCE, true), stageProgram(role), `${role}: no private steps`);
   // The agent's, compiled for every piece of agent work, is the smaller by the signal and cleanup roles' steps.
   assert.ok(stageProgram("agent").length < STAGE_SOURCE.length - 1500, `${stageProgram("agent").length} of ${STAGE_SOURCE.length} bytes`);
 });
@@ -381,6 +389,7 @@ test("each role's program is the program of stage.pl as written, comments and al
     assert.ok(full.includes("\n# "), `${role}: the control keeps its comments`);
     assert.is(deparsed(stageProgram(role)), deparsed(full), role);
   }
+  assert.is(deparsed(stageProgram("agent", STAGE_SOURCE, true)), deparsed(stageProgram("agent", commented, true)), "private job");
   // Control: a string over several lines, one of which starts with #, is not the same program without that line.
   const planted = stageProgram("agent", commented).replace("\nread_request();", "\nmy $planted = q{a\n# b\nc};\nread_request();");
   assert.is.not(deparsed(withoutComments(planted)), deparsed(planted));
