@@ -67,7 +67,7 @@ export function checkKeptDescriptors(keep: readonly number[]): void {
     const flags = readDescriptorFlags(fd);
     if (flags === undefined) throw new Refusal(EXIT.usage, `--keep-fd ${fd}: fd ${fd} is not open`, "open it in the shim's parent before the spawn");
     if ((flags & O_CLOEXEC) !== 0) {
-      throw new Refusal(EXIT.usage, `--keep-fd ${fd}: fd ${fd} is close-on-exec here (Node 24 marks inherited fds 3-16 so at start-up)`, "hand the fd to the shim as fd 17 or higher");
+      throw new Refusal(EXIT.usage, `--keep-fd ${fd}: fd ${fd} is close-on-exec here (Node 24 marks fds 0-15 so at start-up, and every open fd after them up to the first that is not open)`, "hand the fd to the shim as fd 17 or higher, with fd 16 not open");
     }
   }
 }

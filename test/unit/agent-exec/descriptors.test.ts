@@ -58,8 +58,8 @@ test("checkKeptDescriptors: an fd that is not open, or is close-on-exec, is refu
   try {
     assertRefusal(() => checkKeptDescriptors([fd]), {
       exitCode: EXIT.usage,
-      what: `--keep-fd ${fd}: fd ${fd} is close-on-exec here (Node 24 marks inherited fds 3-16 so at start-up)`,
-      fix: "hand the fd to the shim as fd 17 or higher",
+      what: `--keep-fd ${fd}: fd ${fd} is close-on-exec here (Node 24 marks fds 0-15 so at start-up, and every open fd after them up to the first that is not open)`,
+      fix: "hand the fd to the shim as fd 17 or higher, with fd 16 not open",
     });
   } finally {
     closeSync(fd);
