@@ -176,8 +176,22 @@ for (const role of roles) {
   // The bundle as a function of what Node gives a CommonJS main script.
   sources[role.name] = `(function (${ROLE_PARAMS}) {\n${await bundle(role.entry, `${role.name}.bundle.cjs`)}\n})`;
   writeFileSync(join(build, `${role.name}.cjs`), sources[role.name]);
-  run(nodeBinary, ["--hash-seed=1", join(root, "scripts/code-cache.mjs"), join(build, `${role.name}.cjs`), join(build, `${role.name}.cache`), role.cache]);
+  run(nodeBinary, ["--hash-seed=1", join(root, "scripts/code-cache.mjs"), join(build, `${role.name}.cjs`), `${role.name}.cjs`, join(build, `${role.name}.cache`), role.cache]);
 }
+/*
+ * V8 takes each cache: a refused cache costs only the compile and nothing
+ * else would show it. The judge is a fresh process of the pinned Node, which
+ * runs the executable's V8 with its flags (sea-config.json's execArgv are
+ * Node's, not V8's), compiling as the main script does.
+ */
+const refused = execFileSync(nodeBinary, ["-e", `
+  const { readFileSync } = require("node:fs");
+  const { Script } = require("node:vm");
+  const refused = ${JSON.stringify(roles.map((role) => role.name))}.filter((role) =>
+    new Script(readFileSync(${JSON.stringify(build)} + "/" + role + ".cjs", "utf8"), { filename: role + ".cjs", cachedData: readFileSync(${JSON.stringify(build)} + "/" + role + ".cache") }).cachedDataRejected);
+  process.stdout.write(refused.join(" "));
+`], { encoding: "utf8" });
+if (refused !== "") throw new Error(`V8 refuses the code cache of ${refused}: scripts/code-cache.mjs must compile as the main script does`);
 writeFileSync(join(build, "bundle.cjs"), mainScript(sources));
 const bundleHash = createHash("sha256").update(readFileSync(join(build, "bundle.cjs"))).digest("hex");
 // The hash as built, carried in the blob as an asset: --self-check compares it

@@ -18,9 +18,9 @@ export { buildEnvironment, type Environment } from "./exec/environment.ts";
 export { AgentStopError, signalAgent } from "./service/agent-stop.ts";
 
 export interface SystemExecOptions extends Omit<ExecaOptions, "env" | "extendEnv" | "shell" | "preferLocal" | "localDir" | "node" | "uid" | "gid"> {
-  /** Variables set outright for the child. */
+  /** Variables set outright for the child; a name that loads code (CODE_LOADING_VARIABLES) is refused (64). */
   env?: Environment;
-  /** Names copied from this process's environment, beyond the allowlist. */
+  /** Names copied from this process's environment, beyond the allowlist; likewise. */
   pass?: readonly string[];
   /** Owners allowed for the program file; default root and this process's uid. */
   trustedUids?: readonly number[];
@@ -49,9 +49,11 @@ function refuseIdentityOptions(options: object, where: string): void {
 export function systemExec(command: string, args: readonly string[] = [], options: SystemExecOptions = {}): ResultPromise {
   refuseIdentityOptions(options, "systemExec");
   const { env, pass, trustedUids, ...rest } = options;
+  // The environment first: a name that loads code (env or pass) is refused
+  // (64), as setpriv would read it while it still holds SETUID and SETGID.
+  const childEnv = buildEnvironment({ from: process.env, pass, set: env });
   const path = gateExec({ command, args, trustedUids: trustedUids ?? [...new Set([0, process.geteuid!()])] });
   gateExec({ command: TOOLS.setpriv, args: [], trustedUids: [0] });
-  const childEnv = buildEnvironment({ from: process.env, pass, set: env });
   const start = withoutCapabilities(path, args);
   return execa(start.file, start.args, { ...rest, env: childEnv, extendEnv: false, shell: false, preferLocal: false });
 }
@@ -68,8 +70,9 @@ export type SelfCheckOptions = Omit<SystemExecOptions, "trustedUids">;
 export function runSelfCheck(args: readonly string[] = [], options: SelfCheckOptions = {}): ResultPromise {
   refuseIdentityOptions(options, "runSelfCheck");
   const { env, pass, ...rest } = options;
-  const path = gateExec({ command: `${INSTALL_DIR}/${ENTRYPOINT_NAME}`, args, trustedUids: [0] });
+  // A name that loads code is refused (64): the audit keeps SETUID and SETGID.
   const childEnv = buildEnvironment({ from: process.env, pass, set: env });
+  const path = gateExec({ command: `${INSTALL_DIR}/${ENTRYPOINT_NAME}`, args, trustedUids: [0] });
   return execa(path, ["--self-check", ...args], { ...rest, env: childEnv, extendEnv: false, shell: false, preferLocal: false });
 }
 

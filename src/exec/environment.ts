@@ -101,7 +101,24 @@ export function uncarried(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   return Object.assign(out, named);
 }
 
-/** Builds a child environment from scratch: allowlist + named + set, and the fixed PATH. */
+/*
+ * A name that loads code is refused whether its value is copied (`pass`) or
+ * given (`set`): the first program to read it is often one that holds the
+ * service's SETUID and SETGID. systemExec's child is setpriv until it has
+ * dropped them (ld.so loaded an LD_PRELOAD library into it, then into the
+ * program); runSelfCheck's is the audit, which keeps them.
+ *
+ * So is a name with "=" (or none): the environment is a list of NAME=VALUE
+ * strings, and Node writes each as name + "=" + value, so the name
+ * "GCONV_PATH=/workspace/g" with the value "x" reaches the child as
+ * GCONV_PATH, set to "/workspace/g=x", past a check of the whole name.
+ */
+function refuseVariableName(name: string): void {
+  if (name === "" || name.includes("=")) throw new Refusal(EXIT.usage, `${JSON.stringify(name)} is not a variable name: a child reads the name up to the first "="`, 'give each variable by its name alone, without "="');
+  if (isCodeLoadingVariable(name)) throw new Refusal(EXIT.usage, `${name}: variables that load code are never passed to a child`, "do not pass it");
+}
+
+/** Builds a child environment from scratch: allowlist + named + set, and the fixed PATH. Refuses (64) a name that loads code, or holds "=", in `pass` or `set`. */
 export function buildEnvironment(request: EnvironmentRequest = {}): Environment {
   const env: Environment = {};
   const from = request.from ?? {};
@@ -109,13 +126,14 @@ export function buildEnvironment(request: EnvironmentRequest = {}): Environment 
     if (typeof value === "string" && isAllowlisted(name)) env[name] = value;
   }
   for (const name of request.pass ?? []) {
-    if (isCodeLoadingVariable(name)) {
-      throw new Refusal(EXIT.usage, `${name}: variables that load code are never passed to a child`, "do not pass it");
-    }
+    refuseVariableName(name);
     const value = Object.hasOwn(from, name) ? from[name] : undefined;
     if (typeof value === "string") env[name] = value;
   }
-  for (const [name, value] of Object.entries(request.set ?? {})) env[name] = value;
+  for (const [name, value] of Object.entries(request.set ?? {})) {
+    refuseVariableName(name);
+    env[name] = value;
+  }
   env.PATH = SYSTEM_PATH;
   return env;
 }

@@ -4,6 +4,7 @@
  * and the service) could have written is refused before anything changes;
  * and a program the service starts through systemExec holds no capability.
  */
+import { spawnSync } from "node:child_process";
 import { chmodSync, chownSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { suite } from "uvu";
@@ -111,6 +112,56 @@ process.stdout.write(JSON.stringify(out) + "\\n");`;
     assert.is(out[0], "systemExec: the uid option is not accepted: it would start the child as another user with the service's CAP_SETUID/CAP_SETGID");
     assert.is(out[1], "systemExec: the gid option is not accepted: it would start the child as another group with the service's CAP_SETUID/CAP_SETGID");
     assert.is(out[2], "spawnAgent: the uid option is not accepted: it would start the child as another user with the service's CAP_SETUID/CAP_SETGID");
+  } finally {
+    body.cleanup();
+  }
+});
+
+/*
+ * A library ld.so preloads reports where it landed: the program's name and
+ * its effective capabilities, on stderr.
+ */
+const PROBE_C = `#include <stdio.h>
+#include <string.h>
+__attribute__((constructor)) static void probe(void) {
+  char comm[64] = "?", line[256], eff[64] = "?";
+  FILE *f = fopen("/proc/self/comm", "r");
+  if (f) { if (fgets(comm, sizeof comm, f)) comm[strcspn(comm, "\\n")] = 0; fclose(f); }
+  f = fopen("/proc/self/status", "r");
+  if (f) { while (fgets(line, sizeof line, f)) if (strncmp(line, "CapEff:\\t", 8) == 0) { line[strcspn(line, "\\n")] = 0; strcpy(eff, line + 8); } fclose(f); }
+  fprintf(stderr, "preloaded into %s CapEff=%s\\n", comm, eff);
+}
+`;
+
+rootTest(test, "systemExec, runSelfCheck and spawnAgent refuse LD_PRELOAD in env (64): no library reaches setpriv or the audit; control: systemExec's own setpriv line started by plain execa with it loads the library into setpriv while it holds SETUID+SETGID", () => {
+  const body = seededBody();
+  try {
+    const lib = join(body.dir, "preload");
+    mkdirSync(lib, { mode: 0o755 });
+    writeFileSync(join(lib, "probe.c"), PROBE_C);
+    const cc = spawnSync("cc", ["-shared", "-fPIC", "-o", join(lib, "probe.so"), join(lib, "probe.c")], { encoding: "utf8" });
+    assert.is(cc.status, 0, cc.stderr);
+    const script = `import { execa } from "/opt/clankie/node_modules/execa/index.js";
+import { runSelfCheck, spawnAgent, systemExec } from "/opt/clankie/dist/lib/system-exec.js";
+const env = { LD_PRELOAD: "/opt/preload/probe.so" };
+const control = await execa("/usr/bin/setpriv", ["--inh-caps=-all", "--ambient-caps=-all", "--", "/bin/true"], { env, extendEnv: false, reject: false });
+const out = { control: control.stderr };
+const calls = {
+  systemExec: () => systemExec("/bin/true", [], { env, reject: false }),
+  runSelfCheck: () => runSelfCheck(["--json"], { env, reject: false }),
+  spawnAgent: () => spawnAgent("/bin/true", [], { env, reject: false }),
+};
+for (const [name, call] of Object.entries(calls)) {
+  try { out[name] = "ran: " + (await call()).stderr; } catch (e) { out[name] = e.message + " (" + e.exitCode + ")"; }
+}
+process.stdout.write(JSON.stringify(out) + "\\n");`;
+    const run = body.run({ as: "root", command: [SANDBOX_NODE, "--input-type=module", "-e", script], binds: [[lib, "/opt/preload", "ro"]], timeoutMs: 60_000 });
+    assert.is(run.status, 0, run.stderr);
+    const out = JSON.parse(run.stdout) as Record<string, string>;
+    assert.is(out.control, "preloaded into setpriv CapEff=00000000000000c0\npreloaded into true CapEff=0000000000000000");
+    assert.is(out.systemExec, "LD_PRELOAD: variables that load code are never passed to a child (64)");
+    assert.is(out.runSelfCheck, "LD_PRELOAD: variables that load code are never passed to a child (64)");
+    assert.is(out.spawnAgent, "LD_PRELOAD: variables that load code are never passed to agent work (64)");
   } finally {
     body.cleanup();
   }

@@ -1,3 +1,6 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { NO_EXTRA_CONFINEMENT } from "../../src/confinement.ts";
@@ -112,6 +115,31 @@ shim("systemExec, runSelfCheck and spawnAgent refuse execa's uid and gid options
 
 shim("a code-loading variable cannot be named for the agent (it would reach prlimit and setpriv, which hold SETUID)", () => {
   assert.is(catchRefusal(() => agentExecArguments("true", [], { env: { LD_PRELOAD: "/x.so" } })).exitCode, EXIT.usage);
+});
+
+shim("systemExec and runSelfCheck refuse a code-loading name in env, as in pass (64), before anything starts; control: the same call with another name runs", async () => {
+  // setpriv (systemExec's first program) and the audit (runSelfCheck's) hold the service's SETUID and SETGID when ld.so reads LD_PRELOAD.
+  const dir = mkdtempSync(join(tmpdir(), "clankie-env-"));
+  try {
+    const marker = join(dir, "ran");
+    const script = `echo "$TOKEN" > ${marker}`;
+    const cases: [string, { env: Record<string, string>; pass?: string[] }][] = [
+      ["LD_PRELOAD", { env: { TOKEN: "t", LD_PRELOAD: "/x.so" } }],
+      ["GCONV_PATH", { env: { TOKEN: "t", GCONV_PATH: "/x" } }],
+      ["LD_AUDIT", { env: { TOKEN: "t" }, pass: ["LD_AUDIT"] }],
+    ];
+    for (const [name, options] of cases) {
+      const want = { exitCode: EXIT.usage, what: `${name}: variables that load code are never passed to a child`, fix: "do not pass it" };
+      assertRefusal(() => systemExec("/bin/sh", ["-c", script], options), want);
+      assertRefusal(() => runSelfCheck(["--json"], options), want);
+    }
+    assert.not.ok(existsSync(marker), "nothing started");
+    const control = await systemExec("/bin/sh", ["-c", script], { env: { TOKEN: "t" } });
+    assert.is(control.exitCode, 0);
+    assert.is(readFileSync(marker, "utf8"), "t\n");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 shim.run();

@@ -1,9 +1,10 @@
+import { spawnSync } from "node:child_process";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { EXIT, SYSTEM_PATH } from "../../../src/constants.ts";
-import { buildEnvironment, carried, uncarried } from "../../../src/exec/environment.ts";
+import { buildEnvironment, CODE_LOADING_VARIABLES, carried, uncarried } from "../../../src/exec/environment.ts";
 import { TERMINAL_ENV } from "../../helpers/environments.ts";
-import { catchRefusal } from "../../helpers/refusal.ts";
+import { assertRefusal, catchRefusal } from "../../helpers/refusal.ts";
 
 const env = suite("buildEnvironment");
 
@@ -40,6 +41,28 @@ env("the caller's objects are not changed", () => {
 
 env("a code-loading variable cannot be passed (it would reach prlimit and setpriv, which hold SETUID)", () => {
   assert.is(catchRefusal(() => buildEnvironment({ from: { LD_PRELOAD: "/x.so" }, pass: ["LD_PRELOAD"] })).exitCode, EXIT.usage);
+});
+
+env("a code-loading variable cannot be set either: every name of CODE_LOADING_VARIABLES, refused (64) as pass refuses it; control: the other names of the same request are set", () => {
+  const names = CODE_LOADING_VARIABLES.map((pattern) => (pattern.endsWith("*") ? `${pattern.slice(0, -1)}PRELOAD` : pattern));
+  assert.ok(names.includes("LD_PRELOAD") && names.includes("GCONV_PATH") && names.includes("GLIBC_TUNABLES"));
+  for (const name of names) {
+    const want = { exitCode: EXIT.usage, what: `${name}: variables that load code are never passed to a child`, fix: "do not pass it" };
+    assertRefusal(() => buildEnvironment({ from: { [name]: "x" }, pass: [name] }), want);
+    assertRefusal(() => buildEnvironment({ from: {}, set: { TOKEN: "t", [name]: "/workspace/x.so" } }), want);
+  }
+  assert.equal(buildEnvironment({ from: {}, set: { TOKEN: "t", LD: "l", XLD_PRELOAD: "x", NODE_OPTIONSX: "n" } }), { TOKEN: "t", LD: "l", XLD_PRELOAD: "x", NODE_OPTIONSX: "n", PATH: SYSTEM_PATH });
+});
+
+env("a name with \"=\" (or an empty one) is refused in set and pass (64); control: Node's spawn hands such a name to the child as the variable before the \"=\"", () => {
+  const child = spawnSync("/usr/bin/env", [], { env: { "GCONV_PATH=/workspace/g": "x" }, encoding: "utf8" });
+  assert.is(child.stdout, "GCONV_PATH=/workspace/g=x\n");
+  for (const name of ["GCONV_PATH=/workspace/g", "NODE_OPTIONS=--require=/workspace/x.js", "TOKEN=", "="]) {
+    const want = { exitCode: EXIT.usage, what: `${JSON.stringify(name)} is not a variable name: a child reads the name up to the first "="`, fix: 'give each variable by its name alone, without "="' };
+    assertRefusal(() => buildEnvironment({ from: {}, set: { [name]: "x" } }), want);
+    assertRefusal(() => buildEnvironment({ from: {}, pass: [name] }), want);
+  }
+  assertRefusal(() => buildEnvironment({ from: {}, set: { "": "x" } }), { exitCode: EXIT.usage, what: '"" is not a variable name: a child reads the name up to the first "="' });
 });
 
 env("inherited properties are not variables: passing constructor passes nothing", () => {
