@@ -147,7 +147,9 @@ export function judgeStateZone(audit: StateAudit, zone: "layout" | "release", mo
   // A problem with the root itself leaves both unchecked.
   const inRelease = (p: { path: string }): boolean => p.path === audit.root || p.path === releaseRoot || p.path.startsWith(`${releaseRoot}/`);
   const ours = (p: { path: string }): boolean => (release ? inRelease(p) : p.path === audit.root || !inRelease(p));
-  const problems = problemLines([...audit.problems, ...acls.problems].filter(ours));
+  // An entry both walks could not read is one entry: the mode walk's problem says it.
+  const seen = new Set(audit.problems.map((p) => p.path));
+  const problems = problemLines([...audit.problems, ...acls.problems.filter((p) => !seen.has(p.path))].filter(ours));
   const violations = release ? audit.release : audit.layout;
   // An ACL on /state itself belongs to state.layout, as /state does.
   const withAcl = acls.found.filter((f) => (release ? f.path !== audit.root && inRelease(f) : !inRelease(f) || f.path === audit.root)).map(describeAcl);

@@ -112,6 +112,8 @@ State("an ACL anywhere fails the zone it lies in, a named entry shown as getfacl
   const unread = stateZones(audit({}), "separated", { ...NO_ACLS, problems: [{ path: "/state/x", syscall: "lgetxattr", code: "EACCES" }] });
   assert.equal(unread.map((c) => c.status), ["fail", "pass"]);
   assert.match(unread[0]!.summary, /could not read 1 entry under \/state: lgetxattr \/state\/x: EACCES/);
+  const sealed = { ...NO_ACLS, problems: [{ path: "/state/sealed", syscall: "open", code: "EACCES" }] };
+  assert.match(stateZones(audit({ problems: [{ path: "/state/sealed", syscall: "readdir", code: "EACCES" }] }), "separated", sealed)[0]!.summary, /^could not read 1 entry under \/state: readdir \/state\/sealed: EACCES$/);
 });
 
 State.run();
