@@ -89,7 +89,7 @@ export async function runEntrypoint(command: readonly string[]): Promise<never> 
   // The service's environment is computed (and refused) before any change on disk.
   const { env, dropped } = serviceEnvironment(process.env, ids);
   const vetted = vetPrograms(command, ids);
-  const [acls, scan] = await Promise.all([stripStateAcls(), scanState(ids)]);
+  const [acls, scan] = await Promise.all([stripStateAcls(ids), scanState(ids)]);
   const state = secureState(ids, acls.stripped > 0 ? { fits: false, reason: "ACLs were removed" } : scan);
   joinWorkspaceGroup(ids);
   const workspace = shareWorkspace(ids, osCall("lstat", STATE_DIR, () => lstatSync(STATE_DIR).dev));

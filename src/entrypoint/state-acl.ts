@@ -10,6 +10,7 @@
  * removed; when it removed none, there was none for the scan to miss.
  */
 import { readFileSync } from "node:fs";
+import type { Identities } from "../accounts.ts";
 import { STATE_DIR, EXIT } from "../constants.ts";
 import type { CaptureResult } from "../exec/capture.ts";
 import { parseAclWalk, startStateAclWalk } from "../layout/state-acl.ts";
@@ -46,8 +47,8 @@ export function judgeStrip(result: CaptureResult, root: string = STATE_DIR): Acl
 }
 
 /** Phase: remove every ACL below `root` (read-only where there is none); mount points below it are left alone, named by their bytes. */
-export async function stripStateAcls(root: string = STATE_DIR): Promise<AclResult> {
+export async function stripStateAcls(ids: Identities, root: string = STATE_DIR): Promise<AclResult> {
   const mountinfo = osCall("read", "/proc/self/mountinfo", () => readFileSync("/proc/self/mountinfo", "latin1"));
   const points = parseMountinfo(mountinfo).map((m) => m.point).filter((point) => point.startsWith(`${root}/`));
-  return judgeStrip(await startStateAclWalk("strip", root, points), root);
+  return judgeStrip(await startStateAclWalk("strip", root, ids.service.uid, points), root);
 }

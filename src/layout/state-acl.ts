@@ -38,11 +38,11 @@ const O_PATH = 0o10000000;
 
 export type AclWalkMode = "strip" | "list";
 
-/** Pure: perl's arguments after -e SCRIPT. */
-export function stateAclArgs(mode: AclWalkMode, root: string, arch: string = process.arch): string[] {
+/** Pure: perl's arguments after -e SCRIPT (`serviceUid`: strip leaves a hard link to another uid's file alone; list ignores it). */
+export function stateAclArgs(mode: AclWalkMode, root: string, serviceUid: number, arch: string = process.arch): string[] {
   const nr = syscallNumbers(arch);
   const dirFlags = fsConstants.O_RDONLY | fsConstants.O_DIRECTORY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK;
-  return [mode, root, STATE_LAYOUT.pruned, ...[nr.lgetxattr, nr.getxattr, nr.setxattr, nr.removexattr, dirFlags, O_PATH | fsConstants.O_NOFOLLOW, constants.errno.ENODATA, constants.errno.EOPNOTSUPP].map(String)];
+  return [mode, root, STATE_LAYOUT.pruned, ...[serviceUid, nr.lgetxattr, nr.getxattr, nr.setxattr, nr.removexattr, dirFlags, O_PATH | fsConstants.O_NOFOLLOW, constants.errno.ENODATA, constants.errno.EOPNOTSUPP].map(String)];
 }
 
 /**
@@ -50,10 +50,10 @@ export function stateAclArgs(mode: AclWalkMode, root: string, arch: string = pro
  * mount points below it, as mountPointsBelow gives them). Throws (Refusal or
  * Error) when perl cannot be run under the exec rules.
  */
-export function startStateAclWalk(mode: AclWalkMode, root: string, mountPoints: Iterable<string>): Promise<CaptureResult> {
+export function startStateAclWalk(mode: AclWalkMode, root: string, serviceUid: number, mountPoints: Iterable<string>): Promise<CaptureResult> {
   return startCapture({
     command: TOOLS.perl,
-    args: ["-e", STATE_ACL_SCRIPT, ...stateAclArgs(mode, root)],
+    args: ["-e", STATE_ACL_SCRIPT, ...stateAclArgs(mode, root, serviceUid)],
     input: Buffer.concat([...mountPoints].map((point) => Buffer.from(`${point}\0`, "latin1"))),
     // strip: no deadline of its own (a tree too big to read in time is too big to walk); list: the audit's.
     timeoutMs: mode === "strip" ? 2 ** 31 - 1 : 120_000,

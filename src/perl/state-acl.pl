@@ -2,7 +2,7 @@
 # has no getxattr(2), and POSIX ACLs live in the extended attributes
 # system.posix_acl_access and system.posix_acl_default (acl(5), xattr(7)).
 # Arguments: MODE (strip or list), ROOT, PRUNED (the one top-level name never
-# entered), then numbers: lgetxattr, getxattr, setxattr, removexattr,
+# entered), then numbers: the service's uid, lgetxattr, getxattr, setxattr, removexattr,
 # the open flags of a directory (O_RDONLY|O_DIRECTORY|O_NOFOLLOW|O_NONBLOCK)
 # and of any entry (O_PATH|O_NOFOLLOW), ENODATA, EOPNOTSUPP.
 # Standard input: mount points to leave alone, as NUL-terminated bytes.
@@ -26,11 +26,11 @@
 # replaced by its three base entries, which the kernel stores as the mode
 # (the group bits become the owning group's entry, not the mask, and the
 # attribute goes), and the default ACL is removed.
-my ($mode, $root, $pruned, $lget, $get, $set, $remove, $dirFlags, $pathFlags, $enodata, $enotsup) = @ARGV;
+my ($mode, $root, $pruned, $service, $lget, $get, $set, $remove, $dirFlags, $pathFlags, $enodata, $enotsup) = @ARGV;
 my $strip = $mode eq "strip";
 my %skip;
 { local $/ = "\0"; binmode STDIN; while (my $x = <STDIN>) { chomp $x; $skip{$x} = 1 if length $x } }
-$_ += 0 for $lget, $get, $set, $remove, $dirFlags, $pathFlags, $enodata, $enotsup;
+$_ += 0 for $service, $lget, $get, $set, $remove, $dirFlags, $pathFlags, $enodata, $enotsup;
 binmode STDOUT;
 my ($access, $default) = ("system.posix_acl_access", "system.posix_acl_default");
 my $buf = "\0" x 65536;
@@ -62,9 +62,12 @@ sub base {
   return pack("V(vvV)3", 2, 1, $perm{1}, 0xffffffff, 4, $perm{4} & $perm{16}, 0xffffffff, 32, $perm{32}, 0xffffffff);
 }
 
-# Strips the ACLs of `name` (lstat'ed as @st) through an fd checked to hold that inode.
+# Strips the ACLs of `name` (lstat'ed as @st) through an fd checked to hold
+# that inode. A file another uid owns that has more than one name is left
+# as it is (changing it would change a file elsewhere): the walk refuses it.
 sub strip {
   my ($name, $path, @st) = @_;
+  return if ($st[2] & 0170000) != 0040000 && $st[3] > 1 && $st[4] != $service;
   sysopen(my $fh, $name, $pathFlags) or do { stop(65, "X", $path) if $! == 2 || $! == 40; problem($path, "open") };
   my @o = stat $fh;
   stop(65, "X", $path) unless @o && $o[0] == $st[0] && $o[1] == $st[1];

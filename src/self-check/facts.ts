@@ -184,7 +184,7 @@ export async function readFacts(request: { probe: boolean }) {
   const scanning = mounts.ok ? attempt(PERL_FIX, () => startImageScan(excluded)) : mounts;
   // The ACLs below /state (src/layout/state-acl.ts): a second perl walk, read-only, beside both.
   const stateMounts = mounts.ok ? mounts.value.map((m) => m.point).filter((point) => point.startsWith(`${STATE_DIR}/`)) : [];
-  const aclScanning = mounts.ok ? attempt(PERL_FIX, () => startStateAclWalk("list", STATE_DIR, stateMounts)) : mounts;
+  const aclScanning = mounts.ok ? attempt(PERL_FIX, () => startStateAclWalk("list", STATE_DIR, serviceUid ?? -1, stateMounts)) : mounts;
 
   /* 3. /state, /workspace, the image's programs, the kernel: read while perl walks. */
   const stateAudit = ids.ok ? attempt(ROOT_FIX, () => auditState(ids.value)) : ids;

@@ -5,7 +5,7 @@
  * package: scripts/setup-debian.sh) on the system's temporary directory.
  */
 import { spawnSync } from "node:child_process";
-import { chmodSync, lstatSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, linkSync, lstatSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { suite } from "uvu";
@@ -29,9 +29,9 @@ test("decodeAcl: posix_acl_xattr entries, named ones with their id; namedEntries
   assert.equal(namedEntries("0200000001000700ffffffff04000500ffffffff20000500ffffffff"), []);
 });
 
-test("stateAclArgs: the mode, the root, the pruned name, then x86-64's numbers and flags", () => {
-  assert.equal(stateAclArgs("strip", "/state", "x64"), ["strip", "/state", "agent", "192", "191", "188", "197", "198656", String(0o10000000 | 0o400000), "61", "95"]);
-  assert.equal(stateAclArgs("list", "/state", "arm64").slice(3, 7), ["9", "8", "5", "14"]);
+test("stateAclArgs: the mode, the root, the pruned name, the service's uid, then x86-64's numbers and flags", () => {
+  assert.equal(stateAclArgs("strip", "/state", 1000, "x64"), ["strip", "/state", "agent", "1000", "192", "191", "188", "197", "198656", String(0o10000000 | 0o400000), "61", "95"]);
+  assert.equal(stateAclArgs("list", "/state", 1000, "arm64").slice(4, 8), ["9", "8", "5", "14"]);
 });
 
 test("parseAclWalk: records in order, bytes shown printable; a record after the last, an unknown one or bad hex throws", () => {
@@ -66,7 +66,7 @@ function hasAcl(path: string): boolean {
 }
 
 function walk(mode: "strip" | "list", root: string, skip: string[] = []): ReturnType<typeof parseAclWalk> & { status: number | null } {
-  const run = spawnSync("/usr/bin/perl", ["-e", STATE_ACL_SCRIPT, ...stateAclArgs(mode, root)], { env: {}, input: skip.map((p) => `${p}\0`).join("") });
+  const run = spawnSync("/usr/bin/perl", ["-e", STATE_ACL_SCRIPT, ...stateAclArgs(mode, root, process.getuid!())], { env: {}, input: skip.map((p) => `${p}\0`).join("") });
   assert.is(String(run.stderr), "");
   return { ...parseAclWalk(run.stdout), status: run.status };
 }
@@ -91,6 +91,14 @@ test("the perl walk: list reads every ACL; strip keeps each base entry (the owni
     setfacl("-m", "u:1001:rwx", join(outside, "target"));
     symlinkSync(join(outside, "target"), p("link"));
     setfacl("-d", "-m", "u:1001:r", root);
+    // A hard link to another uid's file (the walk refuses it): changing its ACL would change that file everywhere.
+    const asRoot = process.getuid!() === 0;
+    if (asRoot) {
+      writeFileSync(join(outside, "foreign"), "x\n", { mode: 0o600 });
+      chownSync(join(outside, "foreign"), 4242, 4242);
+      setfacl("-m", "u:1001:r", join(outside, "foreign"));
+      linkSync(join(outside, "foreign"), p("install/foreign"));
+    }
 
     const listed = walk("list", root, [p("mounted")]);
     assert.is(listed.status, 0);
@@ -99,6 +107,7 @@ test("the perl walk: list reads every ACL; strip keeps each base entry (the owni
       ["/deep/er", false, true],
       ["/deep/er/late", true, false],
       ["/install/.npmrc", true, false],
+      ...(asRoot ? [["/install/foreign", true, false]] : []),
     ]);
     assert.equal(listed.problems, []);
     assert.is(listed.stripped, 0);
@@ -106,7 +115,7 @@ test("the perl walk: list reads every ACL; strip keeps each base entry (the owni
 
     const stripped = walk("strip", root, [p("mounted")]);
     assert.is(stripped.status, 0);
-    assert.is(stripped.stripped, listed.found.length);
+    assert.is(stripped.stripped, 4);
     const mode = (name: string) => (lstatSync(p(name)).mode & 0o7777).toString(8);
     assert.is(mode("install/.npmrc"), "600", "the owning group's entry (---), not the mask (rwx)");
     assert.is(mode("deep/er/late"), "644", "the owning group's r-x, cut by the mask r--");
@@ -114,7 +123,8 @@ test("the perl walk: list reads every ACL; strip keeps each base entry (the owni
     assert.ok(hasAcl(p("agent")), "the agent's home is not entered");
     assert.ok(hasAcl(p("mounted")), "a mount point is left alone");
     assert.ok(hasAcl(join(outside, "target")), "a symlink is not followed");
-    assert.equal(walk("list", root, [p("mounted")]).found.map((f) => f.path), [], "strip left nothing for list to find");
+    if (asRoot) assert.ok(hasAcl(join(outside, "foreign")), "another uid's hard-linked file is left alone");
+    assert.equal(walk("list", root, [p("mounted")]).found.map((f) => f.path), asRoot ? [p("install/foreign")] : [], "strip left nothing else for list to find");
   } finally {
     rmSync(root, { recursive: true, force: true });
     rmSync(outside, { recursive: true, force: true });
