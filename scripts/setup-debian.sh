@@ -19,6 +19,7 @@ packages=(
   tmux          # the pane host of the image test
   strace        # the cleanup stage's pid-reuse test: a delay injected before its signal
   libcap2-bin   # getcap: file capabilities in the audit's tests
+  acl           # setfacl, getfacl: the ACL tests of /state (the image has neither and needs neither)
   docker.io     # the image end-to-end test
   debootstrap   # the image test's local stand-in for node:24.20.0-bookworm-slim
   gcc           # cc: the OpenSSL provider module the CLI test builds (OPENSSL_CONF must load none)

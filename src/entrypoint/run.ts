@@ -6,11 +6,13 @@
  * runs as node with only SETUID and SETGID. Everything that can refuse on a
  * fact of the launch refuses before the first change on disk.
  *
- *   checkLaunch -> readIdentities -> vetPrograms -> scanState -> secureState
- *     -> joinWorkspaceGroup -> shareWorkspace -> resetPrivateRoot -> dropToService
+ *   checkLaunch -> readIdentities -> vetPrograms -> stripStateAcls + scanState
+ *     -> secureState -> joinWorkspaceGroup -> shareWorkspace -> resetPrivateRoot
+ *     -> dropToService
  *
- * scanState only reads (find, state-scan.ts); secureState walks /state only
- * when the scan did not find every entry fitting.
+ * stripStateAcls (perl, state-acl.ts) removes every ACL below /state, beside
+ * scanState, which only reads (find, state-scan.ts); secureState walks /state
+ * unless the scan found every entry fitting and no ACL was removed.
  */
 import { existsSync, lstatSync } from "node:fs";
 import { type Identities, readIdentities } from "../accounts.ts";
@@ -24,6 +26,7 @@ import { classifyLaunch, type LaunchMode } from "./launch-check.ts";
 import { serviceEnvironment } from "./service-env.ts";
 import { secureState, type StateResult } from "./state-layout.ts";
 import { scanState } from "./state-scan.ts";
+import { type AclResult, stripStateAcls } from "./state-acl.ts";
 import { joinWorkspaceGroup, shareWorkspace, type WorkspaceResult } from "./workspace-layout.ts";
 import { resetPrivateRoot } from "./private-root.ts";
 
@@ -49,8 +52,9 @@ function vetPrograms(command: readonly string[], ids: Identities): { servicePath
 }
 
 /** One line for what was dropped or left alone, one for what was done. */
-function report(ids: Identities, launch: Extract<LaunchMode, { mode: "root" }>, dropped: readonly string[], result: StateResult, workspace: WorkspaceResult, started: bigint): void {
+function report(ids: Identities, launch: Extract<LaunchMode, { mode: "root" }>, dropped: readonly string[], acls: AclResult, result: StateResult, workspace: WorkspaceResult, started: bigint): void {
   const state = result.stats;
+  if (acls.stripped > 0) printWarning(`ACLs were removed from ${acls.stripped} ${acls.stripped === 1 ? "entry" : "entries"} of ${STATE_DIR} (its layout is its mode bits), for example: ${acls.examples.join("; ")}`);
   if (launch.extraCapabilities.length > 0) printWarning(`capabilities beyond the six of ADR 0272 are dropped: ${launch.extraCapabilities.join(", ")}`);
   if (dropped.length > 0) printWarning(`variables that load code or are ours to set were removed from the service's environment: ${dropped.join(", ")}`);
   const skipped = [...state.skippedExamples, ...workspace.stats.skippedExamples];
@@ -85,12 +89,13 @@ export async function runEntrypoint(command: readonly string[]): Promise<never> 
   // The service's environment is computed (and refused) before any change on disk.
   const { env, dropped } = serviceEnvironment(process.env, ids);
   const vetted = vetPrograms(command, ids);
-  const state = secureState(ids, await scanState(ids));
+  const [acls, scan] = await Promise.all([stripStateAcls(ids), scanState(ids)]);
+  const state = secureState(ids, acls.stripped > 0 ? { fits: false, reason: "ACLs were removed" } : scan);
   joinWorkspaceGroup(ids);
   const workspace = shareWorkspace(ids, osCall("lstat", STATE_DIR, () => lstatSync(STATE_DIR).dev));
   const staleLeases = resetPrivateRoot(ids);
   if (staleLeases === "read-only") printWarning("/run is read-only: private jobs (--private-job) are refused; add --tmpfs /run:rw,exec,nosuid,nodev,mode=755 to the launch (docs/launch.md)");
   else if (staleLeases > 0) printInfo(`removed ${plural(staleLeases, "private-job lease")} a previous run left`);
-  report(ids, launch, dropped, state, workspace, started);
+  report(ids, launch, dropped, acls, state, workspace, started);
   return dropToService(ids, command, vetted, env);
 }

@@ -23,7 +23,7 @@
  * (probe.seccomp, probe.lower-oom-score, probe.abstract-socket).
  */
 import { syscallNumbers } from "../confinement.ts";
-import { errnoName } from "./errno.ts";
+import { errnoName } from "../os/errno.ts";
 import type { SeccompStatus } from "./process-table.ts";
 import { pass, type Verdict, warn } from "./check.ts";
 

@@ -22,6 +22,7 @@ import { embeddedHashes } from "../embedded-bundle.ts";
 import { runCapture } from "../exec/capture.ts";
 import { checkTrustedExecutable } from "../exec/rules.ts";
 import { readMarkerText } from "../layout/marker.ts";
+import { type AclWalk, parseAclWalk, startStateAclWalk } from "../layout/state-acl.ts";
 import { parseMountinfo } from "../os/mountinfo.ts";
 import { codeOf, Refusal } from "../report.ts";
 import { howItEnded, octal, reasonOf, saying } from "./check.ts";
@@ -181,6 +182,9 @@ export async function readFacts(request: { probe: boolean }) {
   const mounts = attempt(PROC_FIX, () => parseMountinfo(readFileSync("/proc/self/mountinfo", "latin1")));
   const excluded = mounts.ok ? excludedDirectories(mounts.value, IMAGE_WALK_SKIP) : new Set<string>();
   const scanning = mounts.ok ? attempt(PERL_FIX, () => startImageScan(excluded)) : mounts;
+  // The ACLs below /state (src/layout/state-acl.ts): a second perl walk, read-only, beside both.
+  const stateMounts = mounts.ok ? mounts.value.map((m) => m.point).filter((point) => point.startsWith(`${STATE_DIR}/`)) : [];
+  const aclScanning = mounts.ok ? attempt(PERL_FIX, () => startStateAclWalk("list", STATE_DIR, serviceUid ?? -1, stateMounts)) : mounts;
 
   /* 3. /state, /workspace, the image's programs, the kernel: read while perl walks. */
   const stateAudit = ids.ok ? attempt(ROOT_FIX, () => auditState(ids.value)) : ids;
@@ -228,7 +232,14 @@ export async function readFacts(request: { probe: boolean }) {
     const parsed = output.error !== undefined || output.status !== 0 ? undefined : attempt(PERL_FIX, () => parseImageScan(output.stdout, mounts.value, excluded));
     imageScan = parsed?.ok ? parsed : perlFailed(parsed?.error ?? captureFailure(output));
   }
+  let stateAcls: Fact<AclWalk>;
+  if (!aclScanning.ok) stateAcls = aclScanning;
+  else {
+    const output = await aclScanning.value;
+    const parsed = output.error !== undefined || output.status !== 0 ? undefined : attempt(PERL_FIX, () => parseAclWalk(output.stdout));
+    stateAcls = parsed?.ok && parsed.value.complete ? parsed : { ok: false, error: `the ACL walk of ${STATE_DIR} (perl) did not complete: ${parsed?.ok === false ? parsed.error : captureFailure(output)}`, fix: PERL_FIX };
+  }
   /** What the probe did; absent without --probe. */
   const probe = request.probe ? runProbe({ mode: mode.mode, self: own.creds, ids: ids.ok ? ids.value : undefined, servicePid: choice.entry.pid }) : undefined;
-  return { ...facts, imageScan, probe: known(probe) };
+  return { ...facts, imageScan, stateAcls, probe: known(probe) };
 }

@@ -26,7 +26,7 @@ import IMAGE_SCAN_TEMPLATE from "../perl/image-scan.pl";
 import { type CaptureResult, startCapture } from "../exec/capture.ts";
 import { syscallNumbers } from "../confinement.ts";
 import { STATE_DIR, TOOLS, WORKSPACE_DIR } from "../constants.ts";
-import { errnoName } from "./errno.ts";
+import { errnoName } from "../os/errno.ts";
 import { namesOf } from "../os/capabilities.ts";
 import { octal } from "./check.ts";
 import type { Mount } from "../os/mountinfo.ts";

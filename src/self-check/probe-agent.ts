@@ -30,7 +30,7 @@ import PROBE_CONFINEMENT_TEMPLATE from "../perl/probe-confinement.pl";
 import { closeSync, constants, openSync, readdirSync, readFileSync } from "node:fs";
 import { readIdentities } from "../accounts.ts";
 import { EXIT, PROBE_AGENT_FLAG, STATE_DIR, TOOLS } from "../constants.ts";
-import { errnoName } from "./errno.ts";
+import { errnoName } from "../os/errno.ts";
 import { parseStatus } from "../os/proc-status.ts";
 import { parseSeccompStatus, type SeccompStatus } from "./process-table.ts";
 import { codeOf, Refusal, writeLine } from "../report.ts";

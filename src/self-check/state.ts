@@ -8,10 +8,16 @@
  * mounted inside /state). The agent's home is pruned by the rules, as the
  * entrypoint never walks it, also when it is a mount of its own; its top is
  * checked on its own, and whether it shares /state's filesystem too.
+ *
+ * The layout is its mode bits, and no entry may carry a POSIX ACL beside
+ * them (src/layout/state-acl.ts): every ACL the read-only perl walk found
+ * breaks the contract of its zone, named entries shown as getfacl(1) writes
+ * them. Each start removes them.
  */
 import type { Identities } from "../accounts.ts";
 import { AGENT_HOME, STATE_DIR, STATE_INSTALL_NAME } from "../constants.ts";
 import { stateModes, stateRules, type StateZone } from "../layout/state.ts";
+import { type AclFound, type AclWalk, namedEntries } from "../layout/state-acl.ts";
 import { Refusal } from "../report.ts";
 import { bounded, cannotLook, fail, failUnlessSingle, octal, pass, plural, type Verdict, warn } from "./check.ts";
 import type { Lstat } from "./facts.ts";
@@ -124,24 +130,42 @@ function refusedFirst(violations: readonly StateViolation[]): string {
   return refused ? `${refused.fix}; then ${RESTART_FIX}` : RESTART_FIX;
 }
 
-/** Pure: state.layout ("layout") or state.release ("release") from the one walk. */
-export function judgeStateZone(audit: StateAudit, zone: "layout" | "release", mode: Mode): Verdict {
+/** Pure: one ACL as the check shows it: "/state (default ACL: user:1001:r--)". */
+export function describeAcl(found: AclFound): string {
+  const part = (what: string, hex: string): string[] => {
+    if (hex === "") return [];
+    const named = namedEntries(hex);
+    return [`${what}${named.length > 0 ? `: ${named.join(", ")}` : ", no named entry"}`];
+  };
+  return `${found.path} (${[...part("ACL", found.access), ...part("default ACL", found.default)].join("; ")})`;
+}
+
+/** Pure: state.layout ("layout") or state.release ("release") from the one walk and the ACL walk. */
+export function judgeStateZone(audit: StateAudit, zone: "layout" | "release", mode: Mode, acls: AclWalk): Verdict {
   const releaseRoot = `${audit.root}/${STATE_INSTALL_NAME}`;
   const release = zone === "release";
   // A problem with the root itself leaves both unchecked.
-  const inRelease = (p: WalkProblem): boolean => p.path === audit.root || p.path === releaseRoot || p.path.startsWith(`${releaseRoot}/`);
-  const problems = problemLines(audit.problems.filter((p) => (release ? inRelease(p) : p.path === audit.root || !inRelease(p))));
+  const inRelease = (p: { path: string }): boolean => p.path === audit.root || p.path === releaseRoot || p.path.startsWith(`${releaseRoot}/`);
+  const ours = (p: { path: string }): boolean => (release ? inRelease(p) : p.path === audit.root || !inRelease(p));
+  // An entry both walks could not read is one entry: the mode walk's problem says it.
+  const seen = new Set(audit.problems.map((p) => p.path));
+  const problems = problemLines([...audit.problems, ...acls.problems.filter((p) => !seen.has(p.path))].filter(ours));
   const violations = release ? audit.release : audit.layout;
+  // An ACL on /state itself belongs to state.layout, as /state does.
+  const withAcl = acls.found.filter((f) => (release ? f.path !== audit.root && inRelease(f) : !inRelease(f) || f.path === audit.root)).map(describeAcl);
   const found = {
     root: release ? releaseRoot : audit.root,
     checked: audit.checked,
     violations: bounded(violations),
+    acls: bounded(withAcl),
     unreadable: bounded(problems),
     ...(release ? {} : { umaskGroupBits: audit.umaskGroupBits }),
   };
-  if (violations.length > 0) {
-    const summary = `${plural(violations.length, "entry", "entries")}${release ? " of the release root" : ""} break${violations.length === 1 ? "s" : ""} the layout contract: ${examples(violations)}`;
-    return failUnlessSingle(mode === "single-uid", summary, found, refusedFirst(violations), SINGLE_UID_NOTE);
+  if (violations.length > 0 || withAcl.length > 0) {
+    const broken = violations.length > 0 ? [`${plural(violations.length, "entry", "entries")}${release ? " of the release root" : ""} break${violations.length === 1 ? "s" : ""} the layout contract: ${examples(violations)}`] : [];
+    const shown = withAcl.slice(0, 3).join("; ") + (withAcl.length > 3 ? `; and ${withAcl.length - 3} more` : "");
+    const acl = withAcl.length > 0 ? [`${plural(withAcl.length, "entry", "entries")}${release ? " of the release root" : ""} carr${withAcl.length === 1 ? "ies an ACL" : "y ACLs"}, which the layout does not allow (its mode bits are all the access there may be): ${shown}`] : [];
+    return failUnlessSingle(mode === "single-uid", [...broken, ...acl].join("; "), found, refusedFirst(violations), SINGLE_UID_NOTE);
   }
   if (problems.length > 0) {
     const summary = `could not read ${plural(problems.length, "entry", "entries")} under ${audit.root}: ${problems.slice(0, 3).join("; ")}`;
@@ -154,7 +178,7 @@ export function judgeStateZone(audit: StateAudit, zone: "layout" | "release", mo
     !release && audit.umaskGroupBits > 0
       ? ` (${audit.umaskGroupBits} made by the service since the start keep${audit.umaskGroupBits === 1 ? "s" : ""} its umask's group bits, of node's own group: the agent is not in it, and the next start removes them)`
       : "";
-  return pass(`${audit.checked} entries checked; every one ${release ? "of the release root " : ""}follows the layout contract${since}`, found);
+  return pass(`${audit.checked} entries checked; every one ${release ? "of the release root " : ""}follows the layout contract, and none carries an ACL${since}`, found);
 }
 
 /** Pure: /state/agent, a directory of the agent, mode 0700; never walked inside. */

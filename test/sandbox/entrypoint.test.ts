@@ -253,6 +253,70 @@ rootTest(test, "the release root: what the release keeps private stays private t
   });
 });
 
+/** setfacl(1) on the host (the acl package, scripts/setup-debian.sh): the image has none and needs none. */
+function setfacl(...args: string[]): void {
+  const run = spawnSync("setfacl", args, { encoding: "utf8" });
+  assert.is(run.status, 0, `setfacl ${args.join(" ")}: ${run.stderr}`);
+}
+
+/** The entries of `path` that carry an ACL (getfacl -s skips those with only the base entries), as getfacl names them. */
+function withAcls(...paths: string[]): string[] {
+  const run = spawnSync("getfacl", ["-s", "-p", ...paths], { encoding: "utf8" });
+  return [...run.stdout.matchAll(/^# file: (.*)$/gm)].map((m) => m[1]!);
+}
+
+/** Runs `script` with a uid and its own group only (setpriv), as root on the host. */
+function asUid(uid: number, script: string): ReturnType<typeof spawnSync> {
+  return spawnSync("/usr/bin/setpriv", [`--reuid=${uid}`, `--regid=${uid}`, "--clear-groups", "--", "/bin/sh", "-c", script], { encoding: "utf8" });
+}
+
+rootTest(test, "a default ACL on /state giving the agent read is removed at the start: what the service writes later with no mode stays closed to the agent's uid", () => {
+  // Control, no start: in a directory of node's with that default ACL, a file node writes under
+  // its umask 0007 with no mode gets the agent's named entry, and the agent's uid reads it.
+  inBody(new Body(), (control) => {
+    const dir = join(control.dir, "state-like");
+    mkdirSync(dir, { mode: 0o711 });
+    chmodSync(control.dir, 0o711);
+    chownSync(dir, IDS.service, IDS.service);
+    setfacl("-d", "-m", `u:${IDS.agent}:r`, dir);
+    const wrote = asUid(IDS.service, `umask 0007 && echo written-after-start > ${dir}/x.json`);
+    assert.is(wrote.status, 0, String(wrote.stderr));
+    const read = asUid(IDS.agent, `cat ${dir}/x.json`);
+    assert.is(read.status, 0, `the ACL lets the agent read without the start: ${read.stderr}`);
+    assert.is(read.stdout, "written-after-start\n");
+  });
+  inBody(legacyBody(), (body) => {
+    setfacl("-d", "-m", `u:${IDS.agent}:r`, body.state);
+    setfacl("-d", "-m", `u:${IDS.agent}:r`, join(body.state, "telemetry"));
+    const after = umaskRun(body);
+    assert.is(after.readSecret.exitCode, 1, "the agent's uid cannot read /state/x.json");
+    assert.match(after.readSecret.stderr, /Permission denied/);
+    assert.is(after.modes.secret, "0660", "the umask, not the default ACL, made the mode");
+    assert.equal(withAcls(body.state, join(body.state, "telemetry"), join(body.state, "x.json")), [], "no ACL is left on /state, below it, or on what the service wrote");
+  });
+});
+
+rootTest(test, "an ACL on a private release file does not open it: after the start it stays 0600, the ACL gone, and the agent cannot read it", () => {
+  inBody(legacyBody(), (body) => {
+    const install = join(body.state, "install");
+    writeFileSync(join(install, ".npmrc"), "//registry.example/:_authToken=npm_secret\n", { mode: 0o600 });
+    writeFileSync(join(install, "shared.js"), "// shared\n", { mode: 0o644 });
+    for (const name of [".npmrc", "shared.js"]) {
+      chownSync(join(install, name), IDS.service, IDS.service);
+      setfacl("-m", `u:${IDS.agent}:rwx`, join(install, name));
+    }
+    assert.is(octal(statSync(join(install, ".npmrc")).mode & 0o7777), "0670", "the mode's group bits show the ACL's mask");
+    const script = "for f in /state/install/.npmrc /state/install/shared.js; do if cat \"$f\" >/dev/null 2>&1; then echo \"read $f\"; else echo \"denied $f\"; fi; done";
+    const run = body.run({ as: "root", command: [...SERVICE, "agent", "{}", "/bin/sh", "-c", script] });
+    assert.is(run.status, 0, run.stderr);
+    const agent = JSON.parse(run.stdout) as { exitCode: number; stdout: string; stderr: string };
+    assert.equal(lines(agent.stdout), ["denied /state/install/.npmrc", "read /state/install/shared.js"]);
+    assert.match(run.stderr, /^clankie-separate: warning: ACLs were removed from 2 entries of \/state \(its layout is its mode bits\), for example: /m);
+    assert.equal([".npmrc", "shared.js"].map((name) => octal(statSync(join(install, name)).mode & 0o7777)), ["0600", "0644"]);
+    assert.equal(withAcls(join(install, ".npmrc"), join(install, "shared.js")), []);
+  });
+});
+
 rootTest(test, "/workspace gets the shared group: setgid dirs g+rwx, files g+rw, owners kept; later starts do not walk", () => {
   inBody(legacyBody(), (body) => {
     writeFileSync(join(body.workspace, "agents-file"), "x", { mode: 0o600 });

@@ -314,6 +314,21 @@ rootTest(SelfCheck, "what the service writes to /state after the start under its
   });
 });
 
+rootTest(SelfCheck, "an ACL with a named entry below /state fails state.layout (in the release root, state.release), named as getfacl writes it; the modes alone pass", () => {
+  inBody(seededBody(), (body) => {
+    // A mask of r-- shows as group bits r--, which the umask's excuse (node's own group) would let pass.
+    const audit = parse(shDoctor(body, "setfacl -m u:1001:r /state/settings.json && setfacl -d -m u:1001:r /state && setfacl -m u:1001:r /state/install/current/server.js", ["--json"]));
+    assertFailing(audit, ["state.layout", "state.release"]);
+    const layout = check(audit, "state.layout");
+    assert.equal(layout.found.acls.shown, ["/state (default ACL: user:1001:r--)", "/state/settings.json (ACL: user:1001:r--)"]);
+    assert.match(layout.summary, /^2 entries carry ACLs, which the layout does not allow/);
+    assert.match(layout.fix!, /^restart the container/);
+    assert.equal(check(audit, "state.release").found.acls.shown, ["/state/install/current/server.js (ACL: user:1001:r--)"]);
+    // The next start removes them: the audit passes again.
+    assertFailing(parse(shDoctor(body, "true", ["--json"])), []);
+  });
+});
+
 rootTest(SelfCheck, "text form: one line per check, failures first with their fix, then the verdict", () => {
   inBody(seededBody(), (body) => {
     const result = shDoctor(body, "touch /state/planted; chmod 0664 /state/planted", []);

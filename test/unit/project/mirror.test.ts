@@ -38,7 +38,7 @@ export const UNTESTED_ALONE: Record<string, string> = {
   "help.ts": "text: test/cli/binary.test.ts checks that --help lists both roles, their options and every exit code",
   "layout/find-expression.ts": "find(1)'s expression of layout/state.ts: entrypoint/state-scan.test.ts runs it with find against the walk",
   "layout/rules.ts": "the walk's per-entry rule type: entrypoint/tree-walk.test.ts",
-  "self-check/errno.ts": "a lookup in Node's errno table: self-check/confinement.test.ts and image-scan.test.ts read its names",
+  "os/errno.ts": "a lookup in Node's errno table: self-check/confinement.test.ts, image-scan.test.ts and layout/state-acl.test.ts read its names",
   "os/file-kind.ts": "lstat's kind: the walks' tests (entrypoint/tree-walk, self-check/walk)",
 };
 

@@ -14,6 +14,7 @@ import { EXIT } from "../../../src/constants.ts";
 import { STAGE_SOURCE, stageSource } from "../../../src/stage/stage.ts";
 import { IMAGE_SCAN_SCRIPT } from "../../../src/self-check/image-scan.ts";
 import { CONFINEMENT_ATTEMPTS_SCRIPT } from "../../../src/self-check/probe-agent.ts";
+import { STATE_ACL_SCRIPT } from "../../../src/layout/state-acl.ts";
 
 const test = suite("perl programs");
 
@@ -21,6 +22,7 @@ const PROGRAMS: Record<string, { source: string; flags: string[] }> = {
   "stage/stage.pl": { source: STAGE_SOURCE, flags: ["-T", "-C0"] },
   "stage/stage.pl (arm64)": { source: stageSource("arm64"), flags: ["-T", "-C0"] },
   "perl/image-scan.pl": { source: IMAGE_SCAN_SCRIPT, flags: [] },
+  "perl/state-acl.pl": { source: STATE_ACL_SCRIPT, flags: [] },
   "perl/probe-confinement.pl": { source: CONFINEMENT_ATTEMPTS_SCRIPT, flags: [] },
 };
 

@@ -1,13 +1,15 @@
 /* state.*: the entrypoint's rules on walked entries, and the checks from one walk. Pure, no privileges. */
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { judgeStateEntry, judgeStateZone, type StateAudit } from "../../../src/self-check/state.ts";
+import { describeAcl, judgeStateEntry, judgeStateZone, type StateAudit } from "../../../src/self-check/state.ts";
+import type { AclWalk } from "../../../src/layout/state-acl.ts";
 import { WalkedEntry } from "../../../src/self-check/walk.ts";
 import { stateRules } from "../../../src/layout/state.ts";
 import { ids, stats, walked } from "../../helpers/self-check-fixtures.ts";
 
 const State = suite("state");
-const stateZones = (a: StateAudit, mode: "separated" | "single-uid") => [judgeStateZone(a, "layout", mode), judgeStateZone(a, "release", mode)];
+const NO_ACLS: AclWalk = { visited: 10, stripped: 0, found: [], problems: [], complete: true };
+const stateZones = (a: StateAudit, mode: "separated" | "single-uid", acls: AclWalk = NO_ACLS) => [judgeStateZone(a, "layout", mode, acls), judgeStateZone(a, "release", mode, acls)];
 const rules = stateRules(ids);
 
 State("entries that follow the rules pass; the zone is handed down", () => {
@@ -85,6 +87,33 @@ State("stateChecks: a refused entry's own fix comes first; unreadable entries fa
   const root = stateZones(audit({ problems: [{ path: "/state", syscall: "lstat", code: "ENOENT" }], checked: 0, releasePresent: false }), "separated");
   assert.equal(root.map((c) => c.status), ["fail", "fail"]);
   assert.is(stateZones(audit({ releasePresent: false }), "separated")[1]!.status, "warn");
+});
+
+// getfacl: user::rw- user:1001:r-- group::--- mask::r-- other::---, and a default ACL of the same entries.
+const NAMED = "0200000001000600ffffffff02000400e903000004000000ffffffff10000400ffffffff20000000ffffffff";
+// user::rwx group::r-x other::r-x: a default ACL with no named entry.
+const BASE = "0200000001000700ffffffff04000500ffffffff20000500ffffffff";
+
+State("an ACL anywhere fails the zone it lies in, a named entry shown as getfacl writes it; the walk's problems are unreadable entries", () => {
+  assert.is(describeAcl({ path: "/state", access: "", default: NAMED }), "/state (default ACL: user:1001:r--)");
+  assert.is(describeAcl({ path: "/state/x", access: NAMED, default: BASE }), "/state/x (ACL: user:1001:r--; default ACL, no named entry)");
+  const acls = (...found: AclWalk["found"]): AclWalk => ({ ...NO_ACLS, found });
+  const [layout, release] = stateZones(audit({}), "separated", acls({ path: "/state", access: "", default: NAMED }, { path: "/state/install/.npmrc", access: NAMED, default: "" }));
+  assert.is(layout!.status, "fail");
+  assert.is(layout!.summary, "1 entry carries an ACL, which the layout does not allow (its mode bits are all the access there may be): /state (default ACL: user:1001:r--)");
+  assert.match(layout!.fix!, /restart the container/);
+  assert.equal(layout!.found.acls, { count: 1, shown: ["/state (default ACL: user:1001:r--)"] });
+  assert.is(release!.status, "fail");
+  assert.match(release!.summary, /^1 entry of the release root carries an ACL, .*: \/state\/install\/\.npmrc \(ACL: user:1001:r--\)$/);
+  // Not hidden by the umask's excuse, and with a mode violation both are said.
+  const both = stateZones(audit({ umaskGroupBits: 1, layout: [violation] }), "separated", acls({ path: "/state/x", access: NAMED, default: "" }))[0]!;
+  assert.match(both.summary, /^1 entry breaks the layout contract: .*; 1 entry carries an ACL, .*\/state\/x \(ACL: user:1001:r--\)$/);
+  assert.is(stateZones(audit({}), "single-uid", acls({ path: "/state/x", access: NAMED, default: "" }))[0]!.status, "warn");
+  const unread = stateZones(audit({}), "separated", { ...NO_ACLS, problems: [{ path: "/state/x", syscall: "lgetxattr", code: "EACCES" }] });
+  assert.equal(unread.map((c) => c.status), ["fail", "pass"]);
+  assert.match(unread[0]!.summary, /could not read 1 entry under \/state: lgetxattr \/state\/x: EACCES/);
+  const sealed = { ...NO_ACLS, problems: [{ path: "/state/sealed", syscall: "open", code: "EACCES" }] };
+  assert.match(stateZones(audit({ problems: [{ path: "/state/sealed", syscall: "readdir", code: "EACCES" }] }), "separated", sealed)[0]!.summary, /^could not read 1 entry under \/state: readdir \/state\/sealed: EACCES$/);
 });
 
 State.run();

@@ -1,0 +1,148 @@
+# The ACL walk of /state (src/layout/state-acl.ts), passed to perl -e: Node
+# has no getxattr(2), and POSIX ACLs live in the extended attributes
+# system.posix_acl_access and system.posix_acl_default (acl(5), xattr(7)).
+# Arguments: MODE (strip or list), ROOT, PRUNED (the one top-level name never
+# entered), then numbers: the service's uid, lgetxattr, getxattr, setxattr, removexattr,
+# the open flags of a directory (O_RDONLY|O_DIRECTORY|O_NOFOLLOW|O_NONBLOCK)
+# and of any entry (O_PATH|O_NOFOLLOW), ENODATA, EOPNOTSUPP.
+# Standard input: mount points to leave alone, as NUL-terminated bytes.
+# Output, NUL-terminated fields:
+#   A path access default   an entry with an ACL: each attribute as hex, or
+#                           empty when absent (strip: as it was, then removed;
+#                           the first five only)
+#   P path syscall errno    an entry that could not be read (list), or changed
+#                           (strip: the last record, exit 71)
+#   X path                  strip: an entry changed while it was looked at
+#                           (the last record, exit 65)
+#   V visited stripped      the last record: the walk ran to its end (stripped:
+#                           how many entries had ACLs removed; list: 0)
+# Names are bytes. Only what lstat calls a directory, on ROOT's filesystem
+# and not a mount point, is entered: opened O_NOFOLLOW, checked to be the
+# inode lstat saw, and made the working directory (fchdir), so every name
+# is looked up in the directory checked, as openat(2) would; ".." is checked
+# on the way back. No symlink is followed (symlinks carry no ACL). strip
+# changes an entry only through an O_PATH fd checked the same way (by its
+# /proc/self/fd link, which names the inode the fd holds): the access ACL is
+# replaced by its three base entries, which the kernel stores as the mode
+# (the group bits become the owning group's entry, not the mask, and the
+# attribute goes), and the default ACL is removed.
+my ($mode, $root, $pruned, $service, $lget, $get, $set, $remove, $dirFlags, $pathFlags, $enodata, $enotsup) = @ARGV;
+my $strip = $mode eq "strip";
+my %skip;
+{ local $/ = "\0"; binmode STDIN; while (my $x = <STDIN>) { chomp $x; $skip{$x} = 1 if length $x } }
+$_ += 0 for $service, $lget, $get, $set, $remove, $dirFlags, $pathFlags, $enodata, $enotsup;
+binmode STDOUT;
+my ($access, $default) = ("system.posix_acl_access", "system.posix_acl_default");
+my $buf = "\0" x 65536;
+my $stripped = 0;
+
+sub stop { my ($code, @fields) = @_; print join("\0", @fields), "\0"; exit $code }
+sub problem { my ($path, $call) = @_; stop(71, "P", $path, $call, $! + 0) if $strip; print "P\0$path\0$call\0", $! + 0, "\0" }
+
+# One attribute of `name` as hex; "" when absent; undef (reported) on a failure.
+sub attribute {
+  my ($nr, $name, $attr, $path) = @_;
+  my $n = syscall($nr, $name, $attr, $buf, 65536);
+  return unpack("H*", substr($buf, 0, $n)) if $n >= 0;
+  return "" if $! == $enodata || $! == $enotsup || $! == 2;
+  problem($path, $nr == $lget ? "lgetxattr" : "getxattr");
+  return undef;
+}
+
+# The access ACL's base entries as an ACL of its own: the owner's (tag 1)
+# and other's (0x20) as they are, and the owning group's (4) as far as the
+# mask (0x10) let it act, so nobody gains a permission (an entry missing
+# counts as none; the kernel never stores an ACL without the three).
+sub base {
+  my ($hex) = @_;
+  my %perm = (1 => 0, 4 => 0, 16 => 7, 32 => 0);
+  my @e = unpack("V(vvV)*", pack("H*", $hex));
+  shift @e;
+  while (@e >= 3) { my ($tag, $p) = splice(@e, 0, 3); $perm{$tag} = $p if exists $perm{$tag} }
+  return pack("V(vvV)3", 2, 1, $perm{1}, 0xffffffff, 4, $perm{4} & $perm{16}, 0xffffffff, 32, $perm{32}, 0xffffffff);
+}
+
+# Strips the ACLs of `name` (lstat'ed as @st) through an fd checked to hold
+# that inode. A file another uid owns that has more than one name is left
+# as it is (changing it would change a file elsewhere): the walk refuses it.
+sub strip {
+  my ($name, $path, @st) = @_;
+  return if ($st[2] & 0170000) != 0040000 && $st[3] > 1 && $st[4] != $service;
+  sysopen(my $fh, $name, $pathFlags) or do { stop(65, "X", $path) if $! == 2 || $! == 40; problem($path, "open") };
+  my @o = stat $fh;
+  stop(65, "X", $path) unless @o && $o[0] == $st[0] && $o[1] == $st[1];
+  my $link = "/proc/self/fd/" . fileno($fh);
+  my $a = attribute($get, $link, $access, $path);
+  my $d = ($st[2] & 0170000) == 0040000 ? attribute($get, $link, $default, $path) : "";
+  print "A\0$path\0$a\0$d\0" if ++$stripped <= 5;
+  if (length $a) { my $new = base($a); syscall($set, $link, $access, $new, length($new), 0) == 0 or problem($path, "setxattr") }
+  if (length $d) { syscall($remove, $link, $default) == 0 or problem($path, "removexattr") }
+  close $fh;
+}
+
+# One entry, by its name in the working directory: lstat'ed as @st, or not
+# yet (@st empty: a name in a directory with no subdirectory).
+sub judge {
+  my ($name, $path, @st) = @_;
+  return if @st && ($st[2] & 0170000) == 0120000;
+  my $a = attribute($lget, $name, $access, $path) // "";
+  my $d = @st && ($st[2] & 0170000) == 0040000 ? attribute($lget, $name, $default, $path) // "" : "";
+  return unless length($a) || length($d);
+  return print "A\0$path\0$a\0$d\0" unless $strip;
+  @st = lstat $name or stop(65, "X", $path) unless @st;
+  strip($name, $path, @st);
+}
+
+# Makes `name` (lstat'ed as @st) the working directory; its names, or undef
+# (list: reported, and the working directory is unchanged). ENOENT 2,
+# ENOTDIR 20 and ELOOP 40 (a name moved or replaced since lstat) are the
+# same numbers on every Linux architecture.
+sub enter {
+  my ($name, $path, @st) = @_;
+  my ($fh, $h);
+  unless (sysopen($fh, $name, $dirFlags)) { stop(65, "X", $path) if $strip && ($! == 2 || $! == 20 || $! == 40); problem($path, "open"); return undef }
+  my @o = stat $fh;
+  stop(65, "X", $path) unless @o && $o[0] == $st[0] && $o[1] == $st[1];
+  unless (opendir $h, "/proc/self/fd/" . fileno($fh)) { problem($path, "readdir"); return undef }
+  my @names = grep { $_ ne "." && $_ ne ".." } readdir $h;
+  closedir $h;
+  unless (chdir $fh) { problem($path, "fchdir"); return undef }
+  return \@names;
+}
+
+# A directory whose st_nlink is 2 has no subdirectory (each one's ".." is a
+# link to it; the kernel keeps the count on ext4, xfs and tmpfs, and where it
+# does not, as on btrfs and overlayfs, st_nlink is 1): its names are not
+# lstat'ed (a symlink's ACL attributes read as absent), which halves the
+# calls on a tree of files.
+my @rst = lstat $root;
+stop(71, "P", $root, "lstat", $! + 0) unless @rst;
+my $visited = 1;
+my $names = ($rst[2] & 0170000) == 0040000 ? enter($root, $root, @rst) : undef;
+judge(".", $root, @rst) if $names;
+my @stack = $names ? ([$root, $names, @rst[0, 1], $rst[3] == 2]) : ();
+while (@stack) {
+  my $frame = $stack[-1];
+  my $name = shift @{ $frame->[1] };
+  unless (defined $name) {
+    pop @stack;
+    last unless @stack;
+    my @p = (chdir("..") and stat("."));
+    stop(65, "X", $stack[-1][0]) unless @p && $p[0] == $stack[-1][2] && $p[1] == $stack[-1][3];
+    next;
+  }
+  next if @stack == 1 && $name eq $pruned;
+  my $path = $frame->[0] eq "/" ? "/$name" : "$frame->[0]/$name";
+  next if $skip{$path};
+  $visited++;
+  # The common case inline: a name in such a directory with no access ACL.
+  if ($frame->[4]) { judge($name, $path) unless syscall($lget, $name, $access, $buf, 65536) < 0 && ($! == $enodata || $! == $enotsup || $! == 2); next }
+  my @st = lstat $name;
+  unless (@st) { $visited--; problem($path, "lstat") unless $! == 2; next }
+  next if $st[0] != $rst[0];
+  judge($name, $path, @st);
+  next unless ($st[2] & 0170000) == 0040000;
+  my $children = enter($name, $path, @st);
+  push @stack, [$path, $children, @st[0, 1], $st[3] == 2] if $children;
+}
+print "V\0$visited\0$stripped\0";

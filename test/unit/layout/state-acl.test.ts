@@ -1,0 +1,134 @@
+/*
+ * The ACL walk of /state (src/layout/state-acl.ts, src/perl/state-acl.pl):
+ * the attribute format decoded, the output parsed, and the real perl program
+ * on a planted tree, with ACLs set by the host's setfacl(1) (the acl
+ * package: scripts/setup-debian.sh) on the system's temporary directory.
+ */
+import { spawnSync } from "node:child_process";
+import { chmodSync, chownSync, linkSync, lstatSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { decodeAcl, namedEntries, parseAclWalk, STATE_ACL_SCRIPT, stateAclArgs } from "../../../src/layout/state-acl.ts";
+
+const test = suite("state-acl");
+
+// getfacl: user::rw- user:1001:rwx group::--- mask::rwx other::---
+const NAMED = "0200000001000600ffffffff02000700e903000004000000ffffffff10000700ffffffff20000000ffffffff";
+
+test("decodeAcl: posix_acl_xattr entries, named ones with their id; namedEntries as getfacl writes them", () => {
+  assert.equal(decodeAcl(NAMED), [
+    { tag: "user::", perm: "rw-" },
+    { tag: "user", id: 1001, perm: "rwx" },
+    { tag: "group::", perm: "---" },
+    { tag: "mask", perm: "rwx" },
+    { tag: "other", perm: "---" },
+  ]);
+  assert.equal(namedEntries(NAMED), ["user:1001:rwx"]);
+  assert.equal(namedEntries("0200000001000700ffffffff04000500ffffffff20000500ffffffff"), []);
+});
+
+test("stateAclArgs: the mode, the root, the pruned name, the service's uid, then x86-64's numbers and flags", () => {
+  assert.equal(stateAclArgs("strip", "/state", 1000, "x64"), ["strip", "/state", "agent", "1000", "192", "191", "188", "197", "198656", String(0o10000000 | 0o400000), "61", "95"]);
+  assert.equal(stateAclArgs("list", "/state", 1000, "arm64").slice(4, 8), ["9", "8", "5", "14"]);
+});
+
+test("parseAclWalk: records in order, bytes shown printable; a record after the last, an unknown one or bad hex throws", () => {
+  const fields = (...items: (string | Buffer)[]) => Buffer.concat(items.map((item) => Buffer.concat([Buffer.from(item as string), Buffer.from([0])])));
+  const out = fields("A", "/state", "", NAMED, "P", "/state/x", "lgetxattr", "13", "A", Buffer.from([0x2f, 0x73, 0x74, 0x61, 0x74, 0x65, 0x2f, 0xff]), NAMED, "", "V", "12", "2");
+  const walk = parseAclWalk(out);
+  assert.equal(walk, {
+    visited: 12,
+    stripped: 2,
+    found: [
+      { path: "/state", access: "", default: NAMED },
+      { path: "/state/\\xff", access: NAMED, default: "" },
+    ],
+    problems: [{ path: "/state/x", syscall: "lgetxattr", code: "EACCES" }],
+    complete: true,
+  });
+  assert.equal(parseAclWalk(Buffer.from("X\0/state/d\0")).changed, "/state/d");
+  assert.is(parseAclWalk(Buffer.from("")).complete, false);
+  assert.throws(() => parseAclWalk(Buffer.from("V\x001\x000\0V\x001\x000\0")), /after its last/);
+  assert.throws(() => parseAclWalk(Buffer.from("Q\0")), /unknown record/);
+  assert.throws(() => parseAclWalk(Buffer.from("A\0/x\0zz\0\0")), /malformed/);
+  assert.throws(() => parseAclWalk(Buffer.from("A\0/x")), /complete field/);
+});
+
+function setfacl(...args: string[]): void {
+  const run = spawnSync("setfacl", args, { encoding: "utf8" });
+  assert.is(run.status, 0, `setfacl ${args.join(" ")}: ${run.stderr}`);
+}
+
+function hasAcl(path: string): boolean {
+  return spawnSync("getfacl", ["-s", "-p", path], { encoding: "utf8" }).stdout !== "";
+}
+
+function walk(mode: "strip" | "list", root: string, skip: string[] = []): ReturnType<typeof parseAclWalk> & { status: number | null } {
+  const run = spawnSync("/usr/bin/perl", ["-e", STATE_ACL_SCRIPT, ...stateAclArgs(mode, root, process.getuid!())], { env: {}, input: skip.map((p) => `${p}\0`).join("") });
+  assert.is(String(run.stderr), "");
+  return { ...parseAclWalk(run.stdout), status: run.status };
+}
+
+test("the perl walk: list reads every ACL; strip keeps each base entry (the owning group's cut by the mask), removes the rest, never through a symlink, the agent's home or a mount point", () => {
+  const root = mkdtempSync(join(tmpdir(), "clankie-acl-"));
+  const outside = mkdtempSync(join(tmpdir(), "clankie-acl-outside-"));
+  try {
+    const p = (name: string) => join(root, name);
+    mkdirSync(p("install"));
+    mkdirSync(p("agent"));
+    mkdirSync(p("mounted"));
+    mkdirSync(p("deep/er"), { recursive: true });
+    writeFileSync(p("install/.npmrc"), "token\n", { mode: 0o600 });
+    chmodSync(p("install/.npmrc"), 0o600);
+    setfacl("-m", "u:1001:rwx", p("install/.npmrc")); // mode 0670: the mask shows as the group's bits
+    setfacl("-m", "u:1001:rwx", p("agent"));
+    setfacl("-m", "u:1001:rwx", p("mounted"));
+    setfacl("-d", "-m", "u:1001:r,g::rx,m::r", p("deep/er"));
+    writeFileSync(p("deep/er/late"), "x\n", { mode: 0o666 }); // user::rw- user:1001:r-- group::r-x mask::r-- other::r-x
+    writeFileSync(join(outside, "target"), "x\n", { mode: 0o600 });
+    setfacl("-m", "u:1001:rwx", join(outside, "target"));
+    symlinkSync(join(outside, "target"), p("link"));
+    setfacl("-d", "-m", "u:1001:r", root);
+    // A hard link to another uid's file (the walk refuses it): changing its ACL would change that file everywhere.
+    const asRoot = process.getuid!() === 0;
+    if (asRoot) {
+      writeFileSync(join(outside, "foreign"), "x\n", { mode: 0o600 });
+      chownSync(join(outside, "foreign"), 4242, 4242);
+      setfacl("-m", "u:1001:r", join(outside, "foreign"));
+      linkSync(join(outside, "foreign"), p("install/foreign"));
+    }
+
+    const listed = walk("list", root, [p("mounted")]);
+    assert.is(listed.status, 0);
+    assert.equal(listed.found.map((f) => [f.path.slice(root.length), f.access !== "", f.default !== ""]).sort(), [
+      ["", false, true],
+      ["/deep/er", false, true],
+      ["/deep/er/late", true, false],
+      ["/install/.npmrc", true, false],
+      ...(asRoot ? [["/install/foreign", true, false]] : []),
+    ]);
+    assert.equal(listed.problems, []);
+    assert.is(listed.stripped, 0);
+    assert.ok(hasAcl(root), "list changes nothing");
+
+    const stripped = walk("strip", root, [p("mounted")]);
+    assert.is(stripped.status, 0);
+    assert.is(stripped.stripped, 4);
+    const mode = (name: string) => (lstatSync(p(name)).mode & 0o7777).toString(8);
+    assert.is(mode("install/.npmrc"), "600", "the owning group's entry (---), not the mask (rwx)");
+    assert.is(mode("deep/er/late"), "644", "the owning group's r-x, cut by the mask r--");
+    for (const name of ["", "install/.npmrc", "deep/er", "deep/er/late"]) assert.not.ok(hasAcl(p(name)), `${name} keeps an ACL`);
+    assert.ok(hasAcl(p("agent")), "the agent's home is not entered");
+    assert.ok(hasAcl(p("mounted")), "a mount point is left alone");
+    assert.ok(hasAcl(join(outside, "target")), "a symlink is not followed");
+    if (asRoot) assert.ok(hasAcl(join(outside, "foreign")), "another uid's hard-linked file is left alone");
+    assert.equal(walk("list", root, [p("mounted")]).found.map((f) => f.path), asRoot ? [p("install/foreign")] : [], "strip left nothing else for list to find");
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+    rmSync(outside, { recursive: true, force: true });
+  }
+});
+
+test.run();
