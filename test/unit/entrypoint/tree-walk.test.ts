@@ -130,4 +130,39 @@ test("opened first: the walk changes the inode it opened and judged; a file swap
   }
 });
 
+/**
+ * Past 32 levels the walk closes the fds of the shallower directories and
+ * reopens each, on the way back up, as ".." of the child it just finished.
+ * A racer that moves a directory out of its parent meanwhile changes that
+ * "..": the walk must refuse rather than go on in the directory it now
+ * leads to. Here `b` (below `a`, 40 levels above the bottom) is moved to
+ * the root when the rule sees the bottom; the control (no move) walks the
+ * same tree to the end and changes every directory in it.
+ */
+test("a directory moved out of its parent while the walk is below it, past the fds it keeps: refused, not walked on in the wrong directory", () => {
+  for (const move of [false, true]) {
+    const root = mkdtempSync(join(tmpdir(), "clankie-walk-"));
+    try {
+      const chain = ["a", "b", ...Array.from({ length: 40 }, (_, i) => `l${i}`)];
+      mkdirSync(join(root, ...chain), { recursive: true, mode: 0o755 });
+      const rule = (entry: EntryView): Decision<null> => {
+        if (move && entry.depth === chain.length) renameSync(join(root, "a", "b"), join(root, "b-moved"));
+        return { action: "fix", uid: -1, gid: -1, mode: () => 0o700, descend: null };
+      };
+      if (!move) {
+        walkTree(root, rule, null);
+        assert.is(mode(join(root, ...chain)), 0o700, "the control walked to the bottom");
+        assert.is(mode(join(root, "a")), 0o700);
+        continue;
+      }
+      assertRefusal(() => walkTree(root, rule, null), {
+        exitCode: EXIT.dataRefused,
+        what: `${root}/a changed while it was being taken over (another process is writing this tree)`,
+      });
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  }
+});
+
 test.run();
