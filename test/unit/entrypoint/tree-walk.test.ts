@@ -6,7 +6,7 @@
  * was being taken over") and the swapped-in entry left as it was; the control
  * (no swap) shows the same walk does change the entry.
  */
-import { chmodSync, lstatSync, mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { suite } from "uvu";
@@ -163,6 +163,38 @@ test("a directory moved out of its parent while the walk is below it, past the f
       rmSync(root, { recursive: true, force: true });
     }
   }
+});
+
+/**
+ * A directory over 1 MiB is streamed (opendir), and a stream holds an fd:
+ * one left open below every descent would be an fd per level again. The
+ * stream hands out its subdirectories only once it is closed, so at the
+ * bottom of a chain below a streamed directory the walk holds as many fds
+ * as below a small one (the control).
+ */
+test("below a streamed (over 1 MiB) directory the walk holds no more fds than below a small one", () => {
+  const fdsAtBottom = (big: boolean): number => {
+    const root = mkdtempSync(join(tmpdir(), "clankie-walk-"));
+    try {
+      mkdirSync(join(root, "dir", "sub", "l1", "l2", "l3"), { recursive: true });
+      // Long names fill the directory fast on any filesystem that sizes directories by their names.
+      for (let i = 0; big && lstatSync(join(root, "dir")).size <= 1 << 20; i++) {
+        assert.ok(i < 100_000, "the directory grew past 1 MiB");
+        writeFileSync(join(root, "dir", `${String(i).padStart(6, "0")}${"x".repeat(200)}`), "");
+      }
+      let at = -1;
+      walkTree(root, (entry: EntryView): Decision<null> => {
+        if (entry.name.toString() === "l3") at = readdirSync("/proc/self/fd").length;
+        return { action: "fix", uid: -1, gid: -1, descend: entry.kind === "directory" ? null : undefined };
+      }, null);
+      return at;
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  };
+  const small = fdsAtBottom(false);
+  assert.ok(small > 0, "the rule saw the bottom");
+  assert.is(fdsAtBottom(true), small);
 });
 
 test.run();
