@@ -30,8 +30,8 @@ import { type AclResult, stripStateAcls } from "./state-acl.ts";
 import { joinWorkspaceGroup, shareWorkspace, type WorkspaceResult } from "./workspace-layout.ts";
 import { resetPrivateRoot } from "./private-root.ts";
 
-function plural(n: number, word: string): string {
-  return `${n} ${word}${n === 1 ? "" : "s"}`;
+function plural(n: number, word: string, words = `${word}s`): string {
+  return `${n} ${n === 1 ? word : words}`;
 }
 
 /** Phase: what launched us. Today's launch (not root) execs the service unchanged, here. */
@@ -59,7 +59,7 @@ function report(ids: Identities, launch: Extract<LaunchMode, { mode: "root" }>, 
   if (dropped.length > 0) printWarning(`variables that load code or are ours to set were removed from the service's environment: ${dropped.join(", ")}`);
   const skipped = [...state.skippedExamples, ...workspace.stats.skippedExamples];
   if (state.skipped + workspace.stats.skipped > 0) {
-    printWarning(`${plural(state.skipped + workspace.stats.skipped, "entry")} left alone, for example: ${skipped.join("; ")}`);
+    printWarning(`${plural(state.skipped + workspace.stats.skipped, "entry", "entries")} left alone, for example: ${skipped.join("; ")}`);
   }
   const ms = Number((process.hrtime.bigint() - started) / 1_000_000n);
   printInfo(

@@ -22,7 +22,16 @@
  *     one exception is a race: a FIFO or device renamed over a name between
  *     readdir reporting a regular file and the open-first; that open is
  *     non-blocking, takes no controlling terminal, and the entry is refused;
- *   - depth is bounded by open files, not PATH_MAX: paths stay short;
+ *   - depth costs no fd per level and is bounded by neither RLIMIT_NOFILE
+ *     nor PATH_MAX: paths stay short, and the stack holds at most
+ *     OPEN_LEVELS directory fds (the deepest; a directory stream hands out
+ *     its subdirectories only once it is closed). A directory whose fd was
+ *     closed is opened again on the way back up, as ".." of the child just
+ *     finished (O_DIRECTORY|O_NOFOLLOW), and must be the inode first opened
+ *     there, or the start is refused as changed (a child moved away
+ *     meanwhile has another ".."). Nothing is walked below DEPTH_LIMIT
+ *     levels (src/layout/rules.ts), so memory stays bounded too: a deeper
+ *     planted chain is a warning, not a failed start;
  *   - names are bytes, never decoded as UTF-8: read as latin1 strings (one
  *     char per byte, lossless, and cheaper than a Buffer per name) and handed
  *     to a system call as the same bytes (fsName): non-UTF-8 names work;
@@ -58,7 +67,7 @@ import { EXIT } from "../constants.ts";
 import { osCall, osFailure, printablePath, Refusal } from "../report.ts";
 import { parseMountinfo } from "../os/mountinfo.ts";
 import { type EntryKind, kindOf } from "../os/file-kind.ts";
-import type { Decision, EntryView, Rules } from "../layout/rules.ts";
+import { type Decision, DEPTH_LIMIT, type EntryView, type Rules } from "../layout/rules.ts";
 
 /** open(2) O_PATH on x86_64 and aarch64 (asm-generic/fcntl.h); Node does not export it. */
 const O_PATH = 0o10000000;
@@ -159,6 +168,8 @@ interface Walk<C> {
   mounts: ReadonlySet<string>;
   /** The directories that hold a mount point directly. */
   mountParents: ReadonlySet<string>;
+  /** The longest of them: a longer path is none of them, and is not hashed (a Set lookup flattens a path built level by level, a copy per level). */
+  longestMountParent: number;
   /**
    * Whether the last regular file needed a change. On a first start nearly
    * every file does, and then the next one is opened first and judged by the
@@ -179,8 +190,19 @@ interface Listing {
   close(): void;
 }
 
+/**
+ * Directory fds held at most on the stack (the deepest levels); one a level
+ * made a planted 20,000-level chain fail the start with EMFILE, and a higher
+ * RLIMIT_NOFILE only needs a deeper chain. Trees shallower than this never
+ * reopen a directory.
+ */
+const OPEN_LEVELS = 32;
+
 interface Frame<C> {
+  /** The directory's fd; -1 once closed to keep open fds bounded (see OPEN_LEVELS), reopened through ".." of its child. */
   fd: number;
+  /** What the directory is: a reopened fd must be this inode. */
+  readonly st: Stats;
   dir: Listing;
   path: string;
   depth: number;
@@ -256,6 +278,36 @@ export function openDirectoryAt(name: Buffer | string, path: string, expect: Sta
   return { fd, st };
 }
 
+/**
+ * A directory stream hands out the names readdir(3) reports as regular
+ * files or symlinks as it reads them, and the rest (directories, and any of
+ * unknown type) only once it has been read to the end and closed: no stream
+ * (and its fd) stays open below a descent, however deep. What it keeps in
+ * memory meanwhile is a name per subdirectory (per entry, where the
+ * filesystem reports no d_type).
+ */
+function streamedListing(dir: Dir): Listing {
+  const later: Dirent[] = [];
+  let open = true;
+  const close = (): void => {
+    if (!open) return;
+    open = false;
+    dir.closeSync();
+  };
+  return {
+    next: () => {
+      while (open) {
+        const entry = dir.readSync();
+        if (entry === null) close();
+        else if (entry.isFile() || entry.isSymbolicLink()) return entry;
+        else later.push(entry);
+      }
+      return later.pop() ?? null;
+    },
+    close,
+  };
+}
+
 /** The entries of the directory open at `fd` (st: its fstat), names as latin1 strings. */
 function openDir(fd: number, st: Stats, path: string): Listing {
   if (st.size <= LISTING_AT_ONCE) {
@@ -269,8 +321,39 @@ function openDir(fd: number, st: Stats, path: string): Listing {
       // the stream below asks nothing more than readdir(3) says.
     }
   }
-  const dir: Dir = osCall("readdir", path, () => opendirSync(`/proc/self/fd/${fd}`, { encoding: "latin1", bufferSize: 128 }));
-  return { next: () => dir.readSync(), close: () => dir.closeSync() };
+  return streamedListing(osCall("readdir", path, () => opendirSync(`/proc/self/fd/${fd}`, { encoding: "latin1", bufferSize: 128 })));
+}
+
+/**
+ * Bounds the fds the stack holds: the frame OPEN_LEVELS below the top just
+ * pushed closes its fd (the stack's bottom included: /state's own fd is
+ * reopened like any other).
+ */
+function closeDeepAncestor<C>(stack: Frame<C>[]): void {
+  const frame = stack[stack.length - 1 - OPEN_LEVELS];
+  if (frame === undefined || frame.fd < 0) return;
+  closeSync(frame.fd);
+  frame.fd = -1;
+}
+
+/**
+ * Opens `parent` again, as ".." of the directory that is the working
+ * directory (its child, just finished). The inode must be the one first
+ * opened there: a child moved elsewhere meanwhile has another "..".
+ */
+function reopenParent<C>(parent: Frame<C>): void {
+  parent.fd = openDirectoryAt("..", parent.path, parent.st).fd;
+}
+
+/** The first characters of a long display path (a chain thousands of levels deep is kilobytes of it). */
+function shortened(path: string): string {
+  return path.length > 120 ? `${path.slice(0, 120)}...` : path;
+}
+
+/** A directory DEPTH_LIMIT levels down: judged and changed, nothing below it walked; counted as a skip for the warning. */
+function leftBelowLimit(stats: WalkStats, path: string): void {
+  stats.skipped++;
+  if (stats.skippedExamples.length < SKIPPED_EXAMPLES) stats.skippedExamples.push(`${shortened(path)} (${DEPTH_LIMIT} levels deep: nothing below it was walked)`);
 }
 
 function decide<C>(rules: Rules<C>, view: EntryView, context: C, stats: WalkStats): Decision<C> {
@@ -301,8 +384,9 @@ export function walkTree<C>(root: string, rules: Rules<C>, context: C, stats: Wa
     closeSync(top.fd);
     return stats;
   }
-  const walk: Walk<C> = { rules, stats, rootDev: top.st.dev, mounts, mountParents, openFirst: false };
-  const stack: Frame<C>[] = [{ fd: top.fd, dir: openDir(top.fd, top.st, root), path: root, depth: 0, context: rootDecision.descend, holdsMounts: mountParents.has(root) }];
+  const longestMountParent = Math.max(0, ...[...mountParents].map((path) => path.length));
+  const walk: Walk<C> = { rules, stats, rootDev: top.st.dev, mounts, mountParents, longestMountParent, openFirst: false };
+  const stack: Frame<C>[] = [{ fd: top.fd, st: top.st, dir: openDir(top.fd, top.st, root), path: root, depth: 0, context: rootDecision.descend, holdsMounts: mountParents.has(root) }];
   // Entries are looked up relative to the working directory, moved onto each
   // directory's open fd (chdir through /proc/self/fd/N follows the fd, not a
   // path): the same safety as a lookup through /proc/self/fd/N/name, without
@@ -319,20 +403,31 @@ export function walkTree<C>(root: string, rules: Rules<C>, context: C, stats: Wa
       const dirent = osCall("readdir", frame.path, () => frame.dir.next());
       if (dirent === null) {
         frame.dir.close();
-        closeSync(frame.fd);
         stack.pop();
+        try {
+          // The working directory is still frame's: its ".." is the parent.
+          const parent = stack[stack.length - 1];
+          if (parent !== undefined && parent.fd < 0) reopenParent(parent);
+        } finally {
+          closeSync(frame.fd);
+          frame.fd = -1;
+        }
+        cwdFd = -1; // fd numbers are reused: chdir again, whatever the number
         continue;
       }
       const name = dirent.name;
       // d_type (readdir(3)) says a regular file: it may be opened before it is judged.
       const child = walk.openFirst && dirent.isFile() ? visitFileOpenedFirst(walk, frame, name) : visitEntry(walk, frame, name);
-      if (child) stack.push(child);
+      if (child) {
+        stack.push(child);
+        closeDeepAncestor(stack);
+      }
     }
   } finally {
     restoreWorkingDirectory(home);
     for (const frame of stack) {
       // Either may be closed already (a refusal between the two): the other must still close.
-      for (const close of [() => frame.dir.close(), () => closeSync(frame.fd)]) {
+      for (const close of [() => frame.dir.close(), () => (frame.fd < 0 ? undefined : closeSync(frame.fd))]) {
         try {
           close();
         } catch {
@@ -342,6 +437,11 @@ export function walkTree<C>(root: string, rules: Rules<C>, context: C, stats: Wa
     }
   }
   return stats;
+}
+
+/** Whether a mount point lies directly in the directory at `path`. */
+function mayHoldMounts<C>(walk: Walk<C>, path: string): boolean {
+  return path.length <= walk.longestMountParent && walk.mountParents.has(path);
 }
 
 /** The owner and mode a fix asks for, given what the entry has: -1 and no mode rule keep the current value. */
@@ -430,11 +530,12 @@ function visitEntry<C>(walk: Walk<C>, frame: Frame<C>, name: string): Frame<C> |
       closeSync(opened.fd);
       throw error;
     }
-    if (decision.descend === undefined) {
+    if (decision.descend === undefined || view.depth >= DEPTH_LIMIT) {
       closeSync(opened.fd);
+      if (view.depth >= DEPTH_LIMIT) leftBelowLimit(walk.stats, view.path);
       return undefined;
     }
-    return { fd: opened.fd, dir: openDir(opened.fd, opened.st, path), path, depth: frame.depth + 1, context: decision.descend, holdsMounts: walk.mountParents.has(path) };
+    return { fd: opened.fd, st: opened.st, dir: openDir(opened.fd, opened.st, path), path, depth: frame.depth + 1, context: decision.descend, holdsMounts: mayHoldMounts(walk, path) };
   }
 
   const { uid, gid, mode } = wanted(decision, st);

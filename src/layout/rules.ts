@@ -22,3 +22,13 @@ export interface EntryView {
 }
 
 export type Rules<C> = (entry: EntryView, context: C) => Decision<C>;
+
+/**
+ * The deepest level the walks enter: a directory this many levels below the
+ * root is judged like any other, and nothing below it is walked (the walk
+ * warns). No legitimate tree comes near it; a planted chain deeper than it
+ * costs the walk neither fds nor memory beyond this many levels
+ * (docs/security.md, "Hostile trees"). /state's rules close such a
+ * directory to every uid but the service's.
+ */
+export const DEPTH_LIMIT = 4096;

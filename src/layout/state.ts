@@ -27,7 +27,7 @@
 import type { Identities } from "../accounts.ts";
 import { EXIT, STATE_AGENT_NAME, STATE_INSTALL_NAME } from "../constants.ts";
 import { Refusal } from "../report.ts";
-import type { Decision, EntryView } from "./rules.ts";
+import { type Decision, DEPTH_LIMIT, type EntryView } from "./rules.ts";
 import { literalPattern, modeChangedExpression } from "./find-expression.ts";
 
 export type StateZone = "top" | "private" | "release";
@@ -91,6 +91,8 @@ export function stateRules(ids: Identities) {
         `remove it (rm ${JSON.stringify(entry.path)}) and start again`,
       );
     }
+    // Nothing below it is walked: closed (the private zone's rule, in the release too), whatever lies below stays out of the agent's reach.
+    if (entry.kind === "directory" && entry.depth >= DEPTH_LIMIT) return { action: "fix", uid, gid, mode: STATE_LAYOUT.private };
     if (top === "release") {
       if (entry.kind === "directory") return { action: "fix", uid, gid, mode: STATE_LAYOUT.release.root, descend: "release" };
       return { action: "fix", uid, gid, mode: STATE_LAYOUT.release.below };

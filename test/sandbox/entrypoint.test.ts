@@ -459,6 +459,56 @@ rootTest(test, "names that are not UTF-8 and a tree deeper than PATH_MAX are tak
   });
 });
 
+/** Plants a chain of `levels` directories named d (mode 0777, node's) below `top`, with a file `leaf` (0666) at its bottom: mkdir and chdir in one process, since no path string can name it. */
+function plantChain(top: string, levels: number): void {
+  const made = spawnSync("perl", ["-e", 'my ($top, $n) = @ARGV; mkdir $top; chdir $top or die; for (1..$n) { mkdir "d" or die; chmod 0777, "d"; chown 1000, 1000, "d"; chdir "d" or die } open(my $f, ">", "leaf") or die; print $f "SEKRIT"; close $f; chmod 0666, "leaf"; chown 1000, 1000, "leaf"', top, String(levels)]);
+  assert.is(made.status, 0, String(made.stderr));
+  chmodSync(top, 0o777);
+  chownSync(top, IDS.service, IDS.service);
+}
+
+/** As the agent's uid and groups alone (setpriv, no Landlock domain), in the body: how far down each chain it gets, and whether it reads its leaf. */
+function agentReach(body: Body, tops: readonly string[]): string[] {
+  const probe = 'for my $top (@ARGV) { chdir "/" or die; my ($n, $f) = (-1); if (chdir $top) { $n = 0; $n++ while chdir "d" } my $leaf = $n >= 0 && open($f, "<", "leaf") ? <$f> : "denied"; print "$top $n $leaf\n" }';
+  const run = body.run({ as: "root", direct: true, command: ["/usr/bin/setpriv", `--reuid=${IDS.agent}`, `--regid=${IDS.agent}`, "--clear-groups", "--", "/usr/bin/perl", "-e", probe, ...tops] });
+  assert.is(run.status, 0, run.stderr);
+  return lines(run.stdout);
+}
+
+rootTest(test, "chains 20,000 levels deep in /workspace and /state: the start succeeds with one warning, in few fds, and the agent reaches nothing below the limit in /state", () => {
+  inBody(legacyBody(), (body) => {
+    const chains = ["/workspace/deep", "/state/deep", "/state/install/deep"];
+    mkdirSync(join(body.state, "install"), { recursive: true });
+    try {
+      for (const chain of chains) plantChain(join(body.dir, chain), 20_000);
+      // The control: in the single-uid layout the agent's uid reaches the bottom of every chain.
+      assert.equal(agentReach(body, chains), chains.map((chain) => `${chain} 20000 SEKRIT`));
+      // A launch whose RLIMIT_NOFILE is 1024 (a common container default): one fd per level ran out at about 1,000 levels.
+      const launch = { as: "root", command: ["/bin/true"], wrap: ["prlimit", "--nofile=1024:1024", "--"] } as const;
+      const run = body.run({ ...launch, timeoutMs: 180_000 });
+      assert.is(run.status, 0, run.stderr.slice(0, 600));
+      const [warning, summary, ...rest] = lines(run.stderr);
+      assert.equal(rest, [], run.stderr.slice(0, 600));
+      assert.match(summary!, SUMMARY);
+      // Each example names the directory at the limit (4096 levels below /state or /workspace), its path cut to 120 characters.
+      const atLimit = (chain: string): string => `${`${chain}${"/d".repeat(4096 - (chain.split("/").length - 2))}`.slice(0, 120)}... (4096 levels deep: nothing below it was walked)`;
+      const prefix = "clankie-separate: warning: 3 entries left alone, for example: ";
+      assert.ok(warning!.startsWith(prefix), warning);
+      assert.equal(warning!.slice(prefix.length).split("; ").sort(), chains.map(atLimit).sort());
+      // /state: the directory at the limit is the service's and closed (the release's too), so nothing below it is reachable; /workspace's chain is the agent's to reach.
+      assert.equal(agentReach(body, chains), ["/workspace/deep 20000 SEKRIT", "/state/deep -1 denied", "/state/install/deep 4093 denied"]);
+      // A restart: the scan lists the untaken entries below the limit, so /state is walked, and warned about, again.
+      const again = body.run({ ...launch, timeoutMs: 180_000 });
+      assert.is(again.status, 0, again.stderr.slice(0, 600));
+      assert.match(again.stderr, /^clankie-separate: warning: 2 entries left alone, for example: \/state\/(install\/)?deep\/d\/d\/d/);
+      assert.match(lines(again.stderr)[1]!, SUMMARY);
+    } finally {
+      // rm(1) removes a tree of any depth; a recursive rmSync is not asked to.
+      for (const chain of chains) spawnSync("rm", ["-rf", join(body.dir, chain)]);
+    }
+  });
+});
+
 rootTest(test, "another filesystem mounted inside /state is not entered", () => {
   inBody(legacyBody(), (body) => {
     const other = join(body.dir, "other");

@@ -6,7 +6,7 @@
  * was being taken over") and the swapped-in entry left as it was; the control
  * (no swap) shows the same walk does change the entry.
  */
-import { chmodSync, lstatSync, mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { suite } from "uvu";
@@ -128,6 +128,73 @@ test("opened first: the walk changes the inode it opened and judged; a file swap
   } finally {
     rmSync(root, { recursive: true, force: true });
   }
+});
+
+/**
+ * Past 32 levels the walk closes the fds of the shallower directories and
+ * reopens each, on the way back up, as ".." of the child it just finished.
+ * A racer that moves a directory out of its parent meanwhile changes that
+ * "..": the walk must refuse rather than go on in the directory it now
+ * leads to. Here `b` (below `a`, 40 levels above the bottom) is moved to
+ * the root when the rule sees the bottom; the control (no move) walks the
+ * same tree to the end and changes every directory in it.
+ */
+test("a directory moved out of its parent while the walk is below it, past the fds it keeps: refused, not walked on in the wrong directory", () => {
+  for (const move of [false, true]) {
+    const root = mkdtempSync(join(tmpdir(), "clankie-walk-"));
+    try {
+      const chain = ["a", "b", ...Array.from({ length: 40 }, (_, i) => `l${i}`)];
+      mkdirSync(join(root, ...chain), { recursive: true, mode: 0o755 });
+      const rule = (entry: EntryView): Decision<null> => {
+        if (move && entry.depth === chain.length) renameSync(join(root, "a", "b"), join(root, "b-moved"));
+        return { action: "fix", uid: -1, gid: -1, mode: () => 0o700, descend: null };
+      };
+      if (!move) {
+        walkTree(root, rule, null);
+        assert.is(mode(join(root, ...chain)), 0o700, "the control walked to the bottom");
+        assert.is(mode(join(root, "a")), 0o700);
+        continue;
+      }
+      assertRefusal(() => walkTree(root, rule, null), {
+        exitCode: EXIT.dataRefused,
+        what: `${root}/a changed while it was being taken over (another process is writing this tree)`,
+      });
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  }
+});
+
+/**
+ * A directory over 1 MiB is streamed (opendir), and a stream holds an fd:
+ * one left open below every descent would be an fd per level again. The
+ * stream hands out its subdirectories only once it is closed, so at the
+ * bottom of a chain below a streamed directory the walk holds as many fds
+ * as below a small one (the control).
+ */
+test("below a streamed (over 1 MiB) directory the walk holds no more fds than below a small one", () => {
+  const fdsAtBottom = (big: boolean): number => {
+    const root = mkdtempSync(join(tmpdir(), "clankie-walk-"));
+    try {
+      mkdirSync(join(root, "dir", "sub", "l1", "l2", "l3"), { recursive: true });
+      // Long names fill the directory fast on any filesystem that sizes directories by their names.
+      for (let i = 0; big && lstatSync(join(root, "dir")).size <= 1 << 20; i++) {
+        assert.ok(i < 100_000, "the directory grew past 1 MiB");
+        writeFileSync(join(root, "dir", `${String(i).padStart(6, "0")}${"x".repeat(200)}`), "");
+      }
+      let at = -1;
+      walkTree(root, (entry: EntryView): Decision<null> => {
+        if (entry.name.toString() === "l3") at = readdirSync("/proc/self/fd").length;
+        return { action: "fix", uid: -1, gid: -1, descend: entry.kind === "directory" ? null : undefined };
+      }, null);
+      return at;
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  };
+  const small = fdsAtBottom(false);
+  assert.ok(small > 0, "the rule saw the bottom");
+  assert.is(fdsAtBottom(true), small);
 });
 
 test.run();

@@ -7,6 +7,7 @@
  */
 import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
@@ -105,6 +106,32 @@ Walk("the walk visits every entry once, depth-first without recursion, and repor
     assert.equal(missing, [{ path: join(root, "nope"), syscall: "lstat", code: "ENOENT" }]);
   } finally {
     rmSync(root, { recursive: true, force: true });
+  }
+});
+
+Walk("deeper than PATH_MAX: every entry read, by short paths below an anchor fd, a few fds at a time; shown whole", () => {
+  const root = mkdtempSync(join(tmpdir(), "clankie-walk-"));
+  try {
+    // 5,000 levels of "d" (10,000 bytes of path; PATH_MAX is 4096), a file at the bottom: made by mkdir and chdir, as no path string can name it.
+    const made = spawnSync("perl", ["-e", 'chdir $ARGV[0] or die; for (1..5000) { mkdir "d" or die; chdir "d" or die } open(my $f, ">", "leaf") or die', root]);
+    assert.is(made.status, 0, String(made.stderr));
+    const problems: WalkProblem[] = [];
+    const fds = (): number => readdirSync("/proc/self/fd").length;
+    const before = fds();
+    let most = 0;
+    let leaf = "";
+    const visited = walkReadOnly(root, 0, (entry) => {
+      most = Math.max(most, fds() - before);
+      if (entry.kind === "file") leaf = entry.path;
+      return 0;
+    }, problems);
+    assert.equal(problems, []);
+    assert.is(visited, 5002);
+    assert.is(leaf, `${root}${"/d".repeat(5000)}/leaf`);
+    assert.ok(most <= 2, `at most two anchor fds at a time (the one a directory was reached through, and its own): ${most}`);
+    assert.is(fds(), before, "every anchor closed");
+  } finally {
+    spawnSync("rm", ["-rf", root]);
   }
 });
 
