@@ -11,7 +11,7 @@ import { buildEnvironment, carried, type Environment } from "./exec/environment.
 import { checkTrustedExecutable, gateExec } from "./exec/rules.ts";
 import { Refusal } from "./report.ts";
 import { agentStopPlan, routeKillsThroughShim, signalAgent } from "./service/agent-stop.ts";
-import { withoutCapabilities } from "./service/drop-capabilities.ts";
+import { withoutCapabilities } from "./exec/drop-capabilities.ts";
 import { releaseWhenEnded } from "./service/private-release.ts";
 
 export { buildEnvironment, type Environment } from "./exec/environment.ts";
@@ -42,7 +42,7 @@ function refuseIdentityOptions(options: object, where: string): void {
  * Runs a program for the service: fixed PATH, resolved and ownership-checked
  * command, environment from the allowlist plus what is named, no shell, and
  * no capability: it starts through `setpriv --inh-caps=-all
- * --ambient-caps=-all` (src/service/drop-capabilities.ts), which execs it in
+ * --ambient-caps=-all` (src/exec/drop-capabilities.ts), which execs it in
  * place, so its pid, exit status and signals are its own. execa's
  * `command` and error messages show that setpriv line.
  */

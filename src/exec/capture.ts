@@ -7,6 +7,8 @@
  * capture runs: a spawn loads it only to end a stale private lease.
  */
 import type * as ChildProcess from "node:child_process";
+import { TOOLS } from "../constants.ts";
+import { withoutCapabilities } from "./drop-capabilities.ts";
 import { buildEnvironment, type Environment } from "./environment.ts";
 import { gateExec } from "./rules.ts";
 
@@ -28,6 +30,14 @@ export interface CaptureRequest {
   timeoutMs?: number;
   /** Most bytes kept of stdout and of stderr; default 16 MiB. */
   maxBytes?: number;
+  /**
+   * Start the program through `setpriv --inh-caps=-all --ambient-caps=-all`
+   * (drop-capabilities.ts), as systemExec does: started by a holder of
+   * ambient capabilities (the audit under the service: SETUID and SETGID),
+   * it holds none. Root keeps its own (capabilities(7): a uid 0 execve
+   * takes the bounding set).
+   */
+  dropCapabilities?: boolean;
 }
 
 export interface CaptureResult {
@@ -42,10 +52,13 @@ export interface CaptureResult {
   error?: string;
 }
 
-/** The checks both capture paths make before anything starts: the resolved path and the child's environment. */
-function prepareCapture(request: CaptureRequest): { path: string; env: Environment } {
+/** The checks both capture paths make before anything starts: the resolved path, what to execute, and the child's environment. */
+function prepareCapture(request: CaptureRequest): { path: string; file: string; args: string[]; env: Environment } {
   const path = gateExec({ command: request.command, args: request.args, trustedUids: request.trustedUids ?? [0] });
-  return { path, env: buildEnvironment({ from: request.from ?? process.env, pass: request.pass, set: request.env }) };
+  const env = buildEnvironment({ from: request.from ?? process.env, pass: request.pass, set: request.env });
+  if (!request.dropCapabilities) return { path, file: path, args: [...request.args], env };
+  gateExec({ command: TOOLS.setpriv, args: [], trustedUids: [0] });
+  return { path, ...withoutCapabilities(path, request.args), env };
 }
 
 /**
@@ -56,11 +69,11 @@ function prepareCapture(request: CaptureRequest): { path: string; env: Environme
  * executable, where the asynchronous path (execa) is not available.
  */
 export function runCapture(request: CaptureRequest): CaptureResult {
-  const { path, env } = prepareCapture(request);
+  const { path, file, args, env } = prepareCapture(request);
   // Loaded here, not at the top: the shim and the entrypoint never capture,
   // and node:child_process costs milliseconds of every start.
   const { spawnSync } = process.getBuiltinModule("node:child_process") as typeof ChildProcess;
-  const result = spawnSync(path, [...request.args], {
+  const result = spawnSync(file, args, {
     cwd: "/",
     env,
     shell: false,
@@ -89,7 +102,7 @@ export function runCapture(request: CaptureRequest): CaptureResult {
  * Same rules, same result; the pre-checks throw before anything starts.
  */
 export function startCapture(request: CaptureRequest): Promise<CaptureResult> {
-  const { path, env } = prepareCapture(request);
+  const { path, file, args, env } = prepareCapture(request);
   const { spawn } = process.getBuiltinModule("node:child_process") as typeof ChildProcess;
   const maxBytes = request.maxBytes ?? 16 << 20;
   // Never rejects: every failure, to start or later, is the result's `error`, like spawnSync's.
@@ -109,7 +122,7 @@ export function startCapture(request: CaptureRequest): Promise<CaptureResult> {
     let child: ChildProcess.ChildProcess;
     try {
       // cwd "/": the auditor's own directory may not exist where it runs (docker exec, nsenter).
-      child = spawn(path, [...request.args], { cwd: "/", env, shell: false, stdio: [request.input === undefined ? "ignore" : "pipe", "pipe", "pipe"], windowsHide: true });
+      child = spawn(file, args, { cwd: "/", env, shell: false, stdio: [request.input === undefined ? "ignore" : "pipe", "pipe", "pipe"], windowsHide: true });
     } catch (e) {
       error = (e as NodeJS.ErrnoException).code ?? String(e);
       settle(null, null);

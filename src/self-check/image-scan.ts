@@ -14,7 +14,11 @@
  * perl is also what can read the attribute at all: Node has no getxattr, and
  * perl makes the lgetxattr(2) system call itself. perl-base is Essential in
  * Debian; the run goes through startCapture (root-owned perl, fixed PATH,
- * allowlisted environment, so no PERL5OPT).
+ * allowlisted environment, so no PERL5OPT) and the capability drop of
+ * systemExec (src/exec/drop-capabilities.ts): the walk lists agent-writable
+ * /tmp, and under the service the audit holds SETUID and SETGID, which a
+ * walk that only reads never needs (run by root, it keeps root's own, and
+ * with them the directories only DAC_OVERRIDE can list).
  *
  * What the walk may do: opendir, readdir, lstat, lgetxattr. It never opens a
  * file, never follows a symlink (only what lstat calls a directory is
@@ -144,6 +148,7 @@ export function startImageScan(excluded: ReadonlySet<string>): Promise<CaptureRe
     input: Buffer.concat([...excluded].sort().map((dir) => Buffer.from(`${dir}\0`, "latin1"))),
     timeoutMs: 120_000,
     maxBytes: 64 << 20,
+    dropCapabilities: true,
   });
 }
 

@@ -83,6 +83,30 @@ export const STOP_RETRY_DELAYS_MS: readonly number[] = [20, 40, 80, 160, 320, 64
 const TRY_TIMEOUT_MS = 5_000;
 
 /**
+ * How long the service goes on reading a stopped job's pipes after its
+ * command has exited, at least: what the command wrote before it ended is
+ * in the pipe, and Node reads it within a few event-loop turns.
+ */
+export const PIPE_DRAIN_MS = 250;
+
+/**
+ * Closes the service's end of every pipe of the subprocess (stdin, stdout,
+ * stderr, any further stdio pipe). execa settles only when its streams have
+ * ended (execa 9.6.0, lib/resolve/wait-subprocess.js: on a timeout too, it
+ * waits for the buffered output), and a pipe ends only when every process
+ * that holds its other end has closed it: a descendant that left the job's
+ * process group (setsid, a daemon) and kept stdout held the promise open for
+ * as long as it ran. A destroyed readable counts as ended for execa (an
+ * aborted output stream is not an error), and what was read before stays in
+ * the result.
+ */
+function closePipes(subprocess: ResultPromise): void {
+  for (const stream of subprocess.stdio) {
+    if (stream && !stream.destroyed) stream.destroy();
+  }
+}
+
+/**
  * The job may still run: its stop, and the force-kill when one was due, were
  * not delivered after every try. spawnAgent's promise rejects with it (also
  * with reject: false: there is no result while the job may still run), and
@@ -174,6 +198,14 @@ async function deliverWithRetries(pgid: number, signal: NodeJS.Signals, shim: st
  * subprocess, as a failed kill(2) would: never a success once it ends), and
  * when no force-kill is left to follow, its promise rejects at once with an
  * AgentStopError.
+ *
+ * Once a stopped job's command has exited, the service closes its end of
+ * the job's pipes (closePipes) when the force-kill is due (the stop's
+ * request plus forceKillAfterDelay; PIPE_DRAIN_MS after the exit at the
+ * earliest), unless they have ended by then: whatever still holds them has
+ * left the process group and is out of the stop's reach, and the promise
+ * settles with the output read so far. Such a process runs on, as the
+ * agent, until it ends or writes to the closed pipe (EPIPE, SIGPIPE).
  */
 export function routeKillsThroughShim(subprocess: ResultPromise, shim: string, plan: AgentStopPlan): ResultPromise {
   const pgid = subprocess.pid;
@@ -181,11 +213,20 @@ export function routeKillsThroughShim(subprocess: ResultPromise, shim: string, p
   const running = (): boolean => pgid !== undefined && subprocess.exitCode === null && subprocess.signalCode === null;
   let forcedAfter: number | undefined;
   let forceTimer: NodeJS.Timeout | undefined;
+  let stoppedAt: number | undefined;
+  let pipeTimer: NodeJS.Timeout | undefined;
   let failedWithError = false;
   let giveUp: (error: AgentStopError) => void = () => undefined;
   const undeliverable = new Promise<never>((_, reject) => (giveUp = reject));
   undeliverable.catch(() => undefined); // only ever read through the race below
-  subprocess.once("exit", () => clearTimeout(forceTimer));
+  subprocess.once("exit", () => {
+    clearTimeout(forceTimer);
+    if (stoppedAt === undefined) return;
+    // A stopped job: its pipes are closed when the force-kill is (or would have been) due, whoever still holds them.
+    const forceDue = plan.forceKillAfterDelay === false ? 0 : stoppedAt + plan.forceKillAfterDelay;
+    pipeTimer = setTimeout(() => closePipes(subprocess), Math.max(PIPE_DRAIN_MS, forceDue - Date.now()));
+  });
+  subprocess.once("close", () => clearTimeout(pipeTimer)); // every pipe ended on its own
 
   const fail = (error: Error): void => {
     // Only while execa listens: an 'error' nobody listens to would throw.
@@ -228,6 +269,7 @@ export function routeKillsThroughShim(subprocess: ResultPromise, shim: string, p
       execaKill(0, error);
     }
     // The stop that execa's timeout, cancelSignal and kill() send: the force-kill follows it, delivered or not.
+    if (signal === plan.killSignal || signal === "SIGKILL") stoppedAt ??= Date.now();
     const forceFollows = signal === plan.killSignal && plan.forceKillAfterDelay !== false;
     if (forceFollows) forceKillLater();
     void deliver(signal).then((outcome) => {

@@ -5,7 +5,7 @@
  * attempt is shown to succeed when the service itself makes it, so a denial
  * means the boundary, not a broken attempt.
  */
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
@@ -123,6 +123,32 @@ rootTest(test, "the service sees the real pid, the exit status and the signal of
     assert.is(killed.signal, "SIGTERM");
     const pid = agent(body, {}, ["/bin/sh", "-c", "echo $$"]);
     assert.is(pid.stdout.trim(), String(pid.pid));
+  });
+});
+
+/*
+ * Renaming an entry needs write permission on its directory only: every
+ * /workspace directory is group-writable, so the agent moves the service's
+ * entries aside whatever their owner and mode (documented, docs/security.md,
+ * "/state: what holds"). The remedy the docs give: a sticky directory,
+ * which the first start's walk keeps.
+ */
+rootTest(test, "/workspace: the agent moves aside the service's .git in a 2770 directory; in a sticky one (kept by the walk, 3770) it cannot, and still manages its own entries", () => {
+  inBody(seededBody(), (body) => {
+    for (const [dir, mode] of [["plain", 0o770], ["sticky", 0o1770]] as const) {
+      mkdirSync(join(body.workspace, dir, ".git"), { recursive: true });
+      chownSync(join(body.workspace, dir), 1000, 1000);
+      chownSync(join(body.workspace, dir, ".git"), 1000, 1000);
+      chmodSync(join(body.workspace, dir), mode);
+    }
+    const script = [
+      'stat -c "%n %a %U" /workspace/plain /workspace/sticky /workspace/sticky/.git',
+      "mv /workspace/plain/.git /workspace/plain/.git-aside && echo plain moved",
+      "mv /workspace/sticky/.git /workspace/sticky/.git-aside 2>/dev/null || echo sticky refused",
+      "touch /workspace/sticky/mine && mv /workspace/sticky/mine /workspace/sticky/mine2 && rm /workspace/sticky/mine2 && echo own entries ok",
+    ].join("\n");
+    const run = agent(body, {}, ["/bin/sh", "-c", script]);
+    assert.is(run.stdout, ["/workspace/plain 2770 node", "/workspace/sticky 3770 node", "/workspace/sticky/.git 2775 node", "plain moved", "sticky refused", "own entries ok"].join("\n"), run.stderr);
   });
 });
 

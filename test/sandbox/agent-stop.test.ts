@@ -214,6 +214,38 @@ rootTest(test, "a job that ends before its timeout: a success, and no timer hold
 });
 
 /*
+ * A descendant that calls setsid(2) leaves the job's process group, so no
+ * stop reaches it, and it keeps the job's stdout and stderr: execa waits for
+ * the pipes to end, on a timeout too. spawnAgent closes its end of them once
+ * the command has exited and the force-kill was due.
+ */
+interface Escaped {
+  holder: number[];
+  settled: boolean;
+  left: { pid: number; uid: number; name: string }[];
+}
+
+rootTest(test, "a timeout while a setsid descendant holds stdout: the promise settles once the force-kill is due, with the output read; the descendant is left running", () => {
+  const o = scenario("escaped-holder") as unknown as Outcome & Escaped & { stdout: string | null };
+  assert.is(o.holder.length, 1, `the escaped holder was running: ${JSON.stringify(o)}`);
+  assert.is(o.settled, true, `the promise did not settle within 15 s: ${JSON.stringify(o)}`);
+  assertStopped(o, "SIGTERM");
+  assert.is(o.timedOut, true);
+  assert.is(o.stdout, "before");
+  // Timeout 1000 ms, then the pipes close when the force-kill (1000 ms later) is due.
+  assert.ok(o.wallMs >= 1900 && o.wallMs < 8000, `settled after ${o.wallMs} ms`);
+  assert.equal(o.left, [{ pid: o.holder[0]!, uid: IDS.agent, name: "sleep" }], "what is left running: the descendant out of the group");
+});
+
+rootTest(test, "control: as spawnAgent waited before, the killed job's promise stays pending while the setsid descendant holds stdout, and settles once it ends", () => {
+  const o = scenario("control-escaped-holder") as unknown as Escaped & { pendingAfterMs: number; settledOnceHolderEnded: boolean };
+  assert.is(o.settled, false, JSON.stringify(o));
+  assert.ok(o.pendingAfterMs >= 4900, `pending ${o.pendingAfterMs} ms after the command's exit`);
+  assert.is(o.left.length, 1);
+  assert.is(o.settledOnceHolderEnded, true);
+});
+
+/*
  * The stop route under attack. The signal stage runs as the agent's uid for a
  * few milliseconds before its kill(2); agent work that watches
  * /proc/sys/kernel/ns_last_pid can prlimit(2) it to RLIMIT_NOFILE 0 in that

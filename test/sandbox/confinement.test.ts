@@ -7,6 +7,7 @@
  * denial is the confinement's and not a broken attempt.
  */
 import { chmodSync, lstatSync, mkdtempSync, rmSync } from "node:fs";
+import { type AddressInfo, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { suite } from "uvu";
@@ -250,6 +251,29 @@ rootTest(test, "network none where no seccomp filter can be installed: refused (
     );
   } finally {
     body.cleanup();
+  }
+});
+
+/*
+ * Not closed, and documented (docs/security.md, "Ports, protocols and
+ * --no-network"): the domain grants read on /proc as a whole, so a job
+ * without the network still reads the network namespace's socket tables.
+ * This launch sandbox shares the host's network namespace; the listener is
+ * this test process's. If a change ever hides the table, this fails and the
+ * docs are to be changed with it.
+ */
+rootTest(test, "network none still reads /proc/net/tcp: a port the body listens on is listed, while the job's own TCP socket is refused", async () => {
+  const server = createServer();
+  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
+  const port = (server.address() as AddressInfo).port;
+  const local = `0100007F:${port.toString(16).toUpperCase().padStart(4, "0")}`;
+  try {
+    inBody(seededBody(), (body) => {
+      const run = agent(body, { network: "none" }, ["/bin/sh", "-c", `grep -c ' ${local} 00000000:0000 0A ' /proc/net/tcp; exec /usr/bin/perl ${ATTEMPTS} tcp_socket`]);
+      assert.is(run.stdout, "1\ntcp_socket EAFNOSUPPORT", run.stderr);
+    });
+  } finally {
+    server.close();
   }
 });
 

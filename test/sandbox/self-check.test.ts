@@ -400,6 +400,55 @@ rootTest(SelfCheck, "processes.capabilities: a child of the service with its amb
   });
 });
 
+/*
+ * The image walk lists /tmp, which every agent job writes. The audit started
+ * by the service holds the service's SETUID and SETGID (CapEff 0xc0); the
+ * walk reads only, so it starts through systemExec's capability drop. A
+ * poller inside the body finds the walker (perl, its program in argv) while
+ * it runs and prints its /proc status and its parent's (the audit).
+ */
+const WALKER_POLLER = String.raw`
+my $marker = "The image " . "scan of src/self-check";
+my $deadline = time + 90;
+while (time < $deadline) {
+  for my $dir (glob "/proc/[0-9]*") {
+    open my $c, "<", "$dir/cmdline" or next;
+    my $cmdline = do { local $/; <$c> };
+    next unless defined $cmdline && index($cmdline, "/usr/bin/perl\0-e\0") == 0 && index($cmdline, $marker) >= 0;
+    open my $s, "<", "$dir/status" or next;
+    my $status = do { local $/; <$s> };
+    my ($name) = $status =~ /^Name:\s+(\S+)/m;
+    next unless $name eq "perl";
+    my ($ppid) = $status =~ /^PPid:\s+(\d+)/m;
+    open my $p, "<", "/proc/$ppid/status" or next;
+    my $parent = do { local $/; <$p> };
+    my %cap = map { my ($set) = $status =~ /^$_:\s+(\S+)/m; ($_ => $set) } qw(CapInh CapPrm CapEff CapAmb);
+    my ($auditor) = $parent =~ /^CapEff:\s+(\S+)/m;
+    my ($uid) = $status =~ /^Uid:\s+(\d+)/m;
+    print "walker uid $uid CapInh $cap{CapInh} CapPrm $cap{CapPrm} CapEff $cap{CapEff} CapAmb $cap{CapAmb}; auditor CapEff $auditor
+";
+    exit 0;
+  }
+}
+print "no walker seen
+";
+`;
+
+rootTest(SelfCheck, "the image walk over agent-writable /tmp holds no capability (CapEff 0) while the audit the service started holds SETUID and SETGID", () => {
+  inBody(seededBody(), (body) => {
+    const script = [
+      "set -e",
+      `/usr/bin/perl -e "$POLLER" > /tmp/walker &`,
+      `${AUDIT} --self-check --json > /dev/null || true`,
+      "wait",
+      "cat /tmp/walker",
+    ].join("\n");
+    const result = body.run({ command: ["--", "/bin/sh", "-c", script], extra: MASKS, env: { POLLER: WALKER_POLLER } });
+    assert.is(result.status, 0, result.stderr);
+    assert.match(result.stdout, /^walker uid 1000 CapInh 0{16} CapPrm 0{16} CapEff 0{16} CapAmb 0{16}; auditor CapEff 0{14}c0$/m, result.stdout);
+  });
+});
+
 rootTest(SelfCheck, "image faults fail exactly their checks: a group-writable executable, a wrong bundle hash, a set-group-ID tool, a set-user-ID file and a file capability in bind-mounted dirs", () => {
   const body = seededBody();
   const sbin = join(scratch, "sbin");

@@ -52,6 +52,18 @@ capture("startCapture: the timeout kills (ETIMEDOUT), the output limit kills (EN
   assert.is(ignored.status, 0, "a program that never reads its input does not crash the caller (EPIPE)");
 });
 
+capture("dropCapabilities: the program runs in place of setpriv (same pid), its inheritable and ambient sets empty; the result names the program", async () => {
+  const request = { command: "/bin/sh", args: ["-c", 'echo "$$ $PPID"; grep -E "^Cap(Inh|Amb):" /proc/self/status'], dropCapabilities: true };
+  for (const result of [runCapture(request), await startCapture(request)]) {
+    assert.is(result.path, "/bin/sh");
+    assert.is(result.status, 0, result.stderr.toString());
+    const [pids, inh, amb] = result.stdout.toString().trim().split("\n");
+    assert.is(Number(pids!.split(" ")[1]), process.pid, "sh is this process's own child: setpriv exec'd it, no process between");
+    assert.is(inh, "CapInh:\t0000000000000000");
+    assert.is(amb, "CapAmb:\t0000000000000000");
+  }
+});
+
 capture("both refuse a program the exec rules refuse, before anything starts", () => {
   for (const start of [runCapture, startCapture] as const) {
     assertRefusal(() => start({ command: "no-such-program-here", args: [] }), {

@@ -24,7 +24,8 @@
  * SETUID and SETGID out of reach for good. Only the shim (spawnAgent,
  * signalAgent) and the audit (runSelfCheck), root-owned programs of this
  * package that check their caller, are started with the service's
- * capabilities. Pure.
+ * capabilities; the audit starts its image walk through this drop in turn
+ * (startCapture's dropCapabilities), as it walks agent-writable /tmp. Pure.
  */
 import { TOOLS } from "../constants.ts";
 

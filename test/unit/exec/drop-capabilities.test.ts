@@ -1,6 +1,6 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { DROP_CAPABILITIES, withoutCapabilities } from "../../../src/service/drop-capabilities.ts";
+import { DROP_CAPABILITIES, withoutCapabilities } from "../../../src/exec/drop-capabilities.ts";
 
 test("a systemExec child starts through setpriv that empties the inheritable and ambient sets, then execs it in place", () => {
   assert.equal([...DROP_CAPABILITIES], ["/usr/bin/setpriv", "--inh-caps=-all", "--ambient-caps=-all", "--"]);
