@@ -236,6 +236,18 @@ rootTest(test, "what a private job leaves running ends with it: a process whose 
   });
 });
 
+rootTest(test, "a private job whose setsid descendant holds its stdout settles when its command exits, without a stop: the guard ends the descendant", () => {
+  inBody(seededBody(), (body) => {
+    type Holder = { ms: number; exitCode: number | null; stdout: string; release: { exitCode: number; stderr: string }; after: string[] };
+    const { json: r, stderr } = privateJobs<Holder>(body, ["holder"]);
+    const log = `${JSON.stringify(r)}\n${stderr}`;
+    // execa waits for the pipes to close: without the guard the descendant held them for its 30 s.
+    assert.ok(r.ms < 15_000, log);
+    assert.equal([r.exitCode, r.stdout, r.release.exitCode], [0, "started", 0], log);
+    assert.equal(r.after, [], log);
+  });
+});
+
 rootTest(test, "a lease whose job left unwritable directories (0500, 0000, 5,000 levels deep) is still released: three jobs in turn on a pool of one all run", () => {
   inBody(seededBody({ group: ONE_GROUP }), (body) => {
     type Stuck = { results: { exitCode: number | null; stderr: string; release: { exitCode: number; stderr: string } }[]; after: string[] };
