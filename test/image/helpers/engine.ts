@@ -117,9 +117,9 @@ export const DEFAULT_TOOLS_DEBS = "clankie-tools-debs:bookworm";
  * only, so the build's own output is what tells the rest.
  */
 export function createdIds(stdout: string): string[] {
-  const steps = stdout.split(/^Step \d+\/\d+ : /m).slice(1);
-  if (steps.length === 0) throw new Error(`no "Step N/M :" line in the build's output (not the classic builder?):\n${stdout.slice(0, 2000)}`);
-  return steps
+  return stdout
+    .split(/^Step \d+\/\d+ : /m)
+    .slice(1)
     .filter((step) => !/^FROM\s/i.test(step) && !/^ ---> Using cache$/m.test(step))
     .flatMap((step) => [...step.matchAll(/^ ---> ([0-9a-f]{12})$/gm)].slice(-1).map((m) => m[1]!));
 }
@@ -194,6 +194,7 @@ export class Session {
     const result = docker(build, { timeoutMs: 900_000, env: { DOCKER_BUILDKIT: "0" } });
     this.ownIds.push(...createdIds(result.stdout));
     if (result.status !== 0) throw new Error(`${describe(build, result)}\n${result.stdout.slice(-4000)}`);
+    if (!/^Step \d+\/\d+ : /m.test(result.stdout)) throw new Error(`no "Step N/M :" line in the output of ${describe(build, result)}: not the classic builder, whose output tells this run's images`);
     const seconds = (Date.now() - started) / 1000;
     const bytes = Number(dockerOk(["image", "inspect", "-f", "{{.Size}}", this.image]).trim());
     this.timings = { base: { image: baseImage, seconds: baseSeconds, built: !baseExisted }, build: { seconds, bytes } };
@@ -223,6 +224,7 @@ export class Session {
     const result = docker(build, { timeoutMs: 900_000, env: { DOCKER_BUILDKIT: "0" } });
     this.ownIds.push(...createdIds(result.stdout));
     if (result.status !== 0) throw new Error(`${describe(build, result)}\n${result.stdout.slice(-4000)}`);
+    if (!/^Step \d+\/\d+ : /m.test(result.stdout)) throw new Error(`no "Step N/M :" line in the output of ${describe(build, result)}: not the classic builder, whose output tells this run's images`);
     const bytes = Number(dockerOk(["image", "inspect", "-f", "{{.Size}}", this.toolsImage]).trim());
     return { debs: { image: debs, seconds: debsSeconds, built: !existed }, build: { seconds: (Date.now() - started) / 1000, bytes } };
   }
