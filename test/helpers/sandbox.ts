@@ -40,14 +40,16 @@ export const PRIVATE_POOL_LINES: readonly string[] = Array.from({ length: 16 }, 
 export const DEFAULT_GROUP = ["root:x:0:", "node:x:1000:", "clankie-agent:x:1001:", "clankie-workspace:x:1002:node,clankie-agent", ...PRIVATE_POOL_LINES, ""].join("\n");
 
 /**
- * A uid that no process on this host runs now, for tests that fill the
- * agent's RLIMIT_NPROC: the kernel counts that limit per uid across the
- * whole host (setrlimit(2), "RLIMIT_NPROC"), not per sandbox, so any other
- * process of uid 1001 on the machine would count against the test's limit.
+ * Uids that no process on this host runs now, for tests that set a low
+ * RLIMIT_NPROC: the kernel counts that limit per uid across the whole host
+ * (setrlimit(2), "RLIMIT_NPROC"; per user namespace since Linux 5.14, and
+ * the sandbox and the host's containers share one), not per sandbox, so any
+ * other process of uid 1000 or 1001 on the machine (another container's
+ * service or agent, another test run) would count against the test's limit.
  * Picked from a range by this process's pid so that two runs at once do not
- * pick the same one.
+ * pick the same ones.
  */
-export function unusedUid(): number {
+export function unusedUids(count: number): number[] {
   const used = new Set(
     readdirSync("/proc")
       .filter((name) => /^\d+$/.test(name))
@@ -59,18 +61,31 @@ export function unusedUid(): number {
         }
       }),
   );
-  for (let i = 0; i < 1000; i++) {
+  const picked: number[] = [];
+  for (let i = 0; i < 1000 && picked.length < count; i++) {
     const uid = 61_000 + ((process.pid + i) % 1000);
-    if (!used.has(uid)) return uid;
+    if (!used.has(uid)) picked.push(uid);
   }
-  throw new Error("no unused uid in 61000..61999");
+  if (picked.length < count) throw new Error(`fewer than ${count} unused uids in 61000..61999`);
+  return picked;
+}
+
+export function unusedUid(): number {
+  return unusedUids(1)[0]!;
 }
 
 /** The image's users and groups with clankie-agent (user and group) moved to this uid. */
 export function identitiesWithAgentUid(uid: number): { passwd: string; group: string } {
+  return identitiesWithUids({ agent: uid });
+}
+
+/** The image's users and groups with node and clankie-agent (each user and its own group) moved to these uids. */
+export function identitiesWithUids(uids: { service?: number; agent?: number }): { passwd: string; group: string } {
+  const service = uids.service ?? IDS.service;
+  const agent = uids.agent ?? IDS.agent;
   return {
-    passwd: DEFAULT_PASSWD.replace("clankie-agent:x:1001:1001:", `clankie-agent:x:${uid}:${uid}:`),
-    group: DEFAULT_GROUP.replace("clankie-agent:x:1001:", `clankie-agent:x:${uid}:`),
+    passwd: DEFAULT_PASSWD.replace("node:x:1000:1000:", `node:x:${service}:${service}:`).replace("clankie-agent:x:1001:1001:", `clankie-agent:x:${agent}:${agent}:`),
+    group: DEFAULT_GROUP.replace("node:x:1000:", `node:x:${service}:`).replace("clankie-agent:x:1001:", `clankie-agent:x:${agent}:`),
   };
 }
 

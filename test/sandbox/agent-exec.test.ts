@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { rootTest } from "../helpers/privilege.ts";
-import { type Body, identitiesWithAgentUid, inBody, statusFields, type LaunchOptions, unusedUid } from "../helpers/sandbox.ts";
+import { Body, identitiesWithAgentUid, identitiesWithUids, inBody, statusFields, type LaunchOptions, unusedUid, unusedUids } from "../helpers/sandbox.ts";
 import { type AgentResult, agentRun, seededBody, serviceJson as runService, type ServiceRun } from "../helpers/stand-in.ts";
 
 const test = suite("agent-exec");
@@ -153,7 +153,8 @@ rootTest(test, "/workspace: the agent moves aside the service's .git in a 2770 d
 });
 
 rootTest(test, "--oom-score-adj and --nproc are adjustable", () => {
-  inBody(seededBody(), (body) => {
+  // The stage refuses a uid already over --nproc 64, counted across the host: the agent gets a uid nobody else runs here.
+  inBody(seededBody(identitiesWithAgentUid(unusedUid())), (body) => {
     const result = agent(body, { oomScoreAdj: 900, nproc: 64 }, ["/bin/sh", "-c", "cat /proc/$$/oom_score_adj; grep 'Max processes' /proc/$$/limits"]);
     assert.match(result.stdout, /^900\nMax processes\s+64\s+64\s+processes/);
   });
@@ -254,17 +255,25 @@ function messageCatalog(entries: ReadonlyArray<readonly [string, string]>): Buff
 }
 
 rootTest(test, "a message catalog planted in /workspace and named by LANGUAGE never reaches setpriv, which holds SETUID and SETGID; the control, setpriv with it by name, prints the planted text", () => {
-  inBody(seededBody(), (body) => {
+  // The soft RLIMIT_NPROC of 40 below is counted per uid across the host: the service's own forks (as node) and
+  // setpriv's exec (as the agent) would depend on what other processes of 1000 and 1001 run here. Both get uids
+  // nobody else runs, so the only agent tasks are the 60 sleepers and the only service tasks are this launch's.
+  const [service, agentUid] = unusedUids(2) as [number, number];
+  inBody(new Body(identitiesWithUids({ service, agent: agentUid })), (body) => {
+    chownSync(body.state, service, service);
+    chownSync(body.workspace, service, service);
     const evil = join(body.workspace, "evil", "LC_MESSAGES");
     mkdirSync(evil, { recursive: true, mode: 0o755 });
     chmodSync(join(body.workspace, "evil"), 0o755);
     writeFileSync(join(evil, "util-linux.mo"), messageCatalog([["", "Content-Type: text/plain; charset=UTF-8\n"], ["failed to execute %s", "PLANTED-CATALOG %s"]]), { mode: 0o644 });
     const locale = "LANG=C.UTF-8 LANGUAGE=../../../../workspace/evil";
-    // setpriv's exec fails when the agent uid runs more tasks than the soft RLIMIT_NPROC (EAGAIN): 60 sleepers, a limit of 40.
+    // setpriv's exec fails when the agent uid runs more tasks than the soft RLIMIT_NPROC (EAGAIN): 60 sleepers, a limit
+    // of 40, set once at least 50 run (the sandbox's /proc sees every process of the uid), not after a fixed wait.
     const script = [
       "/usr/local/sbin/clankie-agent-exec -- /bin/sh -c 'for i in $(seq 60); do sleep 30 & done; wait' >/dev/null 2>&1 &",
-      "sleep 1; prlimit --nproc=40: --pid $$",
-      `echo control; env ${locale} setpriv --reuid=1001 --regid=1001 --clear-groups --inh-caps=-all --ambient-caps=-all -- /bin/true 2>&1`,
+      `n=0; until [ "$(grep -l '^Uid:[[:space:]]*${agentUid}[[:space:]]' /proc/[0-9]*/status 2>/dev/null | wc -l)" -ge 50 ] || [ $n -ge 600 ]; do n=$((n + 1)); sleep 0.05; done`,
+      "prlimit --nproc=40: --pid $$",
+      `echo control; env ${locale} setpriv --reuid=${agentUid} --regid=${agentUid} --clear-groups --inh-caps=-all --ambient-caps=-all -- /bin/true 2>&1`,
       `echo shim; env ${locale} /usr/local/sbin/clankie-agent-exec -- /bin/true 2>&1`,
       // The service cannot signal the agent's sleepers (another uid); the body's end reaps them.
       "exit 0",

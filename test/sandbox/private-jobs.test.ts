@@ -128,9 +128,24 @@ rootTest(test, "two private jobs at once on a pool of one: one runs, the other i
     type Job = { exitCode: number | null; signal: string | null; stdout: string; stderr: string };
     const { json: r, stderr } = privateJobs<{ results: Job[][]; after: string[] }>(body, ["race", "20"]);
     // Before the shim held the group from its mkdir on, the second job killed the first in 11 of these 20 rounds.
+    // What must hold in every round: no job is killed, each runs whole (its own HOME) or is refused (75), and they
+    // never both hold the group at once. Under load a round's second job may start after the first ended and run
+    // too ("0 0"); how many rounds met is the machine's timing, so only a run where none met proves nothing.
     const outcomes = r.results.map((pair) => pair.map((job) => (job.signal ?? job.exitCode)).sort().join(" "));
-    assert.equal(outcomes, Array(20).fill("0 75"), `${stderr}\n${JSON.stringify(r.results.flat().filter((job) => job.exitCode !== 0 && job.exitCode !== 75))}`);
-    for (const pair of r.results) assert.equal(pair.map((job) => job.stdout).sort(), ["", "mine"]);
+    const failed = JSON.stringify(r.results.flat().filter((job) => job.exitCode !== 0 && job.exitCode !== 75));
+    assert.equal(outcomes.filter((o) => o !== "0 75" && o !== "0 0"), [], `${stderr}\n${failed}`);
+    for (const pair of r.results) {
+      const ran = pair.filter((job) => job.exitCode === 0).map((job) => /^(\d+) mine (\d+)$/.exec(job.stdout));
+      assert.ok(ran.every(Boolean), `each job that ran read its own file: ${JSON.stringify(pair)}`);
+      assert.equal(pair.filter((job) => job.exitCode !== 0).map((job) => job.stdout), ["", ""].slice(ran.length), JSON.stringify(pair));
+      if (ran.length === 2) {
+        const [a, b] = ran.map((m) => [BigInt(m![1]!), BigInt(m![2]!)] as const).sort((x, y) => (x[0] < y[0] ? -1 : 1));
+        assert.ok(a![1] <= b![0], `both ran, so one after the other: ${JSON.stringify(pair)}`);
+      }
+    }
+    const met = outcomes.filter((o) => o === "0 75").length;
+    process.stdout.write(`\n   ${met} of 20 rounds met (one refused)\n`);
+    assert.ok(met >= 1, "in no round did the two jobs meet: the race was not run");
     assert.equal(r.after, []);
   });
 });
@@ -140,8 +155,13 @@ rootTest(test, "three loops of private jobs on a pool of one: releases by the se
     type Churn = { outcomes: Record<string, number>; bad: unknown[]; badCount: number; after: string[] };
     const { json: r, stderr } = privateJobs<Churn>(body, ["churn", "8000", "3"]);
     // Without the release lock, 16 of 145 went wrong: 5 jobs SIGKILLed, 7 spawns ending 71 (their cleanup stage killed by another's).
+    // What must hold: every job runs whole or is refused (75), every release ends 0 or 65, and the pool of one
+    // always has a job running while others are refused, so at least one ran. How many ran in 8 s is the
+    // machine's load ({"busy":6,"ran":7} on a busy host), not the shim's.
+    process.stdout.write(`\n   ${JSON.stringify(r.outcomes)}\n`);
     assert.is(r.badCount, 0, `${JSON.stringify(r.outcomes)} ${JSON.stringify(r.bad)} ${stderr}`);
-    assert.ok((r.outcomes.ran ?? 0) >= 20, JSON.stringify(r.outcomes));
+    assert.equal(Object.keys(r.outcomes).filter((key) => key !== "ran" && key !== "busy"), [], JSON.stringify(r.outcomes));
+    assert.ok((r.outcomes.ran ?? 0) >= 1, JSON.stringify(r.outcomes));
     assert.equal(r.after, []);
   });
 });

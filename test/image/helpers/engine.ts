@@ -4,6 +4,8 @@
  * session that names, and at the end removes, every container, volume and
  * image it created. The engine is left as it was found: an image that existed
  * before the run (a cached base) is kept, everything the run made is removed.
+ * Other containers and builds may share the engine: the session labels what
+ * it makes (clankie.e2e=RUN), and counts and removes only that.
  */
 import { spawnSync, type SpawnSyncReturns } from "node:child_process";
 import { chownSync, existsSync, mkdirSync, mkdtempSync, rmdirSync } from "node:fs";
@@ -75,8 +77,9 @@ export function imageExists(name: string): boolean {
   return docker(["image", "inspect", name], { timeoutMs: 30_000 }).status === 0;
 }
 
-export function imageIds(): Set<string> {
-  return new Set(dockerOk(["images", "-aq", "--no-trunc"]).split("\n").filter(Boolean));
+/** The ids (sha256:...) of every image, intermediate ones included, that carries a label (KEY=VALUE). */
+export function labelledImages(label: string): string[] {
+  return dockerOk(["images", "-aq", "--no-trunc", "--filter", `label=${label}`]).split("\n").filter(Boolean);
 }
 
 export function sleep(ms: number): void {
@@ -106,9 +109,19 @@ export interface ToolsTimings {
 
 export const DEFAULT_TOOLS_DEBS = "clankie-tools-debs:bookworm";
 
-/** The image ids (12 hex digits) a classic-builder run names: each step's result, cached or not. */
-export function builtIds(stdout: string): string[] {
-  return [...stdout.matchAll(/^(?: ---> |Successfully built )([0-9a-f]{12})$/gm)].map((m) => m[1]!);
+/**
+ * The image ids (12 hex digits) a classic-builder run made: the result of
+ * each step it ran. Not a step's "Using cache" result, which another build
+ * made and may still hold, nor a FROM step's image (the base, the debs), which
+ * the build only names. The classic builder's --label marks the final image
+ * only, so the build's own output is what tells the rest.
+ */
+export function createdIds(stdout: string): string[] {
+  return stdout
+    .split(/^Step \d+\/\d+ : /m)
+    .slice(1)
+    .filter((step) => !/^FROM\s/i.test(step) && !/^ ---> Using cache$/m.test(step))
+    .flatMap((step) => [...step.matchAll(/^ ---> ([0-9a-f]{12})$/gm)].slice(-1).map((m) => m[1]!));
 }
 
 export interface RunOptions {
@@ -129,18 +142,22 @@ export class Session {
   readonly image = `clankie-separate:e2e-${this.runId}`;
   /** The session's image with a developer's tools added (test/image/tools.Dockerfile), once built. */
   readonly toolsImage = `clankie-separate:e2e-tools-${this.runId}`;
+  /** The label on every container, volume and final image this run makes. */
+  readonly label = `clankie.e2e=${this.runId}`;
   /**
-   * Every image id this run's builds named. The cleanup removes only images
-   * that are both new since the run began and named here, so that a
-   * concurrent run's images (new too) are left alone.
+   * Every image this run's builds made (createdIds), in the order made: the
+   * cleanup removes these and no other, so that images other builds left, or
+   * make while this run goes on, are neither removed nor counted.
    */
-  private readonly ownIds = new Set<string>();
+  private readonly ownIds: string[] = [];
+  /** Images of this run (a 12-digit id or a tag) that another container, image or tag holds, found by cleanup: theirs to remove. */
+  heldByOthers: { image: string; why: string }[] = [];
   private toolsBuilt = false;
   private debsToRemove: string | undefined;
   private readonly containers = new Set<string>();
   private readonly volumes = new Set<string>();
-  /** The engine's images before this run touched it; undefined until buildImage has looked. */
-  private imagesBefore: Set<string> | undefined;
+  /** Whether buildImage reached the engine (the cleanup has images to look for). */
+  private engineReached = false;
   private baseToRemove: string | undefined;
   /** A host tmpfs mounted nosuid,nodev that holds the hardened volumes' directories. */
   private hostMount: string | undefined;
@@ -154,7 +171,7 @@ export class Session {
       throw new Error(`the Docker engine is not reachable (${(info.stderr || String(info.error)).trim()}); .ci/run starts it with: dockerd --iptables=false --bridge=none`);
     }
     if (!existsSync(join(DIST, "clankie-separate"))) throw new Error("dist/clankie-separate is missing: run node build.mjs (npm test does)");
-    this.imagesBefore = imageIds();
+    this.engineReached = true;
 
     const baseImage = process.env.CLANKIE_E2E_BASE_IMAGE ?? DEFAULT_BASE;
     const baseExisted = imageExists(baseImage);
@@ -173,10 +190,11 @@ export class Session {
     // and it takes --network host without an entitlement. host: the engine
     // runs with --bridge=none, and the final stage's apt-get needs the mirror.
     const started = Date.now();
-    const build = ["build", "--network", "host", "--build-arg", `BASE_IMAGE=${baseImage}`, "--build-arg", `SEA=${process.env.CLANKIE_E2E_SEA ?? "prebuilt"}`, "-t", this.image, REPO];
+    const build = ["build", "--network", "host", "--label", this.label, "--build-arg", `BASE_IMAGE=${baseImage}`, "--build-arg", `SEA=${process.env.CLANKIE_E2E_SEA ?? "prebuilt"}`, "-t", this.image, REPO];
     const result = docker(build, { timeoutMs: 900_000, env: { DOCKER_BUILDKIT: "0" } });
-    for (const id of builtIds(result.stdout)) this.ownIds.add(id);
+    this.ownIds.push(...createdIds(result.stdout));
     if (result.status !== 0) throw new Error(`${describe(build, result)}\n${result.stdout.slice(-4000)}`);
+    if (!/^Step \d+\/\d+ : /m.test(result.stdout)) throw new Error(`no "Step N/M :" line in the output of ${describe(build, result)}: not the classic builder, whose output tells this run's images`);
     const seconds = (Date.now() - started) / 1000;
     const bytes = Number(dockerOk(["image", "inspect", "-f", "{{.Size}}", this.image]).trim());
     this.timings = { base: { image: baseImage, seconds: baseSeconds, built: !baseExisted }, build: { seconds, bytes } };
@@ -201,11 +219,12 @@ export class Session {
     const debsSeconds = (Date.now() - debsStarted) / 1000;
 
     const started = Date.now();
-    const build = ["build", "--network", "none", "--build-arg", `IMAGE=${this.image}`, "--build-arg", `DEBS=${debs}`, "-t", this.toolsImage, "-f", join(REPO, "test/image/tools.Dockerfile"), join(REPO, "test/image")];
+    const build = ["build", "--network", "none", "--label", this.label, "--build-arg", `IMAGE=${this.image}`, "--build-arg", `DEBS=${debs}`, "-t", this.toolsImage, "-f", join(REPO, "test/image/tools.Dockerfile"), join(REPO, "test/image")];
     this.toolsBuilt = true;
     const result = docker(build, { timeoutMs: 900_000, env: { DOCKER_BUILDKIT: "0" } });
-    for (const id of builtIds(result.stdout)) this.ownIds.add(id);
+    this.ownIds.push(...createdIds(result.stdout));
     if (result.status !== 0) throw new Error(`${describe(build, result)}\n${result.stdout.slice(-4000)}`);
+    if (!/^Step \d+\/\d+ : /m.test(result.stdout)) throw new Error(`no "Step N/M :" line in the output of ${describe(build, result)}: not the classic builder, whose output tells this run's images`);
     const bytes = Number(dockerOk(["image", "inspect", "-f", "{{.Size}}", this.toolsImage]).trim());
     return { debs: { image: debs, seconds: debsSeconds, built: !existed }, build: { seconds: (Date.now() - started) / 1000, bytes } };
   }
@@ -216,7 +235,7 @@ export class Session {
 
   volume(what: string): string {
     const name = this.name(what);
-    dockerOk(["volume", "create", "--label", `clankie.e2e=${this.runId}`, name]);
+    dockerOk(["volume", "create", "--label", this.label, name]);
     this.volumes.add(name);
     return name;
   }
@@ -239,7 +258,7 @@ export class Session {
     mkdirSync(dir, { mode: 0o755 });
     chownSync(dir, uid, gid);
     const name = this.name(what);
-    dockerOk(["volume", "create", "--label", `clankie.e2e=${this.runId}`, "--opt", "type=none", "--opt", "o=bind", "--opt", `device=${dir}`, name]);
+    dockerOk(["volume", "create", "--label", this.label, "--opt", "type=none", "--opt", "o=bind", "--opt", `device=${dir}`, name]);
     this.volumes.add(name);
     this.volumeDirs.set(name, dir);
     return name;
@@ -255,7 +274,7 @@ export class Session {
     const name = this.name(options.name);
     this.containers.add(name);
     return [
-      "run", mode, "--name", name, "--label", `clankie.e2e=${this.runId}`,
+      "run", mode, "--name", name, "--label", this.label,
       "--network", "none", // loopback only: the engine has no bridge, and the API is loopback anyway
       ...options.flags,
       ...(options.extra ?? []),
@@ -308,19 +327,30 @@ export class Session {
       if (unmounted.status === 0) rmdirSync(this.hostMount);
       else problems.push(`umount ${this.hostMount}: ${unmounted.stderr.trim()}`);
     }
-    const before = this.imagesBefore;
-    if (before === undefined) return problems; // the engine was never reached
+    if (!this.engineReached) return problems;
+    // This run's tags first (they name only its own images), then the images
+    // its builds made, newest first, without pruning parents it did not make.
     if (this.toolsBuilt) docker(["rmi", "-f", this.toolsImage], { timeoutMs: 120_000 });
     docker(["rmi", "-f", this.image], { timeoutMs: 120_000 });
-    if (this.debsToRemove) docker(["rmi", "-f", this.debsToRemove], { timeoutMs: 120_000 });
-    if (this.baseToRemove) docker(["rmi", "-f", this.baseToRemove], { timeoutMs: 120_000 });
-    // The classic builder leaves the build stage behind as untagged images:
-    // those this run's builds named (a concurrent run's new images are not ours).
-    const ours = (id: string): boolean => !before.has(id) && this.ownIds.has(id.replace(/^sha256:/, "").slice(0, 12));
-    const leftovers = [...imageIds()].filter(ours);
-    for (const id of leftovers.reverse()) docker(["rmi", id], { timeoutMs: 120_000 });
-    const still = [...imageIds()].filter(ours);
-    if (still.length > 0) problems.push(`images left behind: ${still.join(" ")}`);
+    const present = (id: string): boolean => docker(["image", "inspect", id], { timeoutMs: 30_000 }).status === 0;
+    for (const id of [...this.ownIds].reverse()) if (present(id)) docker(["rmi", "--no-prune", id], { timeoutMs: 120_000 });
+    // The base and the debs, when this run made them: by name and unforced,
+    // so that a container or build that took them up meanwhile keeps them.
+    // What is left of this run's images: held by another container, image or
+    // tag (docker rmi: "conflict: unable to delete"), or a problem.
+    this.heldByOthers = [];
+    for (const tag of [this.debsToRemove, this.baseToRemove]) {
+      const result = tag ? docker(["rmi", tag], { timeoutMs: 120_000 }) : undefined;
+      if (!result || result.status === 0 || /No such image/i.test(result.stderr)) continue;
+      if (/conflict: unable to delete/.test(result.stderr)) this.heldByOthers.push({ image: tag!, why: result.stderr.trim() });
+      else problems.push(describe(["rmi", tag!], result));
+    }
+    for (const id of this.ownIds.filter(present)) {
+      const again = docker(["rmi", "--no-prune", id], { timeoutMs: 120_000 });
+      if (again.status === 0) continue;
+      if (/conflict: unable to delete/.test(again.stderr)) this.heldByOthers.push({ image: id, why: again.stderr.trim() });
+      else problems.push(describe(["rmi", id], again));
+    }
     return problems;
   }
 }

@@ -4,7 +4,7 @@
  * pids and memory counters, and the OOM killer's lines in the kernel log.
  * Nothing here asks the program under test, or the container, for a report.
  */
-import { readFileSync, statSync } from "node:fs";
+import { readdirSync, readFileSync, statSync } from "node:fs";
 import { spawnSync } from "node:child_process";
 import { statusFields, type StatusFields } from "../../helpers/sandbox.ts";
 import { dockerOk } from "./engine.ts";
@@ -118,6 +118,26 @@ export function countByUid(dir: string, uid: number): number {
     }
   }
   return count;
+}
+
+/**
+ * The tasks (threads) whose real uid is `uid` on the whole host, outside the
+ * pids in `except`: what RLIMIT_NPROC counts besides the container's own
+ * (setrlimit(2): per real uid; Docker without userns-remap shares the host's
+ * user namespace), so other containers' and other runs' processes of the uid.
+ */
+export function hostTasksOfUid(uid: number, except: ReadonlySet<number> = new Set()): number {
+  let tasks = 0;
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name) || except.has(Number(name))) continue;
+    try {
+      const status = readFileSync(`/proc/${name}/status`, "utf8");
+      if (new RegExp(`^Uid:\\s+${uid}\\s`, "m").test(status)) tasks += Number(/^Threads:\s+(\d+)/m.exec(status)?.[1] ?? 1);
+    } catch {
+      // gone
+    }
+  }
+  return tasks;
 }
 
 export function isAlive(pid: number): boolean {
