@@ -411,4 +411,80 @@ test("stage.pl lists the roles once, and a program without the list is refused",
   assert.throws(() => stageProgram("agent", STAGE_SOURCE.replace(STAGE_ROLES, "(agent)")), /does not list the roles/);
 });
 
+/*
+ * Post-checks against a lying kernel: each check below is reached only when
+ * a call the stage made did not do what it said, so the test makes it lie.
+ * A seccomp filter can: SECCOMP_RET_ERRNO with errno 0 answers "done" to a
+ * call it never ran, and the stage installs the filter it is handed.
+ */
+/** struct sock_filter as the stage's hex: code, jt, jf, k (little-endian). */
+const bpf = (code: number, jt: number, jf: number, k: number) => {
+  const b = Buffer.alloc(8);
+  b.writeUInt16LE(code, 0);
+  b.writeUInt8(jt, 2);
+  b.writeUInt8(jf, 3);
+  b.writeUInt32LE(k >>> 0, 4);
+  return b.toString("hex");
+};
+const LOAD_NR = bpf(0x20, 0, 0, 0);
+const ALLOW = bpf(0x06, 0, 0, 0x7fff0000);
+/** RET_ERRNO with errno `errno` for system call `nr`, then on to `rest`. */
+const answer = (nr: number, errno: number, rest: string) => LOAD_NR + bpf(0x15, 0, 1, nr) + bpf(0x06, 0, 0, 0x00050000 | errno) + rest;
+const IOCTL = 16;
+const LANDLOCK_RESTRICT_SELF = 446;
+const withKey = (keys: readonly string[], key: string, value: string) => keys.map((k) => (k.startsWith(`${key}=`) ? `${key}=${value}` : k));
+
+test("a filter that lets AF_INET through under network=none is refused (70): the socket must answer EAFNOSUPPORT", () => {
+  // It answers TIOCSTI with EPERM, as the stage's own check of the filter wants, and allows everything else.
+  const lying = answer(IOCTL, 1, ALLOW);
+  let keys = withKey(CONFINED, "network", "none");
+  keys = withKey(withKey(keys, "seccomp", lying), "seccomp-alone", lying);
+  refused(stage({ ...base, confinement: keys }), 70, differs("socket(AF_INET) under network=none succeeded (want EAFNOSUPPORT)"));
+  // The control: the real filter of network=none runs the command.
+  const real = confinementKeys({ ...NO_EXTRA_CONFINEMENT, network: "none" });
+  assert.is(stage({ ...base, confinement: real }).stdout, "ran\n");
+});
+
+test("a controlling terminal in a session of its own is refused (70): TIOCSTI needs one", () => {
+  // script(1) gives the stage a pty; setsid --ctty makes it the controlling terminal of a new session.
+  const argv = [...NNP, ...stageArgv({ ...base, session: "own" })];
+  const quoted = argv.map((a) => `'${a.replace(/'/g, "'\\''")}'`).join(" ");
+  const run = spawnSync("/usr/bin/script", ["-qec", `/usr/bin/setsid --ctty --wait ${quoted}`, "/dev/null"], { encoding: "utf8", env: { PATH: "/usr/bin:/bin" } });
+  assert.match(run.stdout, /clankie-agent-exec: the agent process is not what was asked: controlling terminal \d+ \(want none\); do not start agent work/);
+  assert.is(run.status, 70, run.stdout);
+  // The control: the same without a terminal runs the command.
+  assert.is(stage({ ...base, session: "own" }, { wrap: ["/usr/bin/setsid", "--fork", "--wait"] }).stdout, "ran\n");
+});
+
+test("a cleanup stage asked to end a group it does not hold is refused (64) before it looks at a process", () => {
+  const cleanup: StageRequest = { ...base, role: "cleanup", lease: "/run/clankie-private/0", group: 4242, action: { path: "/bin/true", argv: ["true"] } };
+  refused(stage(cleanup), 64, `clankie-agent-exec: verification stage: group=4242 is not among groups=${[...base.groups].sort((a, b) => a - b).join(",")}; this stage is started by clankie-separate itself`);
+});
+
+rootTest(test, "a private job whose nested domain the kernel only claims to apply is refused (70): it must not signal its guard", () => {
+  const index = 40 + (process.pid % 50);
+  const lease = `/run/clankie-private/${index}`;
+  rmSync(lease, { recursive: true, force: true });
+  spawnSync("/bin/mkdir", ["-p", lease]);
+  try {
+    const privateJob = (seccomp?: string): AgentStageRequest => {
+      let keys = confinementKeys({ ...NO_EXTRA_CONFINEMENT, privateDir: lease });
+      if (seccomp !== undefined) keys = withKey(keys, "seccomp", seccomp);
+      return { ...base, confinement: keys, privateDir: lease };
+    };
+    const real = privateJob().confinement.find((k) => k.startsWith("seccomp="))!.slice("seccomp=".length);
+    // The stage's own filter, with landlock_restrict_self answered "done" (errno 0) without being run.
+    const lying = stage(privateJob(answer(LANDLOCK_RESTRICT_SELF, 0, real)));
+    assert.is(lying.status, 70, lying.stderr);
+    assert.match(lying.stderr, /^clankie-agent-exec: the agent process is not what was asked: it can signal its guard \(process \d+: allowed, want EPERM\); do not start/);
+    rmSync(lease, { recursive: true, force: true });
+    spawnSync("/bin/mkdir", ["-p", lease]);
+    // The control: the real filter runs the command.
+    const control = stage(privateJob());
+    assert.is(control.stdout, "ran\n", control.stderr);
+  } finally {
+    rmSync(lease, { recursive: true, force: true });
+  }
+});
+
 test.run();
