@@ -256,6 +256,18 @@ rootTest(test, "what a private job leaves running ends with it: a process whose 
   });
 });
 
+rootTest(test, "/run/clankie-private that is not node's 0711 directory refuses a private spawn (77, one line); closed again, the spawn runs", () => {
+  inBody(seededBody(), (body) => {
+    type Opened = { opened: { exitCode: number; stderr: string }; closed: { exitCode: number; stderr: string } };
+    const { json: r } = privateJobs<Opened>(body, ["opened"]);
+    assert.equal(r.opened, {
+      exitCode: 77,
+      stderr: "clankie-agent-exec: /run/clankie-private is not a directory of node with mode 0711; start the container through the root entrypoint (docker run --user 0:0 ..., docs/launch.md), which makes it",
+    });
+    assert.equal(r.closed, { exitCode: 0, stderr: "" });
+  });
+});
+
 rootTest(test, "a private job whose setsid descendant holds its stdout settles when its command exits, without a stop: the guard ends the descendant", () => {
   inBody(seededBody(), (body) => {
     type Holder = { ms: number; exitCode: number | null; stdout: string; release: { exitCode: number; stderr: string }; after: string[] };
