@@ -24,28 +24,48 @@ export const EVERYDAY = `${REPO_MOUNT}/test/fixtures/image/everyday.mjs`;
 export const MODES = ["shim", "private", "no-network"] as const;
 export type Mode = (typeof MODES)[number];
 
-/** The rules behind the listed denials: what each one holds. */
+/** A rule behind listed denials: what it holds, and the error its refusal gives (a listed action that fails otherwise is collateral). */
+export interface Rule {
+  why: string;
+  error: RegExp;
+}
+
 export const RULES = {
-  pid:
-    "seccomp sees only a call's arguments: setpriority, ioprio_set, sched_setaffinity and prlimit64 naming a pid cannot tell the job's own " +
-    "processes from another job's or from the stop route's stage (one job starving another, or its stop), so only who 0 (itself, its " +
-    "process group) is let through; the command forms and -g 0 / -P 0 work",
-  sharedTrees:
-    "a private job neither reads nor writes /tmp, /var/tmp and /dev/shm, where every other job writes (a planted file, a socket or a " +
-    "symbolic link there would reach it); its TMPDIR and HOME are its own",
-  semaphores:
-    "POSIX semaphores are files in /dev/shm (glibc sem_open), IPC objects every job of the uid shares: hidden from a private job as SysV IPC " +
-    "and message queues are; multiprocessing.Process with a Pipe, and Manager(), work",
-  guard:
-    "a private job's guard ends everything the job started when its command exits (nothing of it outlives its lease); a helper that must " +
-    "outlive one call runs as a job of its own (own-job-tcp, own-job-unix)",
-  noInet: "network none: socket(2) makes unix sockets only (AF_INET and AF_INET6 answer EAFNOSUPPORT), loopback included",
-} as const;
+  pid: {
+    why:
+      "seccomp sees only a call's arguments: setpriority, ioprio_set, sched_setaffinity and prlimit64 naming a pid cannot tell the job's own " +
+      "processes from another job's or from the stop route's stage (one job starving another, or its stop), so only who 0 (itself, its " +
+      "process group) is let through; the command forms and -g 0 / -P 0 work",
+    error: /Operation not permitted/,
+  },
+  sharedTrees: {
+    why:
+      "a private job neither reads nor writes /tmp, /var/tmp and /dev/shm, where every other job writes (a planted file, a socket or a " +
+      "symbolic link there would reach it); its TMPDIR and HOME are its own",
+    error: /Permission denied/,
+  },
+  semaphores: {
+    why:
+      "POSIX semaphores are files in /dev/shm (glibc sem_open), IPC objects every job of the uid shares: hidden from a private job as SysV IPC " +
+      "and message queues are; multiprocessing.Process with a Pipe, and Manager(), work",
+    error: /PermissionError/,
+  },
+  guard: {
+    why:
+      "a private job's guard ends everything the job started when its command exits (nothing of it outlives its lease); a helper that must " +
+      "outlive one call runs as a job of its own (own-job-tcp, own-job-unix)",
+    error: /ConnectionRefusedError/,
+  },
+  noInet: {
+    why: "network none: socket(2) makes unix sockets only (AF_INET and AF_INET6 answer EAFNOSUPPORT), loopback included",
+    error: /EAFNOSUPPORT|Address family not supported/,
+  },
+} as const satisfies Record<string, Rule>;
 
 const PID_DENIALS = { "renice-self": RULES.pid, "renice-child": RULES.pid, "ionice-self": RULES.pid, "taskset-self": RULES.pid, "prlimit-pid": RULES.pid };
 
 /** Per mode: the actions whose refusal the boundary needs, with the rule. */
-export const NEEDED_DENIALS: Readonly<Record<Mode, Readonly<Record<string, string>>>> = {
+export const NEEDED_DENIALS: Readonly<Record<Mode, Readonly<Record<string, Rule>>>> = {
   shim: PID_DENIALS,
   private: {
     ...PID_DENIALS,
@@ -84,9 +104,9 @@ export interface EverydayResult {
 export interface ModeVerdict {
   /** Judged actions (they work as the uid alone) that work in this mode. */
   works: string[];
-  /** Judged actions that fail in this mode and are listed for it. */
+  /** Judged actions that fail in this mode, are listed for it, and fail with the rule's error. */
   byDesign: string[];
-  /** Judged actions that fail in this mode and are not listed: each id. */
+  /** Judged actions that fail in this mode and are not listed, or fail with another error than the rule's: each id. */
   collateral: string[];
   /** The same, each with the error it gave. */
   collateralErrors: string[];
@@ -116,7 +136,8 @@ export function judgeEveryday(results: readonly EverydayResult[]): EverydayVerdi
     const cells = MODES.map((mode) => {
       const run = r.modes[mode];
       const ok = run.exitCode === 0;
-      const listed = NEEDED_DENIALS[mode][r.id] !== undefined;
+      const rule = NEEDED_DENIALS[mode][r.id];
+      const listed = rule !== undefined;
       const verdict = modes[mode];
       if (!controlOk) return ok ? "works*" : `fails (${run.exitCode})`;
       if (ok && listed) {
@@ -127,7 +148,8 @@ export function judgeEveryday(results: readonly EverydayResult[]): EverydayVerdi
         verdict.works.push(r.id);
         return "works";
       }
-      if (listed) {
+      // By design only when it fails with the rule's error: failing for another reason is collateral.
+      if (listed && rule.error.test(run.stderr)) {
         verdict.byDesign.push(r.id);
         return "by design";
       }

@@ -13,15 +13,15 @@ function result(id: string, control: ReturnType<typeof run>, modes: Partial<Reco
   return { id, what: id, control, modes: { shim: ok, private: ok, "no-network": ok, ...modes } };
 }
 
-test("judgeEveryday: per mode, works, fails by design only where that mode lists it, collateral otherwise, stale when listed and working", () => {
+test("judgeEveryday: per mode, works; fails by design only where that mode lists it and with its rule's error; collateral otherwise; stale when listed and working", () => {
   const verdict = judgeEveryday([
     result("tar", ok, {}),
     // listed for no-network only: by design there, collateral in a plain job
-    result("node-http", ok, { shim: run(1, "ECONNREFUSED"), "no-network": run(1, "EAFNOSUPPORT") }),
+    result("node-http", ok, { shim: run(1, "ECONNREFUSED"), "no-network": run(1, "Error: listen EAFNOSUPPORT: address family not supported 127.0.0.1") }),
     // listed for private, works there: the list is wrong
     result("mp-pool", ok, {}),
-    // listed in every mode
-    result("renice-self", ok, { shim: run(1), private: run(1), "no-network": run(1) }),
+    // listed in every mode; in a private job it fails with another error than the rule's: collateral
+    result("renice-self", ok, { shim: run(1, "renice: failed to set priority for 7 (process ID): Operation not permitted"), private: run(1, "renice: not found"), "no-network": run(1, "Operation not permitted") }),
     // the uid alone fails: not judged, whatever the modes do
     result("git-service-log", run(128), { private: run(1) }),
     result("ls-root", ok, { private: run(2, "ls: cannot open directory '/': Permission denied\nmore\nand more") }),
@@ -30,9 +30,9 @@ test("judgeEveryday: per mode, works, fails by design only where that mode lists
   assert.equal(verdict.modes.shim, { works: ["tar", "mp-pool", "ls-root"], byDesign: ["renice-self"], collateral: ["node-http"], collateralErrors: ["node-http (node-http): ECONNREFUSED"], stale: [] });
   assert.equal(verdict.modes.private, {
     works: ["tar", "node-http"],
-    byDesign: ["renice-self"],
-    collateral: ["ls-root"],
-    collateralErrors: ["ls-root (ls-root): ls: cannot open directory '/': Permission denied | more"],
+    byDesign: [],
+    collateral: ["renice-self", "ls-root"],
+    collateralErrors: ["renice-self (renice-self): renice: not found", "ls-root (ls-root): ls: cannot open directory '/': Permission denied | more"],
     stale: ["mp-pool"],
   });
   assert.equal(verdict.modes["no-network"], { works: ["tar", "mp-pool", "ls-root"], byDesign: ["node-http", "renice-self"], collateral: [], collateralErrors: [], stale: [] });
@@ -41,7 +41,7 @@ test("judgeEveryday: per mode, works, fails by design only where that mode lists
   assert.match(verdict.table[5]!, /^git-service-log +fails \(128\) +works\* +fails \(1\) +works\*/);
   assert.equal(verdict.summary, [
     "shim       3 work, 1 fail by design, 1 collateral (node-http)",
-    "private    2 work, 1 fail by design, 1 collateral (ls-root)",
+    "private    2 work, 0 fail by design, 2 collateral (renice-self, ls-root)",
     "no-network 3 work, 2 fail by design, 0 collateral",
   ]);
 });
@@ -67,7 +67,7 @@ test("the battery: ids unique; every listed denial and README marker names one o
   for (const mode of MODES) {
     for (const [id, rule] of Object.entries(NEEDED_DENIALS[mode])) {
       assert.ok(ids.includes(id), `${mode}: ${id} is an action`);
-      assert.ok(rule.length > 60, `${mode}: ${id}'s rule`);
+      assert.ok(rule.why.length > 60, `${mode}: ${id}'s rule`);
     }
   }
   const documented = documentedCollateral(readFileSync(join(REPO, "README.md"), "utf8"));
