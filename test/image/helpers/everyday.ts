@@ -165,6 +165,29 @@ export function judgeEveryday(results: readonly EverydayResult[]): EverydayVerdi
   return { meaningful, modes, table, summary };
 }
 
+/** At most this much collateral per mode. */
+export const MAX_COLLATERAL = 2;
+
+/**
+ * What the image test holds the verdict to, per mode: no stale listing, at
+ * most MAX_COLLATERAL collateral, each documented in README (its marker)
+ * with a workaround that works in that mode. One line per problem.
+ */
+export function collateralProblems(verdict: EverydayVerdict, documented: ReadonlyMap<string, string>): string[] {
+  const problems: string[] = [];
+  for (const mode of MODES) {
+    const { collateral, collateralErrors, stale, works } = verdict.modes[mode];
+    for (const id of stale) problems.push(`${mode}: ${id} is listed as a denial the boundary needs, yet it works`);
+    if (collateral.length > MAX_COLLATERAL) problems.push(`${mode}: ${collateral.length} collateral, at most ${MAX_COLLATERAL}`);
+    collateral.forEach((id, i) => {
+      const workaround = documented.get(id);
+      if (workaround === undefined) problems.push(`${mode}: collateral README's list does not document: ${collateralErrors[i]}`);
+      else if (!works.includes(workaround)) problems.push(`${mode}: README's workaround for ${id}, ${workaround}, does not work in this mode`);
+    });
+  }
+  return problems;
+}
+
 /**
  * README's markers for documented collateral, in its section "What changes
  * for everyday agent work": `<!-- everyday collateral: ID; workaround: ID -->`,

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { ACTIONS } from "../../fixtures/image/everyday-actions.ts";
-import { documentedCollateral, type EverydayResult, judgeEveryday, MODES, type Mode, NEEDED_DENIALS } from "../../image/helpers/everyday.ts";
+import { collateralProblems, documentedCollateral, type EverydayResult, judgeEveryday, MODES, type Mode, NEEDED_DENIALS } from "../../image/helpers/everyday.ts";
 import { REPO } from "../../helpers/paths.ts";
 
 const run = (exitCode: number, stderr = "") => ({ exitCode, stderr });
@@ -44,6 +44,22 @@ test("judgeEveryday: per mode, works; fails by design only where that mode lists
     "private    2 work, 0 fail by design, 2 collateral (renice-self, ls-root)",
     "no-network 3 work, 2 fail by design, 0 collateral",
   ]);
+});
+
+test("collateralProblems: stale listings, more than 2 collateral, undocumented collateral and a workaround that fails are each a problem", () => {
+  const fine = judgeEveryday([result("proc-comm", ok, { shim: run(1), private: run(1), "no-network": run(1) }), result("prctl-name", ok, {})]);
+  const documented = new Map([["proc-comm", "prctl-name"]]);
+  assert.equal(collateralProblems(fine, documented), []);
+  assert.equal(collateralProblems(fine, new Map()), MODES.map((m) => `${m}: collateral README's list does not document: proc-comm (proc-comm): exit 1`));
+  const noWorkaround = judgeEveryday([result("proc-comm", ok, { shim: run(1) }), result("prctl-name", ok, { shim: run(1) })]);
+  assert.equal(collateralProblems(noWorkaround, new Map([["proc-comm", "prctl-name"], ["prctl-name", "proc-comm"]])), [
+    "shim: README's workaround for proc-comm, prctl-name, does not work in this mode",
+    "shim: README's workaround for prctl-name, proc-comm, does not work in this mode",
+  ]);
+  const many = judgeEveryday(["a", "b", "c"].map((id) => result(id, ok, { private: run(1) })));
+  assert.equal(collateralProblems(many, new Map([["a", "x"], ["b", "x"], ["c", "x"]])).slice(0, 1), ["private: 3 collateral, at most 2"]);
+  const stale = judgeEveryday([result("mp-pool", ok, {})]);
+  assert.equal(collateralProblems(stale, documented), ["private: mp-pool is listed as a denial the boundary needs, yet it works"]);
 });
 
 test("documentedCollateral: reads the markers of README's section on everyday work, and no others", () => {
