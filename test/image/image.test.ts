@@ -18,7 +18,8 @@
  *   7. docker kill mid-walk      a restart of the same container completes the root phase
  *   8. everyday work             in the image with a developer's tools added: git both ways
  *                                between the uids, and a battery of everyday actions, each
- *                                through the shim and as the agent's uid alone
+ *                                as the agent's uid alone and in a plain job, a private job
+ *                                and a job without network
  *
  * Every claim is read from the kernel on the host (/proc/<pid>/status, the
  * container's cgroup, stat(2) of the volume's directory, the kernel log), not
@@ -29,6 +30,7 @@
  *   node scripts/test.mjs test/image
  *   CLANKIE_E2E_BASE_IMAGE=node:24.20.0-bookworm-slim   use a real base instead of make-base.sh
  *   CLANKIE_E2E_SEA=build                               let the build stage run npm ci (needs the registry)
+ *   CLANKIE_E2E_ONLY=8                                  only these items (comma-separated); 0 and the cleanup always run
  */
 import { existsSync, lstatSync, readFileSync } from "node:fs";
 import { spawnSync } from "node:child_process";
@@ -57,8 +59,8 @@ import {
 import { CAPS, cgroupCounters, cgroupDir, containerId, countByUid, hostTasksOfUid, initPid, isAlive, mountOptions, oomKillLines, oomKills, pidsInCgroup, type Proc, processesOf, readProc, runsFile } from "./helpers/kernel.ts";
 import { checkStateLayout, countPrivate, listFiles, seedLargeTree, treeDigest } from "./helpers/volumes.ts";
 import { checkGitTrust } from "../helpers/git-trust.ts";
-import { EVERYDAY, judgeEveryday, type EverydayResult, NEEDED_DENIALS } from "./helpers/everyday.ts";
-import { FIXTURES } from "../helpers/paths.ts";
+import { collateralProblems, documentedCollateral, EVERYDAY, judgeEveryday, type EverydayResult, MODES, NEEDED_DENIALS } from "./helpers/everyday.ts";
+import { FIXTURES, REPO } from "../helpers/paths.ts";
 import { AGAINST_PRIVATE } from "../helpers/private-jobs.ts";
 import { judgeProcesses, type Processes, processesTable } from "../helpers/job-to-job.ts";
 import { type Children, judgeChildren } from "../helpers/service-children.ts";
@@ -69,6 +71,22 @@ const WORKSPACE_GROUP = 1002;
 const started = Date.now();
 const session = new Session();
 const image = suite("image");
+
+/**
+ * CLANKIE_E2E_ONLY=8 (or 3,3f,8): run only these items, to iterate on one;
+ * item 0 (the build) and the cleanup always run. Default: every item.
+ */
+const ONLY = process.env.CLANKIE_E2E_ONLY?.split(",").map((s) => s.trim()).filter(Boolean);
+
+function itemTest(suite: typeof image, name: string, fn: () => void): void {
+  const item = /^(\w+)\. /.exec(name)?.[1];
+  if (ONLY && item !== undefined && item !== "0" && !ONLY.includes(item)) {
+    process.stderr.write(`SKIPPED (CLANKIE_E2E_ONLY=${ONLY.join(",")}): ${name}\n`);
+    suite.skip(name, fn);
+    return;
+  }
+  rootTest(suite, name, fn);
+}
 
 let built = false;
 let cleaned = false;
@@ -117,7 +135,7 @@ function digestBody(): { state: string; workspace: string } {
 
 /* ------------------------------------------------------------ 0. image -- */
 
-rootTest(image, "0. the image: one executable with two names, ADR users, tini, no setuid/setgid bit, no file capability, no build tool", () => {
+itemTest(image, "0. the image: one executable with two names, ADR users, tini, no setuid/setgid bit, no file capability, no build tool", () => {
   const timings = session.buildImage();
   built = true;
   process.stdout.write(
@@ -176,7 +194,7 @@ rootTest(image, "0. the image: one executable with two names, ADR users, tini, n
 
 /* ----------------------------------------------------- 1. today's launch -- */
 
-rootTest(image, "1. today's launch (no --user): the service runs as node, no agent uid is configured, nothing changes", () => {
+itemTest(image, "1. today's launch (no --user): the service runs as node, no agent uid is configured, nothing changes", () => {
   needImage();
   const { state, workspace } = ensureBody();
   const today = session.start({ name: "today", flags: TODAY_FLAGS, state, workspace, command: ["node", STAND_IN, "serve"] });
@@ -215,7 +233,7 @@ rootTest(image, "1. today's launch (no --user): the service runs as node, no age
 const NNP_REFUSAL =
   "clankie-separate: started as root without NoNewPrivs; add --security-opt no-new-privileges to docker run (Kubernetes: allowPrivilegeEscalation: false)\n";
 
-rootTest(image, "2. root without no-new-privileges: refused in one line, /state untouched", () => {
+itemTest(image, "2. root without no-new-privileges: refused in one line, /state untouched", () => {
   needImage();
   const { state, workspace } = ensureBody();
   const before = digestBody();
@@ -242,7 +260,7 @@ interface ModelResult {
   ok: boolean;
 }
 
-rootTest(image, "3. the ADR's flags: the scripted model attempts every row of the threat model as clankie-agent", () => {
+itemTest(image, "3. the ADR's flags: the scripted model attempts every row of the threat model as clankie-agent", () => {
   needImage();
   const { state, workspace } = ensureBody();
 
@@ -317,7 +335,7 @@ const MUST_CONFINE: Record<string, string> = {
   io_uring: "EPERM",
 };
 
-rootTest(image, "3b. confinement: what the uid does not guard is denied to agent work and possible to the agent's uid alone", () => {
+itemTest(image, "3b. confinement: what the uid does not guard is denied to agent work and possible to the agent's uid alone", () => {
   needImage();
   const { state, workspace } = ensureBody();
   const run = session.run({ name: "confinement", flags: RECOMMENDED_FLAGS, state, workspace, command: ["node", STAND_IN, "confinement"], timeoutMs: 180_000 });
@@ -355,7 +373,7 @@ function jsonLine<T>(run: { stdout: string; stderr: string; status: number | nul
  * (test/helpers/job-to-job.ts, the sandbox test's verdict). Docker's own
  * profile refuses none of these attempts, so every control runs here.
  */
-rootTest(image, "3c. one job against another: limits, priority, scheduling, I/O priority and MPTCP are denied to agent work and possible to the agent's uid alone; network none leaves unix sockets", () => {
+itemTest(image, "3c. one job against another: limits, priority, scheduling, I/O priority and MPTCP are denied to agent work and possible to the agent's uid alone; network none leaves unix sockets", () => {
   needImage();
   const { state, workspace } = ensureBody();
   const itemStarted = Date.now();
@@ -368,7 +386,7 @@ rootTest(image, "3c. one job against another: limits, priority, scheduling, I/O 
 
 /* ------------------------------------------ 3d. the service's children -- */
 
-rootTest(image, "3d. a systemExec child holds no capability and cannot become root; control: a plain child of the same service holds SETUID+SETGID and becomes uid 0", () => {
+itemTest(image, "3d. a systemExec child holds no capability and cannot become root; control: a plain child of the same service holds SETUID+SETGID and becomes uid 0", () => {
   needImage();
   const { state, workspace } = ensureBody();
   const itemStarted = Date.now();
@@ -414,7 +432,7 @@ function raced<T>(what: string, once: () => T, landed: (t: T) => boolean): { res
  */
 const STOP_ATTACKER = `$SIG{TERM} = "IGNORE";\n${readFileSync(join(FIXTURES, "stop-attacker.pl"), "utf8")}`;
 
-rootTest(image, "3e. the stop under attack: a job's prlimit of its signal stages is refused and its timeout ends it; control: the agent's uid alone lands the limit and one stage fails", () => {
+itemTest(image, "3e. the stop under attack: a job's prlimit of its signal stages is refused and its timeout ends it; control: the agent's uid alone lands the limit and one stage fails", () => {
   needImage();
   const { state, workspace } = ensureBody();
   const itemStarted = Date.now();
@@ -458,7 +476,7 @@ rootTest(image, "3e. the stop under attack: a job's prlimit of its signal stages
 /* ------------------------------------------------ 3f. private jobs -- */
 
 
-rootTest(image, "3f. private jobs: another job, private or not, cannot reach private job B's files, socket or process; the agent uid with B's group can; B's lease ends with it", () => {
+itemTest(image, "3f. private jobs: another job, private or not, cannot reach private job B's files, socket or process; the agent uid with B's group can; B's lease ends with it", () => {
   needImage();
   const { state, workspace } = ensureBody();
   const run = session.run({ name: "private-jobs", flags: RECOMMENDED_FLAGS, state, workspace, command: ["node", `${REPO_MOUNT}/test/fixtures/private-jobs.mjs`, "attacks"], timeoutMs: 180_000 });
@@ -479,7 +497,7 @@ rootTest(image, "3f. private jobs: another job, private or not, cannot reach pri
 
 /* ------------------------------------- 4. pane host and worker pane -- */
 
-rootTest(image, "4. increment 2: the pane host and a worker pane run as the agent; planted code runs as the agent, unable to touch /state", () => {
+itemTest(image, "4. increment 2: the pane host and a worker pane run as the agent; planted code runs as the agent, unable to touch /state", () => {
   needImage();
   const { state, workspace } = ensureBody();
   const stateBefore = treeDigest(body.statePath, ["agent"]);
@@ -549,7 +567,7 @@ function bodyFindings(v: Verdict): Record<string, string> {
  * top-level "ok". While --self-check is the stub (prints nothing, exits 0)
  * this test FAILS on purpose: a silent exit 0 proves nothing.
  */
-rootTest(image, "5. doctor: --self-check --json --probe run by the service passes, and docker exec --user node gives the same verdict about the body", () => {
+itemTest(image, "5. doctor: --self-check --json --probe run by the service passes, and docker exec --user node gives the same verdict about the body", () => {
   needImage();
   const { state, workspace } = ensureBody();
   const doctor = session.start({ name: "doctor", flags: RECOMMENDED_FLAGS, state, workspace, command: ["node", BODY_SERVICE, "doctor"] });
@@ -591,7 +609,7 @@ rootTest(image, "5. doctor: --self-check --json --probe run by the service passe
 
 /* ------------------------------------------------- 6. resource abuse -- */
 
-rootTest(image, "6. resource abuse under --pids-limit and --memory: fork bomb and memory hog; the service keeps answering and is not the OOM killer's pick", () => {
+itemTest(image, "6. resource abuse under --pids-limit and --memory: fork bomb and memory hog; the service keeps answering and is not the OOM killer's pick", () => {
   needImage();
   const { state, workspace } = ensureBody();
   // RLIMIT_NPROC counts every task of uid 1001 on the host, other containers' too: measured first, and the
@@ -669,7 +687,7 @@ rootTest(image, "6. resource abuse under --pids-limit and --memory: fork bomb an
 
 /* ----------------------------------------- 7. docker kill mid-walk -- */
 
-rootTest(image, "7. docker kill during the /state walk; a restart of the same container completes the root phase", () => {
+itemTest(image, "7. docker kill during the /state walk; a restart of the same container completes the root phase", () => {
   needImage();
   const state = session.volume("state-large");
   const workspace = session.volume("workspace-large");
@@ -713,7 +731,7 @@ rootTest(image, "7. docker kill during the /state walk; a restart of the same co
 
 /* --------------------------------------------------- 8. everyday work -- */
 
-rootTest(image, "8. everyday work: git both ways between the uids, and every everyday action that works as the agent's uid alone works through the shim, or is a denial the boundary needs", () => {
+itemTest(image, "8. everyday work: git both ways between the uids, and every everyday action that works as the agent's uid alone works in a plain job, a private job and without network, or is a denial the boundary needs; at most 2 collateral per mode, each documented", () => {
   needImage();
   const { state, workspace } = ensureBody();
   const tools = session.buildToolsImage();
@@ -722,28 +740,33 @@ rootTest(image, "8. everyday work: git both ways between the uids, and every eve
       `tools image built in ${tools.build.seconds.toFixed(1)} s, ${(tools.build.bytes / 1e6).toFixed(0)} MB\n`,
   );
   // /var/tmp on a tmpfs of its own: under --read-only it is writable to no one, and the battery asks whether agent work may write where its uid may.
-  const flags = { flags: RECOMMENDED_FLAGS, extra: ["--tmpfs", "/var/tmp:rw,exec,nosuid,nodev,mode=1777"], state, workspace, image: session.toolsImage, timeoutMs: 300_000 };
+  const flags = { flags: RECOMMENDED_FLAGS, extra: ["--tmpfs", "/var/tmp:rw,exec,nosuid,nodev,mode=1777"], state, workspace, image: session.toolsImage };
 
   const gitStarted = Date.now();
-  const git = session.run({ name: "git-trust", ...flags, command: ["node", `${REPO_MOUNT}/test/fixtures/git-trust-service.mjs`, "/workspace/git"] });
+  const git = session.run({ name: "git-trust", ...flags, timeoutMs: 300_000, command: ["node", `${REPO_MOUNT}/test/fixtures/git-trust-service.mjs`, "/workspace/git"] });
   checkGitTrust(git.stdout, git.stderr, "/workspace/git");
 
   const batteryStarted = Date.now();
-  const run = session.run({ name: "everyday", ...flags, command: ["node", EVERYDAY] });
+  const run = session.run({ name: "everyday", ...flags, timeoutMs: 900_000, command: ["node", EVERYDAY] });
   process.stdout.write(`   git both ways ${((batteryStarted - gitStarted) / 1000).toFixed(1)} s; battery ${((Date.now() - batteryStarted) / 1000).toFixed(1)} s\n`);
   const line = run.stdout.split("\n").find((l) => l.startsWith("{"));
   assert.ok(line, `the battery printed its results (exit ${run.status}):\n${run.stdout}\n${run.stderr}`);
-  const { results, privateResults } = JSON.parse(line!) as { results: EverydayResult[]; privateResults: { id: string; job: { exitCode: number | null; stderr: string } }[] };
+  const { results } = JSON.parse(line!) as { results: EverydayResult[] };
   const verdict = judgeEveryday(results);
-  process.stdout.write(`\n${verdict.table.map((r) => `   ${r}`).join("\n")}\n`);
-  assert.ok(verdict.meaningful >= 30, `at least 30 actions work as the agent's uid alone (${verdict.meaningful})`);
-  assert.equal(verdict.broken, [], "actions that work as the agent's uid alone but not through the shim, and are not listed as a denial the boundary needs");
-  for (const id of Object.keys(NEEDED_DENIALS)) assert.ok(results.some((r) => r.id === id), `the listed denial ${id} is an action of the battery`);
+  process.stdout.write(`\n${[...verdict.table, "", ...verdict.summary].map((r) => `   ${r}`).join("\n")}\n`);
+  assert.ok(verdict.meaningful >= 90, `at least 90 actions work as the agent's uid alone (${verdict.meaningful})`);
+  const documented = documentedCollateral(readFileSync(join(REPO, "README.md"), "utf8"));
+  // Per mode: no stale listing, at most 2 collateral, each in README's list (its marker) with a workaround that works in that mode.
+  assert.equal(collateralProblems(verdict, documented), [], "the everyday verdict per mode");
+  for (const mode of MODES) {
+    for (const id of Object.keys(NEEDED_DENIALS[mode])) assert.ok(results.some((r) => r.id === id), `${mode}: the listed denial ${id} is an action of the battery`);
+  }
   // A private job still works as a developer expects: a shell, its home and temporary files, tmux (its own server), node, python, git, unix sockets.
-  assert.ok(privateResults.length >= 15, `private-job actions: ${privateResults.length}`);
-  assert.equal(privateResults.filter((r) => r.job.exitCode !== 0).map((r) => `${r.id}: exit ${r.job.exitCode} ${r.job.stderr}`), [], "everyday actions that fail in a private job");
+  const privateWorks = verdict.modes.private.works;
+  const core = ["sh", "bash-pipefail", "workspace-files", "home-write", "mktemp", "mktemp-dir", "tmux", "tmux-capture", "node", "node-http", "unix-socket", "socketpair", "python", "tar", "flock", "git-own-repo", "git-workspace-repo"];
+  assert.equal(core.filter((id) => !privateWorks.includes(id)), [], "everyday actions that fail in a private job");
   const gitLog = results.find((r) => r.id === "git-service-log")!;
-  assert.is(gitLog.agent.exitCode, 0, "the agent's git reads a repository the service created");
+  for (const mode of MODES) assert.is(gitLog.modes[mode].exitCode, 0, `${mode}: the agent's git reads a repository the service created`);
   assert.is.not(gitLog.control.exitCode, 0, "which the agent's uid alone cannot (dubious ownership): the shim's trust is what makes it work");
 });
 
@@ -755,7 +778,7 @@ function cleanupOnce(): string[] {
   return session.cleanup();
 }
 
-rootTest(image, "cleanup: every container, volume and image this run made is removed", () => {
+itemTest(image, "cleanup: every container, volume and image this run made is removed", () => {
   const problems = cleanupOnce();
   const wall = (Date.now() - started) / 1000;
   const t = session.timings;
