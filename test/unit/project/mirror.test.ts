@@ -25,6 +25,7 @@ export const UNTESTED_ALONE: Record<string, string> = {
   "agent-exec/main.ts": BLACK_BOX,
   "agent-exec/run.ts": BLACK_BOX,
   "agent-exec/start.ts": BLACK_BOX,
+  "self-check/fact-types.ts": "types only: tsc checks them; project/layering.test.ts keeps them out of import circles",
   "entrypoint/run.ts": BLACK_BOX,
   "entrypoint/state-layout.ts": "chown and chmod as root over a planted tree: test/sandbox/entrypoint.test.ts; its rules are layout/state.ts's",
   "entrypoint/workspace-layout.ts": "chown and chmod as root: test/sandbox/entrypoint.test.ts; its rules are layout/workspace.ts's",
