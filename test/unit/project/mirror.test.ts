@@ -39,7 +39,6 @@ export const UNTESTED_ALONE: Record<string, string> = {
   "embedded-bundle.ts": "reads the executable's own SEA note: test/cli/binary.test.ts compares --version's hash with the bundle",
   "constants.ts": "fixed values: project/docs.test.ts holds the exit codes to README",
   "help.ts": "text: test/cli/binary.test.ts checks that --help lists both roles, their options and every exit code",
-  "layout/find-expression.ts": "find(1)'s expression of layout/state.ts: entrypoint/state-scan.test.ts runs it with find against the walk",
   "layout/rules.ts": "the walk's per-entry rule type: entrypoint/tree-walk.test.ts",
   "os/errno.ts": "a lookup in Node's errno table: self-check/confinement.test.ts, image-scan.test.ts and layout/state-acl.test.ts read its names",
   "os/file-kind.ts": "lstat's kind: the walks' tests (entrypoint/tree-walk, self-check/walk)",
