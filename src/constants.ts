@@ -18,7 +18,7 @@ export const TOOLS = {
   tini: "/usr/bin/tini",
   /** Runs the verification stage (src/stage/); perl-base is Essential in Debian. */
   perl: "/usr/bin/perl",
-  /** The restart's read-only scan of /state (src/entrypoint/state-scan.ts) and a private job's cleanup (find -delete); findutils is Essential in Debian. */
+  /** A private job's cleanup (find -delete); findutils is Essential in Debian. */
   find: "/usr/bin/find",
 } as const;
 

@@ -78,36 +78,40 @@ function parseBlob(blob: Buffer): Buffer | undefined {
 const sha256 = (data: Buffer | string) => createHash("sha256").update(data).digest("hex");
 
 /*
- * The entrypoint's bundle is the SEA asset clankie-separate.cjs, and the main
- * script pins its SHA-256 on a line of its own (build.mjs, mainScript):
+ * The entrypoint's bundle and the audit's are SEA assets, clankie-separate.cjs
+ * and clankie-self-check.cjs, and the main script pins the SHA-256 of each on
+ * a line of its own (build.mjs, mainScript):
  *
  *   const ENTRYPOINT_SHA256 = "<64 hex digits>"; ...
+ *   const SELF_CHECK_SHA256 = "<64 hex digits>"; ...
  *
- * so the main script's hash covers it only while the asset matches the pin.
+ * so the main script's hash covers each only while the asset matches its pin.
  */
-const PIN = 'const ENTRYPOINT_SHA256 = "';
 export const ENTRYPOINT_ASSET = "clankie-separate.cjs";
+export const SELF_CHECK_ASSET = "clankie-self-check.cjs";
+const PINS: Readonly<Record<string, string>> = { [ENTRYPOINT_ASSET]: "ENTRYPOINT_SHA256", [SELF_CHECK_ASSET]: "SELF_CHECK_SHA256" };
 
-export interface EntrypointHashes {
+export interface AssetHashes {
   /** What the main script pins, or undefined when it holds no pin. */
   pinned: string | undefined;
   /** The SHA-256 of the asset this process runs from, or undefined outside a single executable. */
   actual: string | undefined;
 }
 
-/** The pin in `mainScript`, and the hash of the running executable's entrypoint asset. */
-export function entrypointHashes(mainScript: Buffer): EntrypointHashes {
+/** The pin in `mainScript` for `asset`, and the hash of the running executable's asset. */
+export function assetHashes(mainScript: Buffer, asset: string): AssetHashes {
   const text = mainScript.toString("latin1");
-  const at = text.indexOf(PIN);
-  const pinned = at < 0 ? undefined : text.slice(at + PIN.length, at + PIN.length + 64);
+  const pin = `const ${PINS[asset]} = "`;
+  const at = text.indexOf(pin);
+  const pinned = at < 0 ? undefined : text.slice(at + pin.length, at + pin.length + 64);
   return {
     pinned: pinned !== undefined && /^[0-9a-f]{64}$/.test(pinned) ? pinned : undefined,
-    actual: sea.isSea() ? sha256(Buffer.from(sea.getRawAsset(ENTRYPOINT_ASSET))) : undefined,
+    actual: sea.isSea() ? sha256(Buffer.from(sea.getRawAsset(asset))) : undefined,
   };
 }
 
-/** The hash of the main script (what --self-check calls the bundle's) and the entrypoint's pin and asset; undefined without a SEA blob. */
-export function embeddedHashes(path?: string): { bundle: string; entrypoint: EntrypointHashes } | undefined {
+/** The hash of the main script (what --self-check calls the bundle's) and each asset's pin and hash; undefined without a SEA blob. */
+export function embeddedHashes(path?: string): { bundle: string; entrypoint: AssetHashes; audit: AssetHashes } | undefined {
   const mainScript = readEmbeddedBundle(path);
-  return mainScript ? { bundle: sha256(mainScript), entrypoint: entrypointHashes(mainScript) } : undefined;
+  return mainScript ? { bundle: sha256(mainScript), entrypoint: assetHashes(mainScript, ENTRYPOINT_ASSET), audit: assetHashes(mainScript, SELF_CHECK_ASSET) } : undefined;
 }

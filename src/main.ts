@@ -1,6 +1,10 @@
 /*
- * The single executable's entry: pick the role from the name it was started
- * as, run it, and turn any refusal into one line on stderr and an exit code.
+ * The entry of the audit's bundle: the single executable's main script
+ * (build.mjs) runs it for --self-check (and the probe's inside half),
+ * --help and --version, and for a start under a name that is neither role's,
+ * which it refuses. A service command is the entrypoint's own bundle
+ * (src/entrypoint/start.ts), the shim's name the shim's (src/agent-exec/start.ts):
+ * each runs only its role's code, and the root start none of this.
  */
 import { basename } from "node:path";
 import { parseSelfCheckArgs } from "./cli.ts";
@@ -10,13 +14,12 @@ import { helpText, versionText } from "./help.ts";
 import { Refusal, reportError, setProgramName, writeLine } from "./report.ts";
 
 /*
- * Each role's modules are imported when that role runs, not before: the
- * bundle evaluates only what the role needs, which keeps --version close to
- * a bare `node -e 0` (docs/benchmarks.md). The shim's start does not come
- * here at all when it is started under its own name: build.mjs gives it a
- * bundle of its own (src/agent-exec/start.ts).
+ * The audit's modules are imported when it runs, not before: the bundle
+ * evaluates only what the request needs, which keeps --version close to a
+ * bare `node -e 0` (docs/benchmarks.md).
  */
 
+/** The name the executable was started as, as the main script judges it: argv[0], else the file it runs from. */
 function role(): string {
   for (const candidate of [basename(process.argv0), basename(process.execPath)]) {
     if (candidate === ENTRYPOINT_NAME || candidate === AGENT_EXEC_NAME) return candidate;
@@ -27,19 +30,13 @@ function role(): string {
 async function main(argv: readonly string[]): Promise<number> {
   const name = role();
   setProgramName(name);
-  if (name === AGENT_EXEC_NAME) return (await import("./agent-exec/main.ts")).runAgentExecRole(argv);
   // The inside half of --self-check --probe, started through the shim as the agent.
   if (argv[0] === PROBE_AGENT_FLAG) return (await import("./self-check/probe-agent.ts")).runProbeAgent(argv.slice(1));
   if (argv[0] === "--self-check") return (await import("./self-check/run.ts")).runSelfCheck(parseSelfCheckArgs(argv.slice(1)));
   const request = parseEntrypointArgs(argv);
-  switch (request.kind) {
-    case "help":
-    case "version":
-      writeLine(1, request.kind === "help" ? helpText() : versionText(name));
-      return EXIT.ok;
-    case "run":
-      return (await import("./entrypoint/run.ts")).runEntrypoint(request.command);
-  }
+  if (request.kind === "run") throw new Error(`a service command reached the audit's bundle: build.mjs's main script routes it to src/entrypoint/start.ts's`);
+  writeLine(1, request.kind === "help" ? helpText() : versionText(name));
+  return EXIT.ok;
 }
 
 main(process.argv.slice(2)).then(

@@ -59,10 +59,15 @@ export function buildSeaVariants({ repo, dir, nodeBinary }) {
 
 /**
  * The shim as it was before it had a bundle of its own: a single executable
- * whose main script is src/main.ts's bundle alone (every role, compiled at
- * start-up), with sea-config.json's flags. Named clankie-agent-exec.
+ * whose main script holds every role's code (the three bundles build.mjs
+ * makes, compiled at start-up, the shim's run), with sea-config.json's
+ * flags. Named clankie-agent-exec.
  */
 export function buildOneBundleShim({ repo, dir, nodeBinary }) {
+  mkdirSync(dir, { recursive: true });
+  const main = join(dir, "every-role.cjs");
+  const bundle = (name) => readFileSync(join(repo, ".build", `${name}.cjs`), "utf8");
+  writeFileSync(main, `${bundle("clankie-separate")};\n${bundle("clankie-self-check")};\n(${bundle("clankie-agent-exec")})(require, module, exports, __filename, __dirname);\n`);
   return buildOne({
     repo,
     dir,
@@ -71,7 +76,7 @@ export function buildOneBundleShim({ repo, dir, nodeBinary }) {
     key: "one-bundle",
     name: "clankie-agent-exec",
     base: join(repo, ".build/node"),
-    config: { main: join(repo, ".build/clankie-separate.bundle.cjs") },
+    config: { main },
   }).exe;
 }
 

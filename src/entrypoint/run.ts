@@ -6,13 +6,12 @@
  * runs as node with only SETUID and SETGID. Everything that can refuse on a
  * fact of the launch refuses before the first change on disk.
  *
- *   checkLaunch -> readIdentities -> vetPrograms -> stripStateAcls + scanState
+ *   checkLaunch -> readIdentities -> vetPrograms -> stripStateAcls
  *     -> secureState -> joinWorkspaceGroup -> shareWorkspace -> resetPrivateRoot
  *     -> dropToService
  *
- * stripStateAcls (perl, state-acl.ts) removes every ACL below /state, beside
- * scanState, which only reads (find, state-scan.ts); secureState walks /state
- * unless the scan found every entry fitting and no ACL was removed.
+ * stripStateAcls (perl, state-acl.ts) removes every ACL below /state; then
+ * secureState walks /state, at every start.
  */
 import { existsSync, lstatSync } from "node:fs";
 import { type Identities, readIdentities } from "../accounts.ts";
@@ -25,7 +24,6 @@ import { serviceCommandLine, setprivToServiceArgs, verifyStageArgs } from "./dro
 import { classifyLaunch, type LaunchMode } from "./launch-check.ts";
 import { serviceEnvironment } from "./service-env.ts";
 import { secureState, type StateResult } from "./state-layout.ts";
-import { scanState } from "./state-scan.ts";
 import { type AclResult, stripStateAcls } from "./state-acl.ts";
 import { joinWorkspaceGroup, shareWorkspace, type WorkspaceResult } from "./workspace-layout.ts";
 import { resetPrivateRoot } from "./private-root.ts";
@@ -47,7 +45,7 @@ function checkLaunch(command: readonly string[]): Extract<LaunchMode, { mode: "r
 /** Phase: every program the root phase and the drop will run passes the exec rules now, not after the walk. */
 function vetPrograms(command: readonly string[], ids: Identities): { servicePath: string; tini: boolean } {
   const tini = existsSync(TOOLS.tini);
-  for (const tool of [TOOLS.find, TOOLS.setpriv, TOOLS.perl, ...(tini ? [TOOLS.tini] : [])]) prepareExec({ command: tool, args: [], env: {}, trustedUids: [0] });
+  for (const tool of [TOOLS.setpriv, TOOLS.perl, ...(tini ? [TOOLS.tini] : [])]) prepareExec({ command: tool, args: [], env: {}, trustedUids: [0] });
   return { servicePath: prepareExec({ command: command[0]!, args: [], env: {}, trustedUids: [0, ids.service.uid] }).path, tini };
 }
 
@@ -64,7 +62,7 @@ function report(ids: Identities, launch: Extract<LaunchMode, { mode: "root" }>, 
   const ms = Number((process.hrtime.bigint() - started) / 1_000_000n);
   printInfo(
     `separated: service ${ids.service.name} (${ids.service.uid}), agent ${ids.agent.name} (${ids.agent.uid}); ` +
-      `/state ${result.walked === undefined ? "scanned, every entry fits" : `walked (${result.walked}), ${state.checked} checked`}, ${state.fixed} fixed; ` +
+      `/state walked, ${state.checked} checked, ${state.fixed} fixed; ` +
       `/workspace ${workspace.walked ? "migrated" : "top only (layout marker current)"}, ${workspace.stats.checked} checked, ${workspace.stats.fixed} fixed; ${ms} ms`,
   );
 }
@@ -89,8 +87,8 @@ export async function runEntrypoint(command: readonly string[]): Promise<never> 
   // The service's environment is computed (and refused) before any change on disk.
   const { env, dropped } = serviceEnvironment(process.env, ids);
   const vetted = vetPrograms(command, ids);
-  const [acls, scan] = await Promise.all([stripStateAcls(ids), scanState(ids)]);
-  const state = secureState(ids, acls.stripped > 0 ? { fits: false, reason: "ACLs were removed" } : scan);
+  const acls = await stripStateAcls(ids);
+  const state = secureState(ids);
   joinWorkspaceGroup(ids);
   const workspace = shareWorkspace(ids, osCall("lstat", STATE_DIR, () => lstatSync(STATE_DIR).dev));
   const staleLeases = resetPrivateRoot(ids);

@@ -1,13 +1,11 @@
 /*
  * Phase stripStateAcls: every POSIX ACL below /state removed, so that the
- * mode bits the scan and the walk judge are all the access there is
- * (src/layout/state-acl.ts says why and how). It runs at every start, beside
- * the scan: find(1) cannot see an ACL, so a /state that fits by its modes may
+ * mode bits the walk judges are all the access there is
+ * (src/layout/state-acl.ts says why and how). It runs at every start, before
+ * the walk: the walk reads no ACL, so a /state that fits by its modes may
  * still hide one (a default ACL the single-uid era's agent set on /state
  * makes every file the service writes later readable by the agent's named
- * entry). When it removed any, the start walks whatever the scan said,
- * since the scan may have judged a mode before the ACL under it was
- * removed; when it removed none, there was none for the scan to miss.
+ * entry).
  */
 import { readFileSync } from "node:fs";
 import type { Identities } from "../accounts.ts";

@@ -10,7 +10,6 @@ import { MARKER_DIR } from "../layout/marker.ts";
 import { stateModes, stateRules, type StateZone } from "../layout/state.ts";
 import { kindOf } from "../os/file-kind.ts";
 import { osCall, osFailure, Refusal } from "../report.ts";
-import type { ScanVerdict } from "./state-scan.ts";
 import { applyByFd, newWalkStats, openDirectoryAt, walkTree, type WalkStats } from "./tree-walk.ts";
 
 /**
@@ -38,23 +37,21 @@ function takeOverDirectory(path: string, want: { uid: number; gid: number; mode:
 
 export interface StateResult {
   stats: WalkStats;
-  /** Why /state was walked; undefined when the scan found every entry fitting and nothing was walked. */
-  walked: string | undefined;
 }
 
 /**
  * Phase: make /state service-only, the agent's home the agent's, and the
- * entrypoint's records directory (once). The walk runs unless `scan`
- * (state-scan.ts) found every entry below /state fitting already.
+ * entrypoint's records directory (once). The walk runs at every start: on
+ * a /state that fits it changes nothing.
  */
-export function secureState(ids: Identities, scan: ScanVerdict): StateResult {
+export function secureState(ids: Identities): StateResult {
   const stats = newWalkStats();
-  if (!scan.fits) walkTree(STATE_DIR, stateRules(ids), "top" as StateZone, stats);
+  walkTree(STATE_DIR, stateRules(ids), "top" as StateZone, stats);
   // The agent's home: created if missing, its top given to the agent, never walked inside (a mount of its own included).
   stats.checked++;
   const home = { uid: ids.agent.uid, gid: ids.agent.gid, mode: stateModes.agentHome() };
   if (takeOverDirectory(AGENT_HOME, home, `remove it (rm -rf ${AGENT_HOME}) and start again: it is recreated empty`)) stats.fixed++;
   // The entrypoint's records directory (src/layout/marker.ts), service-only.
   takeOverDirectory(MARKER_DIR, { uid: ids.service.uid, gid: ids.service.gid, mode: 0o700 }, `remove it (rm ${MARKER_DIR}) and start again`);
-  return { stats, walked: scan.fits ? undefined : scan.reason };
+  return { stats };
 }

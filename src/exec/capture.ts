@@ -1,8 +1,8 @@
 /*
  * Starting a program and coming back with what it printed, through the gate
  * of src/exec/rules.ts: the audit's (the probe through the shim, perl for
- * Landlock, file capabilities and the image walk), the restart's find scan
- * of /state (src/entrypoint/state-scan.ts) and a private job's cleanup stage
+ * Landlock, file capabilities and the image walk), the ACL walk of /state
+ * (src/layout/state-acl.ts) and a private job's cleanup stage
  * (src/agent-exec/private-job.ts). node:child_process is loaded only when a
  * capture runs: a spawn loads it only to end a stale private lease.
  */

@@ -18,7 +18,7 @@
  *
  * gateExec is the one check before every start; the modules that start
  * programs are src/exec/replace.ts (the executable's exec-replace),
- * src/exec/capture.ts (run-and-capture: the audit, the restart's find scan,
+ * src/exec/capture.ts (run-and-capture: the audit, the start's ACL walk,
  * a private job's cleanup stage) and src/system-exec.ts with src/service/
  * (the service's package API, on execa).
  */

@@ -23,7 +23,7 @@
 import { constants as fsConstants } from "node:fs";
 import { constants } from "node:os";
 import STATE_ACL_TEMPLATE from "../perl/state-acl.pl";
-import { syscallNumbers } from "../confinement.ts";
+import type { SyscallNumbers } from "../confinement.ts";
 import { TOOLS } from "../constants.ts";
 import { type CaptureResult, startCapture } from "../exec/capture.ts";
 import { errnoName } from "../os/errno.ts";
@@ -38,9 +38,20 @@ const O_PATH = 0o10000000;
 
 export type AclWalkMode = "strip" | "list";
 
-/** Pure: perl's arguments after -e SCRIPT (`serviceUid`: strip leaves a hard link to another uid's file alone; list ignores it). */
-export function stateAclArgs(mode: AclWalkMode, root: string, serviceUid: number, arch: string = process.arch): string[] {
-  const nr = syscallNumbers(arch);
+/*
+ * This architecture's system call numbers (src/confinement.ts, syscallNumbers),
+ * defined by build.mjs (esbuild define) and, for src/ run directly, by
+ * scripts/text-modules.mjs: the table itself is not in the entrypoint's bundle.
+ */
+declare const __CLANKIE_SYSCALLS__: SyscallNumbers | undefined;
+
+function builtInSyscalls(): SyscallNumbers {
+  if (typeof __CLANKIE_SYSCALLS__ !== "object") throw new Error("no system call numbers were built in (build.mjs defines __CLANKIE_SYSCALLS__, scripts/text-modules.mjs for src/)");
+  return __CLANKIE_SYSCALLS__;
+}
+
+/** Pure: perl's arguments after -e SCRIPT (`serviceUid`: strip leaves a hard link to another uid's file alone; list ignores it; `nr`: another architecture's numbers). */
+export function stateAclArgs(mode: AclWalkMode, root: string, serviceUid: number, nr: SyscallNumbers = builtInSyscalls()): string[] {
   const dirFlags = fsConstants.O_RDONLY | fsConstants.O_DIRECTORY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK;
   return [mode, root, STATE_LAYOUT.pruned, ...[serviceUid, nr.lgetxattr, nr.getxattr, nr.setxattr, nr.removexattr, dirFlags, O_PATH | fsConstants.O_NOFOLLOW, constants.errno.ENODATA, constants.errno.EOPNOTSUPP].map(String)];
 }

@@ -28,7 +28,6 @@ import type { Identities } from "../accounts.ts";
 import { EXIT, STATE_AGENT_NAME, STATE_INSTALL_NAME } from "../constants.ts";
 import { Refusal } from "../report.ts";
 import { type Decision, DEPTH_LIMIT, type EntryView } from "./rules.ts";
-import { literalPattern, modeChangedExpression } from "./find-expression.ts";
 
 export type StateZone = "top" | "private" | "release";
 
@@ -45,9 +44,10 @@ export const stateModes = {
 } as const;
 
 /**
- * The layout as data: the walk's and the audit's judge (stateRules) and the
- * restart scan's find expressions (stateScanExpressions) are both read from
- * it, so the rules are stated once.
+ * The layout as data, which stateRules (the walk's and the audit's judge)
+ * reads: the rules are stated once, here. (A read-only find(1) scan of a
+ * restart, which stated them a second time as find expressions, was removed:
+ * docs/architecture.md, "The restart scan, removed".)
  */
 export const STATE_LAYOUT = {
   /** /state itself. */
@@ -101,26 +101,5 @@ export function stateRules(ids: Identities) {
       return { action: "fix", uid, gid, mode: STATE_LAYOUT.release.below, descend: entry.kind === "directory" ? "release" : undefined };
     }
     return { action: "fix", uid, gid, mode: STATE_LAYOUT.private, descend: entry.kind === "directory" ? "private" : undefined };
-  };
-}
-
-/**
- * find(1) expressions true for an entry below /state that stateRules would
- * change or refuse, one per zone (src/entrypoint/state-scan.ts runs them,
- * each from the top-level entries of its zone). An entry fits when it is the
- * service's (uid and gid: this also rules out a hard link to another user's
- * file, which the rules refuse), is no device node (refused), and, unless it
- * is a symlink (whose own mode is never changed), has a mode its zone's rule
- * keeps. In the release zone a directory that is the release root itself
- * must also have the root's mode; -path is asked last, of such directories
- * only, since matching every path costs a fifth of the scan.
- */
-export function stateScanExpressions(ids: Identities, root: string): { private: string[]; release: string[] } {
-  const owned = ["!", "-uid", String(ids.service.uid), "-o", "!", "-gid", String(ids.service.gid), "-o", "-type", "b", "-o", "-type", "c"];
-  const zone = (mode: (current: number) => number): string[] => ["(", ...owned, "-o", "(", "!", "-type", "l", ...modeChangedExpression(mode), ")", ")"];
-  const releaseRoot = ["(", "-type", "d", ...modeChangedExpression(STATE_LAYOUT.release.root), "-path", literalPattern(`${root}/${STATE_LAYOUT.release.name}`), ")"];
-  return {
-    private: zone(STATE_LAYOUT.private),
-    release: ["(", ...zone(STATE_LAYOUT.release.below), "-o", ...releaseRoot, ")"],
   };
 }

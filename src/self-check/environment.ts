@@ -11,7 +11,7 @@
  */
 import { isCodeLoadingVariable } from "../exec/environment.ts";
 import { fail, pass, type Verdict, warn } from "./check.ts";
-import type { Readable } from "./facts.ts";
+import type { Readable } from "./fact-types.ts";
 
 export function codeLoadingNames(env: Record<string, string | undefined>): string[] {
   return Object.keys(env)

@@ -35,12 +35,11 @@ import { runProbe } from "./probe.ts";
 import { parseProcessStatus, parseSeccompStatus, type ProcessEntry, readProcessTable } from "./process-table.ts";
 import { auditState } from "./state.ts";
 import { resolveAccounts } from "./accounts.ts";
-import type { PrivateRoot } from "./private-jobs.ts";
+import type { BuiltInHash, Lstat, PrivateRoot, Program, Readable } from "./fact-types.ts";
 
 /** A fact: its value, or why it could not be read and what to do about it. */
 export type Fact<T> = { ok: true; value: T } | { ok: false; error: string; fix: string };
-/** A read whose failure is itself judged (an unreadable environment warns, say): why, and the errno code. */
-export type Readable<T> = { ok: true; value: T } | { ok: false; error: string; code?: string };
+export type { BuiltInHash, Lstat, Program, Readable };
 
 export function known<T>(value: T): { ok: true; value: T } {
   return { ok: true, value };
@@ -66,7 +65,6 @@ export function readable<T>(reader: () => T, describe: (error: unknown) => strin
 export const failedCall = (syscall: string, path: string) => (error: unknown): string => `${syscall} ${path}: ${codeOf(error)}`;
 
 /** An lstat(2) whose failure a judge words itself. */
-export type Lstat = Readable<Stats>;
 const lstatOf = (path: string): Lstat => readable(() => lstatSync(path));
 
 /** PRIVATE_DIR's lstat and the lease directories in it (its owner, the service, or root may list it). */
@@ -78,12 +76,6 @@ function readPrivateRoot(): PrivateRoot {
 }
 
 /** One program file under the exec rules (checkTrustedExecutable), and its own lstat. */
-export interface Program {
-  path: string;
-  present: boolean;
-  problems: string[];
-  file: { path: string; uid: number; gid: number; mode: string; dev: number; ino: number } | { path: string; error: string };
-}
 
 function readProgram(path: string): Program {
   const st = lstatOf(path);
@@ -101,7 +93,6 @@ function readProgram(path: string): Program {
 }
 
 /** The hash the build recorded for the bundle: a SEA asset, else a root-owned SHA256SUMS beside the executable. */
-export type BuiltInHash = { value: string; from: string } | { error: string };
 function readBuiltInHash(executable: string): BuiltInHash {
   const asset = builtInBundleSha256();
   if (asset !== undefined && /^[0-9a-f]{64}$/.test(asset)) return { value: asset, from: "the SEA asset bundle.sha256" };

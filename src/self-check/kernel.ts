@@ -5,7 +5,7 @@
  * the model is a warning, never a failure. Pure.
  */
 import { pass, type Verdict, warn } from "./check.ts";
-import type { Readable } from "./facts.ts";
+import type { Readable } from "./fact-types.ts";
 
 export interface KernelSetting {
   id: string;

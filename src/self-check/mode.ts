@@ -16,9 +16,9 @@ import { ADR_LAUNCH_FLAGS, AGENT_EXEC_PATH, SERVICE_ENV } from "../constants.ts"
 import type { ProcessCredentials } from "../os/proc-status.ts";
 import { fail, pass, type Verdict, warn } from "./check.ts";
 import { capabilitySets, SERVICE_MASK } from "./service-process.ts";
-import type { Readable } from "./facts.ts";
+import type { Mode, Readable } from "./fact-types.ts";
 
-export type Mode = "separated" | "single-uid" | "misconfigured";
+export type { Mode };
 
 export interface ModeVerdict {
   mode: Mode;

@@ -6,15 +6,13 @@
  * one the service did not release; the shim takes it back when the pool is
  * exhausted, and the next start removes it. Pure.
  */
-import type { Stats } from "node:fs";
 import type { Identities } from "../accounts.ts";
 import { PRIVATE_DIR, PRIVATE_POOL_SIZE } from "../constants.ts";
 import type { ProcessEntry } from "./process-table.ts";
 import { fail, octal, pass, plural, type Verdict, warn } from "./check.ts";
-import type { Readable } from "./facts.ts";
-import type { Mode } from "./mode.ts";
+import type { Mode, PrivateRoot } from "./fact-types.ts";
 
-export type PrivateRoot = Readable<{ stats: Stats; leases: string[] }>;
+export type { PrivateRoot };
 
 const REBUILD = "rebuild the image from this project's Dockerfile, which creates clankie-private-0 .. -15";
 const READ_ONLY_RUN = "add --tmpfs /run:rw,exec,nosuid,nodev,mode=755 to docker run (docs/launch.md), or restart through the root entrypoint, which makes it";

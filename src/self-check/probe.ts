@@ -19,7 +19,7 @@ import { Refusal } from "../report.ts";
 import { type CaptureRequest, type CaptureResult, runCapture } from "../exec/capture.ts";
 import { buildEnvironment, carried } from "../exec/environment.ts";
 import { fail, firstLine, howItEnded, pass, plural, reasonOf, saying, type Verdict, warn } from "./check.ts";
-import type { Mode } from "./mode.ts";
+import type { Mode } from "./fact-types.ts";
 import type { SeccompStatus } from "./process-table.ts";
 import { SERVICE_MASK, sameSet } from "./service-process.ts";
 import { type Attempt, PROBE_SERVICE_PID_VARIABLE, PROBE_SOCKET_VARIABLE, type ProbeReport } from "./probe-agent.ts";

@@ -16,9 +16,8 @@ import { AGENT_EXEC_PATH, TOOLS, WORKSPACE_DIR } from "../constants.ts";
 import { namesOf } from "../os/capabilities.ts";
 import type { ProcessEntry } from "./process-table.ts";
 import { bounded, fail, failUnlessSingle, pass, plural, type Verdict, warn } from "./check.ts";
-import type { Readable } from "./facts.ts";
+import type { Mode, Readable } from "./fact-types.ts";
 import { lineage } from "./judged.ts";
-import type { Mode } from "./mode.ts";
 
 export function judgeRootProcesses(table: readonly ProcessEntry[], selfPid: number, mode: Mode): Verdict {
   const ancestry = lineage(table, selfPid);

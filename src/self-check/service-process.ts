@@ -16,7 +16,7 @@ import { type CapabilityMask, maskOf, namesOf } from "../os/capabilities.ts";
 import { ADR_LAUNCH_FLAGS, SERVICE_CAPABILITIES } from "../constants.ts";
 import type { ProcessCredentials } from "../os/proc-status.ts";
 import { fail, pass, type Verdict, warn } from "./check.ts";
-import type { Mode } from "./mode.ts";
+import type { Mode } from "./fact-types.ts";
 import type { ProcessEntry } from "./process-table.ts";
 
 type JudgedProcess = Pick<ProcessEntry, "pid" | "name" | "creds">;

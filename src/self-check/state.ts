@@ -20,8 +20,7 @@ import { stateModes, stateRules, type StateZone } from "../layout/state.ts";
 import { type AclFound, type AclWalk, namedEntries } from "../layout/state-acl.ts";
 import { Refusal } from "../report.ts";
 import { bounded, cannotLook, fail, failUnlessSingle, octal, pass, plural, type Verdict, warn } from "./check.ts";
-import type { Lstat } from "./facts.ts";
-import type { Mode } from "./mode.ts";
+import type { Lstat, Mode } from "./fact-types.ts";
 import { problemLines, walkReadOnly, type WalkedEntry, type WalkProblem } from "./walk.ts";
 
 export interface StateViolation {

@@ -11,8 +11,7 @@ import { parseMarker, WORKSPACE_MARKER } from "../layout/marker.ts";
 import { workspaceRules } from "../layout/workspace.ts";
 import { kindOf } from "../os/file-kind.ts";
 import { cannotLook, fail, failUnlessSingle, octal, pass, type Verdict } from "./check.ts";
-import type { Lstat } from "./facts.ts";
-import type { Mode } from "./mode.ts";
+import type { Lstat, Mode } from "./fact-types.ts";
 
 const RESTART_FIX = "restart the container (docker restart CONTAINER): the root entrypoint gives /workspace its group and walks it again when the marker is stale";
 const SINGLE_UID_NOTE = "this body runs single-uid; the entrypoint applies it at the first start with the launch flags of ADR 0272";

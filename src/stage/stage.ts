@@ -27,7 +27,9 @@
  *   perl -T -C0 -e STAGE -- PROGRAM ROLE KEY=VALUE... -- PATH ARGV0 [ARG...]
  *
  * STAGE is the role's own program (stageProgram): stage.pl less the sections
- * of the other roles, accepting only its role. perl compiles every line it
+ * of the other roles, accepting only its role. Each bundle carries only the
+ * roles it asks for (src/stage/stage-source.ts): the entrypoint's, the
+ * service's alone. perl compiles every line it
  * is given, and the agent's program is compiled for every piece of agent
  * work: without the signal and cleanup roles' steps it compiles 0.6 ms
  * faster (docs/benchmarks.md, "Agent spawn").
@@ -36,10 +38,9 @@
  * its keys, every one required, so a request type without a field is a
  * stage that refuses (exit 64), never one that skips a check.
  */
-import { syscallNumbers } from "../confinement.ts";
 import { TOOLS } from "../constants.ts";
 import { carried } from "../exec/environment.ts";
-import STAGE_TEMPLATE from "./stage.pl";
+import { PRIVATE_SECTION, ROLE_SECTION, SECTION, STAGE_ROLES } from "./sections.ts";
 
 interface StageIdentity {
   /** Name used at the start of a refusal line. */
@@ -91,54 +92,13 @@ export interface CleanupStageRequest extends StageIdentity {
 
 export type StageRequest = ServiceStageRequest | AgentStageRequest | SignalStageRequest | CleanupStageRequest;
 
-/** A section of stage.pl starts with a line "# ---- TITLE ----"; "# ---- [ROLE] TITLE ----" is ROLE's alone. */
-const SECTION = "\n# ---- ";
-const ROLE_SECTION = `${SECTION}[`;
-/** read_request's list of roles, which each role's program narrows to its own. */
-export const STAGE_ROLES = "(service|agent|signal|cleanup)";
-
-/** stage.pl with the system call numbers of `arch` (process.arch spelling) filled in, every comment kept. */
-export function stageText(arch: string = process.arch): string {
-  const numbers: Readonly<Record<string, number>> = { ...syscallNumbers(arch) };
-  if (STAGE_TEMPLATE.split(STAGE_ROLES).length !== 2) throw new Error(`stage: stage.pl must list the roles ${STAGE_ROLES} exactly once (stageProgram narrows it)`);
-  return STAGE_TEMPLATE.replace(/@([a-zA-Z]+)@/g, (_, name: string) => {
-    if (numbers[name] === undefined) throw new Error(`stage: no system call number for @${name}@`);
-    return String(numbers[name]);
-  }).trim();
-}
-
-/**
- * `text` without its blank lines and its lines of comment alone, but for
- * the section headers stageProgram cuts at. perl compiles about 3 KB a
- * millisecond, comments included, and the agent's program is compiled on
- * every spawn: a third of stage.pl is comments (0.2 ms of each spawn, and as
- * many bytes fewer in two execve(2) calls). A comment at the end of a line
- * of code stays. The program perl runs is the same: test/unit/stage shows
- * B::Deparse prints each role's program alike with and without them.
- */
-export function withoutComments(text: string): string {
-  return text
-    .split("\n")
-    .filter((line) => {
-      const start = line.trimStart();
-      return start !== "" && (!start.startsWith("#") || line.startsWith(SECTION.slice(1)));
-    })
-    .join("\n");
-}
-
-/** The Perl program for `arch`, as stageProgram cuts it for each role: stageText without its comments. */
-export function stageSource(arch: string = process.arch): string {
-  return withoutComments(stageText(arch));
-}
-
-// This architecture's program, filled in by build.mjs with stageSource (a define): no start fills it in.
+// This architecture's program as this bundle carries it (src/stage/stage-source.ts, stageSource), defined
+// by build.mjs (esbuild define) and, for src/ run directly, by scripts/text-modules.mjs: no start fills it in.
 declare const __CLANKIE_STAGE__: string | undefined;
-export const STAGE_SOURCE: string = typeof __CLANKIE_STAGE__ === "string" ? __CLANKIE_STAGE__ : stageSource();
+export const STAGE_SOURCE: string = typeof __CLANKIE_STAGE__ === "string" ? __CLANKIE_STAGE__ : "";
+export { STAGE_ROLES };
 
 export type StageRole = StageRequest["role"];
-
-/** A private job's own steps: sections kept only in the agent's program for a private job. */
-const PRIVATE_SECTION = "private";
 
 /**
  * The program for one role: `source` (stage.pl as passed to perl) without
@@ -150,6 +110,7 @@ const PRIVATE_SECTION = "private";
  * call, this 0.16 ms, under plain Node, which also compiles it).
  */
 export function stageProgram(role: StageRole, source: string = STAGE_SOURCE, privateJob = false): string {
+  if (source === "") throw new Error("stage: no program was built in (build.mjs defines __CLANKIE_STAGE__, scripts/text-modules.mjs for src/)");
   let program = "";
   let from = 0;
   for (let at = source.indexOf(ROLE_SECTION); at >= 0; at = source.indexOf(ROLE_SECTION, at + 1)) {

@@ -4,7 +4,7 @@
  */
 import { spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chmodSync, closeSync, constants, copyFileSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, symlinkSync, writeFileSync, writeSync } from "node:fs";
+import { chmodSync, closeSync, constants, copyFileSync, existsSync, linkSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, symlinkSync, writeFileSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { suite } from "uvu";
@@ -200,21 +200,22 @@ test("the role follows the name it is started as (argv[0]), even through a symli
 });
 
 /*
- * The entrypoint's bundle is the SEA asset clankie-separate.cjs, and the main
- * script pins its SHA-256 (build.mjs). --self-check's image.bundle compares the
- * two: an asset changed after the build fails it, though the executable runs
- * the changed code (no start hashes it); the control is the same change with
- * the pin updated to match, which passes.
+ * The entrypoint's bundle and the audit's are the SEA assets
+ * clankie-separate.cjs and clankie-self-check.cjs, and the main script pins
+ * the SHA-256 of each (build.mjs). --self-check's image.bundle compares them:
+ * an asset changed after the build fails it, though the executable runs the
+ * changed code (no start hashes it); the control is the same change with the
+ * pin updated to match, which passes.
  */
-function buildWithEntrypoint(dir: string, name: string, entrypoint: string, mainScript: string): string {
+function buildWithAsset(dir: string, name: string, asset: string, text: string, mainScript: string): string {
   const out = join(dir, name);
   mkdirSync(out);
-  writeFileSync(join(out, "clankie-separate.cjs"), entrypoint);
+  writeFileSync(join(out, asset), text);
   writeFileSync(join(out, "bundle.cjs"), mainScript);
   // The build's record of the main script's hash, as build.mjs writes it.
   writeFileSync(join(out, "bundle.sha256"), `${createHash("sha256").update(mainScript).digest("hex")}\n`);
   const config = JSON.parse(readFileSync(join(REPO, "sea-config.json"), "utf8")) as { assets: Record<string, string> };
-  const own = new Set(["clankie-separate.cjs", "bundle.sha256"]);
+  const own = new Set([asset, "bundle.sha256"]);
   const assets = Object.fromEntries(Object.entries(config.assets).map(([key, path]) => [key, own.has(key) ? join(out, key) : join(REPO, path)]));
   writeFileSync(join(out, "sea-config.json"), JSON.stringify({ ...config, main: join(out, "bundle.cjs"), output: join(out, "blob"), assets }));
   const blob = spawnSync(NODE24, ["--experimental-sea-config", join(out, "sea-config.json")], { encoding: "utf8" });
@@ -227,28 +228,68 @@ function buildWithEntrypoint(dir: string, name: string, entrypoint: string, main
   return exe;
 }
 
-test("an entrypoint asset changed after the build fails --self-check's image.bundle (control: the same change with its pin passes)", () => {
-  const dir = mkdtempSync(join(tmpdir(), "clankie-asset-"));
+/** Each asset, a text in it to change, and a start that shows the changed text runs. */
+const ASSETS = [
+  { asset: "clankie-separate.cjs", what: "the entrypoint's code", pin: "ENTRYPOINT_SHA256", from: "no service command given", to: "no service command CHANGED", shows: [] as string[], stream: "stderr" as const },
+  { asset: "clankie-self-check.cjs", what: "the audit's code", pin: "SELF_CHECK_SHA256", from: "run model-directed work as a second uid", to: "run model-directed work as a CHANGED uid", shows: ["--help"], stream: "stdout" as const },
+];
+for (const { asset, what, pin, from, to, shows, stream } of ASSETS) {
+  test(`${asset} changed after the build fails --self-check's image.bundle (control: the same change with its pin passes)`, () => {
+    const dir = mkdtempSync(join(tmpdir(), "clankie-asset-"));
+    try {
+      const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
+      const original = readFileSync(join(REPO, ".build", asset), "utf8");
+      const mainScript = readFileSync(join(REPO, ".build/bundle.cjs"), "utf8");
+      assert.ok(mainScript.includes(`const ${pin} = "${sha256(original)}";`), `the main script does not pin ${asset}'s SHA-256`);
+      const changed = original.replace(from, to);
+      assert.is.not(changed, original);
+      const bundleCheck = (exe: string) => {
+        const audit = run(exe, ["--self-check", "--json"]);
+        return (JSON.parse(audit.stdout) as { checks: Array<{ id: string; status: string; summary: string }> }).checks.find((c) => c.id === "image.bundle")!;
+      };
+      const control = buildWithAsset(dir, "control", asset, changed, mainScript.replace(sha256(original), sha256(changed)));
+      assert.ok(run(control, shows)[stream].includes(to.split(" ").at(-2)!), `the changed ${asset} does not run`);
+      assert.is(bundleCheck(control).status, "pass", "control failed: the change with a matching pin does not pass");
+      const tampered = buildWithAsset(dir, "changed", asset, changed, mainScript);
+      assert.ok(run(tampered, shows)[stream].includes(to.split(" ").at(-2)!), `the changed ${asset} does not run`);
+      const check = bundleCheck(tampered);
+      assert.is(check.status, "fail");
+      assert.is(check.summary, `${what} (SEA asset ${asset}) has sha256 ${sha256(changed)}, but the embedded bundle pins ${sha256(original)}`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+}
+
+/*
+ * The main script picks a bundle by name and first argument: a service
+ * command is the entrypoint's bundle, which holds no help text and no audit;
+ * --help, --version and --self-check are the audit's; a name that is neither
+ * role's is refused, whatever follows.
+ */
+test("the entrypoint's bundle holds the root start alone: no help text, audit or agent confinement tables", () => {
+  const entrypoint = readFileSync(join(REPO, ".build/clankie-separate.cjs"), "utf8");
+  for (const text of ["run model-directed work as a second uid", "image.bundle", "no system call numbers for", "no seccomp filter was built for", "--probe-agent"]) assert.not.ok(entrypoint.includes(text), `the entrypoint's bundle holds ${text}`);
+  assert.ok(entrypoint.includes("no service command given"));
+  const audit = readFileSync(join(REPO, ".build/clankie-self-check.cjs"), "utf8");
+  assert.ok(audit.includes("run model-directed work as a second uid") && audit.includes("image.bundle"));
+});
+
+test("-- --help is a service command named --help, not the help text; an unknown name is refused before any argument", () => {
+  // A hard link: the name in argv[0] and the file it runs from (a symlink resolves to the executable's own name).
+  const dir = mkdtempSync(join(REPO, ".build", "name-"));
   try {
-    const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
-    const entrypoint = readFileSync(join(REPO, ".build/clankie-separate.cjs"), "utf8");
-    const mainScript = readFileSync(join(REPO, ".build/bundle.cjs"), "utf8");
-    assert.ok(mainScript.includes(`const ENTRYPOINT_SHA256 = "${sha256(entrypoint)}";`), "the main script does not pin the entrypoint's SHA-256");
-    const changed = entrypoint.replace("run model-directed work as a second uid", "run model-directed work as a CHANGED uid");
-    assert.is.not(changed, entrypoint);
-    const bundleCheck = (exe: string) => {
-      const audit = run(exe, ["--self-check", "--json"]);
-      const check = (JSON.parse(audit.stdout) as { checks: Array<{ id: string; status: string; summary: string }> }).checks.find((c) => c.id === "image.bundle")!;
-      return check;
-    };
-    const control = buildWithEntrypoint(dir, "control", changed, mainScript.replace(sha256(entrypoint), sha256(changed)));
-    assert.ok(run(control, ["--help"]).stdout.includes("as a CHANGED uid"), "the changed entrypoint does not run");
-    assert.is(bundleCheck(control).status, "pass", "control failed: the change with a matching pin does not pass");
-    const tampered = buildWithEntrypoint(dir, "changed", changed, mainScript);
-    assert.ok(run(tampered, ["--help"]).stdout.includes("as a CHANGED uid"), "the changed entrypoint does not run");
-    const check = bundleCheck(tampered);
-    assert.is(check.status, "fail");
-    assert.is(check.summary, `the entrypoint's code (SEA asset clankie-separate.cjs) has sha256 ${sha256(changed)}, but the embedded bundle pins ${sha256(entrypoint)}`);
+    const help = run(ENTRYPOINT, ["--", "--help"]);
+    // Not root: today's launch, which execs the command as given (not found in PATH).
+    assert.is(help.stdout, "");
+    assert.not.match(help.stderr, /second uid/);
+    assert.is.not(help.status, 0);
+    linkSync(ENTRYPOINT, join(dir, "other-name"));
+    for (const args of [["--help"], ["--self-check"], ["--", "/bin/true"]]) {
+      const result = spawnSync(join(dir, "other-name"), args, { encoding: "utf8", env: { PATH: "/usr/bin:/bin" }, argv0: "other-name" });
+      assert.is(result.status, 64, args.join(" "));
+      assert.is(result.stderr, 'clankie-separate: started under an unknown name "other-name"; start it as clankie-separate or clankie-agent-exec\n');
+    }
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
+import { syscallNumbers } from "../../../src/confinement.ts";
 import { decodeAcl, namedEntries, parseAclWalk, STATE_ACL_SCRIPT, stateAclArgs } from "../../../src/layout/state-acl.ts";
 
 const test = suite("state-acl");
@@ -30,8 +31,8 @@ test("decodeAcl: posix_acl_xattr entries, named ones with their id; namedEntries
 });
 
 test("stateAclArgs: the mode, the root, the pruned name, the service's uid, then x86-64's numbers and flags", () => {
-  assert.equal(stateAclArgs("strip", "/state", 1000, "x64"), ["strip", "/state", "agent", "1000", "192", "191", "188", "197", "198656", String(0o10000000 | 0o400000), "61", "95"]);
-  assert.equal(stateAclArgs("list", "/state", 1000, "arm64").slice(4, 8), ["9", "8", "5", "14"]);
+  assert.equal(stateAclArgs("strip", "/state", 1000, syscallNumbers("x64")), ["strip", "/state", "agent", "1000", "192", "191", "188", "197", "198656", String(0o10000000 | 0o400000), "61", "95"]);
+  assert.equal(stateAclArgs("list", "/state", 1000, syscallNumbers("arm64")).slice(4, 8), ["9", "8", "5", "14"]);
 });
 
 test("parseAclWalk: records in order, bytes shown printable; a record after the last, an unknown one or bad hex throws", () => {

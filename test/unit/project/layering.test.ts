@@ -63,6 +63,39 @@ test("no arrow runs up or across between rooms", () => {
   assert.equal(all.map(([a, b]) => wrongArrow(a, b)).filter(Boolean), []);
 });
 
+/** The import circles among `arrows` (type-only imports included), each as a path that ends where it starts; none repeated. */
+export function importCircles(all: readonly (readonly [string, string])[]): string[][] {
+  const next = new Map<string, string[]>();
+  for (const [from, to] of all) next.set(from, [...(next.get(from) ?? []), to]);
+  const circles: string[][] = [];
+  const seen = new Set<string>();
+  const done = new Set<string>();
+  const visit = (module: string, path: string[]) => {
+    if (path.includes(module)) {
+      const circle = [...path.slice(path.indexOf(module)), module];
+      const key = [...circle.slice(0, -1)].sort().join(" ");
+      if (!seen.has(key)) circles.push(circle);
+      seen.add(key);
+      return;
+    }
+    if (done.has(module)) return;
+    for (const to of next.get(module) ?? []) visit(to, [...path, module]);
+    done.add(module);
+  };
+  for (const module of [...next.keys()].sort()) visit(module, []);
+  return circles;
+}
+
+test("no import circle under src/, type-only imports included", () => {
+  assert.equal(importCircles(arrows()).map((circle) => circle.join(" -> ")), []);
+});
+
+test("the circle check sees a circle of types, and a longer one", () => {
+  assert.equal(importCircles([["self-check/facts.ts", "self-check/state.ts"], ["self-check/state.ts", "self-check/facts.ts"]]), [["self-check/facts.ts", "self-check/state.ts", "self-check/facts.ts"]]);
+  assert.equal(importCircles([["a.ts", "b.ts"], ["b.ts", "c.ts"], ["c.ts", "a.ts"], ["c.ts", "d.ts"]]).length, 1);
+  assert.equal(importCircles([["a.ts", "b.ts"], ["b.ts", "c.ts"], ["a.ts", "c.ts"]]), []);
+});
+
 test("the rule sees an arrow across roles, upward, and from the ground floor", () => {
   assert.match(wrongArrow("self-check/state.ts", "entrypoint/state-layout.ts") ?? "", /imports another role/);
   assert.match(wrongArrow("entrypoint/tree-walk.ts", "self-check/mounts.ts") ?? "", /imports another role/);

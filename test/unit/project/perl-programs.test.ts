@@ -11,7 +11,8 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { REPO } from "../../helpers/paths.ts";
 import { EXIT } from "../../../src/constants.ts";
-import { STAGE_SOURCE, stageSource } from "../../../src/stage/stage.ts";
+import { STAGE_SOURCE } from "../../../src/stage/stage.ts";
+import { stageSource } from "../../../src/stage/stage-source.ts";
 import { IMAGE_SCAN_SCRIPT } from "../../../src/self-check/image-scan.ts";
 import { CONFINEMENT_ATTEMPTS_SCRIPT } from "../../../src/self-check/probe-agent.ts";
 import { STATE_ACL_SCRIPT } from "../../../src/layout/state-acl.ts";
@@ -21,6 +22,7 @@ const test = suite("perl programs");
 const PROGRAMS: Record<string, { source: string; flags: string[] }> = {
   "stage/stage.pl": { source: STAGE_SOURCE, flags: ["-T", "-C0"] },
   "stage/stage.pl (arm64)": { source: stageSource("arm64"), flags: ["-T", "-C0"] },
+  "stage/stage.pl (the service's alone, as the entrypoint carries it)": { source: stageSource(process.arch, ["service"]), flags: ["-T", "-C0"] },
   "perl/image-scan.pl": { source: IMAGE_SCAN_SCRIPT, flags: [] },
   "perl/state-acl.pl": { source: STATE_ACL_SCRIPT, flags: [] },
   "perl/probe-confinement.pl": { source: CONFINEMENT_ATTEMPTS_SCRIPT, flags: [] },

@@ -12,7 +12,8 @@ import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { NO_EXTRA_CONFINEMENT, confinementKeys } from "../../../src/confinement.ts";
-import { type AgentStageRequest, STAGE_ROLES, STAGE_SOURCE, stageArgv, stageEnvironment, stageProgram, type StageRequest, type StageRole, stageText, withoutComments } from "../../../src/stage/stage.ts";
+import { type AgentStageRequest, STAGE_ROLES, STAGE_SOURCE, stageArgv, stageEnvironment, stageProgram, type StageRequest, type StageRole } from "../../../src/stage/stage.ts";
+import { stageText, withoutComments } from "../../../src/stage/stage-source.ts";
 import { rootTest } from "../../helpers/privilege.ts";
 
 const test = suite("stage");
