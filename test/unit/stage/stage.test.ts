@@ -14,6 +14,7 @@ import * as assert from "uvu/assert";
 import { NO_EXTRA_CONFINEMENT, confinementKeys } from "../../../src/confinement.ts";
 import { type AgentStageRequest, STAGE_ROLES, STAGE_SOURCE, stageArgv, stageEnvironment, stageProgram, type StageRequest, type StageRole, stageText, withoutComments } from "../../../src/stage/stage.ts";
 import { rootTest } from "../../helpers/privilege.ts";
+import { landlockAbi } from "../../helpers/seccomp-wrap.ts";
 
 const test = suite("stage");
 const NNP = ["/usr/bin/setpriv", "--no-new-privs"];
@@ -445,11 +446,28 @@ test("a filter that lets AF_INET through under network=none is refused (70): the
   assert.is(stage({ ...base, confinement: real }).stdout, "ran\n");
 });
 
+const CONFINEMENT_FIX =
+  "run agent work on a kernel with Landlock ABI 6 or later (Linux 6.12+, lsm= including landlock) under an engine whose seccomp profile allows landlock_create_ruleset, landlock_add_rule and landlock_restrict_self (Docker 20.10.18+), or spawn without --strict-confinement to run it under the uid boundary alone";
+
+test("a kernel whose Landlock ABI is 5 (no scoping): confine=strict is refused (77); best effort runs under ABI 5's domain", () => {
+  // A supervisor answers landlock_create_ruleset's version query with 5 (SECCOMP_RET_USER_NOTIF): no root needed.
+  const abi5 = landlockAbi(5);
+  const probe = spawnSync(abi5[0]!, [...abi5.slice(1), "/usr/bin/perl", "-e", "print syscall(444, 0, 0, 1)"], { encoding: "utf8" });
+  assert.is(probe.stdout, "5", `the wrapped kernel answers ABI 5: ${probe.stderr}`);
+  const strict = withKey(CONFINED, "confine", "strict");
+  refused(stage({ ...base, confinement: strict }, { wrap: abi5 }), 77, `clankie-agent-exec: agent confinement: the kernel's Landlock ABI is 5; scoping needs 6; ${CONFINEMENT_FIX}`);
+  // The controls: best effort under ABI 5 runs the command, and so does strict on this kernel's own ABI.
+  const best = stage(base, { wrap: abi5 });
+  assert.is(best.stdout, "ran\n", best.stderr);
+  assert.is(stage({ ...base, confinement: strict }).stdout, "ran\n");
+});
+
 test("a controlling terminal in a session of its own is refused (70): TIOCSTI needs one", () => {
-  // script(1) gives the stage a pty; setsid --ctty makes it the controlling terminal of a new session.
+  // script(1) starts its shell as the leader of a new session whose controlling terminal is its pty (no
+  // root needed, where setsid --ctty would steal the terminal with CAP_SYS_ADMIN); the shell execs the stage.
   const argv = [...NNP, ...stageArgv({ ...base, session: "own" })];
   const quoted = argv.map((a) => `'${a.replace(/'/g, "'\\''")}'`).join(" ");
-  const run = spawnSync("/usr/bin/script", ["-qec", `/usr/bin/setsid --ctty --wait ${quoted}`, "/dev/null"], { encoding: "utf8", env: { PATH: "/usr/bin:/bin" } });
+  const run = spawnSync("/usr/bin/script", ["-qec", `exec ${quoted}`, "/dev/null"], { encoding: "utf8", env: { PATH: "/usr/bin:/bin" } });
   assert.match(run.stdout, /clankie-agent-exec: the agent process is not what was asked: controlling terminal \d+ \(want none\); do not start agent work/);
   assert.is(run.status, 70, run.stdout);
   // The control: the same without a terminal runs the command.
