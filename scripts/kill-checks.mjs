@@ -9,7 +9,7 @@
 //   node scripts/kill-checks.mjs ID...        only these (a prefix selects a group: stage.confine)
 //   node scripts/kill-checks.mjs --list       the checks and their tests, nothing run
 //
-// Works in a copy of the tree (git ls-files, node_modules linked), never in the
+// Works in a copy of the tree (git ls-files and node_modules), never in the
 // checkout: first each named test group runs on the copy as it is (it must
 // pass, and run every test it names: a test skipped for want of root is
 // NOT RUN), then per check the edit is applied, the executable rebuilt when a
@@ -19,7 +19,7 @@
 // check was KILLED, 1 when one SURVIVED, 2 when a snippet is missing or a
 // test could not run.
 import { spawnSync } from "node:child_process";
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -52,9 +52,11 @@ function build(tree) {
   if (result.status !== 0) throw new Error(`build failed in ${tree}:\n${result.stdout}${result.stderr}`);
 }
 
-/** A copy of the tracked and new files of the checkout, with its node_modules linked. */
+/** A copy of the tracked and new files of the checkout, and of its node_modules. */
 function copyTree() {
   const tree = mkdtempSync(join(tmpdir(), "kill-checks-"));
+  // The launch sandbox binds the tree, and the service (node) runs its node: open to search, as a checkout is.
+  chmodSync(tree, 0o755);
   const listed = spawnSync("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], { cwd: root, encoding: "utf8" });
   if (listed.status !== 0) throw new Error(`git ls-files failed: ${listed.stderr}`);
   for (const file of listed.stdout.split("\0").filter(Boolean)) {
@@ -65,7 +67,9 @@ function copyTree() {
       if (error.code !== "ENOENT") throw error; // deleted in the checkout, not yet in git
     }
   }
-  symlinkSync(join(root, "node_modules"), join(tree, "node_modules"));
+  // Copied, not linked: the launch sandbox sees the tree alone (bound at /opt/clankie), and runs its node.
+  const copied = spawnSync("cp", ["-a", join(root, "node_modules"), join(tree, "node_modules")], { encoding: "utf8" });
+  if (copied.status !== 0) throw new Error(`cp node_modules failed: ${copied.stderr}`);
   return tree;
 }
 

@@ -113,10 +113,10 @@ while (1) {
   my ($id, $tid, undef, $nr, undef, undef, @args) = unpack("QLLlLQQ6", $notif);
   my $lie;
   for my $i (0 .. $#rules) {
-    my ($rnr, $index, $value, $path, $calls) = @{$rules[$i]};
+    my ($rnr, $index, $value, $path, $calls, undef, undef, undef, $at) = @{$rules[$i]};
     next unless $nr == $rnr;
     next if $index ne "" && ($args[$index] & 0xffffffff) != $value;
-    next if $path ne "" && path_at($tid, $args[1]) ne $path;
+    next if $path ne "" && path_at($tid, $args[$at]) ne $path;
     my $n = ++$seen[$i];
     next if $calls ne "" && !grep { $_ == $n } split /,/, $calls;
     $lie = $rules[$i];
@@ -141,8 +141,9 @@ export interface Lie {
   nr: number;
   /** Only calls whose argument `arg[0]` has the low word `arg[1]`. */
   arg?: readonly [number, number];
-  /** Only an openat(2) of this exact path. */
+  /** Only a call whose path argument (`pathArg`, default 1: openat(2)'s) is this exact path. */
   path?: string;
+  pathArg?: number;
   /** Only the Nth of the calls that match (1-based); every one when absent. */
   calls?: readonly number[];
   errno?: number;
@@ -150,11 +151,11 @@ export interface Lie {
   file?: string;
 }
 
-export const NR = { read: 0, rtSigprocmask: 14, pipe: 22, clone: 56, kill: 62, chdir: 80, prctl: 157, openat: 257, pipe2: 293, prlimit64: 302, pidfdSendSignal: 424, pidfdOpen: 434, landlockCreateRuleset: 444, landlockAddRule: 445, landlockRestrictSelf: 446 } as const;
+export const NR = { read: 0, rtSigprocmask: 14, execve: 59, pipe: 22, clone: 56, kill: 62, chdir: 80, prctl: 157, openat: 257, pipe2: 293, prlimit64: 302, pidfdSendSignal: 424, pidfdOpen: 434, landlockCreateRuleset: 444, landlockAddRule: 445, landlockRestrictSelf: 446 } as const;
 
 /** A launch wrapper under which the kernel tells `lies`; every other call runs. */
 export function lyingKernel(lies: readonly Lie[]): string[] {
-  const nrs = [...new Set(lies.map((lie) => (lie.path !== undefined ? NR.openat : lie.nr)))];
+  const nrs = [...new Set(lies.map((lie) => lie.nr))];
   const program = assemble([
     { op: "ld", offset: 0 },
     ...nrs.map((nr) => ({ op: "jeq" as const, k: nr, then: "notify" })),
@@ -163,7 +164,7 @@ export function lyingKernel(lies: readonly Lie[]): string[] {
     { op: "ret", k: SECCOMP_RET_USER_NOTIF },
   ]);
   const spec = lies
-    .map((lie) => [lie.path !== undefined ? NR.openat : lie.nr, lie.arg?.[0] ?? "", lie.arg?.[1] ?? "", lie.path ?? "", (lie.calls ?? []).join(","), lie.errno ?? "", lie.value ?? 0, lie.file ?? ""].join("\t"))
+    .map((lie) => [lie.nr, lie.arg?.[0] ?? "", lie.arg?.[1] ?? "", lie.path ?? "", (lie.calls ?? []).join(","), lie.errno ?? "", lie.value ?? 0, lie.file ?? "", lie.pathArg ?? 1].join("\t"))
     .join("\n");
   return ["/usr/bin/perl", "-e", SUPERVISE, program.toString("hex"), spec, "--"];
 }

@@ -234,6 +234,19 @@ rootTest(test, "a shim that leads a session with a controlling terminal is refus
   });
 });
 
+rootTest(test, "a shim that leads its process group but not a session is refused (77, one line) before the drop", () => {
+  inBody(seededBody(), (body) => {
+    // perl makes itself the leader of a new process group, in its parent's session, and execs the shim.
+    const leader = ["/usr/bin/perl", "-e", "setpgrp(0, 0); exec { $ARGV[0] } @ARGV or die"];
+    const run = body.run({ as: "root", direct: true, command: [...AS_SERVICE, ...leader, ...SHIM_ECHO] });
+    assert.is(run.stderr, "clankie-agent-exec: the shim leads a process group but not a session, and setsid(2) refuses a process-group leader; spawn it detached (a new session, as spawnAgent does) or inside its parent's process group\n");
+    assert.is(run.status, 77);
+    // The control: in its parent's process group the shim runs the command (the stage calls setsid).
+    const control = body.run({ as: "root", direct: true, command: [...AS_SERVICE, ...SHIM_ECHO] });
+    assert.is(control.stdout, "ran\n", control.stderr);
+  });
+});
+
 rootTest(test, "a perl that others could write is refused by the shim's own exec rules (126, one line) although the launch trusted it", () => {
   inBody(seededBody(), (body) => {
     // A copy of perl, root's, bound over /usr/bin/perl: 0757 after the launch's own check, 0755 for the control.
