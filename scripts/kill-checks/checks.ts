@@ -22,6 +22,8 @@
 // replace (default: nothing); tests, per test file the names of the tests to
 // run (every test of the file when the list is empty).
 
+import { spawnSync } from "node:child_process";
+
 export interface Check {
   id: string;
   file: string;
@@ -57,6 +59,25 @@ export function deleteCheck(text: string, check: Check): string {
   const span = snippetSpan(text, check);
   if (span.problem !== undefined) throw new Error(`${check.id}: ${span.problem} in ${check.file}`);
   return text.slice(0, span.start) + (check.replace ?? "") + text.slice(span.end);
+}
+
+/**
+ * Why `text`, an edited `file`, would not compile, or undefined: an edit that
+ * broke the syntax would fail every test and pass for a killed check. perl -c
+ * for stage.pl (system call numbers filled in), esbuild's parser for the shim.
+ */
+export function syntaxProblem(file: string, text: string, transform: (code: string) => unknown): string | undefined {
+  if (file.endsWith(".pl")) {
+    const program = text.replace(/@([a-zA-Z]+)@/g, "1");
+    const result = spawnSync("/usr/bin/perl", ["-T", "-C0", "-c", "-e", program], { encoding: "utf8" });
+    return result.stderr === "-e syntax OK\n" ? undefined : result.stderr.trim();
+  }
+  try {
+    transform(text);
+    return undefined;
+  } catch (error) {
+    return String((error as Error).message).split("\n").slice(0, 3).join(" ");
+  }
 }
 
 /** Where each site of `file`'s text starts (comment lines and the helpers' own definitions left out). */
@@ -175,7 +196,7 @@ CHECKS.push(
   shim("caller.root", "src/agent-exec/caller.ts", 'throw new Refusal(EXIT.launchRefused, "started by root"', CALLER_TEST),
   shim("caller.agent", "src/agent-exec/caller.ts", "throw new Refusal(EXIT.launchRefused, `started by the agent uid", CALLER_TEST),
   shim("caller.uid", "src/agent-exec/caller.ts", "throw new Refusal(EXIT.launchRefused, `started by uid", CALLER_TEST),
-  shim("caller.capabilities", "src/agent-exec/caller.ts", "throw new Refusal(\n      EXIT.launchRefused,\n      `the service holds no", CALLER_TEST),
+  shim("caller.capabilities", "src/agent-exec/caller.ts", "throw new Refusal(\n      EXIT.launchRefused,\n      `the service holds no", CALLER_TEST, "\n    );"),
   shim("caller.no-new-privs", "src/agent-exec/caller.ts", 'throw new Refusal(EXIT.launchRefused, "NoNewPrivs is not set for the service"', CALLER_TEST),
 
   /* ---- the shim: its command line ---- */
@@ -214,5 +235,5 @@ CHECKS.push(
   shim("private.still-held", "src/agent-exec/private-job.ts", "writeLine(2, formatRefusal(`a process still holds group ${lease.group}", { [PRIVATE_SANDBOX]: ["a release whose group a process still holds after the cleanup stage is refused (75) and the lease stays"] }, "));"),
   shim("private.no-lease", "src/agent-exec/private-job.ts", "throw new Refusal(EXIT.dataRefused, `no private lease is recorded for job ${pid}`", { [PRIVATE_SANDBOX]: ["a release by hand: no lease recorded (65), a link that names no group of the pool (65), a find that others could write (126), one line each"] }),
   shim("private.bad-link", "src/agent-exec/private-job.ts", "throw new Refusal(EXIT.dataRefused, `${pidLink(pid)} names ${JSON.stringify(index)}, no group of the pool`", { [PRIVATE_SANDBOX]: ["a release by hand: no lease recorded (65), a link that names no group of the pool (65), a find that others could write (126), one line each"] }),
-  shim("private.job-runs", "src/agent-exec/private-job.ts", "throw new Refusal(\n        EXIT.busy,\n        `process ${pid} runs and holds the lease's group", { [PRIVATE_SANDBOX]: ["the release of a job whose pid a running private job has is refused (75): that job lives on with its lease, and is released at its own end"] }),
+  shim("private.job-runs", "src/agent-exec/private-job.ts", "throw new Refusal(\n        EXIT.busy,\n        `process ${pid} runs and holds the lease's group", { [PRIVATE_SANDBOX]: ["the release of a job whose pid a running private job has is refused (75): that job lives on with its lease, and is released at its own end"] }, "\n      );"),
 );

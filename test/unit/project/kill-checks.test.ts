@@ -11,7 +11,8 @@ import { join } from "node:path";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { REPO } from "../../helpers/paths.ts";
-import { CHECKS, checkSites, deleteCheck, SCOPE, snippetSpan } from "../../../scripts/kill-checks/checks.ts";
+import { transformSync } from "esbuild";
+import { CHECKS, checkSites, deleteCheck, SCOPE, snippetSpan, syntaxProblem } from "../../../scripts/kill-checks/checks.ts";
 
 const text = (file: string): string => readFileSync(join(REPO, file), "utf8");
 const lineOf = (source: string, at: number): number => source.slice(0, at).split("\n").length;
@@ -58,6 +59,14 @@ test("each edit removes its site and leaves the rest of the file as it was", () 
     assert.is(edited.slice(0, span.start), source.slice(0, span.start), check.id);
     assert.is(edited.slice(span.start + (check.replace ?? "").length), source.slice(span.end), check.id);
   }
+});
+
+test("each edit leaves a program that compiles (else its tests would fail for a syntax error, not for the missing check)", () => {
+  const transform = (code: string) => transformSync(code, { loader: "ts" });
+  for (const check of CHECKS) assert.is(syntaxProblem(check.file, deleteCheck(text(check.file), check), transform), undefined, check.id);
+  // The control: a cut through a string is caught, in both languages.
+  assert.ok(syntaxProblem("src/stage/stage.pl", text("src/stage/stage.pl").replace('"setsid failed (" . errname()', '"setsid failed (" . errname('), transform));
+  assert.ok(syntaxProblem("src/agent-exec/run.ts", text("src/agent-exec/run.ts").replace("(spawnAgent does)\");", "(spawnAgent does)"), transform));
 });
 
 test("every test file a check names exists, and names a test of its own", () => {
