@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { rootTest } from "../helpers/privilege.ts";
-import { Body, identitiesWithAgentUid, identitiesWithUids, inBody, statusFields, type LaunchOptions, unusedUid, unusedUids } from "../helpers/sandbox.ts";
+import { Body, IDS, identitiesWithAgentUid, identitiesWithUids, inBody, ROOT_CAPS, statusFields, type LaunchOptions, unusedUid, unusedUids } from "../helpers/sandbox.ts";
 import { type AgentResult, agentRun, seededBody, serviceJson as runService, type ServiceRun } from "../helpers/stand-in.ts";
 
 const test = suite("agent-exec");
@@ -211,6 +211,60 @@ for (const [who, launch, message] of refusals) {
     }
   });
 }
+
+/*
+ * The shim started directly as the service (no entrypoint, which checks perl
+ * itself before the drop): root in the sandbox becomes node with SETUID and
+ * SETGID ambient, as clankie-separate's drop leaves it, then runs the shim.
+ */
+const AS_SERVICE = ["/usr/bin/setpriv", `--reuid=${IDS.service}`, `--regid=${IDS.service}`, "--init-groups", "--inh-caps=-all,+setuid,+setgid", "--ambient-caps=-all,+setuid,+setgid", "--"];
+const SHIM_ECHO = ["/usr/local/sbin/clankie-agent-exec", "--", "/bin/echo", "ran"];
+
+rootTest(test, "a shim that leads a session with a controlling terminal is refused (77, one line) before the drop; without the terminal it runs", () => {
+  inBody(seededBody(), (body) => {
+    // setsid --ctty takes the launch's pty (script(1)) as the controlling terminal of a new session, which needs CAP_SYS_ADMIN.
+    const launch = { as: "root", direct: true, tty: true, caps: [...ROOT_CAPS, "sys_admin"] } as const;
+    const run = body.run({ ...launch, command: ["/usr/bin/setsid", "--ctty", "--wait", ...AS_SERVICE, ...SHIM_ECHO] });
+    assert.is(run.stdout.replace(/\r/g, ""), "clankie-agent-exec: the shim leads a session that has a controlling terminal; spawn it in a new session without a terminal (spawnAgent does)\n");
+    assert.is(run.status, 77);
+    // The control: the same session without the terminal (setsid alone) runs the command.
+    const control = body.run({ ...launch, command: ["/usr/bin/setsid", "--wait", ...AS_SERVICE, ...SHIM_ECHO] });
+    assert.is(control.stdout.replace(/\r/g, ""), "ran\n");
+    assert.is(control.status, 0);
+  });
+});
+
+rootTest(test, "a shim that leads its process group but not a session is refused (77, one line) before the drop", () => {
+  inBody(seededBody(), (body) => {
+    // perl makes itself the leader of a new process group, in its parent's session, and execs the shim.
+    const leader = ["/usr/bin/perl", "-e", "setpgrp(0, 0); exec { $ARGV[0] } @ARGV or die"];
+    const run = body.run({ as: "root", direct: true, command: [...AS_SERVICE, ...leader, ...SHIM_ECHO] });
+    assert.is(run.stderr, "clankie-agent-exec: the shim leads a process group but not a session, and setsid(2) refuses a process-group leader; spawn it detached (a new session, as spawnAgent does) or inside its parent's process group\n");
+    assert.is(run.status, 77);
+    // The control: in its parent's process group the shim runs the command (the stage calls setsid).
+    const control = body.run({ as: "root", direct: true, command: [...AS_SERVICE, ...SHIM_ECHO] });
+    assert.is(control.stdout, "ran\n", control.stderr);
+  });
+});
+
+rootTest(test, "a perl that others could write is refused by the shim's own exec rules (126, one line) although the launch trusted it", () => {
+  inBody(seededBody(), (body) => {
+    // A copy of perl, root's, bound over /usr/bin/perl: 0757 after the launch's own check, 0755 for the control.
+    const perl = join(body.dir, "perl");
+    writeFileSync(perl, readFileSync("/usr/bin/perl"));
+    const run = (mode: number) => {
+      chmodSync(perl, mode);
+      return body.run({ as: "root", direct: true, command: [...AS_SERVICE, ...SHIM_ECHO], binds: [[perl, "/usr/bin/perl", "ro"]] });
+    };
+    const writable = run(0o757);
+    assert.is(writable.stderr, "clankie-agent-exec: refusing to execute /usr/bin/perl: /usr/bin/perl is writable by group or other (mode 757); install programs that root or the service run in a root-owned directory that only root can write (for example /usr/local/bin)\n");
+    assert.is(writable.status, 126);
+    assert.is(writable.stdout, "");
+    const control = run(0o755);
+    assert.is(control.stderr, "");
+    assert.is(control.stdout, "ran\n");
+  });
+});
 
 rootTest(test, "refused when the agent calls it, and when the agent cannot enter --cwd", () => {
   inBody(seededBody(), (body) => {

@@ -9,16 +9,16 @@
  * start.
  */
 import { spawnSync } from "node:child_process";
-import { chmodSync, mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { rootTest } from "../helpers/privilege.ts";
-import { DEFAULT_GROUP, inBody, type LaunchOptions, SANDBOX_FIXTURES, SANDBOX_NODE } from "../helpers/sandbox.ts";
+import { DEFAULT_GROUP, IDS, inBody, type LaunchOptions, SANDBOX_FIXTURES, SANDBOX_NODE } from "../helpers/sandbox.ts";
 import { agentRun, seededBody, serviceJson } from "../helpers/stand-in.ts";
 import type { Body } from "../helpers/sandbox.ts";
-import { WITHOUT_LANDLOCK, WITHOUT_SECCOMP } from "../helpers/seccomp-wrap.ts";
+import { lyingKernel, NR, WITHOUT_LANDLOCK, WITHOUT_SECCOMP } from "../helpers/seccomp-wrap.ts";
 import { AGAINST_PRIVATE } from "../helpers/private-jobs.ts";
 import { REPO } from "../helpers/paths.ts";
 
@@ -307,5 +307,99 @@ for (const [what, wrap, refusal] of [
     });
   });
 }
+
+/*
+ * The shim started directly as the service (root in the sandbox becomes
+ * node with SETUID and SETGID ambient, as the entrypoint's drop leaves it),
+ * over a /run/clankie-private that root lays out as a start and a job would
+ * have left it: node's 0711 directory, lease 0 (node:clankie-private-0 02070)
+ * and the link pid-99999 -> 0 of a job that has ended.
+ */
+const AS_SERVICE = ["/usr/bin/setpriv", `--reuid=${IDS.service}`, `--regid=${IDS.service}`, "--init-groups", "--inh-caps=-all,+setuid,+setgid", "--ambient-caps=-all,+setuid,+setgid", "--"];
+const SHIM = "/usr/local/sbin/clankie-agent-exec";
+const LEASE_LAYOUT = [
+  "mkdir -p /run/clankie-private/0",
+  "chown 1000:1000 /run/clankie-private && chmod 0711 /run/clankie-private",
+  "chown 1000:1100 /run/clankie-private/0 && chmod 02070 /run/clankie-private/0",
+  "ln -s 0 /run/clankie-private/pid-99999",
+].join(" && ");
+const layoutThen = (prepare: string, argv: readonly string[]): string[] => ["/bin/sh", "-c", `set -e\n${LEASE_LAYOUT}\n${prepare}\nexec "$@"`, "sh", ...AS_SERVICE, ...argv];
+const ls = "ls -A /run/clankie-private";
+
+rootTest(test, "a private spawn without the pool's groups (67) or without /run/clankie-private (77) is refused, one line each", () => {
+  const noPool = DEFAULT_GROUP.split("\n").filter((l) => !l.startsWith("clankie-private-")).join("\n");
+  inBody(seededBody({ group: noPool }), (body) => {
+    const run = body.run({ as: "root", direct: true, command: [...AS_SERVICE, SHIM, "--private-job", "--", "/bin/echo", "ran"] });
+    assert.is(run.stderr, "clankie-agent-exec: no clankie-private-N group is defined in /etc/group; rebuild the image from this project's Dockerfile, which creates the pool\n");
+    assert.is(run.status, 67);
+  });
+  inBody(seededBody(), (body) => {
+    // Started without the entrypoint, which makes /run/clankie-private at every start.
+    const run = body.run({ as: "root", direct: true, command: [...AS_SERVICE, SHIM, "--private-job", "--", "/bin/echo", "ran"] });
+    assert.is(run.stderr, "clankie-agent-exec: /run/clankie-private is missing: private jobs need the separated launch; start the container through the root entrypoint (docker run --user 0:0 ..., docs/launch.md), which makes it\n");
+    assert.is(run.status, 77);
+  });
+});
+
+rootTest(test, "a release by hand: no lease recorded (65), a link that names no group of the pool (65), a find that others could write (126), one line each", () => {
+  inBody(seededBody(), (body) => {
+    const none = body.run({ as: "root", direct: true, command: layoutThen("", [SHIM, "--private-cleanup", "99998"]) });
+    assert.is(none.stderr, "clankie-agent-exec: no private lease is recorded for job 99998; pass the pid of a job started with --private-job (spawnAgent's child.pid)\n");
+    assert.is(none.status, 65);
+    const stray = body.run({ as: "root", direct: true, command: layoutThen("ln -s 77 /run/clankie-private/pid-99997", [SHIM, "--private-cleanup", "99997"]) });
+    assert.is(stray.stderr, 'clankie-agent-exec: /run/clankie-private/pid-99997 names "77", no group of the pool; remove it; the next start clears /run/clankie-private\n');
+    assert.is(stray.status, 65);
+    // A copy of find, root's, bound over /usr/bin/find: 0757, then 0755 for the control.
+    const find = join(body.dir, "find");
+    writeFileSync(find, readFileSync("/usr/bin/find"));
+    const release = (mode: number) => {
+      chmodSync(find, mode);
+      return body.run({ as: "root", direct: true, binds: [[find, "/usr/bin/find", "ro"]], command: layoutThen("", ["/bin/sh", "-c", `${SHIM} --private-cleanup 99999; echo "exit $?"; ${ls}`]) });
+    };
+    const writable = release(0o757);
+    assert.is(writable.stderr, "clankie-agent-exec: refusing to execute /usr/bin/find: /usr/bin/find is writable by group or other (mode 757); install programs that root or the service run in a root-owned directory that only root can write (for example /usr/local/bin)\n");
+    assert.is(writable.stdout, "exit 126\n0\npid-99999\n", "the lease stays");
+    const control = release(0o755);
+    assert.is(control.stderr, "");
+    assert.is(control.stdout, "exit 0\n", "the lease and its link are gone");
+  });
+});
+
+rootTest(test, "a release by hand whose lease another release holds for over a minute is refused (75, one line)", () => {
+  inBody(seededBody(), (body) => {
+    const run = body.run({ as: "root", direct: true, timeoutMs: 100_000, command: layoutThen("mkdir /run/clankie-private/release-0", [SHIM, "--private-cleanup", "99999"]) });
+    assert.is(run.stderr, "clankie-agent-exec: the lease of group 1100 has been being released for over a minute; try again; if it stays so, restart the container (the start clears /run/clankie-private)\n");
+    assert.is(run.status, 75);
+  });
+});
+
+rootTest(test, "a cleanup stage that cannot be run, or is killed, fails the release (71, one line) and leaves the lease", () => {
+  inBody(seededBody(), (body) => {
+    // The third execve of setpriv in the sandbox (the launch's, this test's, then the release's) fails.
+    const wrap = lyingKernel([{ nr: NR.execve, path: "/usr/bin/setpriv", pathArg: 0, calls: [3], errno: 13 }]);
+    const unrun = body.run({ as: "root", direct: true, wrap, command: layoutThen("", ["/bin/sh", "-c", `${SHIM} --private-cleanup 99999; echo "exit $?"; ${ls}`]) });
+    assert.is(unrun.stderr, "clankie-agent-exec: the cleanup of /run/clankie-private/0 failed: EACCES; report this with the command line used\n");
+    assert.is(unrun.stdout, "exit 71\n0\npid-99999\n");
+    // A process of node's holding group 1100 keeps the stage looking (it cannot end it) while an agent process kills the stage.
+    // ([l]ease: the killer's own command line does not match.)
+    const holder = "setpriv --reuid=1000 --regid=1000 --groups=1100 sleep 30 & setpriv --reuid=1001 --regid=1001 --clear-groups sh -c 'while :; do pkill -KILL -f \"[l]ease=/run/clankie-private/0\"; sleep 0.05; done' &";
+    const killed = body.run({ as: "root", direct: true, command: layoutThen(holder, ["/bin/sh", "-c", `${SHIM} --private-cleanup 99999; echo "exit $?"; ${ls}`]) });
+    assert.is(killed.stderr, "clankie-agent-exec: the cleanup stage of /run/clankie-private/0 was killed by SIGKILL; report this with the command line used\n");
+    assert.is(killed.stdout, "exit 71\n0\npid-99999\n");
+  });
+});
+
+rootTest(test, "a release whose group a process still holds after the cleanup stage is refused (75) and the lease stays", () => {
+  inBody(seededBody(), (body) => {
+    // The stage's listing of /proc (the first openat of "/proc" in the sandbox) reads an empty directory: it sees no holder.
+    const empty = join(body.dir, "empty-proc");
+    mkdirSync(empty);
+    const wrap = lyingKernel([{ nr: NR.openat, path: "/proc", calls: [1], file: empty }]);
+    const holder = "setpriv --reuid=1000 --regid=1000 --groups=1100 sleep 30 &";
+    const run = body.run({ as: "root", direct: true, wrap, command: layoutThen(holder, ["/bin/sh", "-c", `${SHIM} --private-cleanup 99999; echo "exit $?"; ${ls}`]) });
+    assert.is(run.stderr, "clankie-agent-exec: a process still holds group 1100 after the cleanup of /run/clankie-private/0; the lease stays until none does, then the next private job takes it back; if it stays so, restart the container\n");
+    assert.is(run.stdout, "exit 75\n0\npid-99999\n");
+  });
+});
 
 test.run();

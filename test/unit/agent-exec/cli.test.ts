@@ -113,6 +113,8 @@ const AGENT_REFUSES: Refuses[] = [
   { argv: ["--signal", "TERM"], what: "--signal needs --pgid", fix: SIGNAL_USE },
   { argv: ["--signal", "TERM", "--pgid", "5", "--cwd", "/"], what: 'unknown option "--cwd" with --signal', fix: SIGNAL_USE },
   { argv: ["--signal", "TERM", "--pgid", "5", "--", "x"], what: 'unknown option "--" with --signal', fix: SIGNAL_USE },
+  { argv: ["--private-cleanup", "4242", "--", "x"], what: "--private-cleanup takes no other option", fix: AEX("use --private-cleanup PID") },
+  { argv: ["--private-cleanup=4242", "--signal", "TERM"], what: "--private-cleanup takes no other option", fix: AEX("use --private-cleanup PID") },
   ...["work", "/", "/state", "/workspace/", "/a//b", "/a/./b", "/a/../state", "/.."].map((path) => ({
     argv: ["--allow-write", path, "--", "x"],
     what: `--allow-write ${JSON.stringify(path)} ${extraPathProblem(path)}`,

@@ -6,7 +6,7 @@
  * test changes exactly one of them and expects exactly that difference.
  */
 import { spawn, spawnSync, type SpawnSyncReturns } from "node:child_process";
-import { chmodSync, closeSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, closeSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { suite } from "uvu";
@@ -14,7 +14,8 @@ import * as assert from "uvu/assert";
 import { NO_EXTRA_CONFINEMENT, confinementKeys } from "../../../src/confinement.ts";
 import { type AgentStageRequest, STAGE_ROLES, STAGE_SOURCE, stageArgv, stageEnvironment, stageProgram, type StageRequest, type StageRole } from "../../../src/stage/stage.ts";
 import { stageText, withoutComments } from "../../../src/stage/stage-source.ts";
-import { rootTest } from "../../helpers/privilege.ts";
+import { IS_ROOT, rootTest } from "../../helpers/privilege.ts";
+import { landlockAbi, type Lie, lyingKernel, NR } from "../../helpers/seccomp-wrap.ts";
 
 const test = suite("stage");
 const NNP = ["/usr/bin/setpriv", "--no-new-privs"];
@@ -52,9 +53,9 @@ function control(): AgentStageRequest & { bounding: bigint } {
 /** The agent's real confinement (every default path the stage finds here). */
 const CONFINED = confinementKeys(NO_EXTRA_CONFINEMENT);
 
-function stage(request: StageRequest, options: { nnp?: boolean; env?: NodeJS.ProcessEnv; wrap?: string[]; stdio?: ("pipe" | "ignore")[] } = {}): SpawnSyncReturns<string> {
+function stage(request: StageRequest, options: { nnp?: boolean; env?: NodeJS.ProcessEnv; wrap?: string[]; stdio?: ("pipe" | "ignore")[]; cwd?: string } = {}): SpawnSyncReturns<string> {
   const argv = [...(options.wrap ?? []), ...(options.nnp === false ? [] : NNP), ...stageArgv(request)];
-  return spawnSync(argv[0]!, argv.slice(1), { encoding: "utf8", env: options.env ?? { PATH: "/usr/bin:/bin" }, stdio: options.stdio ?? ["ignore", "pipe", "pipe"] });
+  return spawnSync(argv[0]!, argv.slice(1), { encoding: "utf8", env: options.env ?? { PATH: "/usr/bin:/bin" }, stdio: options.stdio ?? ["ignore", "pipe", "pipe"], cwd: options.cwd });
 }
 
 function refused(result: SpawnSyncReturns<string>, status: number, line: string): void {
@@ -446,11 +447,28 @@ test("a filter that lets AF_INET through under network=none is refused (70): the
   assert.is(stage({ ...base, confinement: real }).stdout, "ran\n");
 });
 
+const CONFINEMENT_FIX =
+  "run agent work on a kernel with Landlock ABI 6 or later (Linux 6.12+, lsm= including landlock) under an engine whose seccomp profile allows landlock_create_ruleset, landlock_add_rule and landlock_restrict_self (Docker 20.10.18+), or spawn without --strict-confinement to run it under the uid boundary alone";
+
+test("a kernel whose Landlock ABI is 5 (no scoping): confine=strict is refused (77); best effort runs under ABI 5's domain", () => {
+  // A supervisor answers landlock_create_ruleset's version query with 5 (SECCOMP_RET_USER_NOTIF): no root needed.
+  const abi5 = landlockAbi(5);
+  const probe = spawnSync(abi5[0]!, [...abi5.slice(1), "/usr/bin/perl", "-e", "print syscall(444, 0, 0, 1)"], { encoding: "utf8" });
+  assert.is(probe.stdout, "5", `the wrapped kernel answers ABI 5: ${probe.stderr}`);
+  const strict = withKey(CONFINED, "confine", "strict");
+  refused(stage({ ...base, confinement: strict }, { wrap: abi5 }), 77, `clankie-agent-exec: agent confinement: the kernel's Landlock ABI is 5; scoping needs 6; ${CONFINEMENT_FIX}`);
+  // The controls: best effort under ABI 5 runs the command, and so does strict on this kernel's own ABI.
+  const best = stage(base, { wrap: abi5 });
+  assert.is(best.stdout, "ran\n", best.stderr);
+  assert.is(stage({ ...base, confinement: strict }).stdout, "ran\n");
+});
+
 test("a controlling terminal in a session of its own is refused (70): TIOCSTI needs one", () => {
-  // script(1) gives the stage a pty; setsid --ctty makes it the controlling terminal of a new session.
+  // script(1) starts its shell as the leader of a new session whose controlling terminal is its pty (no
+  // root needed, where setsid --ctty would steal the terminal with CAP_SYS_ADMIN); the shell execs the stage.
   const argv = [...NNP, ...stageArgv({ ...base, session: "own" })];
   const quoted = argv.map((a) => `'${a.replace(/'/g, "'\\''")}'`).join(" ");
-  const run = spawnSync("/usr/bin/script", ["-qec", `/usr/bin/setsid --ctty --wait ${quoted}`, "/dev/null"], { encoding: "utf8", env: { PATH: "/usr/bin:/bin" } });
+  const run = spawnSync("/usr/bin/script", ["-qec", `exec ${quoted}`, "/dev/null"], { encoding: "utf8", env: { PATH: "/usr/bin:/bin" } });
   assert.match(run.stdout, /clankie-agent-exec: the agent process is not what was asked: controlling terminal \d+ \(want none\); do not start agent work/);
   assert.is(run.status, 70, run.stdout);
   // The control: the same without a terminal runs the command.
@@ -485,6 +503,230 @@ rootTest(test, "a private job whose nested domain the kernel only claims to appl
     assert.is(control.stdout, "ran\n", control.stderr);
   } finally {
     rmSync(lease, { recursive: true, force: true });
+  }
+});
+
+/*
+ * Refusals against a kernel that lies as each test tells it (lyingKernel,
+ * test/helpers/seccomp-wrap.ts: a SECCOMP_RET_USER_NOTIF supervisor, no root
+ * needed): a call that fails, a file that reads otherwise. Each refusal is
+ * reached only when a call fails, so each test makes it fail, and a control
+ * shows the same request running on the kernel as it is.
+ */
+const KERNEL_FIX = "report this with the kernel version (uname -r)";
+const PRIVATE_FIX = "run private jobs on a kernel with Landlock ABI 6 or later (Linux 6.12+, lsm= including landlock) where seccomp filters can be installed: without both, a private job is refused";
+const EACCES = 13;
+const EINVAL = 22;
+/** The stage under a kernel that tells `lies`; `wrap` runs inside, so that the supervisor is the test's uid and holds no group of the stage's. */
+const lying = (request: StageRequest, lies: readonly Lie[], wrap: readonly string[] = [], cwd?: string) => stage(request, { wrap: [...lyingKernel(lies), ...wrap], cwd });
+const agentLine = (what: string) => `clankie-agent-exec: ${what}`;
+
+test("a program name that is not one is a usage refusal (exit 64)", () => {
+  const argv = stageArgv(base);
+  const at = argv.indexOf("agent", argv.indexOf("-e") + 3) - 1;
+  assert.is(argv[at], "clankie-agent-exec");
+  const run = spawnSync(NNP[0]!, [...NNP.slice(1), ...argv.slice(0, at), "Not-A-Name", ...argv.slice(at + 1)], { encoding: "utf8" });
+  refused(run, 64, usage("clankie-separate", "program name Not-A-Name"));
+});
+
+test("/proc/self/status, /proc/self/stat or /proc/self/fd that cannot be read is refused (71), never taken for empty", () => {
+  for (const path of ["/proc/self/status", "/proc/self/stat", "/proc/self/fd"]) {
+    refused(lying(base, [{ nr: NR.openat, path, errno: EACCES }]), 71, agentLine(`open ${path} failed: EACCES; mount /proc in the container`));
+  }
+  // The control: the same supervisor, lying about another path, lets the stage run.
+  assert.is(lying(base, [{ nr: NR.openat, path: "/nonexistent", errno: EACCES }]).stdout, "ran\n");
+});
+
+test("a /proc/self/status without a capability line is a difference (70), not a capability set of 0", () => {
+  const dir = mkdtempSync(join(tmpdir(), "verifier-"));
+  try {
+    chmodSync(dir, 0o755);
+    const status = spawnSync(NNP[0]!, [...NNP.slice(1), "/bin/cat", "/proc/self/status"], { encoding: "utf8" }).stdout;
+    const without = join(dir, "status");
+    writeFileSync(without, status.replace(/^CapInh:.*\n/m, ""), { mode: 0o644 });
+    refused(lying(base, [{ nr: NR.openat, path: "/proc/self/status", file: without }]), 70, differs("CapInh missing from /proc/self/status"));
+    // The control: the whole status, served the same way, passes.
+    writeFileSync(without, status);
+    assert.is(lying(base, [{ nr: NR.openat, path: "/proc/self/status", file: without }]).stdout, "ran\n");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("RLIMIT_NPROC that the kernel will not set is refused (71), before the fork probe and after it", () => {
+  const request = { ...base, nproc: 100 };
+  const line = agentLine("prlimit64 RLIMIT_NPROC 100 failed: EPERM; pass an --nproc no higher than the service's own hard limit (ulimit -Hu)");
+  // prlimit64(0, RLIMIT_NPROC, ...): the limit + 2 (then the limit itself, only when that failed) before the probe, the limit after it.
+  refused(lying(request, [{ nr: NR.prlimit64, arg: [1, 6], calls: [1, 2], errno: 1 }]), 71, line);
+  refused(lying(request, [{ nr: NR.prlimit64, arg: [1, 6], calls: [2], errno: 1 }]), 71, line);
+  assert.is(lying(request, [{ nr: NR.prlimit64, arg: [1, 6], calls: [1], errno: 1 }]).stdout, "ran\n", "the control: the limit itself is set after the limit + 2 fails");
+});
+
+test("the fork probe: EAGAIN is the agent uid over --nproc (75), another errno a failed fork (71)", () => {
+  const request = { ...base, nproc: 100 };
+  refused(lying(request, [{ nr: NR.clone, errno: 11 }]), 75, agentLine("the agent uid already runs more than 100 tasks (--nproc 100); try again when agent work has ended, or spawn with a higher --nproc"));
+  refused(lying(request, [{ nr: NR.clone, errno: 12 }]), 71, agentLine(`fork failed: ENOMEM; ${KERNEL_FIX}`));
+});
+
+test("the signal action: a kill(2) that fails otherwise than ESRCH or EPERM is refused (71)", () => {
+  refused(lying(asSignal(base, 999999), [{ nr: NR.kill, errno: EINVAL }]), 71, agentLine("kill -TERM -999999 failed: EINVAL; report this with the command line used"));
+});
+
+test("rt_sigprocmask that fails is refused (71): the command never starts with signals blocked", () => {
+  refused(lying(base, [{ nr: NR.rtSigprocmask, arg: [0, 2], errno: EINVAL }]), 71, agentLine(`rt_sigprocmask failed: EINVAL; ${KERNEL_FIX}`));
+});
+
+test("a private job whose HOME or TMPDIR cannot be made fresh is refused (77)", () => {
+  const lease = "/run/clankie-private/98";
+  if (existsSync(lease)) rmSync(lease, { recursive: true, force: true });
+  const request = { ...base, confinement: confinementKeys({ ...NO_EXTRA_CONFINEMENT, privateDir: lease }), privateDir: lease };
+  refused(stage(request), 77, agentLine(`the private job cannot make ${lease}/home (ENOENT); spawn it again: each private job gets a fresh lease`));
+});
+
+test("a kernel without Landlock or seccomp filters: confine=strict and network=none are refused (77), best effort runs", () => {
+  const strict = withKey(CONFINED, "confine", "strict");
+  const offline = confinementKeys({ ...NO_EXTRA_CONFINEMENT, network: "none" });
+  const noLandlock = [{ nr: NR.landlockCreateRuleset, errno: 38 }];
+  const noSeccomp = [{ nr: NR.prctl, arg: [0, 22] as const, errno: EINVAL }];
+  refused(lying({ ...base, confinement: strict }, noLandlock), 77, agentLine(`agent confinement: the kernel offers no Landlock (ENOSYS); ${CONFINEMENT_FIX}`));
+  refused(lying({ ...base, confinement: strict }, noSeccomp), 77, agentLine(`agent confinement: the kernel refused the seccomp filter (EINVAL); ${CONFINEMENT_FIX}`));
+  refused(
+    lying({ ...base, confinement: offline }, noSeccomp),
+    77,
+    agentLine("agent confinement: the kernel refused the seccomp filter (EINVAL) that keeps agent work off the network; run it where seccomp filters can be installed (CONFIG_SECCOMP_FILTER, an engine that allows prctl PR_SET_SECCOMP), or spawn without --no-network"),
+  );
+  // The controls: best effort runs under what remains.
+  assert.is(lying(base, noLandlock).stdout, "ran\n");
+  assert.is(lying(base, noSeccomp).stdout, "ran\n");
+});
+
+test("a kernel whose seccomp install answers 0 and installs nothing is refused (70): TIOCSTI must answer EPERM", () => {
+  refused(lying(base, [{ nr: NR.prctl, arg: [0, 22], value: 0 }]), 70, differs("its seccomp filter is not in force (ioctl TIOCSTI: EBADF)"));
+});
+
+test("a kernel whose landlock_restrict_self answers 0 and enforces nothing is refused (70): /proc/self/oom_score_adj must not open for writing", () => {
+  refused(lying(base, [{ nr: NR.landlockRestrictSelf, value: 0 }]), 70, differs("its Landlock domain lets it open /proc/self/oom_score_adj for writing"));
+});
+
+test("landlock_create_ruleset, landlock_add_rule (a path, a port) and landlock_restrict_self that fail are refused (71)", () => {
+  refused(lying(base, [{ nr: NR.landlockCreateRuleset, arg: [2, 0], errno: EINVAL }]), 71, agentLine(`landlock_create_ruleset failed: EINVAL; ${KERNEL_FIX}`));
+  const path = lying(base, [{ nr: NR.landlockAddRule, arg: [1, 1], errno: EINVAL }]);
+  assert.match(path.stderr, new RegExp(`^clankie-agent-exec: landlock_add_rule /\\S* failed: EINVAL; ${KERNEL_FIX.replace(/[()]/g, "\\$&")}\\n$`));
+  assert.is(path.status, 71);
+  const ports = { ...base, confinement: confinementKeys({ ...NO_EXTRA_CONFINEMENT, denyConnect: [8081] }) };
+  assert.is(stage(ports).stdout, "ran\n", "the control: the port rules apply");
+  const port = lying(ports, [{ nr: NR.landlockAddRule, arg: [1, 2], errno: EINVAL }]);
+  assert.match(port.stderr, new RegExp(`^clankie-agent-exec: landlock_add_rule port \\d+ failed: EINVAL; ${KERNEL_FIX.replace(/[()]/g, "\\$&")}\\n$`));
+  assert.is(port.status, 71);
+  refused(lying(base, [{ nr: NR.landlockRestrictSelf, errno: 1 }]), 71, agentLine(`landlock_restrict_self failed: EPERM; ${KERNEL_FIX}`));
+});
+
+test("a path the service named that is missing is refused (77), one reached through a symbolic link (65)", () => {
+  const dir = mkdtempSync(join(tmpdir(), "verifier-"));
+  try {
+    chmodSync(dir, 0o755);
+    const missing = join(dir, "missing");
+    refused(stage({ ...base, confinement: confinementKeys({ ...NO_EXTRA_CONFINEMENT, allowRead: [missing] }) }), 77, agentLine(`agent confinement: cannot open ${missing} as the agent (ENOENT); name a path that exists and the agent can reach`));
+    mkdirSync(join(dir, "real"));
+    symlinkSync(join(dir, "real"), join(dir, "link"));
+    refused(stage({ ...base, confinement: confinementKeys({ ...NO_EXTRA_CONFINEMENT, allowWrite: [join(dir, "link")] }) }), 65, agentLine(`agent confinement: ${join(dir, "link")} leads to ${join(dir, "real")}; name the path itself, without symbolic links`));
+    // The control: the directory itself is taken.
+    assert.is(stage({ ...base, confinement: confinementKeys({ ...NO_EXTRA_CONFINEMENT, allowWrite: [join(dir, "real")] }) }).stdout, "ran\n");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+rootTest(test, "a private job whose guard cannot be set up is refused: pidfd_open, pipe, either fork, the nested domain", () => {
+  const lease = `/run/clankie-private/${40 + ((process.pid + 7) % 50)}`;
+  const fresh = () => {
+    rmSync(lease, { recursive: true, force: true });
+    mkdirSync(lease, { recursive: true });
+  };
+  const request = { ...base, confinement: confinementKeys({ ...NO_EXTRA_CONFINEMENT, privateDir: lease }), privateDir: lease };
+  const fix = "try again when agent work has ended, or spawn with a higher --nproc";
+  const cases: [Lie[], number, string][] = [
+    [[{ nr: NR.pidfdOpen, errno: 1 }], 71, `pidfd_open of the private job failed: EPERM; ${PRIVATE_FIX}`],
+    [[{ nr: NR.pipe2, errno: 24 }, { nr: NR.pipe, errno: 24 }], 71, `pipe failed: EMFILE; ${KERNEL_FIX}`],
+    [[{ nr: NR.clone, calls: [1], errno: 11 }], 75, `fork of the private job's guard failed: EAGAIN; ${fix}`],
+    [[{ nr: NR.clone, calls: [2], errno: 11 }], 75, `fork of the private job's guard failed; ${fix}`],
+    [[{ nr: NR.landlockRestrictSelf, calls: [2], errno: 1 }], 71, `landlock_restrict_self of the private job's nested domain failed: EPERM; ${KERNEL_FIX}`],
+  ];
+  try {
+    for (const [lies, status, line] of cases) {
+      fresh();
+      refused(lying(request, lies), status, agentLine(line));
+    }
+    fresh();
+    assert.is(stage(request).stdout, "ran\n", "the control");
+  } finally {
+    rmSync(lease, { recursive: true, force: true });
+  }
+});
+
+/*
+ * The cleanup stage as uid 65533 with group G (root starts it), over a lease
+ * of its own in /run/clankie-private, from an empty directory (without its
+ * chdir into the lease it would walk where it was started): a process
+ * holding G is one it must end, and one of uid 65534 one it cannot.
+ */
+function cleanupFixture(index: number) {
+  const uid = 65533;
+  const group = 4_000_000 + (process.pid % 1000) + index;
+  const lease = `/run/clankie-private/${index}`;
+  const empty = mkdtempSync(join(tmpdir(), "verifier-"));
+  chmodSync(empty, 0o755);
+  rmSync(lease, { recursive: true, force: true });
+  mkdirSync(join(lease, "sub"), { recursive: true });
+  spawnSync("/bin/chown", ["-R", `${uid}:${group}`, lease]);
+  const request: StageRequest = { ...base, uid, gid: uid, groups: [group], caps: { inh: 0n, prm: 0n, eff: 0n, amb: 0n }, role: "cleanup", keepFds: [], lease, group, action: { path: "/bin/true", argv: ["true"] } };
+  const as = ["/usr/bin/setpriv", `--reuid=${uid}`, `--regid=${uid}`, `--groups=${group}`, "--inh-caps=-all"];
+  const holder = (holderUid: number) => spawn("/usr/bin/setpriv", [`--reuid=${holderUid}`, `--regid=${holderUid}`, `--groups=${group}`, "/bin/sleep", "30"], { stdio: "ignore" });
+  const cleanup = () => {
+    rmSync(lease, { recursive: true, force: true });
+    rmSync(empty, { recursive: true, force: true });
+  };
+  return { request, as, lease, group, holder, cleanup, empty };
+}
+
+rootTest(test, "the cleanup stage: a holder of the group it cannot end is refused (71) after 4 s, never left holding it", async () => {
+  const f = cleanupFixture(96);
+  const foreign = f.holder(65534);
+  try {
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    refused(stage(f.request, { wrap: f.as, cwd: f.empty }), 71, agentLine(`processes holding group ${f.group} keep appearing; stop the private job (clankie-agent-exec --signal KILL --pgid PGID) and try again`));
+    assert.is(foreign.exitCode, null, "it lives on");
+  } finally {
+    foreign.kill("SIGKILL");
+    f.cleanup();
+  }
+});
+
+rootTest(test, "the cleanup stage: /proc that cannot be listed, a pidfd it cannot open or signal through, a lease it cannot walk: each refused (71)", async () => {
+  const f = cleanupFixture(97);
+  try {
+    refused(lying(f.request, [{ nr: NR.openat, path: "/proc", errno: EACCES }], f.as, f.empty), 71, agentLine("open /proc failed: EACCES; mount /proc in the container"));
+    refused(lying(f.request, [{ nr: NR.chdir, calls: [1], errno: EACCES }], f.as, f.empty), 71, agentLine(`chdir ${f.lease} failed: EACCES; ${KERNEL_FIX}`));
+    refused(lying(f.request, [{ nr: NR.chdir, calls: [3], errno: EACCES }], f.as, f.empty), 71, agentLine(`chdir .. in ${f.lease} failed: EACCES; ${KERNEL_FIX}`));
+    for (const [lie, line] of [
+      [(pid: number): Lie => ({ nr: NR.pidfdOpen, arg: [0, pid], errno: 1 }), "pidfd_open of process PID failed: EPERM; run private jobs on Linux 5.3 or later under a seccomp profile that allows pidfd_open and pidfd_send_signal (Docker's default does)"],
+      [(): Lie => ({ nr: NR.pidfdSendSignal, errno: EINVAL }), `pidfd_send_signal to process PID failed: EINVAL; ${KERNEL_FIX}`],
+    ] as const) {
+      // A holder of the stage's own uid, which it would end: it waits 2 s before it kills.
+      const own = f.holder(65533);
+      try {
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        refused(lying(f.request, [lie(own.pid!)], f.as, f.empty), 71, agentLine(line.replace("PID", String(own.pid))));
+      } finally {
+        own.kill("SIGKILL");
+      }
+    }
+    // The control: no lie, no holder: the lease is walked and the command runs.
+    const control = stage(f.request, { wrap: f.as, cwd: f.empty });
+    assert.is(control.stderr, "");
+    assert.is(control.status, 0);
+  } finally {
+    f.cleanup();
   }
 });
 

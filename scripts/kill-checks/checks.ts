@@ -1,0 +1,239 @@
+// Every security check of the verification stage (src/stage/stage.pl), the
+// spawn shim (src/agent-exec/*.ts) and the private-job code (the shim's
+// private-job.ts, the stage's [private] and [cleanup] sections,
+// src/service/private-release.ts), each with the edit that deletes it and the
+// tests that must fail once it is gone. scripts/kill-checks.mjs applies each
+// edit in a copy of the tree and runs those tests; test/unit/project/
+// kill-checks.test.ts holds this list to the code: every site SITES finds lies
+// in exactly one check's snippet, so a new check without an entry here fails.
+//
+// A check is a site that stops the run on a condition it tests, or names a
+// difference a post-check refuses:
+//   stage.pl   refuse(), usage(), proc_failed(), $short->() and $fail->() calls
+//              (not the subs that define them), push @found / @stray
+//   the shim   throw new Refusal, throw usage(), a refusal line written with
+//              formatRefusal, and the exec rules asked of the tools it runs
+//              (prepareExec)
+// Not a check: osCall and osFailure, which name the call that failed, errno
+// and path, in the message of a failure that stops the run either way.
+//
+// An entry: id; file; find, an exact snippet found once in the file; to,
+// when given, the end of the cut (the first occurrence after find, included);
+// replace (default: nothing); tests, per test file the names of the tests to
+// run (every test of the file when the list is empty).
+
+import { spawnSync } from "node:child_process";
+
+export interface Check {
+  id: string;
+  file: string;
+  find: string;
+  to?: string | null;
+  replace?: string;
+  /** Per test file, the names of the tests to run; an empty list runs every test of the file. */
+  tests: Record<string, string[]>;
+}
+
+/** What a check site looks like, per file: a match is one site (definitions excluded by SITE_EXCLUDE). */
+export const SITES: { stage: RegExp; shim: RegExp } = {
+  stage: /\brefuse\(|\busage\(|\bproc_failed\(|\$short->\(|\$fail->\(|\bpush @found\b|\bpush @stray\b/g,
+  shim: /\bthrow new Refusal\(|\bthrow usage\(|\bformatRefusal\(|\bprepareExec\(/g,
+};
+/** Lines that define a refusal helper rather than call it. */
+export const SITE_EXCLUDE = /^\s*sub (refuse|usage|proc_failed) |= sub \{/;
+/** The files whose sites must all be listed. */
+export const SCOPE = ["src/stage/stage.pl", "src/agent-exec/caller.ts", "src/agent-exec/cli.ts", "src/agent-exec/descriptors.ts", "src/agent-exec/git-trust.ts", "src/agent-exec/main.ts", "src/agent-exec/plan.ts", "src/agent-exec/private-job.ts", "src/agent-exec/run.ts", "src/agent-exec/start.ts", "src/service/private-release.ts"];
+
+/** [start, end) of the check's snippet in `text`, or a reason it cannot be cut. */
+export function snippetSpan(text: string, check: Check): { start: number; end: number; problem?: undefined } | { problem: string } {
+  const start = text.indexOf(check.find);
+  if (start < 0) return { problem: "snippet not found" };
+  if (text.indexOf(check.find, start + 1) >= 0) return { problem: "snippet found more than once" };
+  if (check.to === undefined || check.to === null) return { start, end: start + check.find.length };
+  const to = text.indexOf(check.to, start + check.find.length);
+  if (to < 0) return { problem: `end ${JSON.stringify(check.to)} not found after the snippet` };
+  return { start, end: to + check.to.length };
+}
+
+export function deleteCheck(text: string, check: Check): string {
+  const span = snippetSpan(text, check);
+  if (span.problem !== undefined) throw new Error(`${check.id}: ${span.problem} in ${check.file}`);
+  return text.slice(0, span.start) + (check.replace ?? "") + text.slice(span.end);
+}
+
+/**
+ * Why `text`, an edited `file`, would not compile, or undefined: an edit that
+ * broke the syntax would fail every test and pass for a killed check. perl -c
+ * for stage.pl (system call numbers filled in), esbuild's parser for the shim.
+ */
+export function syntaxProblem(file: string, text: string, transform: (code: string) => unknown): string | undefined {
+  if (file.endsWith(".pl")) {
+    const program = text.replace(/@([a-zA-Z]+)@/g, "1");
+    const result = spawnSync("/usr/bin/perl", ["-T", "-C0", "-c", "-e", program], { encoding: "utf8" });
+    return result.stderr === "-e syntax OK\n" ? undefined : result.stderr.trim();
+  }
+  try {
+    transform(text);
+    return undefined;
+  } catch (error) {
+    return String((error as Error).message).split("\n").slice(0, 3).join(" ");
+  }
+}
+
+/** Where each site of `file`'s text starts (comment lines and the helpers' own definitions left out). */
+export function checkSites(file: string, text: string): number[] {
+  const pattern = new RegExp((file.endsWith(".pl") ? SITES.stage : SITES.shim).source, "g");
+  return [...text.matchAll(pattern)].flatMap((match) => {
+    const line = text.slice(text.lastIndexOf("\n", match.index) + 1, text.indexOf("\n", match.index));
+    return SITE_EXCLUDE.test(line) || /^\s*(#|\/\/|\*|\/\*|import )/.test(line) ? [] : [match.index];
+  });
+}
+
+const STAGE = "src/stage/stage.pl";
+const STAGE_TEST = "test/unit/stage/stage.test.ts";
+const AGENT_SANDBOX = "test/sandbox/agent-exec.test.ts";
+const CONFINEMENT_SANDBOX = "test/sandbox/confinement.test.ts";
+const PRIVATE_SANDBOX = "test/sandbox/private-jobs.test.ts";
+const stage = (id: string, find: string, tests: string[], extra: Partial<Check> = {}): Check => ({ id: `stage.${id}`, file: STAGE, find, tests: { [STAGE_TEST]: tests }, ...extra });
+
+export const CHECKS: Check[] = [
+  /* ---- stage.pl: the closed protocol ---- */
+  stage("request.program", String.raw`  usage("program name " . ($name eq "" ? "missing" : $name)) unless $program eq $name;`, ["a program name that is not one is a usage refusal (exit 64)"]),
+  stage("request.role", String.raw` or usage("unknown role " . ($asked eq "" ? "(none)" : $asked))`, ["an unknown role, a command after a signal and a missing command are usage refusals"]),
+  stage("request.argument", String.raw` or usage("unexpected argument $arg")`, ["a malformed stage argument is a usage refusal (exit 64)"]),
+  stage("request.key-of-role", String.raw` or usage("the $role role takes no $key=")`, ["a key of another role, an unknown key or a key given twice is a usage refusal"]),
+  stage("request.form", String.raw` or usage("malformed $arg")`, ["a malformed stage argument is a usage refusal (exit 64)"]),
+  stage("request.twice", String.raw`usage("$key= given twice")`, ["a key of another role, an unknown key or a key given twice is a usage refusal"]),
+  stage("request.missing", String.raw`  usage("missing " . join(" ", map { "$_=" } @missing)) if @missing;`, ["every key of every role is required: leaving one out is a usage refusal, never a skipped check"]),
+  stage("request.signal-command", String.raw`  usage("a command after the signal") if $role eq "signal" && @command;`, ["an unknown role, a command after a signal and a missing command are usage refusals"]),
+  stage("request.no-command", String.raw`  usage("no command") if $role ne "signal" && @command < 2;`, ["an unknown role, a command after a signal and a missing command are usage refusals"]),
+
+  /* ---- stage.pl: processes, session, status ---- */
+  stage("nproc.set-before-probe", String.raw`$set->($n + 2) or $set->($n) or $fail->();`, ["RLIMIT_NPROC that the kernel will not set is refused (71), before the fork probe and after it"], { replace: String.raw`$set->($n + 2) or $set->($n);` }),
+  stage("nproc.set-after-probe", String.raw`  waitpid $pid, 0;
+  $set->($n) or $fail->();`, ["RLIMIT_NPROC that the kernel will not set is refused (71), before the fork probe and after it"], { replace: String.raw`  waitpid $pid, 0;
+  $set->($n);` }),
+  {
+    ...stage("nproc.over", String.raw`    refuse(EXIT_BUSY, "the agent uid already runs more than $n tasks (--nproc $n)", "try again when agent work has ended, or spawn with a higher --nproc") if $! == 11;`, ["the fork probe: EAGAIN is the agent uid over --nproc (75), another errno a failed fork (71)"]),
+  },
+  stage("nproc.fork", String.raw`    refuse(EXIT_OS_ERROR, "fork failed: " . errname(), $KERNEL_FIX);`, ["the fork probe: EAGAIN is the agent uid over --nproc (75), another errno a failed fork (71)"]),
+  stage("session.setsid", String.raw` or refuse(EXIT_LAUNCH_REFUSED, "setsid failed (" . errname() . ")", "spawn the shim in a new session (spawnAgent does) or inside its parent's process group")`, ["session=new from a process-group leader: setsid(2) fails, one line, exit 77"]),
+  stage("status.open", String.raw` or proc_failed("/proc/self/status")`, ["/proc/self/status, /proc/self/stat or /proc/self/fd that cannot be read is refused (71), never taken for empty"]),
+
+  /* ---- stage.pl: the post-check of the privilege change ---- */
+  stage("verify.refuse", String.raw`refuse(EXIT_VERIFY_FAILED, ($role eq "service" ? "$SERVICE_WHAT " : "$AGENT_WHAT ") . join("; ", @differences), $role eq "service" ? $SERVICE_FIX : $AGENT_FIX) if @differences;`, ["each difference is named: uid", "each difference is named: NoNewPrivs", "the service's wording and fix"]),
+  stage("verify.ids", String.raw`push @found, $key . "s " . join(",", @have) . " (want $want{$key} in all four)" if @have != 4 || grep { $_ ne $want{$key} } @have;`, ["each difference is named: uid", "each difference is named: gid"]),
+  stage("verify.groups", String.raw`push @found, "groups " . ($have eq "" ? "none" : $have) . " (want " . ($asked eq "" ? "none" : $asked) . ")" if $have ne $asked;`, ["each difference is named: supplementary groups, compared as sets"]),
+  stage("verify.capability-missing", String.raw`push @found, "Cap$set missing from /proc/self/status"`, ["a /proc/self/status without a capability line is a difference (70), not a capability set of 0"]),
+  stage("verify.capability", String.raw`push @found, sprintf("Cap%s 0x%x (want 0x%x)", $set, hex($have), hex($want{lc $set}))`, ["each difference is named: every capability set; the bounding set of the service", "the service's wording and fix"]),
+  stage("verify.no-new-privs", String.raw`  push @found, "NoNewPrivs " . ($status{NoNewPrivs} // "missing") . " (want 1)" if ($status{NoNewPrivs} // "") ne "1";`, ["each difference is named: NoNewPrivs"]),
+  stage("verify.stat-open", String.raw` or proc_failed("/proc/self/stat")`, ["/proc/self/status, /proc/self/stat or /proc/self/fd that cannot be read is refused (71), never taken for empty"]),
+  stage("verify.session", String.raw`  push @found, "session $field[3] (want its own, $$)" if $field[3] != $$;`, ["each difference is named: a session of its own and no controlling terminal"]),
+  stage("verify.terminal", String.raw`  push @found, "controlling terminal $field[4] (want none)" if $field[4] != 0;`, ["a controlling terminal in a session of its own is refused (70): TIOCSTI needs one"]),
+  stage("verify.fd-list", String.raw` or proc_failed("/proc/self/fd")`, ["/proc/self/status, /proc/self/stat or /proc/self/fd that cannot be read is refused (71), never taken for empty"]),
+  stage("verify.fd-inspect", String.raw`      proc_failed("/proc/self/fdinfo/$n", "; an fd that cannot be inspected is not let through");`, ["an fd the stage cannot inspect is refused, not let through (EMFILE)"], { replace: "      next;" }),
+  stage("verify.fd-stray", String.raw`    push @stray, $n unless $flags & 02000000;`, ["each difference is named: an fd open across exec that was not kept"]),
+
+  /* ---- stage.pl: [signal] ---- */
+  stage("signal.gone", String.raw`  refuse(EXIT_DATA_REFUSED, "no agent process group $want{pgid}", "it has already exited") if $! == 3;`, ["the signal action: delivers the signal to the process group; a group that is gone is exit 65"]),
+  stage("signal.foreign", String.raw`  refuse(EXIT_LAUNCH_REFUSED, "process group $want{pgid} is not the agent's", "only agent work can be signalled through the shim") if $! == 1;`, ["the signal action: a process group of another uid is refused (exit 77) and lives on"]),
+  stage("signal.failed", String.raw`  refuse(EXIT_OS_ERROR, "kill -$want{signal} -$want{pgid} failed: " . errname(), "report this with the command line used");`, ["the signal action: a kill(2) that fails otherwise than ESRCH or EPERM is refused (71)"]),
+
+  /* ---- stage.pl: [cleanup] the end of a private job's lease ---- */
+  stage("cleanup.group", String.raw` or usage("group=$group is not among groups=$want{groups}")`, ["a cleanup stage asked to end a group it does not hold is refused (64) before it looks at a process"]),
+  stage("cleanup.keep-appearing", String.raw`  refuse(EXIT_OS_ERROR, "processes holding group $group keep appearing", "stop the private job (clankie-agent-exec --signal KILL --pgid PGID) and try again");`, ["the cleanup stage: a holder of the group it cannot end is refused (71) after 4 s, never left holding it"]),
+  stage("cleanup.proc", String.raw` or proc_failed("/proc")`, ["the cleanup stage: /proc that cannot be listed, a pidfd it cannot open or signal through, a lease it cannot walk: each refused (71)"]),
+  stage("cleanup.pidfd-open", String.raw`      refuse(EXIT_OS_ERROR, "pidfd_open of process $pid failed: " . errname(), "run private jobs on Linux 5.3 or later under a seccomp profile that allows pidfd_open and pidfd_send_signal (Docker's default does)");`, ["the cleanup stage: /proc that cannot be listed, a pidfd it cannot open or signal through, a lease it cannot walk: each refused (71)"]),
+  stage("cleanup.pidfd-signal", String.raw` or refuse(EXIT_OS_ERROR, "pidfd_send_signal to process $pid failed: " . errname(), $KERNEL_FIX)`, ["the cleanup stage: /proc that cannot be listed, a pidfd it cannot open or signal through, a lease it cannot walk: each refused (71)"]),
+  stage("cleanup.chdir-lease", String.raw` or refuse(EXIT_OS_ERROR, "chdir $want{lease} failed: " . errname(), $KERNEL_FIX)`, ["the cleanup stage: /proc that cannot be listed, a pidfd it cannot open or signal through, a lease it cannot walk: each refused (71)"]),
+  stage("cleanup.chdir-up", String.raw` or refuse(EXIT_OS_ERROR, "chdir .. in $want{lease} failed: " . errname(), $KERNEL_FIX)`, ["the cleanup stage: /proc that cannot be listed, a pidfd it cannot open or signal through, a lease it cannot walk: each refused (71)"]),
+
+  /* ---- stage.pl: signals, directory, a private job's home ---- */
+  stage("signals.mask", String.raw`
+    or refuse(EXIT_OS_ERROR, "rt_sigprocmask failed: " . errname(), $KERNEL_FIX)`, ["rt_sigprocmask that fails is refused (71): the command never starts with signals blocked"]),
+  stage("directory.cwd", String.raw` or refuse(EXIT_LAUNCH_REFUSED, "the agent cannot enter $want{cwd} (" . errname() . ")", "pass a --cwd under /workspace that group clankie-workspace can search")`, ["umask and working directory are set before the exec; a directory it cannot enter refuses (exit 77)"]),
+  stage("private.home", String.raw` or refuse(EXIT_LAUNCH_REFUSED, "the private job cannot make $dir (" . errname() . ")", "spawn it again: each private job gets a fresh lease")`, ["a private job whose HOME or TMPDIR cannot be made fresh is refused (77)"]),
+
+  /* ---- stage.pl: the confinement and its post-checks ---- */
+  stage("confine.no-landlock", String.raw`$short->("the kernel offers no Landlock (" . errname() . ")");`, ["a kernel without Landlock or seccomp filters: confine=strict and network=none are refused (77), best effort runs"]),
+  stage("confine.abi-6", String.raw`$short->("the kernel's Landlock ABI is $abi; scoping needs 6")`, ["a kernel whose Landlock ABI is 5 (no scoping): confine=strict is refused (77); best effort runs under ABI 5's domain"]),
+  stage("confine.offline-seccomp", String.raw`    refuse(EXIT_LAUNCH_REFUSED, "agent confinement: the kernel refused the seccomp filter (" . errname() . ") that keeps agent work off the network", "run it where seccomp filters can be installed (CONFIG_SECCOMP_FILTER, an engine that allows prctl PR_SET_SECCOMP), or spawn without --no-network") if $offline;`, ["a kernel without Landlock or seccomp filters: confine=strict and network=none are refused (77), best effort runs"], { tests: { [STAGE_TEST]: ["a kernel without Landlock or seccomp filters: confine=strict and network=none are refused (77), best effort runs"], [CONFINEMENT_SANDBOX]: ["network none where no seccomp filter can be installed: refused (77, one line), never run with the network"] } }),
+  stage("confine.seccomp", String.raw`    $short->("the kernel refused the seccomp filter (" . errname() . ")");`, ["a kernel without Landlock or seccomp filters: confine=strict and network=none are refused (77), best effort runs"]),
+  stage("confine.tiocsti", String.raw`  refuse(EXIT_VERIFY_FAILED, "$AGENT_WHAT its seccomp filter is not in force (ioctl TIOCSTI: " . errname() . ")", $AGENT_FIX) unless $! == 1;`, ["a kernel whose seccomp install answers 0 and installs nothing is refused (70): TIOCSTI must answer EPERM"], { tests: { [STAGE_TEST]: ["a kernel whose seccomp install answers 0 and installs nothing is refused (70): TIOCSTI must answer EPERM"], [CONFINEMENT_SANDBOX]: ["a kernel whose prctl(PR_SET_SECCOMP) and seccomp(2) answers 0 and does nothing: the stage's check refuses the spawn (70, one line)"] } }),
+  stage("confine.offline-socket", String.raw`    refuse(EXIT_VERIFY_FAILED, "$AGENT_WHAT socket(AF_INET) under network=none " . ($made ? "succeeded" : "failed with " . errname()) . " (want EAFNOSUPPORT)", $AGENT_FIX) if $made || $! != 97;`, ["a filter that lets AF_INET through under network=none is refused (70): the socket must answer EAFNOSUPPORT"]),
+  stage("landlock.create", String.raw`  $ruleset >= 0 or refuse(EXIT_OS_ERROR, "landlock_create_ruleset failed: " . errname(), $KERNEL_FIX);`, ["landlock_create_ruleset, landlock_add_rule (a path, a port) and landlock_restrict_self that fail are refused (71)"], { replace: "" }),
+  stage("landlock.path-open", String.raw`      refuse(EXIT_LAUNCH_REFUSED, "agent confinement: cannot open $path as the agent (" . errname() . ")", "name a path that exists and the agent can reach");`, ["a path the service named that is missing is refused (77), one reached through a symbolic link (65)"]),
+  stage("landlock.path-link", String.raw`      refuse(EXIT_DATA_REFUSED, "agent confinement: $path leads to $real", "name the path itself, without symbolic links");`, ["a path the service named that is missing is refused (77), one reached through a symbolic link (65)"]),
+  stage("landlock.add-path", String.raw`
+      or refuse(EXIT_OS_ERROR, "landlock_add_rule $path failed: " . errname(), $KERNEL_FIX)`, ["landlock_create_ruleset, landlock_add_rule (a path, a port) and landlock_restrict_self that fail are refused (71)"]),
+  stage("landlock.add-port", String.raw`
+        or refuse(EXIT_OS_ERROR, "landlock_add_rule port $port failed: " . errname(), $KERNEL_FIX)`, ["landlock_create_ruleset, landlock_add_rule (a path, a port) and landlock_restrict_self that fail are refused (71)"]),
+  stage("landlock.restrict", String.raw`
+    or refuse(EXIT_OS_ERROR, "landlock_restrict_self failed: " . errname(), $KERNEL_FIX)`, ["landlock_create_ruleset, landlock_add_rule (a path, a port) and landlock_restrict_self that fail are refused (71)"]),
+  stage("landlock.oom", String.raw`  refuse(EXIT_VERIFY_FAILED, "$AGENT_WHAT its Landlock domain lets it open /proc/self/oom_score_adj for writing", $AGENT_FIX)
+    if sysopen $oom, "/proc/self/oom_score_adj", 1;`, ["a kernel whose landlock_restrict_self answers 0 and enforces nothing is refused (70): /proc/self/oom_score_adj must not open for writing"], { tests: { [STAGE_TEST]: ["a kernel whose landlock_restrict_self answers 0 and enforces nothing is refused (70): /proc/self/oom_score_adj must not open for writing"], [CONFINEMENT_SANDBOX]: ["a kernel whose landlock_restrict_self answers 0 and does nothing: the stage's check refuses the spawn (70, one line)"] } }),
+
+  /* ---- stage.pl: [private] a private job's guard ---- */
+  stage("guard.pidfd", String.raw`  $pidfd >= 0 or refuse(EXIT_OS_ERROR, "pidfd_open of the private job failed: " . errname(), $PRIVATE_FIX);`, ["a private job whose guard cannot be set up is refused: pidfd_open, pipe, either fork, the nested domain"]),
+  stage("guard.pipe", String.raw` or refuse(EXIT_OS_ERROR, "pipe failed: " . errname(), $KERNEL_FIX)`, ["a private job whose guard cannot be set up is refused: pidfd_open, pipe, either fork, the nested domain"]),
+  stage("guard.fork", String.raw`  defined $parent or refuse($! == 11 ? EXIT_BUSY : EXIT_OS_ERROR, "fork of the private job's guard failed: " . errname(), $fix);`, ["a private job whose guard cannot be set up is refused: pidfd_open, pipe, either fork, the nested domain"]),
+  stage("guard.fork-guard", String.raw`  refuse($? == 0 ? EXIT_BUSY : EXIT_OS_ERROR, "fork of the private job's guard failed", $fix) if ($guard // 0) <= 0;`, ["a private job whose guard cannot be set up is refused: pidfd_open, pipe, either fork, the nested domain"]),
+  stage("guard.nested-domain", String.raw`
+    or refuse(EXIT_OS_ERROR, "landlock_restrict_self of the private job's nested domain failed: " . errname(), $KERNEL_FIX)`, ["a private job whose guard cannot be set up is refused: pidfd_open, pipe, either fork, the nested domain"]),
+  stage("guard.signal", String.raw`  refuse(EXIT_VERIFY_FAILED, "$AGENT_WHAT it can signal its guard (process $guard: " . (kill(0, $guard) ? "allowed" : errname()) . ", want EPERM)", $AGENT_FIX)
+    if kill(0, $guard) || $! != 1;`, ["a private job whose nested domain the kernel only claims to apply is refused (70): it must not signal its guard"]),
+
+  /* ---- stage.pl: exec ---- */
+  stage("exec.failed", String.raw`  refuse($! == 2 ? EXIT_NOT_FOUND : EXIT_NOT_EXECUTABLE, "cannot execute $path: " . errname(), "check the command's path and permissions");`, ["a command that cannot be executed: 127 when missing, 126 otherwise, one line each"]),
+];
+
+const CALLER_TEST: Record<string, string[]> = { "test/unit/agent-exec/caller.test.ts": ["refusals, each with its exit code and fix"] };
+const CLI_TEST: Record<string, string[]> = { "test/unit/agent-exec/cli.test.ts": [] };
+const shim = (id: string, file: string, find: string, tests: Record<string, string[]>, to: string | null = ");"): Check => ({ id: `shim.${id}`, file, find, to, replace: "{}", tests });
+
+CHECKS.push(
+  /* ---- the shim: its caller ---- */
+  shim("caller.root", "src/agent-exec/caller.ts", 'throw new Refusal(EXIT.launchRefused, "started by root"', CALLER_TEST),
+  shim("caller.agent", "src/agent-exec/caller.ts", "throw new Refusal(EXIT.launchRefused, `started by the agent uid", CALLER_TEST),
+  shim("caller.uid", "src/agent-exec/caller.ts", "throw new Refusal(EXIT.launchRefused, `started by uid", CALLER_TEST),
+  shim("caller.capabilities", "src/agent-exec/caller.ts", "throw new Refusal(\n      EXIT.launchRefused,\n      `the service holds no", CALLER_TEST, "\n    );"),
+  shim("caller.no-new-privs", "src/agent-exec/caller.ts", 'throw new Refusal(EXIT.launchRefused, "NoNewPrivs is not set for the service"', CALLER_TEST),
+
+  /* ---- the shim: its command line ---- */
+  shim("cli.signal-name", "src/agent-exec/cli.ts", "throw usage(program, `--signal needs one of", CLI_TEST),
+  shim("cli.signal-option", "src/agent-exec/cli.ts", "throw usage(program, `unknown option ${JSON.stringify(name)} with --signal`", CLI_TEST),
+  shim("cli.signal-pgid", "src/agent-exec/cli.ts", 'throw usage(program, "--signal needs --pgid"', CLI_TEST),
+  shim("cli.cleanup-alone", "src/agent-exec/cli.ts", 'throw usage(program, "--private-cleanup takes no other option"', CLI_TEST),
+  shim("cli.extra-path", "src/agent-exec/cli.ts", 'throw usage(program, `${option} ${JSON.stringify(value ?? "")} ${problem}`', CLI_TEST),
+  shim("cli.cwd", "src/agent-exec/cli.ts", "throw usage(program, `--cwd needs an absolute directory", CLI_TEST),
+  shim("cli.env-name", "src/agent-exec/cli.ts", "throw usage(program, `--env needs a variable name", CLI_TEST),
+  shim("cli.env-code", "src/agent-exec/cli.ts", "throw usage(program, `--env ${value}: variables that load code are never passed`", CLI_TEST),
+  shim("cli.flag-value", "src/agent-exec/cli.ts", "throw usage(program, `${name} takes no value`", CLI_TEST),
+  shim("cli.unknown-option", "src/agent-exec/cli.ts", "throw usage(program, `unknown option ${JSON.stringify(name)}`, `put", CLI_TEST),
+  shim("cli.dashes-before", "src/agent-exec/cli.ts", "throw usage(program, `missing -- before the command ${", CLI_TEST),
+  shim("cli.dashes", "src/agent-exec/cli.ts", 'throw usage(program, "missing -- before the command"', CLI_TEST),
+
+  /* ---- the shim: kept fds ---- */
+  shim("fds.keep-open", "src/agent-exec/descriptors.ts", "throw new Refusal(EXIT.usage, `--keep-fd ${fd}: fd ${fd} is not open`", { "test/unit/agent-exec/descriptors.test.ts": ["checkKeptDescriptors: an fd that is not open, or is close-on-exec, is refused (64)"] }),
+  shim("fds.keep-cloexec", "src/agent-exec/descriptors.ts", "throw new Refusal(EXIT.usage, `--keep-fd ${fd}: fd ${fd} is close-on-exec here", { "test/unit/agent-exec/descriptors.test.ts": ["checkKeptDescriptors: an fd that is not open, or is close-on-exec, is refused (64)"] }),
+
+  /* ---- the shim: its session, its tools, the signal's target ---- */
+  shim("run.terminal", "src/agent-exec/run.ts", 'throw new Refusal(EXIT.launchRefused, "the shim leads a session that has a controlling terminal"', { [AGENT_SANDBOX]: ["a shim that leads a session with a controlling terminal is refused (77, one line) before the drop; without the terminal it runs"] }),
+  shim("run.group-leader", "src/agent-exec/run.ts", 'throw new Refusal(EXIT.launchRefused, "the shim leads a process group but not a session', { [AGENT_SANDBOX]: ["a shim that leads its process group but not a session is refused (77, one line) before the drop"] }),
+  shim("run.perl-rules", "src/agent-exec/run.ts", "prepareExec({ command: TOOLS.perl, args: [], env: {}, trustedUids: [0] });", { [AGENT_SANDBOX]: ["a perl that others could write is refused by the shim's own exec rules (126, one line) although the launch trusted it"] }, null),
+  shim("run.own-group", "src/agent-exec/run.ts", "throw new Refusal(EXIT.usage, `--pgid ${request.pgid} is the process group of clankie-agent-exec", { "test/sandbox/agent-stop.test.ts": ["signalAgent given the service's own process group: exit 64, one line; control: as the agent the kill reaches only the caller and reports success"] }),
+
+  /* ---- the private-job code: the lease ---- */
+  shim("private.dir-missing", "src/agent-exec/private-job.ts", "throw new Refusal(EXIT.launchRefused, `${PRIVATE_DIR} is missing", { [PRIVATE_SANDBOX]: ["a private spawn without the pool's groups (67) or without /run/clankie-private (77) is refused, one line each"] }),
+  shim("private.dir-mode", "src/agent-exec/private-job.ts", "throw new Refusal(EXIT.launchRefused, `${PRIVATE_DIR} is not a directory of", { [PRIVATE_SANDBOX]: ["/run/clankie-private that is not node's 0711 directory refuses a private spawn (77, one line); closed again, the spawn runs"] }),
+  shim("private.no-pool", "src/agent-exec/private-job.ts", "throw new Refusal(EXIT.noUser, `no ${PRIVATE_GROUP_PREFIX}N group is defined", { [PRIVATE_SANDBOX]: ["a private spawn without the pool's groups (67) or without /run/clankie-private (77) is refused, one line each"] }),
+  shim("private.busy", "src/agent-exec/private-job.ts", "throw new Refusal(EXIT.busy, `all ${ids.privateGroups.length} private-job groups are leased", { [PRIVATE_SANDBOX]: ["a pool of one: a lease nobody released is taken back when no process holds its group; while one runs, the next is refused (75)"] }),
+  shim("private.release-wait", "src/agent-exec/private-job.ts", "throw new Refusal(EXIT.busy, `the lease of group ${group.gid} has been being released", { [PRIVATE_SANDBOX]: ["a release by hand whose lease another release holds for over a minute is refused (75, one line)"] }),
+  shim("private.release-rules", "src/agent-exec/private-job.ts", "for (const tool of [TOOLS.perl, TOOLS.find]) prepareExec({ command: tool, args: [], env: {}, trustedUids: [0] });", { [PRIVATE_SANDBOX]: ["a release by hand: no lease recorded (65), a link that names no group of the pool (65), a find that others could write (126), one line each"] }, null),
+  shim("private.cleanup-error", "src/agent-exec/private-job.ts", "throw new Refusal(EXIT.osError, `the cleanup of ${lease.dir} failed: ${run.error}`", { [PRIVATE_SANDBOX]: ["a cleanup stage that cannot be run, or is killed, fails the release (71, one line) and leaves the lease"] }),
+  shim("private.cleanup-killed", "src/agent-exec/private-job.ts", "throw new Refusal(EXIT.osError, `the cleanup stage of ${lease.dir} was killed by ${run.signal}`", { [PRIVATE_SANDBOX]: ["a cleanup stage that cannot be run, or is killed, fails the release (71, one line) and leaves the lease"] }),
+  shim("private.still-held", "src/agent-exec/private-job.ts", "writeLine(2, formatRefusal(`a process still holds group ${lease.group}", { [PRIVATE_SANDBOX]: ["a release whose group a process still holds after the cleanup stage is refused (75) and the lease stays"] }, "));"),
+  shim("private.no-lease", "src/agent-exec/private-job.ts", "throw new Refusal(EXIT.dataRefused, `no private lease is recorded for job ${pid}`", { [PRIVATE_SANDBOX]: ["a release by hand: no lease recorded (65), a link that names no group of the pool (65), a find that others could write (126), one line each"] }),
+  shim("private.bad-link", "src/agent-exec/private-job.ts", "throw new Refusal(EXIT.dataRefused, `${pidLink(pid)} names ${JSON.stringify(index)}, no group of the pool`", { [PRIVATE_SANDBOX]: ["a release by hand: no lease recorded (65), a link that names no group of the pool (65), a find that others could write (126), one line each"] }),
+  shim("private.job-runs", "src/agent-exec/private-job.ts", "throw new Refusal(\n        EXIT.busy,\n        `process ${pid} runs and holds the lease's group", { [PRIVATE_SANDBOX]: ["the release of a job whose pid a running private job has is refused (75): that job lives on with its lease, and is released at its own end"] }, "\n      );"),
+);
