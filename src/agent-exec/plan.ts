@@ -64,6 +64,8 @@ export interface AgentExecChain extends ChainBase {
   needSetsid: boolean;
   cwd: string;
   confinement: ConfinementRequest;
+  /** The service's started marker (CLANKIE_STARTED_FD): the stage writes "S" to it just before it execs the command, close-on-exec. */
+  startedFd?: number | undefined;
   /** An absolute path, then argv with argv[0]. */
   action: { path: string; argv: readonly string[] };
   /** A private job: its group joins the agent's, and confinement.privateDir is its directory. */
@@ -124,6 +126,7 @@ export function agentChainArgv(ids: Identities, chain: AgentChain): string[] {
         cwd: chain.cwd,
         confinement: confinementKeys(chain.lease === undefined ? chain.confinement : { ...chain.confinement, privateDir: chain.lease.dir }),
         privateDir: chain.lease?.dir,
+        startedFd: chain.startedFd,
         action: chain.action,
       })
     : isCleanupChain(chain)

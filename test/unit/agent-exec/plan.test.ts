@@ -31,7 +31,7 @@ const PREFIX = [
 const RUN: AgentExecChain = { needSetsid: true, nproc: 512, cwd: "/workspace/project", keepFds: [], confinement: NO_EXTRA_CONFINEMENT, action: { path: "/usr/bin/git", argv: ["git", "status"] } };
 
 /** The end of every chain of RUN: umask, working directory, confinement, then git status. */
-const TAIL = ["umask=0002", "cwd=/workspace/project", ...CONFINED, "private=", "--", "/usr/bin/git", "git", "status"];
+const TAIL = ["umask=0002", "cwd=/workspace/project", ...CONFINED, "private=", "started=", "--", "/usr/bin/git", "git", "status"];
 
 test("agentGroups: the agent's own group and clankie-workspace, nothing else", () => {
   assert.equal(agentGroups(ids), [1001, 1002]);
@@ -65,6 +65,12 @@ test("the chain without setsid (the shim already leads its own session), with ke
     "fds=17,20",
     ...TAIL,
   ]);
+});
+
+test("the started marker (CLANKIE_STARTED_FD) reaches the stage as started=N, kept apart from fds=", () => {
+  const argv = agentChainArgv(ids, { ...RUN, keepFds: [18], startedFd: 17 });
+  assert.ok(argv.includes("fds=18"), argv.join(" "));
+  assert.equal(argv.slice(argv.indexOf("private="), argv.indexOf("--", argv.indexOf("private="))), ["private=", "started=17"]);
 });
 
 test("the signal role: no nproc, no session, no umask, cwd or confinement; the stage signals the group and no command follows", () => {
@@ -165,7 +171,7 @@ test("a command runs confined: the stage gets the confinement keys after the oth
   const at = argv.indexOf("confine=strict");
   assert.ok(at > 0);
   assert.equal(argv.slice(at, at + keys.length), keys);
-  assert.equal(argv.slice(at + keys.length), ["private=", "--", "/usr/bin/git", "git", "status"]);
+  assert.equal(argv.slice(at + keys.length), ["private=", "started=", "--", "/usr/bin/git", "git", "status"]);
 });
 
 test.run();
