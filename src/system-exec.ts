@@ -4,6 +4,7 @@
  * execa, under the exec rules of src/exec/rules.ts. Not part of the single
  * executable, whose roles use src/exec/ directly.
  */
+import type { Readable } from "node:stream";
 import { execa, type Options as ExecaOptions, type Result, type ResultPromise, type Subprocess } from "execa";
 import { AGENT_EXEC_PATH, ENTRYPOINT_NAME, EXIT, INSTALL_DIR, STARTED_FD_VARIABLE, TOOLS } from "./constants.ts";
 import { isCodeLoadingVariable } from "./exec/environment.ts";
@@ -98,7 +99,7 @@ export interface SpawnAgentOptions extends Omit<SystemExecOptions, "cwd" | "deta
   cwd?: string;
   /** Variables for the agent, by value: they reach the shim through its environment, never argv. */
   env?: Environment;
-  /** Extra fds (17 or higher: Node marks inherited fds 3-16 close-on-exec at start-up) to hand to the agent. */
+  /** Extra fds (17 or higher: Node marks inherited fds 3-16 close-on-exec at start-up) to hand to the agent, each at its index of `stdio`; the started marker takes the first fd after them. */
   keepFds?: readonly number[];
   /** RLIMIT_NPROC for the agent uid. */
   nproc?: number;
@@ -190,7 +191,7 @@ export function spawnAgent<OptionsType extends SpawnAgentOptions = {}>(command: 
   const { stdio, fd: markerFd } = stdioWithMarker(given);
   for (const name of ["stdin", "stdout", "stderr"]) delete execaOptions[name];
   const subprocess = execa(shimPath, argv, { ...execaOptions, stdio, killSignal: stop.killSignal, env: { ...env, [STARTED_FD_VARIABLE]: String(markerFd) }, extendEnv: false, shell: false, preferLocal: false, detached: true } as unknown as ExecaOptions);
-  const marker = readMarker(subprocess.stdio[markerFd] as import("node:stream").Readable | undefined);
+  const marker = readMarker(subprocess.stdio[markerFd] as Readable | undefined);
   const reported = reportStart(routeKillsThroughShim(subprocess, shimPath, stop), marker);
   return (given.privateJob ? releaseWhenEnded(reported, shimPath) : reported) as unknown as AgentSubprocess<OptionsType>;
 }
