@@ -75,6 +75,8 @@ export interface AgentExecChain extends ChainBase {
 /** The end of a private job's lease: runs no agent code; kills what holds the group, then removes the lease's contents. */
 export interface AgentCleanupChain extends ChainBase {
   action: { cleanup: PrivateLease };
+  /** The started marker of the shim that takes back a lease for its own job: the stage closes it at its exec (Node cannot keep it from the child). */
+  startedFd?: number | undefined;
 }
 
 /** The signal stage: runs no agent code, unconfined so that it reaches every job's domain. */
@@ -130,7 +132,7 @@ export function agentChainArgv(ids: Identities, chain: AgentChain): string[] {
         action: chain.action,
       })
     : isCleanupChain(chain)
-      ? stageArgv({ ...identity, role: "cleanup", lease: chain.action.cleanup.dir, group: chain.action.cleanup.group, action: { path: TOOLS.find, argv: leaseRemovalArgv(chain.action.cleanup.dir) } })
+      ? stageArgv({ ...identity, role: "cleanup", lease: chain.action.cleanup.dir, group: chain.action.cleanup.group, startedFd: chain.startedFd, action: { path: TOOLS.find, argv: leaseRemovalArgv(chain.action.cleanup.dir) } })
       : stageArgv({ ...identity, role: "signal", action: chain.action });
   return [
     TOOLS.setpriv,

@@ -89,6 +89,8 @@ export function runAgentExec(request: Extract<AgentExecRequest, { kind: "run" }>
   // Resolved here, against the fixed PATH or --cwd; whether the agent may
   // execute it is for the kernel to say, as the agent, in the verified stage.
   const path = resolveCommand(request.command[0]!, request.cwd);
+  // Read from the shim's own environment as it came, never from the agent's variables (carried, which uncarried would name back).
+  const startedFd = parseStartedFd(process.env[STARTED_FD_VARIABLE], request.keepFds);
   return execChain(
     ids,
     {
@@ -96,14 +98,13 @@ export function runAgentExec(request: Extract<AgentExecRequest, { kind: "run" }>
       nproc: request.nproc,
       cwd: request.cwd,
       keepFds: request.keepFds,
-      // Read from the shim's own environment as it came, never from the agent's variables (carried, which uncarried would name back).
-      startedFd: parseStartedFd(process.env[STARTED_FD_VARIABLE], request.keepFds),
+      startedFd,
       confinement: request.confinement,
       action: { path, argv: request.command },
     },
     request.oomScoreAdj,
     request.env,
-    request.privateJob ? () => leasePrivateGroup(ids) : undefined,
+    request.privateJob ? () => leasePrivateGroup(ids, startedFd) : undefined,
   );
 }
 

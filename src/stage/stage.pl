@@ -44,7 +44,7 @@ my %ROLE_KEYS = (
   service => [@IDENTITY_KEYS, qw(bnd umask)],
   agent => [@IDENTITY_KEYS, qw(nproc session fds umask cwd confine net scope path port network seccomp seccomp-alone private started)],
   signal => [@IDENTITY_KEYS, qw(fds signal pgid)],
-  cleanup => [@IDENTITY_KEYS, qw(fds lease group)],
+  cleanup => [@IDENTITY_KEYS, qw(fds lease group started)],
 );
 my %REPEATED = (path => 1, port => 1);
 my $HEX = qr/[0-9a-f]{1,16}/;
@@ -545,16 +545,23 @@ sub watch_job {
 sub exec_command {
   my ($path, @argv) = @command;
   my @envp = map { /\A(.*)\z/s; $1 } map { /\ACLANKIE_ENV_(.+)\z/s ? "$1=$ENV{$_}" : () } sort keys %ENV;
-  my $marker = $role eq "agent" && $want{started} ne "" ? $want{started} + 0 : -1;
+  my $marker = ($want{started} // "") ne "" ? $want{started} + 0 : -1;
+  # Only the agent's command is what the marker reports on: a cleanup stage
+  # (a lease the shim takes back before its own job starts) gets the
+  # shim's marker too, since Node cannot close it for the child it spawns,
+  # and only closes it at its exec.
+  my $reports = $role eq "agent" && $marker >= 0;
   # syscall() hands a string on as a pointer it may write to: a variable, not a literal.
   my ($start, $failed) = ("S", "F");
   if ($marker >= 0) {
     syscall(@fcntl@, $marker, 2, 1) == 0 or refuse(EXIT_OS_ERROR, "fcntl F_SETFD of the started marker (fd $marker) failed: " . errname(), $KERNEL_FIX);
+  }
+  if ($reports) {
     syscall(@write@, $marker, $start, 1) == 1 or refuse(EXIT_OS_ERROR, "write to the started marker (fd $marker) failed: " . errname(), "keep the marker pipe's read end open until the spawn has settled (spawnAgent does)");
   }
   syscall(@execve@, $path, pack("p*", @argv, undef), pack("p*", @envp, undef));
   my $errno = $! + 0;
-  syscall(@write@, $marker, $failed, 1) if $marker >= 0;
+  syscall(@write@, $marker, $failed, 1) if $reports;
   $! = $errno;
   refuse($errno == 2 ? EXIT_NOT_FOUND : EXIT_NOT_EXECUTABLE, "cannot execute $path: " . errname(), "check the command's path and permissions");
 }

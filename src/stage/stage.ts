@@ -92,6 +92,8 @@ export interface CleanupStageRequest extends StageIdentity {
   keepFds: readonly number[];
   lease: string;
   group: number;
+  /** The run's started marker, when the shim that takes back a lease holds one: closed at the exec, nothing written. */
+  startedFd?: number | undefined;
   action: { path: string; argv: readonly string[] };
 }
 
@@ -182,7 +184,7 @@ function roleKeys(request: StageRequest): string[] {
     case "signal":
       return [`fds=${request.keepFds.join(",")}`, `signal=${request.action.signal.replace(/^SIG/, "")}`, `pgid=${request.action.pgid}`];
     case "cleanup":
-      return [`fds=${request.keepFds.join(",")}`, `lease=${request.lease}`, `group=${request.group}`];
+      return [`fds=${request.keepFds.join(",")}`, `lease=${request.lease}`, `group=${request.group}`, `started=${request.startedFd ?? ""}`];
   }
 }
 
