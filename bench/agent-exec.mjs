@@ -184,6 +184,9 @@ export async function benchAgentExec({ repo, work, plan, env }) {
     { name: "chain after the shim, confined (Landlock domain and seccomp filter, as the shim does by default)", argv: [...TOOLS_CHAIN, ...verifyStage(NO_EXTRA_CONFINEMENT)] },
     { name: "chain after the shim, confined, one TCP port denied (--deny-connect 8080)", argv: [...TOOLS_CHAIN, ...verifyStage({ ...NO_EXTRA_CONFINEMENT, denyConnect: [8080] })] },
     { name: "clankie-agent-exec -- /bin/true, one bundle for every role (main script: every role's code)", argv: [ONE_BUNDLE_SHIM, "--", "/bin/true"] },
+    // spawnAgent's started marker: bash opens fd 17 for the shim (a shell of its own in both, so that the difference is the marker's).
+    { name: "bash -c 'exec clankie-agent-exec -- /bin/true'", argv: ["/usr/bin/bash", "-c", `exec ${SHIM} -- /bin/true`] },
+    { name: "bash -c 'CLANKIE_STARTED_FD=17 exec clankie-agent-exec -- /bin/true 17>/dev/null' (the started marker)", argv: ["/usr/bin/bash", "-c", `CLANKIE_STARTED_FD=17 exec ${SHIM} -- /bin/true 17>/dev/null`] },
   ];
   // Beside 1,000 sleeping processes of the service, in the same body.
   const crowded = [
@@ -233,7 +236,8 @@ export async function benchAgentExec({ repo, work, plan, env }) {
   const shimAlone = full.median - chain.median;
   const verifyStageMs = chain.median - tools.median;
   const empty = res[6];
-  const [confined, confinedPort, oneBundle] = [res[7], res[8], res[9]];
+  const [confined, confinedPort, oneBundle, unmarked, marked] = [res[7], res[8], res[9], res[10], res[11]];
+  const markerMs = marked.median - unmarked.median;
   const [crowdedNode, crowdedShim, crowdedChain] = readHyperfineJson(jsonOf(crowdedSpecs), crowded);
   const processes = Number(readFileSync(join(results, "processes.txt"), "utf8").trim());
   const ratioNow = full.median / node.median;
@@ -262,6 +266,9 @@ export async function benchAgentExec({ repo, work, plan, env }) {
       `${ms(crowdedShim.median)} against \`node -e 0\` ${ms(crowdedNode.median)}, **${ratio(crowdedShim.median, crowdedNode.median)}** ` +
       `(the chain after the shim: ${ms(crowdedChain.median)}). Goal: at most ${GOAL}x there too, the cost not growing with the processes in the body: ${verdict(ratioCrowded <= GOAL)}. ` +
       "The shim reads no other process's /proc entry: the verification stage refuses agent work over --nproc by asking the kernel (a fork probe) (docs/security.md, \"Process limits are per uid, per host\").",
+    "",
+    `The started marker (spawnAgent's CLANKIE_STARTED_FD, which tells a refusal from the job's own exit: the shim checks the fd, the stage marks it close-on-exec and writes "S" before its exec): ` +
+      `the shim from a bash that opens fd 17 for it takes ${ms(marked.median)}, from the same bash without it ${ms(unmarked.median)}: **${ms(markerMs)}** a spawn.`,
     "",
     `Its own bundle: the same executable with one bundle for every role as its main script (as before the shim had a bundle of its own; sea-config.json's flags) takes ${ms(oneBundle.median)}, ` +
       `${ratio(oneBundle.median, node.median)} \`node -e 0\`.`,

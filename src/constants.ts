@@ -85,6 +85,13 @@ export const AGENT_UMASK = 0o002;
  */
 export const SERVICE_UMASK = 0o007;
 
+/**
+ * Set by spawnAgent in the shim's own environment (never the agent's): the
+ * fd of the started marker, the pipe the stage writes "S" to right before
+ * it execs the command (src/service/agent-start.ts, src/stage/stage.pl).
+ */
+export const STARTED_FD_VARIABLE = "CLANKIE_STARTED_FD";
+
 /** Variables the entrypoint sets for the service (ADR 0272; src/entrypoint/service-env.ts). */
 export const SERVICE_ENV = {
   separation: "CLANKIE_SEPARATION",

@@ -5,15 +5,15 @@ import { ADR_LAUNCH_FLAGS, AGENT_DEFAULT_NPROC, AGENT_DEFAULT_OOM_SCORE_ADJ, EXI
 export const EXIT_DESCRIPTIONS: ReadonlyArray<readonly [number, string]> = [
   [EXIT.ok, "success (--version, --help, a passing --self-check); otherwise the exec'd command's own status"],
   [EXIT.checkFailed, "--self-check: at least one check failed"],
-  [EXIT.usage, "bad command line: unknown option, missing --, empty command, a --pgid that is the shim's own process group or its caller's"],
+  [EXIT.usage, "bad command line: unknown option, missing --, empty command, a --pgid that is the shim's own process group or its caller's, a CLANKIE_STARTED_FD that is no open inheritable fd or is also a --keep-fd"],
   [EXIT.dataRefused, "a file under /state or /workspace breaks the rules and was left alone (planted link, device, foreign hard link); or a path named for the agent's confinement leads through a symbolic link; or --signal or --private-cleanup names what does not exist (no such agent process group, no recorded lease)"],
   [EXIT.noUser, "node, clankie-agent or clankie-workspace missing or wrong in /etc/passwd or /etc/group (or a clankie-private-N group wrong; none at all refuses --private-job only)"],
   [EXIT.verifyFailed, "after a privilege change the kernel reports other ids, groups, capabilities or NoNewPrivs than asked (for the agent also: a terminal, no session of its own, a stray fd, a Landlock domain or seccomp filter not in force)"],
   [EXIT.osError, "an operating-system call failed; the message names the call, the path and the errno code"],
   [EXIT.busy, "clankie-agent-exec: the agent uid already runs more tasks than --nproc allows (RLIMIT_NPROC), or every private-job group is leased (--private-job), or --private-cleanup names a pid that a process holding the lease runs under; try again when agent work has ended"],
   [EXIT.launchRefused, "the launch lacks what the mode needs: NoNewPrivs, a capability, the caller is the wrong uid, or the kernel cannot confine agent work as --strict-confinement, --no-network or --private-job asks; for the agent also: a --cwd it cannot enter, a --pgid that is not the agent's, no session of its own, a private job's HOME it cannot make"],
-  [EXIT.notExecutable, "the command is refused by the exec rules (writable by others, foreign owner) or cannot be executed"],
-  [EXIT.notFound, "the command was not found in the fixed system PATH"],
+  [EXIT.notExecutable, "the command is refused by the exec rules (writable by others, foreign owner) or cannot be executed (execve(2) fails with any error but ENOENT, as in a shell)"],
+  [EXIT.notFound, "the command was not found in the fixed system PATH, or execve(2) says ENOENT (a #! interpreter that does not exist, as in a shell)"],
 ];
 import { builtInBundleSha256, PROGRAM_VERSION } from "./build-info.ts";
 
@@ -83,6 +83,9 @@ clankie-agent-exec [--cwd DIR] [--env NAME]... [--keep-fd N]...
                          /tmp, /var/tmp, /dev/shm, /state/agent; no SysV IPC
                          or POSIX queue. Refused (exit ${EXIT.launchRefused}) without Landlock
                          ABI 6 and seccomp; exit ${EXIT.busy} when the pool is leased
+  CLANKIE_STARTED_FD=N in its environment (spawnAgent sets it): fd N, an
+  inheritable pipe, gets "S" right before COMMAND is exec'd, and is closed
+  at that exec: without "S", the exit code is a refusal, not COMMAND's.
 
 clankie-agent-exec --private-cleanup PID
   Ends the lease of private job PID once it has exited: kills what still

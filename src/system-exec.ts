@@ -4,8 +4,9 @@
  * execa, under the exec rules of src/exec/rules.ts. Not part of the single
  * executable, whose roles use src/exec/ directly.
  */
-import { execa, type Options as ExecaOptions, type ResultPromise } from "execa";
-import { AGENT_EXEC_PATH, ENTRYPOINT_NAME, EXIT, INSTALL_DIR, TOOLS } from "./constants.ts";
+import type { Readable } from "node:stream";
+import { execa, type Options as ExecaOptions, type Result, type ResultPromise, type Subprocess } from "execa";
+import { AGENT_EXEC_PATH, ENTRYPOINT_NAME, EXIT, INSTALL_DIR, STARTED_FD_VARIABLE, TOOLS } from "./constants.ts";
 import { isCodeLoadingVariable } from "./exec/environment.ts";
 import { buildEnvironment, carried, type Environment } from "./exec/environment.ts";
 import { checkTrustedExecutable, gateExec } from "./exec/rules.ts";
@@ -13,9 +14,26 @@ import { Refusal } from "./report.ts";
 import { agentStopPlan, routeKillsThroughShim, signalAgent } from "./service/agent-stop.ts";
 import { withoutCapabilities } from "./exec/drop-capabilities.ts";
 import { releaseWhenEnded } from "./service/private-release.ts";
+import { type AgentStart, readMarker, reportStart, stdioWithMarker } from "./service/agent-start.ts";
 
 export { buildEnvironment, type Environment } from "./exec/environment.ts";
-export { AgentStopError, signalAgent } from "./service/agent-stop.ts";
+export { AgentSignalAbortError, AgentStopError, signalAgent, type SignalAgentOptions } from "./service/agent-stop.ts";
+export { type AgentRefusal, type AgentStart, refusalOf } from "./service/agent-start.ts";
+/** What the package throws, synchronously, for options it refuses (exitCode 64, the one line's `message` and `fix`); the shim's own refusals are exit codes (refusalOf). */
+export { Refusal } from "./report.ts";
+
+/**
+ * The exit codes of README.md's table, by name: those of clankie-agent-exec
+ * (a refusal when AgentStart.refused; the command's own status otherwise),
+ * clankie-separate and --self-check. 64-78 follow sysexits(3); 126 and 127
+ * follow the shells.
+ */
+export const EXIT_CODES: Readonly<typeof EXIT> = Object.freeze({ ...EXIT });
+
+/** execa's Result for these options, and whether the agent's command started (AgentStart). */
+export type AgentResult<OptionsType extends ExecaOptions = ExecaOptions> = Result<OptionsType> & AgentStart;
+/** spawnAgent's return: execa's subprocess for these options, and a promise of its AgentResult. */
+export type AgentSubprocess<OptionsType extends ExecaOptions = ExecaOptions> = Subprocess<OptionsType> & Promise<AgentResult<OptionsType>>;
 
 export interface SystemExecOptions extends Omit<ExecaOptions, "env" | "extendEnv" | "shell" | "preferLocal" | "localDir" | "node" | "uid" | "gid"> {
   /** Variables set outright for the child; a name that loads code (CODE_LOADING_VARIABLES) is refused (64). */
@@ -46,16 +64,16 @@ function refuseIdentityOptions(options: object, where: string): void {
  * place, so its pid, exit status and signals are its own. execa's
  * `command` and error messages show that setpriv line.
  */
-export function systemExec(command: string, args: readonly string[] = [], options: SystemExecOptions = {}): ResultPromise {
+export function systemExec<OptionsType extends SystemExecOptions = {}>(command: string, args: readonly string[] = [], options: OptionsType = {} as OptionsType): ResultPromise<OptionsType> {
   refuseIdentityOptions(options, "systemExec");
-  const { env, pass, trustedUids, ...rest } = options;
+  const { env, pass, trustedUids, ...rest } = options as SystemExecOptions;
   // The environment first: a name that loads code (env or pass) is refused
   // (64), as setpriv would read it while it still holds SETUID and SETGID.
   const childEnv = buildEnvironment({ from: process.env, pass, set: env });
   const path = gateExec({ command, args, trustedUids: trustedUids ?? [...new Set([0, process.geteuid!()])] });
   gateExec({ command: TOOLS.setpriv, args: [], trustedUids: [0] });
   const start = withoutCapabilities(path, args);
-  return execa(start.file, start.args, { ...rest, env: childEnv, extendEnv: false, shell: false, preferLocal: false });
+  return execa(start.file, start.args, { ...rest, env: childEnv, extendEnv: false, shell: false, preferLocal: false }) as unknown as ResultPromise<OptionsType>;
 }
 
 export type SelfCheckOptions = Omit<SystemExecOptions, "trustedUids">;
@@ -67,13 +85,13 @@ export type SelfCheckOptions = Omit<SystemExecOptions, "trustedUids">;
  * rule asks for them. The program is the root-owned entrypoint of this
  * package (the trust rule with root alone), which reads and changes nothing.
  */
-export function runSelfCheck(args: readonly string[] = [], options: SelfCheckOptions = {}): ResultPromise {
+export function runSelfCheck<OptionsType extends SelfCheckOptions = {}>(args: readonly string[] = [], options: OptionsType = {} as OptionsType): ResultPromise<OptionsType> {
   refuseIdentityOptions(options, "runSelfCheck");
-  const { env, pass, ...rest } = options;
+  const { env, pass, ...rest } = options as SelfCheckOptions;
   // A name that loads code is refused (64): the audit keeps SETUID and SETGID.
   const childEnv = buildEnvironment({ from: process.env, pass, set: env });
   const path = gateExec({ command: `${INSTALL_DIR}/${ENTRYPOINT_NAME}`, args, trustedUids: [0] });
-  return execa(path, ["--self-check", ...args], { ...rest, env: childEnv, extendEnv: false, shell: false, preferLocal: false });
+  return execa(path, ["--self-check", ...args], { ...rest, env: childEnv, extendEnv: false, shell: false, preferLocal: false }) as unknown as ResultPromise<OptionsType>;
 }
 
 export interface SpawnAgentOptions extends Omit<SystemExecOptions, "cwd" | "detached" | "trustedUids" | "pass" | "killSignal"> {
@@ -81,7 +99,7 @@ export interface SpawnAgentOptions extends Omit<SystemExecOptions, "cwd" | "deta
   cwd?: string;
   /** Variables for the agent, by value: they reach the shim through its environment, never argv. */
   env?: Environment;
-  /** Extra fds (17 or higher: Node marks inherited fds 3-16 close-on-exec at start-up) to hand to the agent. */
+  /** Extra fds (17 or higher: Node marks inherited fds 3-16 close-on-exec at start-up) to hand to the agent, each at its index of `stdio`; the started marker takes the first fd after them. */
   keepFds?: readonly number[];
   /** RLIMIT_NPROC for the agent uid. */
   nproc?: number;
@@ -146,21 +164,34 @@ export function agentExecArguments(command: string, args: readonly string[], opt
 /**
  * Starts model-directed work as clankie-agent through the shim. The child is
  * the agent's own process (the shim execs into it), spawned detached: it
- * leads a new session and process group, pgid = child.pid.
+ * leads a new session and process group, pgid = child.pid. Generic over its
+ * options as execa is: `lines: true` gives string[] output, `encoding:
+ * "buffer"` bytes, and so on.
  *
  * Every signal execa would send (timeout, cancelSignal, killSignal,
  * forceKillAfterDelay, child.kill()) goes through the shim to that process
  * group: see routeKillsThroughShim.
+ *
+ * The outcome, result or error, carries AgentStart: whether the command
+ * started, or the shim refused it (src/service/agent-start.ts). For that the
+ * shim gets one more stdio pipe, the started marker, at fd 17 or the first
+ * fd after the service's own stdio, named in its environment
+ * (CLANKIE_STARTED_FD; the agent's variables are all carried, so none of
+ * them can name it).
  */
-export function spawnAgent(command: string, args: readonly string[] = [], options: SpawnAgentOptions = {}): ResultPromise {
+export function spawnAgent<OptionsType extends SpawnAgentOptions = {}>(command: string, args: readonly string[] = [], options: OptionsType = {} as OptionsType): AgentSubprocess<OptionsType> {
   refuseIdentityOptions(options, "spawnAgent");
-  const execaOptions: Record<string, unknown> = { ...options };
+  const given: SpawnAgentOptions = options;
+  const execaOptions: Record<string, unknown> = { ...given };
   for (const name of SHIM_OPTIONS) delete execaOptions[name];
-  const shimPath = options.shim ?? AGENT_EXEC_PATH;
+  const shimPath = given.shim ?? AGENT_EXEC_PATH;
   checkTrustedExecutable(shimPath, [0]);
-  const stop = agentStopPlan(options);
-  const { argv, env } = agentExecArguments(command, args, options);
-  const subprocess = execa(shimPath, argv, { ...execaOptions, killSignal: stop.killSignal, env, extendEnv: false, shell: false, preferLocal: false, detached: true });
-  const routed = routeKillsThroughShim(subprocess, shimPath, stop);
-  return options.privateJob ? releaseWhenEnded(routed, shimPath) : routed;
+  const stop = agentStopPlan(given);
+  const { argv, env } = agentExecArguments(command, args, given);
+  const { stdio, fd: markerFd } = stdioWithMarker(given);
+  for (const name of ["stdin", "stdout", "stderr"]) delete execaOptions[name];
+  const subprocess = execa(shimPath, argv, { ...execaOptions, stdio, killSignal: stop.killSignal, env: { ...env, [STARTED_FD_VARIABLE]: String(markerFd) }, extendEnv: false, shell: false, preferLocal: false, detached: true } as unknown as ExecaOptions);
+  const marker = readMarker(subprocess.stdio[markerFd] as Readable | undefined);
+  const reported = reportStart(routeKillsThroughShim(subprocess, shimPath, stop), marker);
+  return (given.privateJob ? releaseWhenEnded(reported, shimPath) : reported) as unknown as AgentSubprocess<OptionsType>;
 }

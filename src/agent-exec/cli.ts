@@ -4,7 +4,7 @@
  * confinement among them). Pure: argv in, a request out, or a usage refusal
  * (exit 64, src/cli.ts).
  */
-import { AGENT_DEFAULT_NPROC, AGENT_DEFAULT_OOM_SCORE_ADJ, AGENT_EXEC_NAME, AGENT_SIGNALS, WORKSPACE_DIR } from "../constants.ts";
+import { AGENT_DEFAULT_NPROC, AGENT_DEFAULT_OOM_SCORE_ADJ, AGENT_EXEC_NAME, AGENT_SIGNALS, STARTED_FD_VARIABLE, WORKSPACE_DIR } from "../constants.ts";
 import { isCodeLoadingVariable } from "../exec/environment.ts";
 import { type ConfinementRequest, extraPathProblem } from "../confinement.ts";
 import { optionValue, parseCommand, parseInteger, usage } from "../cli.ts";
@@ -24,6 +24,20 @@ function parseSignal(program: string, value: string | undefined): string {
     throw usage(program, `--signal needs one of ${[...SIGNALS].map((s) => s.slice(3)).join(", ")}, got ${JSON.stringify(value ?? "")}`, "name the signal");
   }
   return name;
+}
+
+/**
+ * The started marker's fd, from the shim's own environment
+ * (CLANKIE_STARTED_FD, which spawnAgent sets; src/service/agent-start.ts):
+ * undefined when it is not set. The marker is the service's and is closed
+ * before the command runs: named with --keep-fd as well, the command would
+ * hold it and could forge it.
+ */
+export function parseStartedFd(value: string | undefined, keepFds: readonly number[]): number | undefined {
+  if (value === undefined) return undefined;
+  const fd = parseInteger(AGENT_EXEC_NAME, STARTED_FD_VARIABLE, value, 3, 1048575);
+  if (keepFds.includes(fd)) throw usage(AGENT_EXEC_NAME, `${STARTED_FD_VARIABLE}=${fd} is also a --keep-fd`, "give the started marker an fd of its own, not one handed to the command");
+  return fd;
 }
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;

@@ -72,6 +72,17 @@ export function checkKeptDescriptors(keep: readonly number[]): void {
   }
 }
 
+/**
+ * Refuses a started marker (CLANKIE_STARTED_FD) that is not open or is close-on-exec: the stage
+ * would find no marker to write, and the service would take every start
+ * for a refusal.
+ */
+export function checkStartedDescriptor(fd: number): void {
+  const flags = readDescriptorFlags(fd);
+  if (flags === undefined) throw new Refusal(EXIT.usage, `CLANKIE_STARTED_FD=${fd}: fd ${fd} is not open`, "open the marker pipe in the shim's parent before the spawn (spawnAgent does)");
+  if ((flags & O_CLOEXEC) !== 0) throw new Refusal(EXIT.usage, `CLANKIE_STARTED_FD=${fd}: fd ${fd} is close-on-exec here (Node 24 marks fds 0-15 so at start-up, and every open fd after them up to the first that is not open)`, "hand the marker to the shim as fd 17 or higher, with fd 16 not open");
+}
+
 /** Closes every fd that would cross the exec but 0-2 and `keep`; returns the numbers it closed. */
 export function closeStrayDescriptors(keep: readonly number[]): number[] {
   checkKeptDescriptors(keep);

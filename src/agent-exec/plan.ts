@@ -64,6 +64,8 @@ export interface AgentExecChain extends ChainBase {
   needSetsid: boolean;
   cwd: string;
   confinement: ConfinementRequest;
+  /** The service's started marker (CLANKIE_STARTED_FD): the stage writes "S" to it just before it execs the command, close-on-exec. */
+  startedFd?: number | undefined;
   /** An absolute path, then argv with argv[0]. */
   action: { path: string; argv: readonly string[] };
   /** A private job: its group joins the agent's, and confinement.privateDir is its directory. */
@@ -73,6 +75,8 @@ export interface AgentExecChain extends ChainBase {
 /** The end of a private job's lease: runs no agent code; kills what holds the group, then removes the lease's contents. */
 export interface AgentCleanupChain extends ChainBase {
   action: { cleanup: PrivateLease };
+  /** The started marker of the shim that takes back a lease for its own job: the stage closes it at its exec (Node cannot keep it from the child). */
+  startedFd?: number | undefined;
 }
 
 /** The signal stage: runs no agent code, unconfined so that it reaches every job's domain. */
@@ -124,10 +128,11 @@ export function agentChainArgv(ids: Identities, chain: AgentChain): string[] {
         cwd: chain.cwd,
         confinement: confinementKeys(chain.lease === undefined ? chain.confinement : { ...chain.confinement, privateDir: chain.lease.dir }),
         privateDir: chain.lease?.dir,
+        startedFd: chain.startedFd,
         action: chain.action,
       })
     : isCleanupChain(chain)
-      ? stageArgv({ ...identity, role: "cleanup", lease: chain.action.cleanup.dir, group: chain.action.cleanup.group, action: { path: TOOLS.find, argv: leaseRemovalArgv(chain.action.cleanup.dir) } })
+      ? stageArgv({ ...identity, role: "cleanup", lease: chain.action.cleanup.dir, group: chain.action.cleanup.group, startedFd: chain.startedFd, action: { path: TOOLS.find, argv: leaseRemovalArgv(chain.action.cleanup.dir) } })
       : stageArgv({ ...identity, role: "signal", action: chain.action });
   return [
     TOOLS.setpriv,

@@ -131,7 +131,7 @@ function groupsOfProcess(pid: number): number[] | undefined {
  * started have ended, and the service did not release it: it died, or the
  * shim was run by hand) is released and taken.
  */
-export function leasePrivateGroup(ids: Identities): PrivateLease {
+export function leasePrivateGroup(ids: Identities, startedFd?: number): PrivateLease {
   if (ids.privateGroups.length === 0) {
     throw new Refusal(EXIT.noUser, `no ${PRIVATE_GROUP_PREFIX}N group is defined in /etc/group`, "rebuild the image from this project's Dockerfile, which creates the pool");
   }
@@ -160,7 +160,7 @@ export function leasePrivateGroup(ids: Identities): PrivateLease {
     let released: boolean;
     try {
       // Asked again under the lock: a release that ended since the scan may have let a new job take it.
-      released = !existsSync(leaseOf(group).dir) || (!heldGroups().has(group.gid) && releaseLease(ids, leaseOf(group)) === 0);
+      released = !existsSync(leaseOf(group).dir) || (!heldGroups().has(group.gid) && releaseLease(ids, leaseOf(group), startedFd) === 0);
     } finally {
       unlock();
     }
@@ -208,9 +208,10 @@ function waitForRelease(group: PrivateGroup): () => void {
  * -delete, never following a link); then the service, its owner, removes
  * the directory and every pid link that names it. Returns the exit status.
  */
-export function releaseLease(ids: Identities, lease: PrivateLease): number {
+export function releaseLease(ids: Identities, lease: PrivateLease, startedFd?: number): number {
   for (const tool of [TOOLS.perl, TOOLS.find]) prepareExec({ command: tool, args: [], env: {}, trustedUids: [0] });
-  const argv = agentChainArgv(ids, { nproc: undefined, keepFds: [], action: { cleanup: lease } });
+  // A run's started marker (CLANKIE_STARTED_FD) is inherited by this child, as Node cannot mark it close-on-exec: the stage is told, keeps it through its checks and closes it at its exec.
+  const argv = agentChainArgv(ids, { nproc: undefined, keepFds: [], action: { cleanup: lease }, startedFd });
   // Nothing of the shim's environment reaches setpriv, which holds SETUID and SETGID (src/stage/stage.ts).
   const run = runCapture({ command: argv[0]!, args: argv.slice(1), from: {}, env: {}, timeoutMs: 60_000 });
   if (run.stderr.length > 0) process.stderr.write(run.stderr);

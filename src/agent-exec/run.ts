@@ -7,15 +7,15 @@
  */
 import { writeFileSync } from "node:fs";
 import { type Identities, readIdentities } from "../accounts.ts";
-import { EXIT, TOOLS } from "../constants.ts";
+import { EXIT, STARTED_FD_VARIABLE, TOOLS } from "../constants.ts";
 import { readSession, readStatus } from "../os/proc-status.ts";
 import { osCall, Refusal } from "../report.ts";
 import { execReplace, prepareExec } from "../exec/replace.ts";
 import { uncarried } from "../exec/environment.ts";
 import { resolveCommand } from "../exec/rules.ts";
 import { checkCaller } from "./caller.ts";
-import type { AgentExecRequest } from "./cli.ts";
-import { closeStrayDescriptors } from "./descriptors.ts";
+import { type AgentExecRequest, parseStartedFd } from "./cli.ts";
+import { checkStartedDescriptor, closeStrayDescriptors } from "./descriptors.ts";
 import { agentChainArgv, agentEnvironment, type AgentChain, type PrivateLease } from "./plan.ts";
 import { leasePrivateGroup, releaseJobLease } from "./private-job.ts";
 import { stageEnvironment } from "../stage/stage.ts";
@@ -74,7 +74,10 @@ function execChain(ids: Identities, chain: AgentChain, oomScoreAdj: number | und
   // Every tool of the chain passes the exec rules; execReplace gates the first (argv[0]) itself.
   prepareExec({ command: TOOLS.perl, args: [], env: {}, trustedUids: [0] });
   if (oomScoreAdj !== undefined) raiseOomScore(oomScoreAdj);
-  closeStrayDescriptors(chain.keepFds);
+  // The started marker crosses to the stage, which closes it at the exec (stage.pl, "exec").
+  const startedFd = "startedFd" in chain ? chain.startedFd : undefined;
+  if (startedFd !== undefined) checkStartedDescriptor(startedFd);
+  closeStrayDescriptors(startedFd === undefined ? chain.keepFds : [...chain.keepFds, startedFd]);
   const lease = takeLease?.();
   const env = stageEnvironment(agentEnvironment(uncarried(process.env), envNames, ids, lease));
   const argv = agentChainArgv(ids, { ...chain, ...(lease === undefined ? {} : { lease }) });
@@ -86,6 +89,8 @@ export function runAgentExec(request: Extract<AgentExecRequest, { kind: "run" }>
   // Resolved here, against the fixed PATH or --cwd; whether the agent may
   // execute it is for the kernel to say, as the agent, in the verified stage.
   const path = resolveCommand(request.command[0]!, request.cwd);
+  // Read from the shim's own environment as it came, never from the agent's variables (carried, which uncarried would name back).
+  const startedFd = parseStartedFd(process.env[STARTED_FD_VARIABLE], request.keepFds);
   return execChain(
     ids,
     {
@@ -93,12 +98,13 @@ export function runAgentExec(request: Extract<AgentExecRequest, { kind: "run" }>
       nproc: request.nproc,
       cwd: request.cwd,
       keepFds: request.keepFds,
+      startedFd,
       confinement: request.confinement,
       action: { path, argv: request.command },
     },
     request.oomScoreAdj,
     request.env,
-    request.privateJob ? () => leasePrivateGroup(ids) : undefined,
+    request.privateJob ? () => leasePrivateGroup(ids, startedFd) : undefined,
   );
 }
 

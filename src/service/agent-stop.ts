@@ -4,6 +4,7 @@
  * shim's --signal, which delivers it to the job's process group as the agent.
  */
 import { constants as osConstants } from "node:os";
+import { setTimeout as sleep } from "node:timers/promises";
 import { execa, type Result, type ResultPromise } from "execa";
 import { AGENT_EXEC_PATH, AGENT_SIGNALS, EXIT } from "../constants.ts";
 import { buildEnvironment } from "../exec/environment.ts";
@@ -21,19 +22,71 @@ function startSignalStage(pgid: number, signal: NodeJS.Signals, shim: string): R
   });
 }
 
+export interface SignalAgentOptions {
+  /** Path of the shim; default CLANKIE_AGENT_EXEC's value of ADR 0272. */
+  shim?: string;
+  /** Give up when it aborts: the promise rejects with an AgentSignalAbortError (its reason as cause), and no further try starts. */
+  signal?: AbortSignal;
+  /** Give up after this many milliseconds (a whole number, 0 or more): likewise, with timedOut: true. */
+  timeoutMs?: number;
+}
+
+/**
+ * signalAgent gave up before a stage delivered the signal: its `signal`
+ * option aborted (`cause`: the abort's reason) or its `timeoutMs` passed
+ * (`timedOut`). No further signal stage starts; one already running (a few
+ * milliseconds, as the agent, which the service cannot stop) may still
+ * deliver it.
+ */
+export class AgentSignalAbortError extends Error {
+  override readonly name = "AgentSignalAbortError";
+  readonly pgid: number;
+  readonly signal: NodeJS.Signals;
+  readonly timedOut: boolean;
+  constructor(pgid: number, signal: NodeJS.Signals, timedOut: boolean, cause: unknown) {
+    super(`signalAgent gave up on ${signal} to agent process group ${pgid}: ${timedOut ? "timed out" : "aborted"} before a signal stage delivered it; one already started may still deliver it`, { cause });
+    this.pgid = pgid;
+    this.signal = signal;
+    this.timedOut = timedOut;
+  }
+}
+
 /**
  * Delivers a signal to an agent process group, as the agent, retried as the
  * stops of spawnAgent are (STOP_RETRY_DELAYS_MS). Resolves with the result
  * of the stage that delivered it; rejects with the stage's failure when the
- * group does not exist (exit 65) or the command line is refused (64), and
- * with an AgentStopError when every try failed.
+ * group does not exist (exit 65) or the command line is refused (64), with
+ * an AgentStopError when every try failed, and with an AgentSignalAbortError
+ * when `signal` aborts or `timeoutMs` passes first.
  */
-export async function signalAgent(pgid: number, signal: NodeJS.Signals, options: { shim?: string } = {}): Promise<Result> {
-  const outcome = await deliverWithRetries(pgid, signal, options.shim ?? AGENT_EXEC_PATH, () => true);
-  if (outcome.kind === "delivered") return outcome.result;
-  if (outcome.kind === "failed") throw outcome.error;
-  if (outcome.kind === "gone") throw outcome.ended;
-  throw new Error("unreachable: a signal asked for by hand is always needed");
+export async function signalAgent(pgid: number, signal: NodeJS.Signals, options: SignalAgentOptions = {}): Promise<Result> {
+  const { timeoutMs, signal: abortSignal } = options;
+  if (timeoutMs !== undefined && !(Number.isSafeInteger(timeoutMs) && timeoutMs >= 0)) {
+    throw new Refusal(EXIT.usage, `signalAgent: timeoutMs ${JSON.stringify(timeoutMs)} is not a whole number of milliseconds, 0 or more`, "give timeoutMs as a whole number, or leave it out to wait for every try");
+  }
+  if (abortSignal !== undefined && !(abortSignal instanceof AbortSignal)) {
+    throw new Refusal(EXIT.usage, "signalAgent: the signal option is not an AbortSignal", "pass an AbortController's signal (the signal to send is the second argument)");
+  }
+  // One signal for both ways of giving up, so that every wait below ends at once.
+  const giveUp = new AbortController();
+  let timedOut = false;
+  const timer = timeoutMs === undefined ? undefined : setTimeout(() => {
+    timedOut = true;
+    giveUp.abort(new Error(`timed out after ${timeoutMs} ms`));
+  }, timeoutMs);
+  const onAbort = (): void => giveUp.abort(abortSignal!.reason);
+  if (abortSignal?.aborted) onAbort();
+  else abortSignal?.addEventListener("abort", onAbort, { once: true });
+  try {
+    const outcome = await deliverWithRetries(pgid, signal, options.shim ?? AGENT_EXEC_PATH, () => true, giveUp.signal);
+    if (outcome.kind === "delivered") return outcome.result;
+    if (outcome.kind === "failed") throw outcome.error;
+    if (outcome.kind === "gone") throw outcome.ended;
+    throw new AgentSignalAbortError(pgid, signal, timedOut, giveUp.signal.reason);
+  } finally {
+    clearTimeout(timer);
+    abortSignal?.removeEventListener("abort", onAbort);
+  }
 }
 
 export interface AgentStopPlan {
@@ -132,7 +185,7 @@ export class AgentStopError extends Error {
 type TryOutcome = { kind: "delivered"; result: Result } | { kind: "gone"; ended: unknown } | { kind: "retry" | "permanent"; reason: string; ended: unknown };
 
 /** One signal stage, judged by how it ended. */
-async function trySignal(pgid: number, signal: NodeJS.Signals, shim: string): Promise<TryOutcome> {
+async function trySignal(pgid: number, signal: NodeJS.Signals, shim: string, abort?: AbortSignal): Promise<TryOutcome | undefined> {
   type Ended = { exitCode?: number; signal?: string; stderr?: unknown; message?: string };
   let attempt: Promise<Ended>;
   try {
@@ -142,9 +195,17 @@ async function trySignal(pgid: number, signal: NodeJS.Signals, shim: string): Pr
     return { kind: "permanent", reason: (error as Error).message, ended: error };
   }
   let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<undefined>((done) => (timer = setTimeout(done, TRY_TIMEOUT_MS, undefined)));
-  const result = await Promise.race([attempt, late]).finally(() => clearTimeout(timer));
-  if (result === undefined) return { kind: "retry", reason: `the signal stage did not exit within ${TRY_TIMEOUT_MS} ms`, ended: undefined };
+  const late = new Promise<"late">((done) => (timer = setTimeout(done, TRY_TIMEOUT_MS, "late")));
+  // Given up (signalAgent's signal or timeoutMs): stop waiting for this stage; it ends on its own.
+  let onAbort = (): void => undefined;
+  const aborted = new Promise<"aborted">((done) => (onAbort = () => done("aborted")));
+  abort?.addEventListener("abort", onAbort, { once: true });
+  const result = await Promise.race([attempt, late, aborted]).finally(() => {
+    clearTimeout(timer);
+    abort?.removeEventListener("abort", onAbort);
+  });
+  if (result === "aborted") return undefined;
+  if (result === "late") return { kind: "retry", reason: `the signal stage did not exit within ${TRY_TIMEOUT_MS} ms`, ended: undefined };
   if (result.exitCode === EXIT.ok) return { kind: "delivered", result: result as Result };
   if (result.exitCode === EXIT.dataRefused) return { kind: "gone", ended: result }; // no such process group: it has ended
   const said = String(result.stderr ?? "").trim();
@@ -158,21 +219,27 @@ type Delivery = { kind: "delivered"; result: Result } | { kind: "gone"; ended: u
 
 /**
  * Tries until a stage delivers the signal, the group is gone, `needed()`
- * turns false (the job ended), a try fails for good, or the tries run out.
+ * turns false (the job ended) or `abort` aborts (signalAgent gave up), a try fails for good, or the tries run out.
  * `error` is what signalAgent rejects with: the stage's own failure when it
  * failed for good, else the AgentStopError (`stop`, always set).
  */
-async function deliverWithRetries(pgid: number, signal: NodeJS.Signals, shim: string, needed: () => boolean): Promise<Delivery> {
+async function deliverWithRetries(pgid: number, signal: NodeJS.Signals, shim: string, needed: () => boolean, abort?: AbortSignal): Promise<Delivery> {
+  const wanted = (): boolean => needed() && abort?.aborted !== true;
   for (let tries = 1; ; tries++) {
-    if (!needed()) return { kind: "not-needed" };
-    const outcome = await trySignal(pgid, signal, shim);
+    if (!wanted()) return { kind: "not-needed" };
+    const outcome = await trySignal(pgid, signal, shim, abort);
+    if (outcome === undefined) return { kind: "not-needed" };
     if (outcome.kind === "delivered" || outcome.kind === "gone") return outcome;
-    if (!needed()) return { kind: "not-needed" };
+    if (!wanted()) return { kind: "not-needed" };
     if (outcome.kind === "permanent" || tries > STOP_RETRY_DELAYS_MS.length) {
       const stop = new AgentStopError(pgid, signal, tries, outcome.reason);
       return { kind: "failed", error: outcome.kind === "permanent" ? outcome.ended : stop, stop };
     }
-    await new Promise((done) => setTimeout(done, STOP_RETRY_DELAYS_MS[tries - 1]));
+    try {
+      await sleep(STOP_RETRY_DELAYS_MS[tries - 1], undefined, abort === undefined ? {} : { signal: abort });
+    } catch {
+      return { kind: "not-needed" }; // given up during the wait
+    }
   }
 }
 

@@ -42,9 +42,9 @@ my $KERNEL_FIX = 'report this with the kernel version (uname -r)';
 my @IDENTITY_KEYS = qw(uid gid groups inh prm eff amb nnp);
 my %ROLE_KEYS = (
   service => [@IDENTITY_KEYS, qw(bnd umask)],
-  agent => [@IDENTITY_KEYS, qw(nproc session fds umask cwd confine net scope path port network seccomp seccomp-alone private)],
+  agent => [@IDENTITY_KEYS, qw(nproc session fds umask cwd confine net scope path port network seccomp seccomp-alone private started)],
   signal => [@IDENTITY_KEYS, qw(fds signal pgid)],
-  cleanup => [@IDENTITY_KEYS, qw(fds lease group)],
+  cleanup => [@IDENTITY_KEYS, qw(fds lease group started)],
 );
 my %REPEATED = (path => 1, port => 1);
 my $HEX = qr/[0-9a-f]{1,16}/;
@@ -59,7 +59,7 @@ my %FORM = (
   path => qr{$HEX:(?:must|may):/.*}s, port => qr/$HEX:\d{1,5}-\d{1,5}/,
   network => qr/all|none/, seccomp => $FILTER, 'seccomp-alone' => $FILTER,
   signal => qr/[A-Z]{2,8}/, pgid => qr/[2-9]|[1-9]\d{1,9}/,
-  private => qr{(?:/run/clankie-private/\d{1,2})?}, lease => qr{/run/clankie-private/\d{1,2}}, group => qr/\d{1,10}/,
+  private => qr{(?:/run/clankie-private/\d{1,2})?}, started => qr/(?:[1-9]\d{0,6})?/, lease => qr{/run/clankie-private/\d{1,2}}, group => qr/\d{1,10}/,
 );
 # Anchored and captured once here, not rebuilt for every key.
 $FORM{$_} = qr/\A($FORM{$_})\z/s for keys %FORM;
@@ -213,7 +213,8 @@ sub check_session {
 # flags) must be one the caller kept; one that cannot be inspected is refused.
 sub check_descriptors {
   return () if $role eq "service";
-  my %keep = map { $_ => 1 } 0, 1, 2, grep { length } split /,/, $want{fds};
+  # The started marker (started=N) is the stage's own until the exec closes it.
+  my %keep = map { $_ => 1 } 0, 1, 2, grep { length } (split(/,/, $want{fds}), $want{started} // "");
   opendir my $dh, "/proc/self/fd" or proc_failed("/proc/self/fd");
   my $own = fileno $dh;
   my @stray;
@@ -532,9 +533,35 @@ sub watch_job {
 # environment came as CLANKIE_ENV_NAME=VALUE (stageEnvironment in
 # src/stage/stage.ts), so that neither setpriv, with the capabilities, nor
 # perl read a variable of it: the command gets those, named back, and no other.
+#
+# started=N: the service's marker pipe. Every check has passed and every
+# refusal above has been made: the stage marks it close-on-exec (fcntl(2)
+# F_SETFD FD_CLOEXEC), so that a successful execve(2) closes it before the
+# command's first instruction and no process of the command ever holds it,
+# and writes "S" to it. When execve(2) fails it writes "F" as well: the
+# command never ran, and the exit code (127, 126, like a shell's) is the
+# stage's. The service takes exactly "S" for a start (spawnAgent's
+# started), anything else for none.
 sub exec_command {
   my ($path, @argv) = @command;
   my @envp = map { /\A(.*)\z/s; $1 } map { /\ACLANKIE_ENV_(.+)\z/s ? "$1=$ENV{$_}" : () } sort keys %ENV;
+  my $marker = ($want{started} // "") ne "" ? $want{started} + 0 : -1;
+  # Only the agent's command is what the marker reports on: a cleanup stage
+  # (a lease the shim takes back before its own job starts) gets the
+  # shim's marker too, since Node cannot close it for the child it spawns,
+  # and only closes it at its exec.
+  my $reports = $role eq "agent" && $marker >= 0;
+  # syscall() hands a string on as a pointer it may write to: a variable, not a literal.
+  my ($start, $failed) = ("S", "F");
+  if ($marker >= 0) {
+    syscall(@fcntl@, $marker, 2, 1) == 0 or refuse(EXIT_OS_ERROR, "fcntl F_SETFD of the started marker (fd $marker) failed: " . errname(), $KERNEL_FIX);
+  }
+  if ($reports) {
+    syscall(@write@, $marker, $start, 1) == 1 or refuse(EXIT_OS_ERROR, "write to the started marker (fd $marker) failed: " . errname(), "keep the marker pipe's read end open until the spawn has settled (spawnAgent does)");
+  }
   syscall(@execve@, $path, pack("p*", @argv, undef), pack("p*", @envp, undef));
-  refuse($! == 2 ? EXIT_NOT_FOUND : EXIT_NOT_EXECUTABLE, "cannot execute $path: " . errname(), "check the command's path and permissions");
+  my $errno = $! + 0;
+  syscall(@write@, $marker, $failed, 1) if $reports;
+  $! = $errno;
+  refuse($errno == 2 ? EXIT_NOT_FOUND : EXIT_NOT_EXECUTABLE, "cannot execute $path: " . errname(), "check the command's path and permissions");
 }

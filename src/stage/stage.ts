@@ -71,6 +71,12 @@ export interface AgentStageRequest extends StageIdentity {
   confinement: readonly string[];
   /** A private job's lease directory: the stage makes home/ and tmp/ in it, and refuses without Landlock ABI 6 and seccomp. */
   privateDir?: string | undefined;
+  /**
+   * The service's started marker: an fd the stage keeps (it is no --keep-fd
+   * of the command's), marks close-on-exec and writes "S" to right before
+   * execve(2), and "F" after it when the exec failed.
+   */
+  startedFd?: number | undefined;
   /** An absolute path, then argv with argv[0]. */
   action: { path: string; argv: readonly string[] };
 }
@@ -87,6 +93,8 @@ export interface CleanupStageRequest extends StageIdentity {
   keepFds: readonly number[];
   lease: string;
   group: number;
+  /** The run's started marker, when the shim that takes back a lease holds one: closed at the exec, nothing written. */
+  startedFd?: number | undefined;
   action: { path: string; argv: readonly string[] };
 }
 
@@ -133,11 +141,11 @@ function roleKeys(request: StageRequest): string[] {
     case "service":
       return [`bnd=${hex(request.bounding)}`, `umask=${octal(request.umask)}`];
     case "agent":
-      return [`nproc=${request.nproc ?? ""}`, `session=${request.session}`, `fds=${request.keepFds.join(",")}`, `umask=${octal(request.umask)}`, `cwd=${request.cwd}`, ...request.confinement, `private=${request.privateDir ?? ""}`];
+      return [`nproc=${request.nproc ?? ""}`, `session=${request.session}`, `fds=${request.keepFds.join(",")}`, `umask=${octal(request.umask)}`, `cwd=${request.cwd}`, ...request.confinement, `private=${request.privateDir ?? ""}`, `started=${request.startedFd ?? ""}`];
     case "signal":
       return [`fds=${request.keepFds.join(",")}`, `signal=${request.action.signal.replace(/^SIG/, "")}`, `pgid=${request.action.pgid}`];
     case "cleanup":
-      return [`fds=${request.keepFds.join(",")}`, `lease=${request.lease}`, `group=${request.group}`];
+      return [`fds=${request.keepFds.join(",")}`, `lease=${request.lease}`, `group=${request.group}`, `started=${request.startedFd ?? ""}`];
   }
 }
 

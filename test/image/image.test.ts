@@ -20,6 +20,8 @@
  *                                between the uids, and a battery of everyday actions, each
  *                                as the agent's uid alone and in a plain job, a private job
  *                                and a job without network
+ *  8b. the sample service        README's API-section service (test/fixtures/sample-service.ts)
+ *                                run by the image's node as the service
  *
  * Every claim is read from the kernel on the host (/proc/<pid>/status, the
  * container's cgroup, stat(2) of the volume's directory, the kernel log), not
@@ -60,6 +62,7 @@ import { CAPS, cgroupCounters, cgroupDir, containerId, countByUid, hostTasksOfUi
 import { checkStateLayout, countPrivate, listFiles, seedLargeTree, treeDigest } from "./helpers/volumes.ts";
 import { checkGitTrust } from "../helpers/git-trust.ts";
 import { collateralProblems, documentedCollateral, EVERYDAY, judgeEveryday, type EverydayResult, MODES, NEEDED_DENIALS } from "./helpers/everyday.ts";
+import { judgeSampleService, SAMPLE_SERVICE } from "../helpers/sample-service.ts";
 import { FIXTURES, REPO } from "../helpers/paths.ts";
 import { AGAINST_PRIVATE } from "../helpers/private-jobs.ts";
 import { judgeProcesses, type Processes, processesTable } from "../helpers/job-to-job.ts";
@@ -768,6 +771,17 @@ itemTest(image, "8. everyday work: git both ways between the uids, and every eve
   const gitLog = results.find((r) => r.id === "git-service-log")!;
   for (const mode of MODES) assert.is(gitLog.modes[mode].exitCode, 0, `${mode}: the agent's git reads a repository the service created`);
   assert.is.not(gitLog.control.exitCode, 0, "which the agent's uid alone cannot (dubious ownership): the shim's trust is what makes it work");
+});
+
+/* ------------------------------------------- 8b. the sample service -- */
+
+itemTest(image, "8b. the sample service of README's API section, as the service: streams a job's lines, times one out, stops one with signalAgent, tells its job's own 75 from the shim's refusal (77)", () => {
+  needImage();
+  const { state, workspace } = ensureBody();
+  // The image's node runs the .ts by type stripping; clankie-separate/system-exec resolves to the mounted repository's dist/lib.
+  const run = session.run({ name: "sample-service", flags: RECOMMENDED_FLAGS, state, workspace, command: ["node", `${REPO_MOUNT}/${SAMPLE_SERVICE}`], timeoutMs: 120_000 });
+  const r = judgeSampleService(run.stdout, run.stderr, run.status);
+  process.stdout.write(`\n   sample service: lines ${r.lines.join(",")}; own exit ${r.ran.exitCode} started; timeout ${r.slow.signal}; signalAgent ${r.stopped.signal}; refusal ${r.refused.refusal?.code}: ${r.refused.refusal?.line}\n`);
 });
 
 /* -------------------------------------------------------- cleanup -- */

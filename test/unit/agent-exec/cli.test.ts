@@ -1,7 +1,7 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { extraPathProblem } from "../../../src/confinement.ts";
-import { type AgentExecRequest, parseAgentExecArgs } from "../../../src/agent-exec/cli.ts";
+import { type AgentExecRequest, parseAgentExecArgs, parseStartedFd } from "../../../src/agent-exec/cli.ts";
 import { EXIT } from "../../../src/constants.ts";
 import { type Accepts, assertRefusal, catchRefusal, type Refuses } from "../../helpers/refusal.ts";
 
@@ -135,6 +135,15 @@ for (const { argv, what, fix } of AGENT_REFUSES) {
     assertRefusal(() => parseAgentExecArgs(argv), { exitCode: 64, what, fix });
   });
 }
+
+agent("CLANKIE_STARTED_FD: unset is no marker; a number from 3 is the marker's fd; anything else, or an fd also kept for the command, is refused (64)", () => {
+  assert.is(parseStartedFd(undefined, []), undefined);
+  assert.is(parseStartedFd("17", [18]), 17);
+  for (const value of ["2", "", "x", "1048576"]) {
+    assertRefusal(() => parseStartedFd(value, []), { exitCode: 64, what: RANGE("CLANKIE_STARTED_FD", 3, 1048575, value), fix: AEX("give CLANKIE_STARTED_FD a number in range") });
+  }
+  assertRefusal(() => parseStartedFd("17", [17]), { exitCode: 64, what: "CLANKIE_STARTED_FD=17 is also a --keep-fd", fix: AEX("give the started marker an fd of its own, not one handed to the command") });
+});
 
 agent("--signal=NAME is accepted as the first argument", () => {
   assert.equal(parseAgentExecArgs(["--signal=TERM", "--pgid=5"]), { kind: "signal", signal: "SIGTERM", pgid: 5 });

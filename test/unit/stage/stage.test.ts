@@ -184,6 +184,25 @@ test("umask and working directory are set before the exec; a directory it cannot
   }
 });
 
+test("started=N: \"S\" right before the exec, closed in the command; \"SF\" when the exec failed; nothing on a refusal; without the key the same fd is a stray", () => {
+  const withMarker = { stdio: ["ignore", "pipe", "pipe", "pipe"] as ("pipe" | "ignore")[] };
+  const probe = { path: "/bin/sh", argv: ["sh", "-c", "if [ -e /proc/self/fd/3 ]; then echo held; else echo closed; fi; exit 75"] };
+  const ran = stage({ ...base, startedFd: 3, action: probe }, withMarker);
+  assert.is(ran.stderr, "");
+  assert.is(ran.stdout, "closed\n", "the command never holds the marker");
+  assert.is(ran.output[3], "S");
+  assert.is(ran.status, 75, "the command's own 75");
+  const missing = stage({ ...base, startedFd: 3, action: { path: "/nonexistent/cmd", argv: ["cmd"] } }, withMarker);
+  assert.is(missing.status, 127);
+  assert.is(missing.output[3], "SF");
+  const refusedEarly = stage({ ...base, startedFd: 3, cwd: "/nonexistent", action: probe }, withMarker);
+  assert.is(refusedEarly.status, 77, refusedEarly.stderr);
+  assert.is(refusedEarly.output[3], "", "a refusal writes no marker");
+  const stray = stage({ ...base, action: probe }, withMarker);
+  assert.is(stray.status, 70, "without started=3 the open fd 3 is a stray the stage refuses");
+  assert.match(stray.stderr, /inherited fds 3 \(want only 0-2\)/);
+});
+
 test("a command that cannot be executed: 127 when missing, 126 otherwise, one line each", () => {
   const dir = mkdtempSync(join(tmpdir(), "verifier-"));
   try {
