@@ -128,7 +128,10 @@ async function bundle(entry, outfile, stage) {
  * from, as src/main.ts judges it) and its first argument:
  *
  *   clankie-agent-exec (the shim)   src/agent-exec/start.ts: it starts for
- *                                   every piece of agent work;
+ *                                   every piece of agent work (its --help,
+ *                                   -h and --version are the audit's
+ *                                   bundle's, below: no help text on the
+ *                                   spawn path);
  *   clankie-separate, with a        src/entrypoint/start.ts: the root start
  *   service command                 and, for any other uid, the exec of the
  *                                   service command; nothing else, so what
@@ -136,7 +139,8 @@ async function bundle(entry, outfile, stage) {
  *                                   needs (docs/architecture.md, "The
  *                                   privileged path");
  *   everything else                 src/main.ts: --self-check (and the
- *                                   probe's inside half), --help, --version,
+ *                                   probe's inside half), --help, --version
+ *                                   (of both names),
  *                                   and the refusal of an unknown name.
  *
  * The shim's bundle is in the main script as the comment of a function that
@@ -173,6 +177,8 @@ const SELF_CHECK_BUNDLE = "clankie-self-check";
 const PINS = { [ENTRYPOINT_NAME]: "ENTRYPOINT_SHA256", [SELF_CHECK_BUNDLE]: "SELF_CHECK_SHA256" };
 // The first arguments src/main.ts takes (src/constants.ts PROBE_AGENT_FLAG, src/entrypoint/cli.ts): the rest are the entrypoint's.
 const SELF_CHECK_ARGS = ["--self-check", "--probe-agent", "--help", "-h", "--version"];
+// The shim's --help and --version are the audit's too (src/main.ts): its help text is no part of the spawn path.
+const SHIM_TEXT_ARGS = ["--help", "-h", "--version"];
 const ROLE_PARAMS = "require, module, exports, __filename, __dirname";
 const roles = [
   { name: AGENT_EXEC_NAME, entry: "src/agent-exec/start.ts", cache: "eager", stage: made.stage },
@@ -192,7 +198,7 @@ function mainScript(sources) {
     `function shim() {/*${shim}*/}`,
     'const { basename } = require("node:path");',
     `const name = [basename(process.argv0), basename(process.execPath)].find((n) => n === ${JSON.stringify(AGENT_EXEC_NAME)} || n === ${JSON.stringify(ENTRYPOINT_NAME)});`,
-    `const role = name === ${JSON.stringify(AGENT_EXEC_NAME)} ? name : name === ${JSON.stringify(ENTRYPOINT_NAME)} && !${JSON.stringify(SELF_CHECK_ARGS)}.includes(process.argv[2]) ? name : ${JSON.stringify(SELF_CHECK_BUNDLE)};`,
+    `const role = name === ${JSON.stringify(AGENT_EXEC_NAME)} ? (${JSON.stringify(SHIM_TEXT_ARGS)}.includes(process.argv[2]) ? ${JSON.stringify(SELF_CHECK_BUNDLE)} : name) : name === ${JSON.stringify(ENTRYPOINT_NAME)} && !${JSON.stringify(SELF_CHECK_ARGS)}.includes(process.argv[2]) ? name : ${JSON.stringify(SELF_CHECK_BUNDLE)};`,
     "let source;",
     `if (role === ${JSON.stringify(AGENT_EXEC_NAME)}) {`,
     "  const text = Function.prototype.toString.call(shim);",
