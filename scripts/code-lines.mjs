@@ -23,9 +23,16 @@
  * Rows: "root start" is the entrypoint's bundle, which the executable runs
  * started as clankie-separate with a service command (as root: the root
  * phase; as any other uid: the exec of the service command); "audit" is
- * --self-check's bundle (with --help and --version); "shim + stage" is
- * clankie-agent-exec's bundle. docs/architecture.md shows these figures, and
- * test/unit/project/code-lines.test.ts holds the root start to its ceiling.
+ * --self-check's bundle (with --help and --version of both names);
+ * "ordinary spawn (shim + stage)" is clankie-agent-exec's own bundle, which
+ * the executable runs for every spawn and --signal, with the stage program it
+ * carries (the agent's and the signal's roles, no [private] section);
+ * "private job (shim + stage)" is the private-job bundle, which it runs
+ * instead for --private-job and --private-cleanup: the same shim with
+ * src/agent-exec/private-job.ts, and the stage with the cleanup role and
+ * the [private] sections. docs/architecture.md shows these figures, and
+ * test/unit/project/code-lines.test.ts holds the root start and the ordinary
+ * spawn to their ceilings.
  */
 import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -39,7 +46,8 @@ const ts = createRequire(import.meta.url)("typescript");
 export const BUNDLES = [
   { row: "root start", meta: "clankie-separate.meta.json" },
   { row: "audit", meta: "clankie-self-check.meta.json" },
-  { row: "shim + stage", meta: "clankie-agent-exec.meta.json" },
+  { row: "ordinary spawn (shim + stage)", meta: "clankie-agent-exec.meta.json" },
+  { row: "private job (shim + stage)", meta: "clankie-private-job.meta.json" },
 ];
 
 const STAGE_MODULE = "src/stage/stage.ts";

@@ -78,18 +78,21 @@ function parseBlob(blob: Buffer): Buffer | undefined {
 const sha256 = (data: Buffer | string) => createHash("sha256").update(data).digest("hex");
 
 /*
- * The entrypoint's bundle and the audit's are SEA assets, clankie-separate.cjs
- * and clankie-self-check.cjs, and the main script pins the SHA-256 of each on
- * a line of its own (build.mjs, mainScript):
+ * The entrypoint's bundle, the audit's and the private-job shim's are SEA
+ * assets, clankie-separate.cjs, clankie-self-check.cjs and
+ * clankie-private-job.cjs, and the main script pins the SHA-256 of each on a
+ * line of its own (build.mjs, mainScript):
  *
  *   const ENTRYPOINT_SHA256 = "<64 hex digits>"; ...
  *   const SELF_CHECK_SHA256 = "<64 hex digits>"; ...
+ *   const PRIVATE_JOB_SHA256 = "<64 hex digits>"; ...
  *
  * so the main script's hash covers each only while the asset matches its pin.
  */
 export const ENTRYPOINT_ASSET = "clankie-separate.cjs";
 export const SELF_CHECK_ASSET = "clankie-self-check.cjs";
-const PINS: Readonly<Record<string, string>> = { [ENTRYPOINT_ASSET]: "ENTRYPOINT_SHA256", [SELF_CHECK_ASSET]: "SELF_CHECK_SHA256" };
+export const PRIVATE_JOB_ASSET = "clankie-private-job.cjs";
+const PINS: Readonly<Record<string, string>> = { [ENTRYPOINT_ASSET]: "ENTRYPOINT_SHA256", [SELF_CHECK_ASSET]: "SELF_CHECK_SHA256", [PRIVATE_JOB_ASSET]: "PRIVATE_JOB_SHA256" };
 
 export interface AssetHashes {
   /** What the main script pins, or undefined when it holds no pin. */
@@ -111,7 +114,9 @@ export function assetHashes(mainScript: Buffer, asset: string): AssetHashes {
 }
 
 /** The hash of the main script (what --self-check calls the bundle's) and each asset's pin and hash; undefined without a SEA blob. */
-export function embeddedHashes(path?: string): { bundle: string; entrypoint: AssetHashes; audit: AssetHashes } | undefined {
+export function embeddedHashes(path?: string): { bundle: string; entrypoint: AssetHashes; audit: AssetHashes; privateJob: AssetHashes } | undefined {
   const mainScript = readEmbeddedBundle(path);
-  return mainScript ? { bundle: sha256(mainScript), entrypoint: assetHashes(mainScript, ENTRYPOINT_ASSET), audit: assetHashes(mainScript, SELF_CHECK_ASSET) } : undefined;
+  return mainScript
+    ? { bundle: sha256(mainScript), entrypoint: assetHashes(mainScript, ENTRYPOINT_ASSET), audit: assetHashes(mainScript, SELF_CHECK_ASSET), privateJob: assetHashes(mainScript, PRIVATE_JOB_ASSET) }
+    : undefined;
 }

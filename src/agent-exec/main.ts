@@ -1,14 +1,16 @@
 /*
  * The shim's role, from its arguments to its exec: --signal,
  * --private-cleanup, or a command to run as the agent (its --help and
- * --version are src/main.ts's, in the audit's bundle). src/main.ts calls it when the
- * executable is started under the shim's name, and so does start.ts, the
- * entry of the shim's own bundle (build.mjs), which holds nothing else.
+ * --version are src/main.ts's, in the audit's bundle). It runs when the
+ * executable is started under the shim's name: start.ts, the entry of the
+ * shim's own bundle (build.mjs), for every spawn, and private-start.ts, the
+ * private-job bundle's, for --private-job and --private-cleanup.
  */
 import { parseAgentExecArgs } from "./cli.ts";
-import { runAgentExec, runPrivateCleanup, runSignal } from "./run.ts";
+import { type PrivateJobs, runAgentExec, runPrivateCleanup, runSignal } from "./run.ts";
 
-export function runAgentExecRole(argv: readonly string[]): number {
+/** `jobs`: a private job's code, given by the private-job bundle's entry (private-start.ts) alone. */
+export function runAgentExecRole(argv: readonly string[], jobs?: PrivateJobs): number {
   const request = parseAgentExecArgs(argv);
   switch (request.kind) {
     case "help":
@@ -18,8 +20,8 @@ export function runAgentExecRole(argv: readonly string[]): number {
     case "signal":
       return runSignal(request);
     case "private-cleanup":
-      return runPrivateCleanup(request);
+      return runPrivateCleanup(request, jobs);
     case "run":
-      return runAgentExec(request);
+      return runAgentExec(request, jobs);
   }
 }

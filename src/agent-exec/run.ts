@@ -17,7 +17,6 @@ import { checkCaller } from "./caller.ts";
 import { type AgentExecRequest, parseStartedFd } from "./cli.ts";
 import { checkStartedDescriptor, closeStrayDescriptors } from "./descriptors.ts";
 import { agentChainArgv, agentEnvironment, type AgentChain, type PrivateLease } from "./plan.ts";
-import { leasePrivateGroup, releaseJobLease } from "./private-job.ts";
 import { stageEnvironment } from "../stage/stage.ts";
 
 /**
@@ -84,7 +83,22 @@ function execChain(ids: Identities, chain: AgentChain, oomScoreAdj: number | und
   execReplace({ command: argv[0]!, args: argv.slice(1), argv0: argv[0], env, trustedUids: [0] });
 }
 
-export function runAgentExec(request: Extract<AgentExecRequest, { kind: "run" }>): never {
+/**
+ * A private job's code (src/agent-exec/private-job.ts), which only the
+ * private-job bundle holds (src/agent-exec/private-start.ts, build.mjs): the
+ * ordinary shim's bundle passes none and never compiles it.
+ */
+export interface PrivateJobs {
+  leasePrivateGroup(ids: Identities, startedFd?: number): PrivateLease;
+  releaseJobLease(ids: Identities, pid: number): number;
+}
+
+function privateJobs(jobs: PrivateJobs | undefined): PrivateJobs {
+  if (jobs === undefined) throw new Error("a private job reached the ordinary shim's bundle: build.mjs's main script routes --private-job and --private-cleanup to src/agent-exec/private-start.ts's");
+  return jobs;
+}
+
+export function runAgentExec(request: Extract<AgentExecRequest, { kind: "run" }>, jobs?: PrivateJobs): never {
   const ids = checkedIdentities();
   // Resolved here, against the fixed PATH or --cwd; whether the agent may
   // execute it is for the kernel to say, as the agent, in the verified stage.
@@ -104,7 +118,7 @@ export function runAgentExec(request: Extract<AgentExecRequest, { kind: "run" }>
     },
     request.oomScoreAdj,
     request.env,
-    request.privateJob ? () => leasePrivateGroup(ids, startedFd) : undefined,
+    request.privateJob ? () => privateJobs(jobs).leasePrivateGroup(ids, startedFd) : undefined,
   );
 }
 
@@ -122,7 +136,8 @@ export function signalPlan(request: Extract<AgentExecRequest, { kind: "signal" }
 }
 
 /** --private-cleanup PID: the end of the lease job PID held (spawnAgent calls it when the job has ended). */
-export function runPrivateCleanup(request: Extract<AgentExecRequest, { kind: "private-cleanup" }>): number {
+export function runPrivateCleanup(request: Extract<AgentExecRequest, { kind: "private-cleanup" }>, jobs?: PrivateJobs): number {
+  const { releaseJobLease } = privateJobs(jobs);
   const ids = checkedIdentities();
   // The cleanup stage refuses any fd it was not given, as every stage does.
   closeStrayDescriptors([]);

@@ -5,7 +5,7 @@
  * facts.ts (the exec rules' verdict on each program) and image-scan.ts.
  */
 import { STATE_DIR, TOOLS, WORKSPACE_DIR } from "../constants.ts";
-import { type AssetHashes, ENTRYPOINT_ASSET, SELF_CHECK_ASSET } from "../embedded-bundle.ts";
+import { type AssetHashes, ENTRYPOINT_ASSET, PRIVATE_JOB_ASSET, SELF_CHECK_ASSET } from "../embedded-bundle.ts";
 import type { Mount } from "../os/mountinfo.ts";
 import { bounded, fail, pass, plural, type Verdict, warn } from "./check.ts";
 import type { BuiltInHash, Mode, Program } from "./fact-types.ts";
@@ -31,15 +31,15 @@ export function judgeExecutable(running: string, installed: readonly string[], p
 
 /**
  * The SHA-256 of the embedded bundle (the main script) against the one the
- * build recorded, and the entrypoint's and the audit's SEA assets against
+ * build recorded, and the entrypoint's, the audit's and the private-job shim's SEA assets against
  * the hashes the main script pins for them: only then does the bundle's hash
  * cover them.
  */
-export function judgeBundle(bundle: { executable: string; bundle?: string | undefined; entrypoint?: AssetHashes | undefined; audit?: AssetHashes | undefined; expected: BuiltInHash }): Verdict {
-  const { executable, bundle: actual, entrypoint, audit, expected } = bundle;
-  if (actual === undefined || entrypoint === undefined || audit === undefined) return fail(`${executable} holds no SEA bundle: this is not the single executable`, { executable }, REBUILD_FIX);
-  const found: Record<string, unknown> = { executable, sha256: actual, entrypoint, audit };
-  for (const [asset, what, hashes] of [[ENTRYPOINT_ASSET, "the entrypoint's code", entrypoint], [SELF_CHECK_ASSET, "the audit's code", audit]] as const) {
+export function judgeBundle(bundle: { executable: string; bundle?: string | undefined; entrypoint?: AssetHashes | undefined; audit?: AssetHashes | undefined; privateJob?: AssetHashes | undefined; expected: BuiltInHash }): Verdict {
+  const { executable, bundle: actual, entrypoint, audit, privateJob, expected } = bundle;
+  if (actual === undefined || entrypoint === undefined || audit === undefined || privateJob === undefined) return fail(`${executable} holds no SEA bundle: this is not the single executable`, { executable }, REBUILD_FIX);
+  const found: Record<string, unknown> = { executable, sha256: actual, entrypoint, audit, privateJob };
+  for (const [asset, what, hashes] of [[ENTRYPOINT_ASSET, "the entrypoint's code", entrypoint], [SELF_CHECK_ASSET, "the audit's code", audit], [PRIVATE_JOB_ASSET, "the private-job shim's code", privateJob]] as const) {
     if (hashes.pinned === undefined) return fail(`the embedded bundle (sha256 ${actual}) pins no hash for ${what} (SEA asset ${asset})`, found, REBUILD_FIX);
     if (hashes.actual !== hashes.pinned) {
       return fail(`${what} (SEA asset ${asset}) has sha256 ${hashes.actual ?? "(unreadable)"}, but the embedded bundle pins ${hashes.pinned}`, found, REBUILD_FIX);
@@ -53,7 +53,7 @@ export function judgeBundle(bundle: { executable: string; bundle?: string | unde
   found.expected = expected.value;
   found.expectedFrom = expected.from;
   if (expected.value !== actual) return fail(`embedded bundle sha256 ${actual}, but ${expected.from} says ${expected.value}`, found, REBUILD_FIX);
-  return pass(`embedded bundle sha256 ${actual} equals ${expected.from}; the entrypoint's and the audit's assets match their pins`, found);
+  return pass(`embedded bundle sha256 ${actual} equals ${expected.from}; the entrypoint's, the audit's and the private-job shim's assets match their pins`, found);
 }
 
 /** The tools the stages exec (tini optional). */

@@ -44,21 +44,22 @@ export function withoutComments(text: string): string {
 
 /**
  * `source` without the sections of the roles not in `roles` (a [private]
- * section goes with the agent's): what a bundle that asks only for `roles`
+ * section goes with the agent's, unless `privateJob` is false: the ordinary
+ * shim's bundle, which runs no private job): what a bundle that asks only for `roles`
  * carries. stageProgram cuts each of them from it as it cuts it from the
  * whole (test/unit/stage/stage-source.test.ts).
  */
-export function forRoles(source: string, roles: readonly StageRole[]): string {
+export function forRoles(source: string, roles: readonly StageRole[], privateJob = true): string {
   const [head, ...sections] = source.split(SECTION);
   const keep = (section: string) => {
     if (!section.startsWith("[")) return true;
     const name = section.slice(1, section.indexOf("]"));
-    return (roles as readonly string[]).includes(name) || (name === PRIVATE_SECTION && roles.includes("agent"));
+    return (roles as readonly string[]).includes(name) || (name === PRIVATE_SECTION && privateJob && roles.includes("agent"));
   };
   return [head, ...sections.filter(keep)].join(SECTION);
 }
 
 /** The Perl program for `arch` as a bundle that asks for `roles` carries it: stageText without its comments and without the other roles' sections. */
-export function stageSource(arch: string = process.arch, roles: readonly StageRole[] = ALL_ROLES): string {
-  return forRoles(withoutComments(stageText(arch)), roles);
+export function stageSource(arch: string = process.arch, roles: readonly StageRole[] = ALL_ROLES, privateJob = true): string {
+  return forRoles(withoutComments(stageText(arch)), roles, privateJob);
 }

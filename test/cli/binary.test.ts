@@ -200,8 +200,9 @@ test("the role follows the name it is started as (argv[0]), even through a symli
 });
 
 /*
- * The entrypoint's bundle and the audit's are the SEA assets
- * clankie-separate.cjs and clankie-self-check.cjs, and the main script pins
+ * The entrypoint's bundle, the audit's and the private-job shim's are the SEA
+ * assets clankie-separate.cjs, clankie-self-check.cjs and
+ * clankie-private-job.cjs, and the main script pins
  * the SHA-256 of each (build.mjs). --self-check's image.bundle compares them:
  * an asset changed after the build fails it, though the executable runs the
  * changed code (no start hashes it); the control is the same change with the
@@ -230,10 +231,12 @@ function buildWithAsset(dir: string, name: string, asset: string, text: string, 
 
 /** Each asset, a text in it to change, and a start that shows the changed text runs. */
 const ASSETS = [
-  { asset: "clankie-separate.cjs", what: "the entrypoint's code", pin: "ENTRYPOINT_SHA256", from: "no service command given", to: "no service command CHANGED", shows: [] as string[], stream: "stderr" as const },
-  { asset: "clankie-self-check.cjs", what: "the audit's code", pin: "SELF_CHECK_SHA256", from: "run model-directed work as a second uid", to: "run model-directed work as a CHANGED uid", shows: ["--help"], stream: "stdout" as const },
+  { asset: "clankie-separate.cjs", what: "the entrypoint's code", pin: "ENTRYPOINT_SHA256", from: "no service command given", to: "no service command CHANGED", shows: [] as string[], stream: "stderr" as const, name: "clankie-separate" },
+  { asset: "clankie-self-check.cjs", what: "the audit's code", pin: "SELF_CHECK_SHA256", from: "run model-directed work as a second uid", to: "run model-directed work as a CHANGED uid", shows: ["--help"], stream: "stdout" as const, name: "clankie-separate" },
+  // Started as the shim with --private-cleanup, which only the private-job bundle runs: the changed refusal shows that it ran.
+  { asset: "clankie-private-job.cjs", what: "the private-job shim's code", pin: "PRIVATE_JOB_SHA256", from: "--private-cleanup takes no other option", to: "--private-cleanup takes no CHANGED option", shows: ["--private-cleanup", "2", "extra"], stream: "stderr" as const, name: "clankie-agent-exec" },
 ];
-for (const { asset, what, pin, from, to, shows, stream } of ASSETS) {
+for (const { asset, what, pin, from, to, shows, stream, name } of ASSETS) {
   test(`${asset} changed after the build fails --self-check's image.bundle (control: the same change with its pin passes)`, () => {
     const dir = mkdtempSync(join(tmpdir(), "clankie-asset-"));
     try {
@@ -247,11 +250,12 @@ for (const { asset, what, pin, from, to, shows, stream } of ASSETS) {
         const audit = run(exe, ["--self-check", "--json"]);
         return (JSON.parse(audit.stdout) as { checks: Array<{ id: string; status: string; summary: string }> }).checks.find((c) => c.id === "image.bundle")!;
       };
+      const start = (exe: string) => spawnSync(exe, shows, { encoding: "utf8", env: { PATH: "/usr/bin:/bin" }, argv0: name });
       const control = buildWithAsset(dir, "control", asset, changed, mainScript.replace(sha256(original), sha256(changed)));
-      assert.ok(run(control, shows)[stream].includes(to.split(" ").at(-2)!), `the changed ${asset} does not run`);
+      assert.ok(start(control)[stream].includes(to.split(" ").at(-2)!), `the changed ${asset} does not run`);
       assert.is(bundleCheck(control).status, "pass", "control failed: the change with a matching pin does not pass");
       const tampered = buildWithAsset(dir, "changed", asset, changed, mainScript);
-      assert.ok(run(tampered, shows)[stream].includes(to.split(" ").at(-2)!), `the changed ${asset} does not run`);
+      assert.ok(start(tampered)[stream].includes(to.split(" ").at(-2)!), `the changed ${asset} does not run`);
       const check = bundleCheck(tampered);
       assert.is(check.status, "fail");
       assert.is(check.summary, `${what} (SEA asset ${asset}) has sha256 ${sha256(changed)}, but the embedded bundle pins ${sha256(original)}`);
@@ -273,6 +277,17 @@ test("the entrypoint's bundle holds the root start alone: no help text, audit or
   assert.ok(entrypoint.includes("no service command given"));
   const audit = readFileSync(join(REPO, ".build/clankie-self-check.cjs"), "utf8");
   assert.ok(audit.includes("run model-directed work as a second uid") && audit.includes("image.bundle"));
+});
+
+test("the shim's own bundle, which every ordinary spawn runs, holds no help text and no private job's code; the private-job bundle does hold it", () => {
+  const shim = readFileSync(join(REPO, ".build/clankie-agent-exec.cjs"), "utf8");
+  for (const text of ["run model-directed work as a second uid", "private-job groups are leased", "the cleanup stage of"]) assert.not.ok(shim.includes(text), `the shim's bundle holds ${text}`);
+  const privateJob = readFileSync(join(REPO, ".build/clankie-private-job.cjs"), "utf8");
+  assert.ok(privateJob.includes("private-job groups are leased") && privateJob.includes("the cleanup stage of"));
+  // --help and --version of the shim's name run the audit's bundle, alike.
+  const help = spawnSync(AGENT_EXEC, ["--help"], { encoding: "utf8", env: { PATH: "/usr/bin:/bin" } });
+  assert.is(help.status, 0);
+  assert.match(help.stdout, /run model-directed work as a second uid/);
 });
 
 test("-- --help is a service command named --help, not the help text; an unknown name is refused before any argument", () => {

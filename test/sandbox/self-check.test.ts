@@ -457,11 +457,13 @@ rootTest(SelfCheck, "image faults fail exactly their checks: a group-writable ex
   const tini = join(scratch, "tini");
   try {
     mkdirSync(sbin, { mode: 0o755 });
-    // A copy whose embedded bundle differs from the one built in by one letter
-    // of a string (the SEA asset bundle.sha256 still names the original).
+    // A copy whose embedded bundle (the main script) differs from the one
+    // built in by one letter of its own comment, which no SEA asset holds
+    // (the SEA asset bundle.sha256 still names the original).
     const exe = readFileSync(join(DIST, "clankie-separate"));
-    const at = exe.indexOf("run model-directed work as a second uid");
-    assert.ok(at > 0, "the help text is in the embedded bundle");
+    const mainScriptText = "The single executable's main script, written by build.mjs";
+    const at = exe.indexOf(mainScriptText);
+    assert.ok(at > 0 && exe.indexOf(mainScriptText, at + 1) < 0, "the main script's comment is in the executable, once");
     exe[at + 1] = "a".charCodeAt(0);
     writeFileSync(join(sbin, "clankie-separate"), exe);
     chmodSync(join(sbin, "clankie-separate"), 0o775);

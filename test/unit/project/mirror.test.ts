@@ -25,6 +25,7 @@ export const UNTESTED_ALONE: Record<string, string> = {
   "agent-exec/main.ts": BLACK_BOX,
   "agent-exec/run.ts": BLACK_BOX,
   "agent-exec/start.ts": BLACK_BOX,
+  "agent-exec/private-start.ts": BLACK_BOX,
   "entrypoint/start.ts": BLACK_BOX,
   "self-check/fact-types.ts": "types only: tsc checks them; project/layering.test.ts keeps them out of import circles",
   "stage/sections.ts": "the format of stage.pl's sections: stage/stage.test.ts and stage/stage-source.test.ts cut by it",
