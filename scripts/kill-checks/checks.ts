@@ -96,6 +96,8 @@ const CONFINEMENT_SANDBOX = "test/sandbox/confinement.test.ts";
 const PRIVATE_SANDBOX = "test/sandbox/private-jobs.test.ts";
 const stage = (id: string, find: string, tests: string[], extra: Partial<Check> = {}): Check => ({ id: `stage.${id}`, file: STAGE, find, tests: { [STAGE_TEST]: tests }, ...extra });
 
+const MARKER_TEST = "the started marker: an fcntl(F_SETFD) that fails or a marker it cannot write is refused (71) before the exec, never a command holding the marker or an unreported start";
+
 export const CHECKS: Check[] = [
   /* ---- stage.pl: the closed protocol ---- */
   stage("request.program", String.raw`  usage("program name " . ($name eq "" ? "missing" : $name)) unless $program eq $name;`, ["a program name that is not one is a usage refusal (exit 64)"]),
@@ -184,7 +186,9 @@ export const CHECKS: Check[] = [
     if kill(0, $guard) || $! != 1;`, ["a private job whose nested domain the kernel only claims to apply is refused (70): it must not signal its guard"]),
 
   /* ---- stage.pl: exec ---- */
-  stage("exec.failed", String.raw`  refuse($! == 2 ? EXIT_NOT_FOUND : EXIT_NOT_EXECUTABLE, "cannot execute $path: " . errname(), "check the command's path and permissions");`, ["a command that cannot be executed: 127 when missing, 126 otherwise, one line each"]),
+  stage("exec.marker-cloexec", String.raw` or refuse(EXIT_OS_ERROR, "fcntl F_SETFD of the started marker (fd $marker) failed: " . errname(), $KERNEL_FIX);`, [MARKER_TEST]),
+  stage("exec.marker-write", String.raw` or refuse(EXIT_OS_ERROR, "write to the started marker (fd $marker) failed: " . errname(), "keep the marker pipe's read end open until the spawn has settled (spawnAgent does)");`, [MARKER_TEST]),
+  stage("exec.failed", String.raw`  refuse($errno == 2 ? EXIT_NOT_FOUND : EXIT_NOT_EXECUTABLE, "cannot execute $path: " . errname(), "check the command's path and permissions");`, ["a command that cannot be executed: 127 when missing, 126 otherwise, one line each"]),
 ];
 
 const CALLER_TEST: Record<string, string[]> = { "test/unit/agent-exec/caller.test.ts": ["refusals, each with its exit code and fix"] };
@@ -200,6 +204,7 @@ CHECKS.push(
   shim("caller.no-new-privs", "src/agent-exec/caller.ts", 'throw new Refusal(EXIT.launchRefused, "NoNewPrivs is not set for the service"', CALLER_TEST),
 
   /* ---- the shim: its command line ---- */
+  shim("cli.started-fd-kept", "src/agent-exec/cli.ts", "throw usage(AGENT_EXEC_NAME, `${STARTED_FD_VARIABLE}=${fd} is also a --keep-fd`", CLI_TEST),
   shim("cli.signal-name", "src/agent-exec/cli.ts", "throw usage(program, `--signal needs one of", CLI_TEST),
   shim("cli.signal-option", "src/agent-exec/cli.ts", "throw usage(program, `unknown option ${JSON.stringify(name)} with --signal`", CLI_TEST),
   shim("cli.signal-pgid", "src/agent-exec/cli.ts", 'throw usage(program, "--signal needs --pgid"', CLI_TEST),
@@ -214,6 +219,8 @@ CHECKS.push(
   shim("cli.dashes", "src/agent-exec/cli.ts", 'throw usage(program, "missing -- before the command"', CLI_TEST),
 
   /* ---- the shim: kept fds ---- */
+  shim("fds.started-open", "src/agent-exec/descriptors.ts", "throw new Refusal(EXIT.usage, `CLANKIE_STARTED_FD=${fd}: fd ${fd} is not open`", { "test/unit/agent-exec/descriptors.test.ts": ["checkStartedDescriptor: a started marker that is not open, or is close-on-exec, is refused (64)"] }),
+  shim("fds.started-cloexec", "src/agent-exec/descriptors.ts", "throw new Refusal(EXIT.usage, `CLANKIE_STARTED_FD=${fd}: fd ${fd} is close-on-exec here", { "test/unit/agent-exec/descriptors.test.ts": ["checkStartedDescriptor: a started marker that is not open, or is close-on-exec, is refused (64)"] }),
   shim("fds.keep-open", "src/agent-exec/descriptors.ts", "throw new Refusal(EXIT.usage, `--keep-fd ${fd}: fd ${fd} is not open`", { "test/unit/agent-exec/descriptors.test.ts": ["checkKeptDescriptors: an fd that is not open, or is close-on-exec, is refused (64)"] }),
   shim("fds.keep-cloexec", "src/agent-exec/descriptors.ts", "throw new Refusal(EXIT.usage, `--keep-fd ${fd}: fd ${fd} is close-on-exec here", { "test/unit/agent-exec/descriptors.test.ts": ["checkKeptDescriptors: an fd that is not open, or is close-on-exec, is refused (64)"] }),
 

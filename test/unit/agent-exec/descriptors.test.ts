@@ -3,7 +3,7 @@ import { closeSync, openSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { checkKeptDescriptors, inheritableCandidates, listDescriptors, parseFdinfoFlags, readDescriptorFlags } from "../../../src/agent-exec/descriptors.ts";
+import { checkKeptDescriptors, checkStartedDescriptor, inheritableCandidates, listDescriptors, parseFdinfoFlags, readDescriptorFlags } from "../../../src/agent-exec/descriptors.ts";
 import { EXIT } from "../../../src/constants.ts";
 import { NODE24, REPO } from "../../helpers/paths.ts";
 import { assertRefusal } from "../../helpers/refusal.ts";
@@ -65,6 +65,20 @@ test("checkKeptDescriptors: an fd that is not open, or is close-on-exec, is refu
     closeSync(fd);
   }
   checkKeptDescriptors([]);
+});
+
+test("checkStartedDescriptor: a started marker that is not open, or is close-on-exec, is refused (64)", () => {
+  assertRefusal(() => checkStartedDescriptor(1000), { exitCode: EXIT.usage, what: "CLANKIE_STARTED_FD=1000: fd 1000 is not open", fix: "open the marker pipe in the shim's parent before the spawn (spawnAgent does)" });
+  const fd = openSync("/dev/null", "r");
+  try {
+    assertRefusal(() => checkStartedDescriptor(fd), {
+      exitCode: EXIT.usage,
+      what: `CLANKIE_STARTED_FD=${fd}: fd ${fd} is close-on-exec here (Node 24 marks fds 0-15 so at start-up, and every open fd after them up to the first that is not open)`,
+      fix: "hand the marker to the shim as fd 17 or higher, with fd 16 not open",
+    });
+  } finally {
+    closeSync(fd);
+  }
 });
 
 /*

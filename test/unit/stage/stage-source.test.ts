@@ -20,7 +20,7 @@ test("a bundle's cut gives each of its roles the program the whole source gives 
   assert.is(stageProgram("agent", forRoles(whole, ["agent"]), true), stageProgram("agent", whole, true), "private job");
 });
 
-test("the service's cut holds no section of another role, and is less than half the whole", () => {
+test("the service's cut holds no section of another role, and is about half the whole (at most 51%)", () => {
   const whole = stageSource();
   const service = stageSource(process.arch, ["service"]);
   for (const name of ["[agent]", "[signal]", "[cleanup]", "[private]"]) {
@@ -28,7 +28,8 @@ test("the service's cut holds no section of another role, and is less than half 
     assert.not.ok(service.includes(`# ---- ${name} `), `the service's cut holds ${name}`);
   }
   assert.ok(service.includes("# ---- exec: ") && service.includes("# ---- capabilities: "), "the sections every role keeps stay");
-  assert.ok(service.length * 2 < whole.length, `${service.length} of ${whole.length} bytes`);
+  // 50.1% since the started marker's steps joined the exec every role shares (its size on the root path is held by code-lines.test.ts).
+  assert.ok(service.length * 100 <= whole.length * 51, `${service.length} of ${whole.length} bytes`);
   // Control: from the service's cut an agent's program lacks the agent's own steps.
   assert.is.not(stageProgram("agent", service), stageProgram("agent", whole));
 });

@@ -6,7 +6,7 @@
  * test changes exactly one of them and expects exactly that difference.
  */
 import { spawn, spawnSync, type SpawnSyncReturns } from "node:child_process";
-import { chmodSync, closeSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, closeSync, existsSync, openSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { suite } from "uvu";
@@ -537,7 +537,7 @@ const PRIVATE_FIX = "run private jobs on a kernel with Landlock ABI 6 or later (
 const EACCES = 13;
 const EINVAL = 22;
 /** The stage under a kernel that tells `lies`; `wrap` runs inside, so that the supervisor is the test's uid and holds no group of the stage's. */
-const lying = (request: StageRequest, lies: readonly Lie[], wrap: readonly string[] = [], cwd?: string) => stage(request, { wrap: [...lyingKernel(lies), ...wrap], cwd });
+const lying = (request: StageRequest, lies: readonly Lie[], wrap: readonly string[] = [], cwd?: string, stdio?: ("pipe" | "ignore")[]) => stage(request, { wrap: [...lyingKernel(lies), ...wrap], cwd, stdio });
 const agentLine = (what: string) => `clankie-agent-exec: ${what}`;
 
 test("a program name that is not one is a usage refusal (exit 64)", () => {
@@ -589,6 +589,24 @@ test("the fork probe: EAGAIN is the agent uid over --nproc (75), another errno a
 
 test("the signal action: a kill(2) that fails otherwise than ESRCH or EPERM is refused (71)", () => {
   refused(lying(asSignal(base, 999999), [{ nr: NR.kill, errno: EINVAL }]), 71, agentLine("kill -TERM -999999 failed: EINVAL; report this with the command line used"));
+});
+
+test("the started marker: an fcntl(F_SETFD) that fails or a marker it cannot write is refused (71) before the exec, never a command holding the marker or an unreported start", () => {
+  const withMarker = ["ignore", "pipe", "pipe", "pipe"] as ("pipe" | "ignore")[];
+  const request = { ...base, startedFd: 3 };
+  const atMarker = (nr: number, errno: number) => lying(request, [{ nr, arg: [0, 3], errno }], [], undefined, withMarker);
+  refused(atMarker(72, EINVAL), 71, agentLine(`fcntl F_SETFD of the started marker (fd 3) failed: EINVAL; ${KERNEL_FIX}`));
+  // A marker the stage cannot write: fd 3 open for reading only (a lie about write(2) would stop the supervisor's own start).
+  const readOnly = openSync("/dev/null", "r");
+  try {
+    refused(stage(request, { stdio: ["ignore", "pipe", "pipe", readOnly as unknown as "pipe"] }), 71, agentLine("write to the started marker (fd 3) failed: EBADF; keep the marker pipe's read end open until the spawn has settled (spawnAgent does)"));
+  } finally {
+    closeSync(readOnly);
+  }
+  // The control: the same supervisor, lying about another fd, lets the command run and the marker say "S".
+  const control = lying(request, [{ nr: 72, arg: [0, 9], errno: EINVAL }], [], undefined, withMarker);
+  assert.is(control.stdout, "ran\n", control.stderr);
+  assert.is(control.output[3], "S");
 });
 
 test("rt_sigprocmask that fails is refused (71): the command never starts with signals blocked", () => {
