@@ -42,7 +42,7 @@ export const SITES: { stage: RegExp; shim: RegExp } = {
 /** Lines that define a refusal helper rather than call it. */
 export const SITE_EXCLUDE = /^\s*sub (refuse|usage|proc_failed) |= sub \{/;
 /** The files whose sites must all be listed. */
-export const SCOPE = ["src/stage/stage.pl", "src/agent-exec/caller.ts", "src/agent-exec/cli.ts", "src/agent-exec/descriptors.ts", "src/agent-exec/git-trust.ts", "src/agent-exec/main.ts", "src/agent-exec/plan.ts", "src/agent-exec/private-job.ts", "src/agent-exec/run.ts", "src/agent-exec/start.ts", "src/service/private-release.ts"];
+export const SCOPE = ["src/stage/stage.pl", "src/agent-exec/caller.ts", "src/agent-exec/cli.ts", "src/agent-exec/descriptors.ts", "src/agent-exec/main.ts", "src/agent-exec/plan.ts", "src/agent-exec/private-job.ts", "src/agent-exec/run.ts", "src/agent-exec/start.ts", "src/service/private-release.ts"];
 
 /** [start, end) of the check's snippet in `text`, or a reason it cannot be cut. */
 export function snippetSpan(text: string, check: Check): { start: number; end: number; problem?: undefined } | { problem: string } {

@@ -31,7 +31,6 @@ import { AGENT_EXEC_NAME, AGENT_HOME, AGENT_UMASK, TOOLS } from "../constants.ts
 import { buildEnvironment, type Environment } from "../exec/environment.ts";
 import { stageArgv } from "../stage/stage.ts";
 import { type ConfinementRequest, confinementKeys } from "../confinement.ts";
-import { withGitTrust } from "./git-trust.ts";
 
 /** A private job's lease: its group and directory (src/agent-exec/private-job.ts). */
 export interface PrivateLease {
@@ -46,11 +45,11 @@ export function privateEnvironment(lease: PrivateLease): Environment {
 
 /** The agent's environment: the allowlist and the named variables of the shim's own environment, plus ours (which win over a named one). */
 export function agentEnvironment(shimEnv: NodeJS.ProcessEnv, names: readonly string[], ids: Identities, lease?: PrivateLease): Environment {
-  return withGitTrust(buildEnvironment({
+  return buildEnvironment({
     from: shimEnv,
     pass: names,
     set: { HOME: AGENT_HOME, USER: ids.agent.name, LOGNAME: ids.agent.name, ...(lease === undefined ? {} : privateEnvironment(lease)) },
-  }));
+  });
 }
 
 interface ChainBase {

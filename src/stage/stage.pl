@@ -527,12 +527,45 @@ sub watch_job {
   syscall(@exitGroup@, 0);
 }
 
+# ---- [agent] git: the agent's git trusts the service's repositories ----
+# git refuses a repository whose directory another uid owns ("detected
+# dubious ownership", git-config(1), safe.directory) unless safe.directory
+# names it, and reads safe.directory only from protected configuration: the
+# system and global files and the command scope, which includes
+# GIT_CONFIG_COUNT / GIT_CONFIG_KEY_<n> / GIT_CONFIG_VALUE_<n> (git(1),
+# ENVIRONMENT). So the command's environment gets one entry
+# safe.directory=*, appended after any command-scope entries the service
+# passed with --env, so that a `safe.directory=` reset there cannot undo it.
+# It is set here, after the drop and in the agent's environment alone:
+# nothing the agent can write widens what the service's git trusts (the
+# service's git never sees this environment, and /etc/gitconfig and the
+# service's HOME are out of the agent's reach); repositories the agent
+# creates stay refused by service-uid git (ADR 0272, Consequences). The value
+# is "*": git 2.39 (Debian bookworm) matches either "*" or one exact worktree
+# path ("/workspace/*" needs git 2.46), and an exact path cannot name a
+# repository the service creates while the job runs. "*" gives the agent
+# nothing it can use against another uid: the owners it stops distrusting
+# are the service and root, whose configuration the agent's git then runs
+# as the agent. git parses the count with strtoul(3) (an empty value is 0)
+# and refuses one above INT_MAX: a count that is not plain decimal digits,
+# or that one more would take past INT_MAX, is left as it is for git to
+# refuse ("bogus count in GIT_CONFIG_COUNT"), since guessing an index could
+# overwrite the service's entry.
+sub trust_git {
+  my ($env) = @_;
+  my $given = $env->{GIT_CONFIG_COUNT} // "";
+  return unless $given =~ /\A\d{0,12}\z/ && ($given || 0) <= 2147483646;
+  my $n = ($given || 0) + 0;
+  @$env{"GIT_CONFIG_COUNT", "GIT_CONFIG_KEY_$n", "GIT_CONFIG_VALUE_$n"} = ($n + 1, "safe.directory", "*");
+}
+
 # ---- exec: execve(2) itself ----
 # Not perl's exec: that one is execvp(3), which runs a file the kernel
 # refuses with ENOEXEC through /bin/sh instead of failing. The command's
 # environment came as CLANKIE_ENV_NAME=VALUE (stageEnvironment in
 # src/stage/stage.ts), so that neither setpriv, with the capabilities, nor
-# perl read a variable of it: the command gets those, named back, and no other.
+# perl read a variable of it: the command gets those, named back, and no
+# other, but for the agent's one command-scope git entry (trust_git).
 #
 # started=N: the service's marker pipe. Every check has passed and every
 # refusal above has been made: the stage marks it close-on-exec (fcntl(2)
@@ -544,7 +577,10 @@ sub watch_job {
 # started), anything else for none.
 sub exec_command {
   my ($path, @argv) = @command;
-  my @envp = map { /\A(.*)\z/s; $1 } map { /\ACLANKIE_ENV_(.+)\z/s ? "$1=$ENV{$_}" : () } sort keys %ENV;
+  my %env = map { /\ACLANKIE_ENV_(.+)\z/s ? ($1, $ENV{$_}) : () } keys %ENV;
+  trust_git(\%env) if $role eq "agent";
+  # Untainted (perl -T): the command's environment is passed on as it came.
+  my @envp = map { "$_=$env{$_}" =~ /\A(.*)\z/s } sort keys %env;
   my $marker = ($want{started} // "") ne "" ? $want{started} + 0 : -1;
   # Only the agent's command is what the marker reports on: a cleanup stage
   # (a lease the shim takes back before its own job starts) gets the

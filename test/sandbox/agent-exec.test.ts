@@ -100,7 +100,7 @@ rootTest(test, "what the agent gets: ids, groups, no capabilities, NoNewPrivs, o
     assert.match(result.stdout, /Max processes\s+512\s+512\s+processes/);
     const env = result.stdout.split("\n").filter((l) => l.startsWith("env:")).map((l) => l.slice(4));
     assert.equal(env, [
-      // src/agent-exec/git-trust.ts: the agent's git trusts the service's repositories.
+      // stage.pl's trust_git: the agent's git trusts the service's repositories.
       "GIT_CONFIG_COUNT=1",
       "GIT_CONFIG_KEY_0=safe.directory",
       "GIT_CONFIG_VALUE_0=*",

@@ -10,8 +10,6 @@ import { confinementKeys, NO_EXTRA_CONFINEMENT } from "../../../src/confinement.
 import { signalPlan } from "../../../src/agent-exec/run.ts";
 
 const ids = imageIdentities();
-/** src/agent-exec/git-trust.ts: the agent's git trusts the service's repositories. */
-const GIT_TRUST = { GIT_CONFIG_COUNT: "1", GIT_CONFIG_KEY_0: "safe.directory", GIT_CONFIG_VALUE_0: "*" };
 const perl = (role: "agent" | "signal" | "cleanup") => ["/usr/bin/perl", "-T", "-C0", "-e", stageProgram(role), "--", "clankie-agent-exec"];
 const PERL = perl("agent");
 const AGENT = ["uid=1001", "gid=1001", "groups=1001,1002", "inh=0", "prm=0", "eff=0", "amb=0", "nnp=1"];
@@ -140,7 +138,6 @@ test("agentEnvironment: the allowlist and the named variables, then the agent's 
     USER: "clankie-agent",
     LOGNAME: "clankie-agent",
     PATH: SYSTEM_PATH,
-    ...GIT_TRUST,
   });
 });
 
@@ -151,13 +148,12 @@ test("agentEnvironment: a named HOME, USER, LOGNAME or PATH cannot override ours
     USER: "clankie-agent",
     LOGNAME: "clankie-agent",
     PATH: SYSTEM_PATH,
-    ...GIT_TRUST,
   });
 });
 
 test("agentEnvironment: nothing of the service's own environment reaches the agent unnamed", () => {
   const env = agentEnvironment({ DISCORD_TOKEN: "x", CLANKIE_AGENT_UID: "1001", SSH_AUTH_SOCK: "/tmp/s", HOSTNAME: "body" }, [], ids);
-  assert.equal(Object.keys(env).sort(), ["GIT_CONFIG_COUNT", "GIT_CONFIG_KEY_0", "GIT_CONFIG_VALUE_0", "HOME", "LOGNAME", "PATH", "USER"]);
+  assert.equal(Object.keys(env).sort(), ["HOME", "LOGNAME", "PATH", "USER"]);
 });
 
 test("the signal stage writes no oom_score_adj (a launcher's raised floor would refuse 0) and runs unconfined, so it can reach every job's domain", () => {

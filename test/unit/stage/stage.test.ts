@@ -256,11 +256,42 @@ test("the command's environment crosses setpriv and perl carried (CLANKIE_ENV_NA
   const result = stage({ ...base, action: show }, { env: { ...carried, PERL_BADLANG: "0" } });
   assert.is(result.stderr, "");
   assert.is(result.status, 0);
-  assert.equal(result.stdout.split("\0").filter(Boolean).sort(), ["FOO=bar=baz\nqux", "LANG=xx_YY.UTF-8", "LANGUAGE=../../../../tmp/planted"]);
+  assert.equal(result.stdout.split("\0").filter(Boolean).sort(), ["FOO=bar=baz\nqux", ...GIT_TRUST, "LANG=xx_YY.UTF-8", "LANGUAGE=../../../../tmp/planted"]);
   // The same environment by name: perl reads it (its warning), and the command gets none of it.
   const named = stage({ ...base, action: show }, { env });
   assert.match(named.stderr, /^perl: warning: Setting locale failed/);
-  assert.is(named.stdout, "");
+  assert.equal(named.stdout.split("\0").filter(Boolean), GIT_TRUST);
+});
+
+/** stage.pl's trust_git: the agent's command gets one command-scope entry safe.directory=* (docs/security.md, "git between the two uids"). */
+const GIT_TRUST = ["GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=safe.directory", "GIT_CONFIG_VALUE_0=*"];
+const commandEnv = (request: StageRequest, env: Record<string, string>): string[] => {
+  const result = stage({ ...request, action: { path: "/usr/bin/env", argv: ["env", "-0"] } } as StageRequest, { env: { PATH: "/usr/bin:/bin", ...stageEnvironment(env) } });
+  assert.is(result.stderr, "");
+  return result.stdout.split("\0").filter(Boolean).sort();
+};
+
+test("git trust: the agent's command gets safe.directory=* in git's command scope; an empty count is git's 0", () => {
+  assert.equal(commandEnv(base, {}), GIT_TRUST);
+  assert.equal(commandEnv(base, { GIT_CONFIG_COUNT: "" }), GIT_TRUST);
+  assert.equal(commandEnv(base, { GIT_CONFIG_COUNT: "00" }), GIT_TRUST);
+});
+
+test("git trust: appended after the service's entries, which it leaves as they are (a safe.directory= reset there cannot undo it)", () => {
+  const service = { GIT_CONFIG_COUNT: "2", GIT_CONFIG_KEY_0: "user.name", GIT_CONFIG_VALUE_0: "agent", GIT_CONFIG_KEY_1: "safe.directory", GIT_CONFIG_VALUE_1: "" };
+  assert.equal(commandEnv(base, service), ["GIT_CONFIG_COUNT=3", "GIT_CONFIG_KEY_0=user.name", "GIT_CONFIG_KEY_1=safe.directory", "GIT_CONFIG_KEY_2=safe.directory", "GIT_CONFIG_VALUE_0=agent", "GIT_CONFIG_VALUE_1=", "GIT_CONFIG_VALUE_2=*"]);
+  assert.equal(commandEnv(base, { GIT_CONFIG_COUNT: "2147483646" })[0], "GIT_CONFIG_COUNT=2147483647", "the largest count git accepts");
+});
+
+test("git trust: a count git would call bogus is left for git to refuse, never guessed past", () => {
+  for (const count of ["x", "-1", " 1", "1 ", "0x2", "2147483647", "99999999999999", "1\n"]) {
+    const env = { GIT_CONFIG_COUNT: count, GIT_CONFIG_KEY_0: "core.pager", GIT_CONFIG_VALUE_0: "cat" };
+    assert.equal(commandEnv(base, env), [`GIT_CONFIG_COUNT=${count}`, "GIT_CONFIG_KEY_0=core.pager", "GIT_CONFIG_VALUE_0=cat"], JSON.stringify(count));
+  }
+});
+
+test("git trust is the agent command's alone: the service's command gets none", () => {
+  assert.equal(commandEnv(asService(base), { FOO: "1" }), ["FOO=1"]);
 });
 
 test("an fd the stage cannot inspect is refused, not let through (EMFILE)", () => {
