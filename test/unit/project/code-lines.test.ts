@@ -18,7 +18,7 @@ import { measure, perlCodeLines, scriptCodeLines } from "../../../scripts/code-l
 /** Issue 27's goal for everything the root start can run. */
 const ROOT_START_CEILING = 2300;
 /** The ordinary spawn path (shim + stage) as it stands: issue 27's goal is 1,500, not reached (docs/architecture.md, "The privileged path"). */
-const ORDINARY_SPAWN_CEILING = 1578;
+const ORDINARY_SPAWN_CEILING = 1569;
 
 const built = () => {
   assert.ok(existsSync(join(REPO, ".build/clankie-separate.meta.json")), "no .build/clankie-separate.meta.json: build first (node build.mjs)");
@@ -31,7 +31,7 @@ test("the root start (the entrypoint's bundle) is at most 2,300 code lines", () 
   assert.ok(root.lines > 1000, `${root.lines}: the count missed most of it`);
 });
 
-test("the ordinary spawn (the shim's own bundle and its stage) is at most 1,578 code lines, and holds no private job's or help code", () => {
+test("the ordinary spawn (the shim's own bundle and its stage) is at most 1,569 code lines, and holds no private job's or help code", () => {
   const rows = built().rows;
   const spawn = rows.find((row) => row.row === "ordinary spawn (shim + stage)")!;
   assert.ok(spawn.lines <= ORDINARY_SPAWN_CEILING, `the ordinary spawn is ${spawn.lines} code lines, over ${ORDINARY_SPAWN_CEILING}: ${spawn.files.map((f) => `${f.path} ${f.lines}`).join(", ")}`);
