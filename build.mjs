@@ -82,7 +82,7 @@ mkdirSync(join(dist, "lib"), { recursive: true });
  * (src/layout/state-acl.ts). No bundle may import the modules that make them
  * (checked below).
  */
-const BUILD_TIME_ONLY = ["src/seccomp-filter.ts", "src/stage/stage-source.ts"];
+const BUILD_TIME_ONLY = ["src/seccomp-filter.ts", "src/stage/stage-source.ts", "src/stage/protocol.ts"];
 const made = JSON.parse(
   execFileSync(nodeBinary, ["--import", join(root, "scripts/text-modules.mjs"), "--input-type=module", "-e", `
     import { seccompTable } from ${JSON.stringify(join(root, "src/seccomp-filter.ts"))};

@@ -23,6 +23,7 @@
 // run (every test of the file when the list is empty).
 
 import { spawnSync } from "node:child_process";
+import { protocolPerl } from "../../src/stage/protocol.ts";
 
 export interface Check {
   id: string;
@@ -64,11 +65,11 @@ export function deleteCheck(text: string, check: Check): string {
 /**
  * Why `text`, an edited `file`, would not compile, or undefined: an edit that
  * broke the syntax would fail every test and pass for a killed check. perl -c
- * for stage.pl (system call numbers filled in), esbuild's parser for the shim.
+ * for stage.pl (its protocol tables and system call numbers filled in), esbuild's parser for the shim.
  */
 export function syntaxProblem(file: string, text: string, transform: (code: string) => unknown): string | undefined {
   if (file.endsWith(".pl")) {
-    const program = text.replace(/@([a-zA-Z]+)@/g, "1");
+    const program = text.replace("@PROTOCOL@", () => protocolPerl()).replace(/@([a-zA-Z]+)@/g, "1");
     const result = spawnSync("/usr/bin/perl", ["-T", "-C0", "-c", "-e", program], { encoding: "utf8" });
     return result.stderr === "-e syntax OK\n" ? undefined : result.stderr.trim();
   }

@@ -1,23 +1,26 @@
 /*
  * The verification stage's program as build.mjs puts it into a bundle (the
- * define __CLANKIE_STAGE__, which stage.ts reads): stage.pl with this
- * architecture's system call numbers filled in, less its comments, and less
+ * define __CLANKIE_STAGE__, which stage.ts reads): stage.pl with its
+ * protocol tables (protocol.ts) and this architecture's system call numbers
+ * filled in, less its comments, and less
  * the sections of the roles the bundle never asks for. Build time and tests
  * only: no bundle imports it (build.mjs checks), and scripts/text-modules.mjs
  * defines the same for src/ run directly.
  */
 import { syscallNumbers } from "../confinement.ts";
+import { protocolPerl } from "./protocol.ts";
 import { PRIVATE_SECTION, SECTION, STAGE_ROLES } from "./sections.ts";
 import type { StageRole } from "./stage.ts";
 import STAGE_TEMPLATE from "./stage.pl";
 
 const ALL_ROLES: readonly StageRole[] = ["service", "agent", "signal", "cleanup"];
 
-/** stage.pl with the system call numbers of `arch` (process.arch spelling) filled in, every comment kept. */
+/** stage.pl with its protocol tables (src/stage/protocol.ts) and the system call numbers of `arch` (process.arch spelling) filled in, every comment kept. */
 export function stageText(arch: string = process.arch): string {
   const numbers: Readonly<Record<string, number>> = { ...syscallNumbers(arch) };
   if (STAGE_TEMPLATE.split(STAGE_ROLES).length !== 2) throw new Error(`stage: stage.pl must list the roles ${STAGE_ROLES} exactly once (stageProgram narrows it)`);
-  return STAGE_TEMPLATE.replace(/@([a-zA-Z]+)@/g, (_, name: string) => {
+  if (STAGE_TEMPLATE.split("@PROTOCOL@").length !== 2) throw new Error("stage: stage.pl must hold @PROTOCOL@ exactly once (src/stage/protocol.ts fills it in)");
+  return STAGE_TEMPLATE.replace("@PROTOCOL@", () => protocolPerl()).replace(/@([a-zA-Z]+)@/g, (_, name: string) => {
     if (numbers[name] === undefined) throw new Error(`stage: no system call number for @${name}@`);
     return String(numbers[name]);
   }).trim();

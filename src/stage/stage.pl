@@ -1,13 +1,14 @@
 # The verification stage, the last step of both privilege changes, run by
 # `perl -T -C0 -e` in the process setpriv became (src/stage/stage.ts builds
-# its argv and says why it is perl; nothing of it is on disk). Only system
-# call numbers (names between at signs) are filled in per architecture; exit codes and
-# messages are literals (test/unit/project/perl-programs.test.ts holds the exit codes
-# to EXIT of src/constants.ts). The protocol is closed: the role names the
-# keys that must come, each once (path= and port= may repeat), each of its
-# form; anything else is a usage error (64), so no check is skipped by
-# leaving its key out. The steps run in the order of the lines that call
-# them, below the tables.
+# its argv and says why it is perl; nothing of it is on disk). Filled in at
+# build time (names between at signs): the protocol's tables, from
+# src/stage/protocol.ts, and the system call numbers of the architecture;
+# exit codes and messages are literals (test/unit/project/perl-programs.test.ts
+# holds the exit codes to EXIT of src/constants.ts). The protocol is closed:
+# the role names the keys that must come, each once (path= and port= may
+# repeat), each of its form; anything else is a usage error (64), so no check
+# is skipped by leaving its key out. The steps run in the order of the lines
+# that call them, below the tables.
 #
 # Each role gets only its own steps: a section whose header names a role in
 # brackets ("# ---- [agent] ...") is cut from every other role's program, and
@@ -38,29 +39,10 @@ my $PRIVATE_FIX = 'run private jobs on a kernel with Landlock ABI 6 or later (Li
 my $STAGE_FIX = 'this stage is started by clankie-separate itself';
 my $KERNEL_FIX = 'report this with the kernel version (uname -r)';
 
-# The keys of each role, and the form of each value.
-my @IDENTITY_KEYS = qw(uid gid groups inh prm eff amb nnp);
-my %ROLE_KEYS = (
-  service => [@IDENTITY_KEYS, qw(bnd umask)],
-  agent => [@IDENTITY_KEYS, qw(nproc session fds umask cwd confine net scope path port network seccomp seccomp-alone private started)],
-  signal => [@IDENTITY_KEYS, qw(fds signal pgid)],
-  cleanup => [@IDENTITY_KEYS, qw(fds lease group started)],
-);
-my %REPEATED = (path => 1, port => 1);
-my $HEX = qr/[0-9a-f]{1,16}/;
-my $NUMBERS = qr/(?:\d{1,10}(?:,\d{1,10})*)?/;
-my $FILTER = qr/(?:[0-9a-f]{16})+/;
-my %FORM = (
-  uid => qr/\d{1,10}/, gid => qr/\d{1,10}/, groups => $NUMBERS,
-  inh => $HEX, prm => $HEX, eff => $HEX, amb => $HEX, bnd => $HEX,
-  nnp => qr/1/,
-  nproc => qr/(?:\d{1,9})?/, session => qr/new|own/, fds => $NUMBERS, umask => qr/[0-7]{4}/, cwd => qr{/.*}s,
-  confine => qr/best|strict/, net => $HEX, scope => $HEX,
-  path => qr{$HEX:(?:must|may):/.*}s, port => qr/$HEX:\d{1,5}-\d{1,5}/,
-  network => qr/all|none/, seccomp => $FILTER, 'seccomp-alone' => $FILTER,
-  signal => qr/[A-Z]{2,8}/, pgid => qr/[2-9]|[1-9]\d{1,9}/,
-  private => qr{(?:/run/clankie-private/\d{1,2})?}, started => qr/(?:[1-9]\d{0,6})?/, lease => qr{/run/clankie-private/\d{1,2}}, group => qr/\d{1,10}/,
-);
+# The keys of each role, which may repeat, and the form of each value
+# (%ROLE_KEYS, %REPEATED, %FORM): src/stage/protocol.ts, the protocol's one
+# declaration, fills them in at build time, in place of the next line.
+@PROTOCOL@
 # Anchored and captured once here, not rebuilt for every key.
 $FORM{$_} = qr/\A($FORM{$_})\z/s for keys %FORM;
 

@@ -34,9 +34,12 @@
  * work: without the signal and cleanup roles' steps it compiles 0.6 ms
  * faster (docs/benchmarks.md, "Agent spawn").
  *
- * The protocol is closed (stage.pl's %ROLE_KEYS): each role takes exactly
- * its keys, every one required, so a request type without a field is a
- * stage that refuses (exit 64), never one that skips a check.
+ * The protocol is closed and declared once (src/stage/protocol.ts, which
+ * fills in stage.pl's tables at build time): each role takes exactly its
+ * keys, every one required but path= and port=, so a request type without a
+ * field is a stage that refuses (exit 64), never one that skips a check.
+ * roleKeys below writes them; test/unit/stage/protocol.test.ts holds what it
+ * writes, for every role, to that declaration.
  */
 import { TOOLS } from "../constants.ts";
 import { carried } from "../exec/environment.ts";
