@@ -50,7 +50,7 @@ function verifyStage(confinement, confined = true) {
     gid: IDS.agent,
     groups: [IDS.agent, IDS.workspace],
     caps: { inh: 0n, prm: 0n, eff: 0n, amb: 0n },
-    nproc: 512,
+    options: { nproc: "512" },
     session: "new",
     keepFds: [],
     umask: 0o002,

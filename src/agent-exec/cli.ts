@@ -8,13 +8,14 @@ import { AGENT_DEFAULT_NPROC, AGENT_DEFAULT_OOM_SCORE_ADJ, AGENT_EXEC_NAME, AGEN
 import { isCodeLoadingVariable } from "../exec/environment.ts";
 import { type ConfinementRequest, extraPathProblem } from "../confinement.ts";
 import { optionValue, parseCommand, parseInteger, usage } from "../cli.ts";
+import type { AgentStageOptions } from "../stage/protocol.ts";
 
 export type AgentExecRequest =
   | { kind: "help" }
   | { kind: "version" }
   | { kind: "signal"; signal: string; pgid: number }
   | { kind: "private-cleanup"; pid: number }
-  | { kind: "run"; cwd: string; env: string[]; keepFds: number[]; nproc: number; oomScoreAdj: number; confinement: ConfinementRequest; privateJob: boolean; command: string[] };
+  | { kind: "run"; cwd: string; env: string[]; keepFds: number[]; oomScoreAdj: number; confinement: ConfinementRequest; privateJob: boolean; stageOptions: AgentStageOptions; command: string[] };
 
 const SIGNALS: ReadonlySet<string> = new Set(AGENT_SIGNALS);
 
@@ -123,5 +124,6 @@ export function parseAgentExecArgs(argv: readonly string[]): AgentExecRequest {
     i = next;
   }
   if (argv[i] !== "--") throw usage(program, "missing -- before the command", `put the command after --: ${program} [OPTIONS] -- COMMAND [ARG...]`);
-  return { kind: "run", cwd, env, keepFds, nproc, oomScoreAdj, confinement, privateJob, command: parseCommand(program, argv.slice(i + 1)) };
+  // stageOptions: the options the stage alone reads, as its keys (src/stage/protocol.ts, AGENT_OPTION_KEYS).
+  return { kind: "run", cwd, env, keepFds, oomScoreAdj, confinement, privateJob, stageOptions: { nproc: String(nproc) }, command: parseCommand(program, argv.slice(i + 1)) };
 }

@@ -29,7 +29,7 @@
 import { agentGroups, type Identities } from "../accounts.ts";
 import { AGENT_EXEC_NAME, AGENT_HOME, AGENT_UMASK, TOOLS } from "../constants.ts";
 import { buildEnvironment, type Environment } from "../exec/environment.ts";
-import { stageArgv } from "../stage/stage.ts";
+import { type AgentStageRequest, stageArgv, stageEnvironment } from "../stage/stage.ts";
 import { type ConfinementRequest, confinementKeys } from "../confinement.ts";
 
 /** A private job's lease: its group and directory (src/agent-exec/private-job.ts). */
@@ -53,13 +53,13 @@ export function agentEnvironment(shimEnv: NodeJS.ProcessEnv, names: readonly str
 }
 
 interface ChainBase {
-  /** RLIMIT_NPROC the stage sets as the agent; undefined keeps the inherited limit (no hard limit can be raised). */
-  nproc: number | undefined;
   keepFds: readonly number[];
 }
 
 /** Agent work: a command, always under the Landlock domain and seccomp filter `confinement` asks for. */
 export interface AgentExecChain extends ChainBase {
+  /** The shim options the stage alone reads, as cli.ts wrote them (nproc=: RLIMIT_NPROC as the agent). */
+  stageOptions: AgentStageRequest["options"];
   needSetsid: boolean;
   cwd: string;
   confinement: ConfinementRequest;
@@ -120,7 +120,7 @@ export function agentChainArgv(ids: Identities, chain: AgentChain): string[] {
     ? stageArgv({
         ...identity,
         role: "agent",
-        nproc: chain.nproc,
+        options: chain.stageOptions,
         // Agent code gets a session of its own (setsid(2) in the stage unless the shim already leads one).
         session: chain.needSetsid ? "new" : "own",
         umask: AGENT_UMASK,
@@ -143,4 +143,14 @@ export function agentChainArgv(ids: Identities, chain: AgentChain): string[] {
     "--",
     ...stage,
   ];
+}
+
+/**
+ * The exec the shim makes: the chain's argv from setpriv on, and the
+ * environment setpriv starts with, the agent's (`names` taken from
+ * `shimEnv`), carried past setpriv and perl (stageEnvironment). A private
+ * job's `lease` joins both.
+ */
+export function agentExec(ids: Identities, chain: AgentChain, shimEnv: NodeJS.ProcessEnv, names: readonly string[], lease?: PrivateLease): { argv: string[]; env: Environment } {
+  return { argv: agentChainArgv(ids, lease === undefined ? chain : { ...chain, lease }), env: stageEnvironment(agentEnvironment(shimEnv, names, ids, lease)) };
 }

@@ -211,7 +211,7 @@ function waitForRelease(group: PrivateGroup): () => void {
 export function releaseLease(ids: Identities, lease: PrivateLease, startedFd?: number): number {
   for (const tool of [TOOLS.perl, TOOLS.find]) prepareExec({ command: tool, args: [], env: {}, trustedUids: [0] });
   // A run's started marker (CLANKIE_STARTED_FD) is inherited by this child, as Node cannot mark it close-on-exec: the stage is told, keeps it through its checks and closes it at its exec.
-  const argv = agentChainArgv(ids, { nproc: undefined, keepFds: [], action: { cleanup: lease }, startedFd });
+  const argv = agentChainArgv(ids, { keepFds: [], action: { cleanup: lease }, startedFd });
   // Nothing of the shim's environment reaches setpriv, which holds SETUID and SETGID (src/stage/stage.ts).
   const run = runCapture({ command: argv[0]!, args: argv.slice(1), from: {}, env: {}, timeoutMs: 60_000 });
   if (run.stderr.length > 0) process.stderr.write(run.stderr);

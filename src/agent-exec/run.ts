@@ -16,8 +16,7 @@ import { resolveCommand } from "../exec/rules.ts";
 import { checkCaller } from "./caller.ts";
 import { type AgentExecRequest, parseStartedFd } from "./cli.ts";
 import { checkStartedDescriptor, closeStrayDescriptors } from "./descriptors.ts";
-import { agentChainArgv, agentEnvironment, type AgentChain, type PrivateLease } from "./plan.ts";
-import { stageEnvironment } from "../stage/stage.ts";
+import { agentExec, type AgentChain, type PrivateLease } from "./plan.ts";
 
 /**
  * Whether the verification stage must call setsid(2). setsid(2) fails (EPERM)
@@ -77,9 +76,7 @@ function execChain(ids: Identities, chain: AgentChain, oomScoreAdj: number | und
   const startedFd = "startedFd" in chain ? chain.startedFd : undefined;
   if (startedFd !== undefined) checkStartedDescriptor(startedFd);
   closeStrayDescriptors(startedFd === undefined ? chain.keepFds : [...chain.keepFds, startedFd]);
-  const lease = takeLease?.();
-  const env = stageEnvironment(agentEnvironment(uncarried(process.env), envNames, ids, lease));
-  const argv = agentChainArgv(ids, { ...chain, ...(lease === undefined ? {} : { lease }) });
+  const { argv, env } = agentExec(ids, chain, uncarried(process.env), envNames, takeLease?.());
   execReplace({ command: argv[0]!, args: argv.slice(1), argv0: argv[0], env, trustedUids: [0] });
 }
 
@@ -109,7 +106,7 @@ export function runAgentExec(request: Extract<AgentExecRequest, { kind: "run" }>
     ids,
     {
       needSetsid: sessionPlan(),
-      nproc: request.nproc,
+      stageOptions: request.stageOptions,
       cwd: request.cwd,
       keepFds: request.keepFds,
       startedFd,
@@ -130,7 +127,7 @@ export function runAgentExec(request: Extract<AgentExecRequest, { kind: "run" }>
  */
 export function signalPlan(request: Extract<AgentExecRequest, { kind: "signal" }>): { chain: AgentChain; oomScoreAdj: number | undefined } {
   return {
-    chain: { nproc: undefined, keepFds: [], action: { signal: request.signal, pgid: request.pgid } },
+    chain: { keepFds: [], action: { signal: request.signal, pgid: request.pgid } },
     oomScoreAdj: undefined,
   };
 }

@@ -67,6 +67,19 @@ export const STAGE_ROLE_KEYS = {
   cleanup: [...IDENTITY_KEYS, "fds", "lease", "group", "started"],
 } as const satisfies Record<string, readonly StageKey[]>;
 
+/**
+ * The agent's keys whose value one shim option gives as the stage takes it
+ * (--nproc N: nproc=N). src/agent-exec/cli.ts writes them into the request's
+ * stageOptions, and nothing between reads them: plan.ts and stage.ts hand
+ * them on whole. So a new option the stage acts on touches four files: the
+ * service's argv (src/system-exec.ts), cli.ts, this declaration and stage.pl
+ * (its help line and README's table besides).
+ */
+export const AGENT_OPTION_KEYS = ["nproc"] as const satisfies readonly StageKey[];
+
+/** What cli.ts writes for AGENT_OPTION_KEYS: each key's value, of its form. */
+export type AgentStageOptions = { readonly [K in (typeof AGENT_OPTION_KEYS)[number]]: string };
+
 /** stage.pl's tables (%ROLE_KEYS, %REPEATED, %FORM), as Perl: what @PROTOCOL@ stands for. */
 export function protocolPerl(): string {
   for (const [key, form] of Object.entries(STAGE_KEY_FORMS)) {

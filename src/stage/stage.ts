@@ -43,6 +43,7 @@
  */
 import { TOOLS } from "../constants.ts";
 import { carried } from "../exec/environment.ts";
+import type { AgentStageOptions } from "./protocol.ts";
 import { PRIVATE_SECTION, ROLE_SECTION, SECTION, STAGE_ROLES } from "./sections.ts";
 
 interface StageIdentity {
@@ -63,8 +64,8 @@ export interface ServiceStageRequest extends StageIdentity {
 
 export interface AgentStageRequest extends StageIdentity {
   role: "agent";
-  /** RLIMIT_NPROC the stage sets on itself, as the agent (refusing when the uid is over it); undefined keeps the inherited limit. */
-  nproc: number | undefined;
+  /** The keys a shim option gives as they are (protocol.ts, AGENT_OPTION_KEYS): nproc= (RLIMIT_NPROC, set as the agent; empty keeps the inherited limit). */
+  options: AgentStageOptions;
   /** "new": call setsid(2), then check; "own": only check (the caller already leads a session). */
   session: "new" | "own";
   keepFds: readonly number[];
@@ -144,7 +145,7 @@ function roleKeys(request: StageRequest): string[] {
     case "service":
       return [`bnd=${hex(request.bounding)}`, `umask=${octal(request.umask)}`];
     case "agent":
-      return [`nproc=${request.nproc ?? ""}`, `session=${request.session}`, `fds=${request.keepFds.join(",")}`, `umask=${octal(request.umask)}`, `cwd=${request.cwd}`, ...request.confinement, `private=${request.privateDir ?? ""}`, `started=${request.startedFd ?? ""}`];
+      return [...Object.entries(request.options).map(([key, value]) => `${key}=${value}`), `session=${request.session}`, `fds=${request.keepFds.join(",")}`, `umask=${octal(request.umask)}`, `cwd=${request.cwd}`, ...request.confinement, `private=${request.privateDir ?? ""}`, `started=${request.startedFd ?? ""}`];
     case "signal":
       return [`fds=${request.keepFds.join(",")}`, `signal=${request.action.signal.replace(/^SIG/, "")}`, `pgid=${request.action.pgid}`];
     case "cleanup":

@@ -41,11 +41,11 @@ shim("every option, in a fixed order; variables by name in argv, by value in the
 
 shim("what the service sends is what the shim parses", () => {
   const { argv } = agentExecArguments("node", ["--cwd=/", "--"], { cwd: "/workspace/p", env: { B: "1", A: "2" }, keepFds: [17], nproc: 5, oomScoreAdj: -1000 });
-  assert.equal(parseAgentExecArgs(argv), { kind: "run", cwd: "/workspace/p", env: ["A", "B"], keepFds: [17], nproc: 5, oomScoreAdj: -1000, confinement: NO_EXTRA_CONFINEMENT, privateJob: false, command: ["node", "--cwd=/", "--"] });
-  assert.equal(parseAgentExecArgs(agentExecArguments("true", []).argv), { kind: "run", cwd: "/workspace", env: [], keepFds: [], nproc: 512, oomScoreAdj: 500, confinement: NO_EXTRA_CONFINEMENT, privateJob: false, command: ["true"] });
+  assert.equal(parseAgentExecArgs(argv), { kind: "run", cwd: "/workspace/p", env: ["A", "B"], keepFds: [17], oomScoreAdj: -1000, confinement: NO_EXTRA_CONFINEMENT, privateJob: false, stageOptions: { nproc: "5" }, command: ["node", "--cwd=/", "--"] });
+  assert.equal(parseAgentExecArgs(agentExecArguments("true", []).argv), { kind: "run", cwd: "/workspace", env: [], keepFds: [], oomScoreAdj: 500, confinement: NO_EXTRA_CONFINEMENT, privateJob: false, stageOptions: { nproc: "512" }, command: ["true"] });
   const confinement = { strict: true, allowWrite: ["/state/run/w1"], allowRead: ["/opt/r"], denyConnect: [8081], denyBind: [8080, 8081], network: "none" as const };
   const confined = agentExecArguments("true", [], { allowWrite: confinement.allowWrite, allowRead: confinement.allowRead, denyConnect: confinement.denyConnect, denyBind: confinement.denyBind, strictConfinement: true, network: "none" });
-  assert.equal(parseAgentExecArgs(confined.argv), { kind: "run", cwd: "/workspace", env: [], keepFds: [], nproc: 512, oomScoreAdj: 500, confinement, privateJob: false, command: ["true"] });
+  assert.equal(parseAgentExecArgs(confined.argv), { kind: "run", cwd: "/workspace", env: [], keepFds: [], oomScoreAdj: 500, confinement, privateJob: false, stageOptions: { nproc: "512" }, command: ["true"] });
   assert.equal(agentExecArguments("true", [], { privateJob: true }).argv, ["--private-job", "--", "true"]);
   assert.is((parseAgentExecArgs(agentExecArguments("true", [], { privateJob: true }).argv) as { privateJob: boolean }).privateJob, true);
 });

@@ -12,7 +12,7 @@ const RANGE = (option: string, min: number, max: number, got: string): string =>
 const agent = suite("parseAgentExecArgs");
 const AEX = (fix: string): string => `${fix} (see clankie-agent-exec --help)`;
 const NO_CONFINEMENT = { strict: false, allowWrite: [], allowRead: [], denyConnect: [], denyBind: [], network: "all" } as const;
-const RUN_DEFAULTS = { kind: "run", cwd: "/workspace", env: [], keepFds: [], nproc: 512, oomScoreAdj: 500, confinement: NO_CONFINEMENT, privateJob: false } as const;
+const RUN_DEFAULTS = { kind: "run", cwd: "/workspace", env: [], keepFds: [], oomScoreAdj: 500, confinement: NO_CONFINEMENT, privateJob: false, stageOptions: { nproc: "512" } } as const;
 const SIGNAL_NAMES = ["HUP", "INT", "QUIT", "KILL", "USR1", "USR2", "TERM", "CONT", "STOP", "TSTP", "WINCH"];
 
 const AGENT_ACCEPTS: Accepts<AgentExecRequest>[] = [
@@ -23,11 +23,11 @@ const AGENT_ACCEPTS: Accepts<AgentExecRequest>[] = [
   { argv: ["--", "--help"], want: { ...RUN_DEFAULTS, env: [], keepFds: [], command: ["--help"] } },
   {
     argv: ["--cwd", "/workspace/p", "--env", "TOKEN", "--keep-fd", "17", "--nproc", "64", "--oom-score-adj", "-5", "--", "cmd", "--cwd=/"],
-    want: { kind: "run", cwd: "/workspace/p", env: ["TOKEN"], keepFds: [17], nproc: 64, oomScoreAdj: -5, confinement: NO_CONFINEMENT, privateJob: false, command: ["cmd", "--cwd=/"] },
+    want: { kind: "run", cwd: "/workspace/p", env: ["TOKEN"], keepFds: [17], oomScoreAdj: -5, confinement: NO_CONFINEMENT, privateJob: false, stageOptions: { nproc: "64" }, command: ["cmd", "--cwd=/"] },
   },
   {
     argv: ["--cwd=/a=b", "--env=_x1", "--env=TOKEN", "--keep-fd=17", "--keep-fd=20", "--nproc=1", "--oom-score-adj=-1000", "--", "cmd"],
-    want: { kind: "run", cwd: "/a=b", env: ["_x1", "TOKEN"], keepFds: [17, 20], nproc: 1, oomScoreAdj: -1000, confinement: NO_CONFINEMENT, privateJob: false, command: ["cmd"] },
+    want: { kind: "run", cwd: "/a=b", env: ["_x1", "TOKEN"], keepFds: [17, 20], oomScoreAdj: -1000, confinement: NO_CONFINEMENT, privateJob: false, stageOptions: { nproc: "1" }, command: ["cmd"] },
   },
   {
     argv: ["--allow-write", "/run/worker-1", "--allow-write=/state/sock", "--allow-read=/opt/x y", "--deny-connect", "8081", "--deny-bind=8080", "--deny-connect=1", "--strict-confinement", "--no-network", "--", "cmd"],
@@ -43,9 +43,9 @@ const AGENT_ACCEPTS: Accepts<AgentExecRequest>[] = [
   { argv: ["--no-network", "--", "cmd"], want: { ...RUN_DEFAULTS, env: [], keepFds: [], confinement: { ...NO_CONFINEMENT, network: "none" }, command: ["cmd"] } },
   {
     argv: ["--keep-fd", "3", "--keep-fd", "1048575", "--nproc", "1048576", "--oom-score-adj", "1000", "--", "cmd"],
-    want: { ...RUN_DEFAULTS, env: [], keepFds: [3, 1048575], nproc: 1048576, oomScoreAdj: 1000, command: ["cmd"] },
+    want: { ...RUN_DEFAULTS, env: [], keepFds: [3, 1048575], oomScoreAdj: 1000, stageOptions: { nproc: "1048576" }, command: ["cmd"] },
   },
-  { argv: ["--nproc=8", "--nproc=9", "--", "cmd"], want: { ...RUN_DEFAULTS, env: [], keepFds: [], nproc: 9, command: ["cmd"] } },
+  { argv: ["--nproc=8", "--nproc=9", "--", "cmd"], want: { ...RUN_DEFAULTS, env: [], keepFds: [], stageOptions: { nproc: "9" }, command: ["cmd"] } },
   { argv: ["--private-job", "--", "cmd"], want: { ...RUN_DEFAULTS, env: [], keepFds: [], privateJob: true, command: ["cmd"] } },
   { argv: ["--private-cleanup", "4242"], want: { kind: "private-cleanup", pid: 4242 } },
   { argv: ["--private-cleanup=2"], want: { kind: "private-cleanup", pid: 2 } },

@@ -26,7 +26,7 @@ const PREFIX = [
   "--",
 ];
 
-const RUN: AgentExecChain = { needSetsid: true, nproc: 512, cwd: "/workspace/project", keepFds: [], confinement: NO_EXTRA_CONFINEMENT, action: { path: "/usr/bin/git", argv: ["git", "status"] } };
+const RUN: AgentExecChain = { needSetsid: true, stageOptions: { nproc: "512" }, cwd: "/workspace/project", keepFds: [], confinement: NO_EXTRA_CONFINEMENT, action: { path: "/usr/bin/git", argv: ["git", "status"] } };
 
 /** The end of every chain of RUN: umask, working directory, confinement, then git status. */
 const TAIL = ["umask=0002", "cwd=/workspace/project", ...CONFINED, "private=", "started=", "--", "/usr/bin/git", "git", "status"];
@@ -53,7 +53,7 @@ test("the chain with a new session: setpriv, the verification stage (which sets 
 });
 
 test("the chain without setsid (the shim already leads its own session), with kept fds", () => {
-  assert.equal(agentChainArgv(ids, { ...RUN, needSetsid: false, nproc: 64, keepFds: [17, 20] }), [
+  assert.equal(agentChainArgv(ids, { ...RUN, needSetsid: false, stageOptions: { nproc: "64" }, keepFds: [17, 20] }), [
     ...PREFIX,
     ...PERL,
     "agent",
@@ -69,12 +69,12 @@ test("the started marker (CLANKIE_STARTED_FD) reaches the stage as started=N, ke
   const argv = agentChainArgv(ids, { ...RUN, keepFds: [18], startedFd: 17 });
   assert.ok(argv.includes("fds=18"), argv.join(" "));
   assert.equal(argv.slice(argv.indexOf("private="), argv.indexOf("--", argv.indexOf("private="))), ["private=", "started=17"]);
-  const cleanup = agentChainArgv(ids, { nproc: undefined, keepFds: [], action: { cleanup: { group: 1100, dir: "/run/clankie-private/0" } }, startedFd: 17 });
+  const cleanup = agentChainArgv(ids, { keepFds: [], action: { cleanup: { group: 1100, dir: "/run/clankie-private/0" } }, startedFd: 17 });
   assert.equal(cleanup.slice(cleanup.indexOf("fds="), cleanup.indexOf("--", cleanup.indexOf("fds="))), ["fds=", "lease=/run/clankie-private/0", "group=1100", "started=17"]);
 });
 
 test("the signal role: no nproc, no session, no umask, cwd or confinement; the stage signals the group and no command follows", () => {
-  const argv = agentChainArgv(ids, { nproc: undefined, keepFds: [], action: { signal: "SIGTERM", pgid: 4242 } });
+  const argv = agentChainArgv(ids, { keepFds: [], action: { signal: "SIGTERM", pgid: 4242 } });
   assert.equal(argv, [...PREFIX, ...perl("signal"), "signal", ...AGENT, "fds=", "signal=TERM", "pgid=4242", "--"]);
 });
 
@@ -90,7 +90,7 @@ test("a private job: its group joins the agent's, the stage gets private=DIR, an
 });
 
 test("the cleanup role: the agent with the lease's group, no prlimit, then find -delete of the lease's contents", () => {
-  const argv = agentChainArgv(ids, { nproc: undefined, keepFds: [], action: { cleanup: { group: 1100, dir: "/run/clankie-private/0" } } });
+  const argv = agentChainArgv(ids, { keepFds: [], action: { cleanup: { group: 1100, dir: "/run/clankie-private/0" } } });
   assert.equal(argv.slice(0, 9), ["/usr/bin/setpriv", "--reuid=1001", "--regid=1001", "--groups=1001,1002,1100", "--inh-caps=-all", "--ambient-caps=-all", "--", ...PERL.slice(0, 2)]);
   assert.equal(argv.slice(argv.indexOf("cleanup")), ["cleanup", ...AGENT.slice(0, 2), "groups=1001,1002,1100", ...AGENT.slice(3), "fds=", "lease=/run/clankie-private/0", "group=1100", "started=", "--", "/usr/bin/find", "/usr/bin/find", "/run/clankie-private/0", "-xdev", "-mindepth", "1", "-delete"]);
 });

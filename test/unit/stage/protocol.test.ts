@@ -9,7 +9,8 @@ import { spawnSync } from "node:child_process";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { confinementKeys, NO_EXTRA_CONFINEMENT } from "../../../src/confinement.ts";
-import { REPEATED_STAGE_KEYS, STAGE_KEY_FORMS, STAGE_ROLE_KEYS, type StageKey } from "../../../src/stage/protocol.ts";
+import { AGENT_OPTION_KEYS, REPEATED_STAGE_KEYS, STAGE_KEY_FORMS, STAGE_ROLE_KEYS, type StageKey } from "../../../src/stage/protocol.ts";
+import { parseAgentExecArgs } from "../../../src/agent-exec/cli.ts";
 import { STAGE_SOURCE, stageArgv, type StageRequest } from "../../../src/stage/stage.ts";
 
 const test = suite("stage protocol");
@@ -21,9 +22,9 @@ const run = { path: "/usr/bin/env", argv: ["env"] };
 /** Every shape each role's request takes: optional fields given and not, repeated keys there and not. */
 const REQUESTS: StageRequest[] = [
   { ...identity, program: "clankie-separate", role: "service", caps: { inh: 0xc0n, prm: 0xc0n, eff: 0xc0n, amb: 0xc0n }, bounding: 0xc0n, umask: 0o027, action: run },
-  { ...identity, role: "agent", nproc: undefined, session: "own", keepFds: [], umask: 0o002, cwd: "/workspace", confinement: confinementKeys(NO_EXTRA_CONFINEMENT, { arch: "x64", topLevel: [] }), action: run },
-  { ...identity, role: "agent", nproc: 512, session: "new", keepFds: [17, 20], umask: 0o002, cwd: "/workspace/a b\nc", confinement: confinementKeys({ ...NO_EXTRA_CONFINEMENT, strict: true, allowRead: ["/opt"], denyConnect: [80], denyBind: [22], network: "none" }, { arch: "x64", topLevel: ["/usr"] }), startedFd: 17, action: run },
-  { ...identity, role: "agent", nproc: 1, session: "new", keepFds: [], umask: 0o002, cwd: "/workspace", confinement: confinementKeys({ ...NO_EXTRA_CONFINEMENT, privateDir: lease }, { arch: "x64", topLevel: ["/usr"] }), privateDir: lease, startedFd: 1048575, action: run },
+  { ...identity, role: "agent", options: { nproc: "" }, session: "own", keepFds: [], umask: 0o002, cwd: "/workspace", confinement: confinementKeys(NO_EXTRA_CONFINEMENT, { arch: "x64", topLevel: [] }), action: run },
+  { ...identity, role: "agent", options: { nproc: "512" }, session: "new", keepFds: [17, 20], umask: 0o002, cwd: "/workspace/a b\nc", confinement: confinementKeys({ ...NO_EXTRA_CONFINEMENT, strict: true, allowRead: ["/opt"], denyConnect: [80], denyBind: [22], network: "none" }, { arch: "x64", topLevel: ["/usr"] }), startedFd: 17, action: run },
+  { ...identity, role: "agent", options: { nproc: "1" }, session: "new", keepFds: [], umask: 0o002, cwd: "/workspace", confinement: confinementKeys({ ...NO_EXTRA_CONFINEMENT, privateDir: lease }, { arch: "x64", topLevel: ["/usr"] }), privateDir: lease, startedFd: 1048575, action: run },
   { ...identity, role: "signal", keepFds: [], action: { signal: "SIGKILL", pgid: 4242 } },
   { ...identity, role: "cleanup", keepFds: [], lease, group: 1103, action: { path: "/usr/bin/find", argv: ["find", lease, "-delete"] } },
   { ...identity, role: "cleanup", keepFds: [], lease, group: 1103, startedFd: 18, action: { path: "/usr/bin/find", argv: ["find", lease, "-delete"] } },
@@ -75,6 +76,19 @@ test("the check above catches a key out of place, a key missing or twice, an und
   assert.equal(problems("signal", [...keys, "bnd=0"]), ["bnd=0 is not where the declaration has it, or not declared"]);
   assert.equal(problems("signal", keys.map((k) => (k.startsWith("signal=") ? "signal=term" : k))), ['signal="term" is not of its form']);
   assert.equal(problems("signal", keys.map((k) => (k.startsWith("pgid=") ? "pgid=1" : k))), ['pgid="1" is not of its form'], "the whole value, not a part");
+});
+
+test("the options the shim hands the stage as they are (cli.ts's stageOptions) are the declared AGENT_OPTION_KEYS, agent keys, each of its form", () => {
+  for (const argv of [["--", "x"], ["--nproc", "1048576", "--", "x"], ["--nproc=1", "--", "x"]]) {
+    const request = parseAgentExecArgs(argv);
+    assert.is(request.kind, "run");
+    if (request.kind !== "run") return;
+    assert.equal(Object.keys(request.stageOptions).sort(), [...AGENT_OPTION_KEYS].sort(), argv.join(" "));
+    for (const [key, value] of Object.entries(request.stageOptions)) {
+      assert.ok((STAGE_ROLE_KEYS.agent as readonly string[]).includes(key), key);
+      assert.ok(new RegExp(`^(?:${STAGE_KEY_FORMS[key as StageKey]})$`).test(value), `${key}=${value}`);
+    }
+  }
 });
 
 test("the program perl runs holds the declaration's tables: each role's keys and each form, once", () => {

@@ -40,7 +40,7 @@ function control(): AgentStageRequest & { bounding: bigint } {
     groups: field(status, "Groups").split(/\s+/).filter(Boolean).map(Number),
     caps: { inh: hex("CapInh"), prm: hex("CapPrm"), eff: hex("CapEff"), amb: hex("CapAmb") },
     bounding: hex("CapBnd"),
-    nproc: undefined,
+    options: { nproc: "" },
     session: "new",
     keepFds: [],
     umask: 0o022,
@@ -604,7 +604,7 @@ test("a /proc/self/status without a capability line is a difference (70), not a 
 });
 
 test("RLIMIT_NPROC that the kernel will not set is refused (71), before the fork probe and after it", () => {
-  const request = { ...base, nproc: 100 };
+  const request = { ...base, options: { nproc: "100" } };
   const line = agentLine("prlimit64 RLIMIT_NPROC 100 failed: EPERM; pass an --nproc no higher than the service's own hard limit (ulimit -Hu)");
   // prlimit64(0, RLIMIT_NPROC, ...): the limit + 2 (then the limit itself, only when that failed) before the probe, the limit after it.
   refused(lying(request, [{ nr: NR.prlimit64, arg: [1, 6], calls: [1, 2], errno: 1 }]), 71, line);
@@ -613,7 +613,7 @@ test("RLIMIT_NPROC that the kernel will not set is refused (71), before the fork
 });
 
 test("the fork probe: EAGAIN is the agent uid over --nproc (75), another errno a failed fork (71)", () => {
-  const request = { ...base, nproc: 100 };
+  const request = { ...base, options: { nproc: "100" } };
   refused(lying(request, [{ nr: NR.clone, errno: 11 }]), 75, agentLine("the agent uid already runs more than 100 tasks (--nproc 100); try again when agent work has ended, or spawn with a higher --nproc"));
   refused(lying(request, [{ nr: NR.clone, errno: 12 }]), 71, agentLine(`fork failed: ENOMEM; ${KERNEL_FIX}`));
 });
