@@ -8,16 +8,18 @@
  * defines the same for src/ run directly.
  */
 import { syscallNumbers } from "../confinement.ts";
-import { protocolPerl } from "./protocol.ts";
+import { protocolPerl, STAGE_ROLE_KEYS } from "./protocol.ts";
 import { PRIVATE_SECTION, SECTION, STAGE_ROLES } from "./sections.ts";
 import type { StageRole } from "./stage.ts";
 import STAGE_TEMPLATE from "./stage.pl";
 
-const ALL_ROLES: readonly StageRole[] = ["service", "agent", "signal", "cleanup"];
+/** Every role, as the protocol declares them. */
+const ALL_ROLES = Object.keys(STAGE_ROLE_KEYS) as StageRole[];
 
 /** stage.pl with its protocol tables (src/stage/protocol.ts) and the system call numbers of `arch` (process.arch spelling) filled in, every comment kept. */
 export function stageText(arch: string = process.arch): string {
   const numbers: Readonly<Record<string, number>> = { ...syscallNumbers(arch) };
+  if (STAGE_ROLES !== `(${ALL_ROLES.join("|")})`) throw new Error(`stage: sections.ts lists the roles ${STAGE_ROLES}, protocol.ts declares ${ALL_ROLES.join(", ")}`);
   if (STAGE_TEMPLATE.split(STAGE_ROLES).length !== 2) throw new Error(`stage: stage.pl must list the roles ${STAGE_ROLES} exactly once (stageProgram narrows it)`);
   if (STAGE_TEMPLATE.split("@PROTOCOL@").length !== 2) throw new Error("stage: stage.pl must hold @PROTOCOL@ exactly once (src/stage/protocol.ts fills it in)");
   return STAGE_TEMPLATE.replace("@PROTOCOL@", () => protocolPerl()).replace(/@([a-zA-Z]+)@/g, (_, name: string) => {

@@ -12,6 +12,7 @@ import { confinementKeys, NO_EXTRA_CONFINEMENT } from "../../../src/confinement.
 import { AGENT_OPTION_KEYS, REPEATED_STAGE_KEYS, STAGE_KEY_FORMS, STAGE_ROLE_KEYS, type StageKey } from "../../../src/stage/protocol.ts";
 import { parseAgentExecArgs } from "../../../src/agent-exec/cli.ts";
 import { STAGE_SOURCE, stageArgv, type StageRequest } from "../../../src/stage/stage.ts";
+import { keysOf } from "../../helpers/stage-keys.ts";
 
 const test = suite("stage protocol");
 
@@ -30,11 +31,6 @@ const REQUESTS: StageRequest[] = [
   { ...identity, role: "cleanup", keepFds: [], lease, group: 1103, startedFd: 18, action: { path: "/usr/bin/find", argv: ["find", lease, "-delete"] } },
 ];
 
-/** The keys of a stage argv: between the role and the "--" before the command. */
-function keysOf(argv: readonly string[], role: string): string[] {
-  const at = argv.indexOf(role, argv.indexOf("-e") + 3) + 1;
-  return argv.slice(at, argv.indexOf("--", at));
-}
 
 /** What the declaration says of `keys` for `role`: the problems, none when they conform. */
 function problems(role: keyof typeof STAGE_ROLE_KEYS, keys: readonly string[]): string[] {
@@ -59,7 +55,7 @@ function problems(role: keyof typeof STAGE_ROLE_KEYS, keys: readonly string[]): 
 test("every role's keys, for every shape of request, are the declaration's, in its order, each of its form", () => {
   const seen = new Set<string>();
   for (const request of REQUESTS) {
-    const keys = keysOf(stageArgv(request), request.role);
+    const { keys } = keysOf(stageArgv(request), request.role);
     assert.equal(problems(request.role, keys), [], `${request.role}: ${keys.join(" ").slice(0, 400)}`);
     for (const key of keys) seen.add(`${request.role}:${key.slice(0, key.indexOf("="))}`);
   }
@@ -68,7 +64,7 @@ test("every role's keys, for every shape of request, are the declaration's, in i
 });
 
 test("the check above catches a key out of place, a key missing or twice, an undeclared key and a value of another form", () => {
-  const keys = keysOf(stageArgv(REQUESTS[4]!), "signal");
+  const { keys } = keysOf(stageArgv(REQUESTS[4]!), "signal");
   assert.equal(problems("signal", keys), []);
   assert.equal(problems("signal", [...keys].reverse()).length > 0, true, "reversed");
   assert.equal(problems("signal", keys.filter((k) => !k.startsWith("pgid="))), ["pgid= 0 times"]);

@@ -16,6 +16,7 @@ import { type AgentStageRequest, STAGE_ROLES, STAGE_SOURCE, stageArgv, stageEnvi
 import { stageText, withoutComments } from "../../../src/stage/stage-source.ts";
 import { IS_ROOT, rootTest } from "../../helpers/privilege.ts";
 import { landlockAbi, type Lie, lyingKernel, NR } from "../../helpers/seccomp-wrap.ts";
+import { keysOf } from "../../helpers/stage-keys.ts";
 
 const test = suite("stage");
 const NNP = ["/usr/bin/setpriv", "--no-new-privs"];
@@ -334,11 +335,6 @@ rootTest(test, "the signal action: a process group of another uid is refused (ex
 
 /* ---- The protocol is closed ---- */
 
-/** The stage's keys in `argv` (between the role and the "--" before the command). */
-function keysOf(argv: readonly string[], role: string): { at: number; keys: string[] } {
-  const at = argv.indexOf(role, argv.indexOf("-e") + 3) + 1;
-  return { at, keys: argv.slice(at, argv.indexOf("--", at)) };
-}
 
 function withKeys(request: StageRequest, change: (keys: string[]) => string[]): SpawnSyncReturns<string> {
   const argv = stageArgv(request);
