@@ -163,7 +163,7 @@ const report = [
   "",
   `Written by \`npm run bench${argv.length ? ` -- ${argv.join(" ")}` : ""}\` (bench/run.mjs) on ${facts.date}; do not edit by hand, run it again. ` +
     `${options.quick ? "**Quick run**: fewer runs and a smaller /workspace; not for judging goals." : "Full run."} ` +
-    `It took ${(seconds / 60).toFixed(1)} minutes, build included${options.build ? "" : " (the build was skipped)"}.`,
+    `It took ${(seconds / 60).toFixed(1)} minutes${options.build ? ", build included" : " (the build was skipped)"}.`,
   "",
   "Every figure is a hyperfine median (`--export-json`), set beside its reference from the same hyperfine run, and goals are judged on the ratio of medians " +
     "of wall-clock time. Each table also gives the mean CPU time (user + sys, the command and its children): when the machine is shared with other work " +
