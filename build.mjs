@@ -87,7 +87,7 @@ const made = JSON.parse(
   execFileSync(nodeBinary, ["--import", join(root, "scripts/text-modules.mjs"), "--input-type=module", "-e", `
     import { seccompTable } from ${JSON.stringify(join(root, "src/seccomp-filter.ts"))};
     import { stageSource } from ${JSON.stringify(join(root, "src/stage/stage-source.ts"))};
-    import { syscallNumbers } from ${JSON.stringify(join(root, "src/confinement.ts"))};
+    import { syscallNumbers } from ${JSON.stringify(join(root, "src/os/syscalls.ts"))};
     process.stdout.write(JSON.stringify({ seccomp: seccompTable(), stage: stageSource(), serviceStage: stageSource(process.arch, ["service"]), shimStage: stageSource(process.arch, ["agent", "signal"], false), privateStage: stageSource(process.arch, ["agent", "signal", "cleanup"]), syscalls: syscallNumbers() }));
   `], { cwd: root, encoding: "utf8" }),
 );

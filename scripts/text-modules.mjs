@@ -43,4 +43,4 @@ const lazyGlobal = (name, make) => {
   });
 };
 lazyGlobal("__CLANKIE_STAGE__", (require) => require("../src/stage/stage-source.ts").stageSource());
-lazyGlobal("__CLANKIE_SYSCALLS__", (require) => require("../src/confinement.ts").syscallNumbers());
+lazyGlobal("__CLANKIE_SYSCALLS__", (require) => require("../src/os/syscalls.ts").syscallNumbers());

@@ -3,7 +3,7 @@
  * consulted: its modules are shared libraries, and this code runs as root.
  */
 import { readFileSync } from "node:fs";
-import { AGENT_USER, EXIT, GROUP_FILE, PASSWD_FILE, PRIVATE_GROUP_PREFIX, PRIVATE_POOL_SIZE, SERVICE_USER, WORKSPACE_GROUP } from "./constants.ts";
+import { AGENT_USER, EXIT, GROUP_FILE, PASSWD_FILE, SERVICE_USER, WORKSPACE_GROUP } from "./constants.ts";
 import { parseId } from "./os/proc-status.ts";
 import { osCall, Refusal } from "./report.ts";
 
@@ -60,20 +60,15 @@ export interface Identities {
   serviceGroups: number[];
   agent: PasswdEntry;
   workspaceGroup: GroupEntry;
-  /** The private-job pool, clankie-private-0 .. -15 as present, by index (empty: no private jobs). */
-  privateGroups: PrivateGroup[];
-}
-
-export interface PrivateGroup {
-  index: number;
-  gid: number;
+  /** Every group of /etc/group, as parsed: where the private-job pool is read from (src/private-groups.ts). */
+  groups: readonly GroupEntry[];
 }
 
 function readDatabase(path: string): string {
   return osCall("read", path, () => readFileSync(path, "utf8"));
 }
 
-function unique<T extends { name: string }>(entries: readonly T[], name: string, file: string): T | undefined {
+export function unique<T extends { name: string }>(entries: readonly T[], name: string, file: string): T | undefined {
   const matches = entries.filter((entry) => entry.name === name);
   if (matches.length > 1) {
     throw new Refusal(EXIT.noUser, `${file} defines ${name} ${matches.length} times`, `leave exactly one ${name} line in ${file}`);
@@ -119,33 +114,7 @@ export function resolveIdentities(passwdText: string, groupText: string): Identi
   if (serviceGroups.includes(agent.gid)) {
     throw new Refusal(EXIT.noUser, `user ${SERVICE_USER} is a member of ${AGENT_USER}'s group`, `remove ${SERVICE_USER} from group ${agent.gid} in ${GROUP_FILE}`);
   }
-  return { service, serviceGroups, agent, workspaceGroup, privateGroups: resolvePrivateGroups(groups, [service.gid, agent.gid, workspaceGroup.gid]) };
-}
-
-/**
- * The private-job pool. Each group present must be unique, have no members
- * (only a lease grants it, for one job) and a gid of its own: a member, or a
- * gid shared with an account's group, would give another process the key to
- * a private job's directory. A missing group only shrinks the pool.
- */
-export function resolvePrivateGroups(groups: readonly GroupEntry[], taken: readonly number[]): PrivateGroup[] {
-  const pool: PrivateGroup[] = [];
-  const seen = new Set<number>(taken);
-  const named = groups.filter((group) => group.name.startsWith(PRIVATE_GROUP_PREFIX));
-  for (let index = 0; index < PRIVATE_POOL_SIZE; index++) {
-    const name = `${PRIVATE_GROUP_PREFIX}${index}`;
-    const group = unique(named, name, GROUP_FILE);
-    if (!group) continue;
-    if (group.members.length > 0) {
-      throw new Refusal(EXIT.noUser, `group ${name} has members (${group.members.join(",")})`, `leave ${name} without members in ${GROUP_FILE}: only a private job's lease grants it`);
-    }
-    if (group.gid === 0 || seen.has(group.gid)) {
-      throw new Refusal(EXIT.noUser, `group ${name} has gid ${group.gid}, which is not its own`, `give ${name} a gid of its own (the image uses ${1100 + index})`);
-    }
-    seen.add(group.gid);
-    pool.push({ index, gid: group.gid });
-  }
-  return pool;
+  return { service, serviceGroups, agent, workspaceGroup, groups };
 }
 
 export function readIdentities(): Identities {

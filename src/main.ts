@@ -7,7 +7,6 @@
  * each runs only its role's code, and the root start none of this.
  */
 import { basename } from "node:path";
-import { parseSelfCheckArgs } from "./cli.ts";
 import { AGENT_EXEC_NAME, ENTRYPOINT_NAME, EXIT, PROBE_AGENT_FLAG } from "./constants.ts";
 import { parseEntrypointArgs } from "./entrypoint/cli.ts";
 import { helpText, versionText } from "./help.ts";
@@ -32,7 +31,10 @@ async function main(argv: readonly string[]): Promise<number> {
   setProgramName(name);
   // The inside half of --self-check --probe, started through the shim as the agent.
   if (argv[0] === PROBE_AGENT_FLAG) return (await import("./self-check/probe-agent.ts")).runProbeAgent(argv.slice(1));
-  if (argv[0] === "--self-check") return (await import("./self-check/run.ts")).runSelfCheck(parseSelfCheckArgs(argv.slice(1)));
+  if (argv[0] === "--self-check") {
+    const audit = await import("./self-check/run.ts");
+    return audit.runSelfCheck(audit.parseSelfCheckArgs(argv.slice(1)));
+  }
   const request = parseEntrypointArgs(argv);
   if (request.kind === "run") throw new Error(`a service command reached the audit's bundle: build.mjs's main script routes it to src/entrypoint/start.ts's`);
   writeLine(1, request.kind === "help" ? helpText() : versionText(name));

@@ -9,7 +9,8 @@
  *
  * What it answers EPERM to, and why, is said in src/confinement.ts's head.
  */
-import { type SeccompOptions, seccompKey, SYSCALLS } from "./confinement.ts";
+import { type SeccompOptions, seccompKey } from "./confinement.ts";
+import { SYSCALLS } from "./os/syscalls.ts";
 
 /** Every filter the agent's confinement can ask for on `arch`, as hex, by key (seccompKey): what build.mjs defines. */
 export function seccompTable(arch: string = process.arch): Record<string, string> {

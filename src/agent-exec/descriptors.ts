@@ -61,31 +61,24 @@ export function inheritableCandidates(open: readonly number[], keep: readonly nu
   return open.filter((fd) => fd >= FIRST_INHERITABLE_FD && !keep.includes(fd));
 }
 
-/** Refuses a --keep-fd that is not open, or that is close-on-exec and so would not reach the agent. */
-export function checkKeptDescriptors(keep: readonly number[]): void {
-  for (const fd of keep) {
-    const flags = readDescriptorFlags(fd);
-    if (flags === undefined) throw new Refusal(EXIT.usage, `--keep-fd ${fd}: fd ${fd} is not open`, "open it in the shim's parent before the spawn");
-    if ((flags & O_CLOEXEC) !== 0) {
-      throw new Refusal(EXIT.usage, `--keep-fd ${fd}: fd ${fd} is close-on-exec here (Node 24 marks fds 0-15 so at start-up, and every open fd after them up to the first that is not open)`, "hand the fd to the shim as fd 17 or higher, with fd 16 not open");
-    }
-  }
-}
-
 /**
- * Refuses a started marker (CLANKIE_STARTED_FD) that is not open or is close-on-exec: the stage
- * would find no marker to write, and the service would take every start
- * for a refusal.
+ * Refuses an fd handed to the shim (`what`: "--keep-fd N" or the started
+ * marker's "CLANKIE_STARTED_FD=N", `thing`: what the fix names) that is not
+ * open, or that is close-on-exec and so would not cross the exec: a kept fd
+ * would not reach the agent, and without its marker the service would take
+ * every start for a refusal.
  */
-export function checkStartedDescriptor(fd: number): void {
+export function checkHandedDescriptor(fd: number, what: string, thing: string): void {
   const flags = readDescriptorFlags(fd);
-  if (flags === undefined) throw new Refusal(EXIT.usage, `CLANKIE_STARTED_FD=${fd}: fd ${fd} is not open`, "open the marker pipe in the shim's parent before the spawn (spawnAgent does)");
-  if ((flags & O_CLOEXEC) !== 0) throw new Refusal(EXIT.usage, `CLANKIE_STARTED_FD=${fd}: fd ${fd} is close-on-exec here (Node 24 marks fds 0-15 so at start-up, and every open fd after them up to the first that is not open)`, "hand the marker to the shim as fd 17 or higher, with fd 16 not open");
+  if (flags === undefined) throw new Refusal(EXIT.usage, `${what}: fd ${fd} is not open`, `open ${thing} in the shim's parent before the spawn`);
+  if ((flags & O_CLOEXEC) !== 0) {
+    throw new Refusal(EXIT.usage, `${what}: fd ${fd} is close-on-exec here (Node 24 marks fds 0-15 so at start-up, and every open fd after them up to the first that is not open)`, `hand ${thing} to the shim as fd 17 or higher, with fd 16 not open`);
+  }
 }
 
 /** Closes every fd that would cross the exec but 0-2 and `keep`; returns the numbers it closed. */
 export function closeStrayDescriptors(keep: readonly number[]): number[] {
-  checkKeptDescriptors(keep);
+  for (const fd of keep) checkHandedDescriptor(fd, `--keep-fd ${fd}`, "the fd");
   const closed: number[] = [];
   for (const fd of inheritableCandidates(listDescriptors(), keep)) {
     const flags = readDescriptorFlags(fd);

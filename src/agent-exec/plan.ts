@@ -38,6 +38,11 @@ export interface PrivateLease {
   dir: string;
 }
 
+/** The lease a private job runs with, and the image it may read (privateImageTree of private-job.ts). */
+export interface PrivateJobLease extends PrivateLease {
+  tree: readonly string[];
+}
+
 /** Where a private job's HOME and temporary files live: fresh, inside its lease. */
 export function privateEnvironment(lease: PrivateLease): Environment {
   return { HOME: `${lease.dir}/home`, TMPDIR: `${lease.dir}/tmp`, TMUX_TMPDIR: `${lease.dir}/tmp` };
@@ -67,15 +72,8 @@ export interface AgentExecChain extends ChainBase {
   startedFd?: number | undefined;
   /** An absolute path, then argv with argv[0]. */
   action: { path: string; argv: readonly string[] };
-  /** A private job: its group joins the agent's, and confinement.privateDir is its directory. */
-  lease?: PrivateLease | undefined;
-}
-
-/** The end of a private job's lease: runs no agent code; kills what holds the group, then removes the lease's contents. */
-export interface AgentCleanupChain extends ChainBase {
-  action: { cleanup: PrivateLease };
-  /** The started marker of the shim that takes back a lease for its own job: the stage closes it at its exec (Node cannot keep it from the child). */
-  startedFd?: number | undefined;
+  /** A private job: its group joins the agent's, confinement.privateDir is its directory, and its tree the image it reads. */
+  lease?: PrivateJobLease | undefined;
 }
 
 /** The signal stage: runs no agent code, unconfined so that it reaches every job's domain. */
@@ -83,66 +81,46 @@ export interface AgentSignalChain extends ChainBase {
   action: { signal: string; pgid: number };
 }
 
-export type AgentChain = AgentExecChain | AgentSignalChain | AgentCleanupChain;
+export type AgentChain = AgentExecChain | AgentSignalChain;
+
+/** The agent's identity as the stage checks it (a private job's `lease` adds its group), with the fds it keeps. */
+export function agentIdentity(ids: Identities, keepFds: readonly number[], lease?: PrivateLease) {
+  const groups = [...agentGroups(ids), ...(lease === undefined ? [] : [lease.group])];
+  return { program: AGENT_EXEC_NAME, uid: ids.agent.uid, gid: ids.agent.gid, groups, caps: { inh: 0n, prm: 0n, eff: 0n, amb: 0n }, keepFds };
+}
+
+/** argv (with argv[0]) of the drop to `identity` by setpriv, then its `stage` (stageArgv). */
+export function agentDropArgv(identity: { uid: number; gid: number; groups: readonly number[] }, stage: readonly string[]): string[] {
+  return [TOOLS.setpriv, `--reuid=${identity.uid}`, `--regid=${identity.gid}`, `--groups=${identity.groups.join(",")}`, "--inh-caps=-all", "--ambient-caps=-all", "--", ...stage];
+}
 
 function isExecChain(chain: AgentChain): chain is AgentExecChain {
   return "path" in chain.action;
 }
 
-function isCleanupChain(chain: AgentChain): chain is AgentCleanupChain {
-  return "cleanup" in chain.action;
-}
-
-/** The lease a chain runs with, if any. */
-function chainLease(chain: AgentChain): PrivateLease | undefined {
-  if (isCleanupChain(chain)) return chain.action.cleanup;
-  return isExecChain(chain) ? chain.lease : undefined;
-}
-
-/** find(1) -delete removes depth first and never follows a symbolic link (-P, the default); -xdev stays on the lease's filesystem. */
-export function leaseRemovalArgv(dir: string): string[] {
-  return [TOOLS.find, dir, "-xdev", "-mindepth", "1", "-delete"];
-}
-
-/** argv (with argv[0]) of the whole chain, starting at setpriv. */
+/** argv (with argv[0]) of the whole chain, starting at setpriv. (A private job's cleanup chain is private-job.ts's.) */
 export function agentChainArgv(ids: Identities, chain: AgentChain): string[] {
-  const lease = chainLease(chain);
-  const groups = [...agentGroups(ids), ...(lease === undefined ? [] : [lease.group])];
-  const identity = {
-    program: AGENT_EXEC_NAME,
-    uid: ids.agent.uid,
-    gid: ids.agent.gid,
-    groups,
-    caps: { inh: 0n, prm: 0n, eff: 0n, amb: 0n },
-    keepFds: chain.keepFds,
-  };
-  const stage = isExecChain(chain)
-    ? stageArgv({
-        ...identity,
-        role: "agent",
-        options: chain.stageOptions,
-        // Agent code gets a session of its own (setsid(2) in the stage unless the shim already leads one).
-        session: chain.needSetsid ? "new" : "own",
-        umask: AGENT_UMASK,
-        cwd: chain.cwd,
-        confinement: confinementKeys(chain.lease === undefined ? chain.confinement : { ...chain.confinement, privateDir: chain.lease.dir }),
-        privateDir: chain.lease?.dir,
-        startedFd: chain.startedFd,
-        action: chain.action,
-      })
-    : isCleanupChain(chain)
-      ? stageArgv({ ...identity, role: "cleanup", lease: chain.action.cleanup.dir, group: chain.action.cleanup.group, startedFd: chain.startedFd, action: { path: TOOLS.find, argv: leaseRemovalArgv(chain.action.cleanup.dir) } })
-      : stageArgv({ ...identity, role: "signal", action: chain.action });
-  return [
-    TOOLS.setpriv,
-    `--reuid=${ids.agent.uid}`,
-    `--regid=${ids.agent.gid}`,
-    `--groups=${groups.join(",")}`,
-    "--inh-caps=-all",
-    "--ambient-caps=-all",
-    "--",
-    ...stage,
-  ];
+  if (!isExecChain(chain)) {
+    const identity = agentIdentity(ids, chain.keepFds);
+    return agentDropArgv(identity, stageArgv({ ...identity, role: "signal", action: chain.action }));
+  }
+  const identity = agentIdentity(ids, chain.keepFds, chain.lease);
+  return agentDropArgv(
+    identity,
+    stageArgv({
+      ...identity,
+      role: "agent",
+      options: chain.stageOptions,
+      // Agent code gets a session of its own (setsid(2) in the stage unless the shim already leads one).
+      session: chain.needSetsid ? "new" : "own",
+      umask: AGENT_UMASK,
+      cwd: chain.cwd,
+      confinement: chain.lease === undefined ? confinementKeys(chain.confinement) : confinementKeys({ ...chain.confinement, privateDir: chain.lease.dir }, { topLevel: chain.lease.tree }),
+      privateDir: chain.lease?.dir,
+      startedFd: chain.startedFd,
+      action: chain.action,
+    }),
+  );
 }
 
 /**
@@ -151,6 +129,6 @@ export function agentChainArgv(ids: Identities, chain: AgentChain): string[] {
  * `shimEnv`), carried past setpriv and perl (stageEnvironment). A private
  * job's `lease` joins both.
  */
-export function agentExec(ids: Identities, chain: AgentChain, shimEnv: NodeJS.ProcessEnv, names: readonly string[], lease?: PrivateLease): { argv: string[]; env: Environment } {
+export function agentExec(ids: Identities, chain: AgentChain, shimEnv: NodeJS.ProcessEnv, names: readonly string[], lease?: PrivateJobLease): { argv: string[]; env: Environment } {
   return { argv: agentChainArgv(ids, lease === undefined ? chain : { ...chain, lease }), env: stageEnvironment(agentEnvironment(shimEnv, names, ids, lease)) };
 }

@@ -17,15 +17,22 @@
  * hold the same one. It records which job holds it as a symbolic link
  * PRIVATE_DIR/pid-PID -> N (the shim's pid is the job's: it execs into it),
  * so that spawnAgent can release it by the job's pid.
+ *
+ * Also a private job's alone, so here and not on the ordinary spawn's path:
+ * the image the job may read (privateImageTree, which the lease carries to
+ * its confinement) and the cleanup chain that ends a lease (cleanupArgv).
  */
 import { existsSync, lstatSync, mkdirSync, chmodSync, readdirSync, readlinkSync, rmdirSync, symlinkSync, unlinkSync } from "node:fs";
-import type { Identities, PrivateGroup } from "../accounts.ts";
+import type { Identities } from "../accounts.ts";
+import { type PrivateGroup, privateGroupsOf } from "../private-groups.ts";
 import { EXIT, PRIVATE_DIR, PRIVATE_GROUP_PREFIX, TOOLS } from "../constants.ts";
 import { readStatus } from "../os/proc-status.ts";
 import { formatRefusal, osCall, osFailure, Refusal, writeLine } from "../report.ts";
 import { prepareExec } from "../exec/replace.ts";
 import { runCapture } from "../exec/capture.ts";
-import { agentChainArgv, type PrivateLease } from "./plan.ts";
+import { imageTopLevel } from "../confinement.ts";
+import { stageArgv } from "../stage/stage.ts";
+import { agentDropArgv, agentIdentity, type PrivateJobLease, type PrivateLease } from "./plan.ts";
 
 /** The lease directory's mode: setgid (what is made in it gets group N), group rwx, owner and others nothing. */
 export const LEASE_MODE = 0o2070;
@@ -35,6 +42,38 @@ export const PRIVATE_DIR_MODE = 0o711;
 const errnoCode = (error: unknown): string | undefined => (error as NodeJS.ErrnoException | undefined)?.code;
 const pidLink = (pid: number): string => `${PRIVATE_DIR}/pid-${pid}`;
 const leaseOf = (group: PrivateGroup): PrivateLease => ({ group: group.gid, dir: `${PRIVATE_DIR}/${group.index}` });
+
+/**
+ * What a private job may not read or execute either: where every other job
+ * writes. Landlock only adds access, so the parents of the nested ones are
+ * granted child by child (privateImageTree).
+ */
+export const PRIVATE_HIDDEN: readonly string[] = ["/tmp", "/var/tmp", "/dev/shm"];
+
+/**
+ * The image as a private job may read it: the top-level directories but
+ * /state and /tmp, and /var and /dev child by child without /var/tmp and
+ * /dev/shm (symbolic links among them are left out by the stage, which
+ * takes a rule only on a path that names itself).
+ */
+export function privateImageTree(root = "/"): string[] {
+  const paths: string[] = [];
+  for (const top of imageTopLevel(root)) {
+    if (PRIVATE_HIDDEN.includes(top)) continue;
+    if (!PRIVATE_HIDDEN.some((hidden) => hidden.startsWith(`${top}/`))) {
+      paths.push(top);
+      continue;
+    }
+    let names: string[] = [];
+    try {
+      names = readdirSync(`${root}${top.slice(1)}`);
+    } catch {
+      continue;
+    }
+    for (const name of names.sort()) if (!PRIVATE_HIDDEN.includes(`${top}/${name}`)) paths.push(`${top}/${name}`);
+  }
+  return paths;
+}
 
 /** PRIVATE_DIR must be the one the root entrypoint made at this start: node's, 0711, a real directory. */
 function checkPrivateDir(ids: Identities): void {
@@ -131,29 +170,30 @@ function groupsOfProcess(pid: number): number[] | undefined {
  * started have ended, and the service did not release it: it died, or the
  * shim was run by hand) is released and taken.
  */
-export function leasePrivateGroup(ids: Identities, startedFd?: number): PrivateLease {
-  if (ids.privateGroups.length === 0) {
+export function leasePrivateGroup(ids: Identities, startedFd?: number): PrivateJobLease {
+  const pool = privateGroupsOf(ids);
+  if (pool.length === 0) {
     throw new Refusal(EXIT.noUser, `no ${PRIVATE_GROUP_PREFIX}N group is defined in /etc/group`, "rebuild the image from this project's Dockerfile, which creates the pool");
   }
   checkPrivateDir(ids);
   const serviceGid = process.getegid!();
   const serviceGroups = readStatus().groups;
-  const take = (group: PrivateGroup): PrivateLease | undefined => {
+  const take = (group: PrivateGroup): PrivateJobLease | undefined => {
     if (!tryLease(group, serviceGid, serviceGroups)) return undefined;
     recordHolder(group, process.pid);
-    return leaseOf(group);
+    return { ...leaseOf(group), tree: privateImageTree() };
   };
   // A group that some process still holds is never handed out, whatever its
   // directory says: that process would reach the next job's files. Its
   // job's guard ended everything the job started, and the release checked
   // it (releaseLease); this is asked again here, once per private spawn.
   const held = heldGroups();
-  for (const group of ids.privateGroups) {
+  for (const group of pool) {
     if (held.has(group.gid)) continue;
     const lease = take(group);
     if (lease) return lease;
   }
-  for (const group of ids.privateGroups) {
+  for (const group of pool) {
     if (held.has(group.gid)) continue;
     const unlock = lockRelease(group);
     if (!unlock) continue; // another shim, or the service, is releasing it
@@ -167,7 +207,7 @@ export function leasePrivateGroup(ids: Identities, startedFd?: number): PrivateL
     const lease = released ? take(group) : undefined;
     if (lease) return lease;
   }
-  throw new Refusal(EXIT.busy, `all ${ids.privateGroups.length} private-job groups are leased to running jobs`, "wait for a private job to end, then try again");
+  throw new Refusal(EXIT.busy, `all ${pool.length} private-job groups are leased to running jobs`, "wait for a private job to end, then try again");
 }
 
 /**
@@ -202,6 +242,23 @@ function waitForRelease(group: PrivateGroup): () => void {
   throw new Refusal(EXIT.busy, `the lease of group ${group.gid} has been being released for over a minute`, `try again; if it stays so, restart the container (the start clears ${PRIVATE_DIR})`);
 }
 
+/** find(1) -delete removes depth first and never follows a symbolic link (-P, the default); -xdev stays on the lease's filesystem. */
+export function leaseRemovalArgv(dir: string): string[] {
+  return [TOOLS.find, dir, "-xdev", "-mindepth", "1", "-delete"];
+}
+
+/**
+ * The cleanup chain: setpriv to the agent with the lease's group, then the
+ * stage's cleanup role, which runs no agent code: it kills what holds the
+ * group, then removes the lease's contents. `startedFd`: the started marker
+ * of the shim that takes back a lease for its own job, which the stage
+ * closes at its exec (Node cannot keep it from the child).
+ */
+export function cleanupArgv(ids: Identities, lease: PrivateLease, startedFd?: number): string[] {
+  const identity = agentIdentity(ids, [], lease);
+  return agentDropArgv(identity, stageArgv({ ...identity, role: "cleanup", lease: lease.dir, group: lease.group, startedFd, action: { path: TOOLS.find, argv: leaseRemovalArgv(lease.dir) } }));
+}
+
 /**
  * Ends a lease (under its release lock): the cleanup stage, as the agent with group N, kills every
  * process that still holds N and removes the directory's contents (find
@@ -211,7 +268,7 @@ function waitForRelease(group: PrivateGroup): () => void {
 export function releaseLease(ids: Identities, lease: PrivateLease, startedFd?: number): number {
   for (const tool of [TOOLS.perl, TOOLS.find]) prepareExec({ command: tool, args: [], env: {}, trustedUids: [0] });
   // A run's started marker (CLANKIE_STARTED_FD) is inherited by this child, as Node cannot mark it close-on-exec: the stage is told, keeps it through its checks and closes it at its exec.
-  const argv = agentChainArgv(ids, { keepFds: [], action: { cleanup: lease }, startedFd });
+  const argv = cleanupArgv(ids, lease, startedFd);
   // Nothing of the shim's environment reaches setpriv, which holds SETUID and SETGID (src/stage/stage.ts).
   const run = runCapture({ command: argv[0]!, args: argv.slice(1), from: {}, env: {}, timeoutMs: 60_000 });
   if (run.stderr.length > 0) process.stderr.write(run.stderr);
@@ -252,7 +309,7 @@ export function releaseJobLease(ids: Identities, pid: number): number {
   checkPrivateDir(ids);
   const index = recordedLease(pid);
   if (index === undefined) throw new Refusal(EXIT.dataRefused, `no private lease is recorded for job ${pid}`, "pass the pid of a job started with --private-job (spawnAgent's child.pid)");
-  const group = ids.privateGroups.find((g) => String(g.index) === index);
+  const group = privateGroupsOf(ids).find((g) => String(g.index) === index);
   if (!group) throw new Refusal(EXIT.dataRefused, `${pidLink(pid)} names ${JSON.stringify(index)}, no group of the pool`, `remove it; the next start clears ${PRIVATE_DIR}`);
   const unlock = waitForRelease(group);
   try {

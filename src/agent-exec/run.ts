@@ -15,8 +15,8 @@ import { uncarried } from "../exec/environment.ts";
 import { resolveCommand } from "../exec/rules.ts";
 import { checkCaller } from "./caller.ts";
 import { type AgentExecRequest, parseStartedFd } from "./cli.ts";
-import { checkStartedDescriptor, closeStrayDescriptors } from "./descriptors.ts";
-import { agentExec, type AgentChain, type PrivateLease } from "./plan.ts";
+import { checkHandedDescriptor, closeStrayDescriptors } from "./descriptors.ts";
+import { agentExec, type AgentChain, type PrivateJobLease } from "./plan.ts";
 
 /**
  * Whether the verification stage must call setsid(2). setsid(2) fails (EPERM)
@@ -68,13 +68,13 @@ function checkedIdentities(): Identities {
  * credential change resets it), so that its /proc/self is root's until the
  * execve(2) and oom_score_adj and /proc/self/fd could no longer be used.
  */
-function execChain(ids: Identities, chain: AgentChain, oomScoreAdj: number | undefined, envNames: readonly string[], takeLease?: () => PrivateLease): never {
+function execChain(ids: Identities, chain: AgentChain, oomScoreAdj: number | undefined, envNames: readonly string[], takeLease?: () => PrivateJobLease): never {
   // Every tool of the chain passes the exec rules; execReplace gates the first (argv[0]) itself.
   prepareExec({ command: TOOLS.perl, args: [], env: {}, trustedUids: [0] });
   if (oomScoreAdj !== undefined) raiseOomScore(oomScoreAdj);
   // The started marker crosses to the stage, which closes it at the exec (stage.pl, "exec").
   const startedFd = "startedFd" in chain ? chain.startedFd : undefined;
-  if (startedFd !== undefined) checkStartedDescriptor(startedFd);
+  if (startedFd !== undefined) checkHandedDescriptor(startedFd, `${STARTED_FD_VARIABLE}=${startedFd}`, "the marker pipe");
   closeStrayDescriptors(startedFd === undefined ? chain.keepFds : [...chain.keepFds, startedFd]);
   const { argv, env } = agentExec(ids, chain, uncarried(process.env), envNames, takeLease?.());
   execReplace({ command: argv[0]!, args: argv.slice(1), argv0: argv[0], env, trustedUids: [0] });
@@ -86,7 +86,7 @@ function execChain(ids: Identities, chain: AgentChain, oomScoreAdj: number | und
  * ordinary shim's bundle passes none and never compiles it.
  */
 export interface PrivateJobs {
-  leasePrivateGroup(ids: Identities, startedFd?: number): PrivateLease;
+  leasePrivateGroup(ids: Identities, startedFd?: number): PrivateJobLease;
   releaseJobLease(ids: Identities, pid: number): number;
 }
 

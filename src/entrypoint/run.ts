@@ -15,6 +15,7 @@
  */
 import { existsSync, lstatSync } from "node:fs";
 import { type Identities, readIdentities } from "../accounts.ts";
+import { privateGroupsOf } from "../private-groups.ts";
 import { STATE_DIR, TOOLS } from "../constants.ts";
 import { execReplace, prepareExec } from "../exec/replace.ts";
 import { readStatus } from "../os/proc-status.ts";
@@ -84,6 +85,7 @@ export async function runEntrypoint(command: readonly string[]): Promise<never> 
   const started = process.hrtime.bigint();
   const launch = checkLaunch(command);
   const ids = readIdentities();
+  privateGroupsOf(ids); // a wrong private-job pool is refused before any change on disk (src/private-groups.ts)
   // The service's environment is computed (and refused) before any change on disk.
   const { env, dropped } = serviceEnvironment(process.env, ids);
   const vetted = vetPrograms(command, ids);

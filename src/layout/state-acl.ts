@@ -23,7 +23,7 @@
 import { constants as fsConstants } from "node:fs";
 import { constants } from "node:os";
 import STATE_ACL_TEMPLATE from "../perl/state-acl.pl";
-import type { SyscallNumbers } from "../confinement.ts";
+import type { SyscallNumbers } from "../os/syscalls.ts";
 import { TOOLS } from "../constants.ts";
 import { type CaptureResult, startCapture } from "../exec/capture.ts";
 import { errnoName } from "../os/errno.ts";
@@ -39,7 +39,7 @@ const O_PATH = 0o10000000;
 export type AclWalkMode = "strip" | "list";
 
 /*
- * This architecture's system call numbers (src/confinement.ts, syscallNumbers),
+ * This architecture's system call numbers (src/os/syscalls.ts, syscallNumbers),
  * defined by build.mjs (esbuild define) and, for src/ run directly, by
  * scripts/text-modules.mjs: the table itself is not in the entrypoint's bundle.
  */

@@ -1,18 +1,21 @@
 /*
  * Users and groups: node, clankie-agent and clankie-workspace present, ids
  * distinct, memberships right. The rules are the entrypoint's own
- * (resolveIdentities in src/accounts.ts, which refuses the first thing
+ * (resolveIdentities in src/accounts.ts and the private-job pool's
+ * privateGroupsOf in src/private-groups.ts, which refuse the first thing
  * wrong); this turns its verdict into a check. Pure.
  */
 import { agentGroups, type Identities, resolveIdentities } from "../accounts.ts";
+import { type PoolIdentities, privateGroupsOf } from "../private-groups.ts";
 import { AGENT_USER, GROUP_FILE, PASSWD_FILE, SERVICE_USER, WORKSPACE_GROUP } from "../constants.ts";
 import { Refusal } from "../report.ts";
 import { fail, pass, type Verdict } from "./check.ts";
 
 /** The identities, or the entrypoint's refusal of the files: resolved once, for the ids fact and for this check. */
-export function resolveAccounts(passwdText: string, groupText: string): Identities | Refusal {
+export function resolveAccounts(passwdText: string, groupText: string): PoolIdentities | Refusal {
   try {
-    return resolveIdentities(passwdText, groupText);
+    const ids = resolveIdentities(passwdText, groupText);
+    return { ...ids, privateGroups: privateGroupsOf(ids) };
   } catch (error) {
     if (error instanceof Refusal) return error;
     throw error;

@@ -22,7 +22,7 @@
  * to the agent. What a spawn actually runs under is --probe's to show
  * (probe.seccomp, probe.lower-oom-score, probe.abstract-socket).
  */
-import { syscallNumbers } from "../confinement.ts";
+import { syscallNumbers } from "../os/syscalls.ts";
 import { errnoName } from "../os/errno.ts";
 import type { SeccompStatus } from "./process-table.ts";
 import { pass, type Verdict, warn } from "./check.ts";

@@ -28,7 +28,7 @@
 import { constants } from "node:os";
 import IMAGE_SCAN_TEMPLATE from "../perl/image-scan.pl";
 import { type CaptureResult, startCapture } from "../exec/capture.ts";
-import { syscallNumbers } from "../confinement.ts";
+import { syscallNumbers } from "../os/syscalls.ts";
 import { STATE_DIR, TOOLS, WORKSPACE_DIR } from "../constants.ts";
 import { errnoName } from "../os/errno.ts";
 import { namesOf } from "../os/capabilities.ts";

@@ -6,7 +6,7 @@
  * one the service did not release; the shim takes it back when the pool is
  * exhausted, and the next start removes it. Pure.
  */
-import type { Identities } from "../accounts.ts";
+import type { PoolIdentities } from "../private-groups.ts";
 import { PRIVATE_DIR, PRIVATE_POOL_SIZE } from "../constants.ts";
 import type { ProcessEntry } from "./process-table.ts";
 import { fail, octal, pass, plural, type Verdict, warn } from "./check.ts";
@@ -18,7 +18,7 @@ const REBUILD = "rebuild the image from this project's Dockerfile, which creates
 const READ_ONLY_RUN = "add --tmpfs /run:rw,exec,nosuid,nodev,mode=755 to docker run (docs/launch.md), or restart through the root entrypoint, which makes it";
 const RESTART = "restart the container through the root entrypoint (docker run --user 0:0 ..., docs/launch.md), which makes it at every start";
 
-export function judgePrivateJobs(ids: Identities, root: PrivateRoot, table: readonly ProcessEntry[], mode: Mode, serviceUid: number): Verdict {
+export function judgePrivateJobs(ids: PoolIdentities, root: PrivateRoot, table: readonly ProcessEntry[], mode: Mode, serviceUid: number): Verdict {
   const pool = ids.privateGroups;
   const held = new Set(table.flatMap((entry) => entry.creds.groups));
   const leases = root.ok

@@ -16,6 +16,7 @@
  * bad command line.
  */
 import { PROGRAM_VERSION } from "../build-info.ts";
+import { usage } from "../cli.ts";
 import { EXIT } from "../constants.ts";
 import { namesOf } from "../os/capabilities.ts";
 import { writeLine } from "../report.ts";
@@ -40,4 +41,16 @@ export async function runSelfCheck(request: { json: boolean; probe: boolean }): 
   const doc = documentOf(await readFacts(request), request.probe);
   writeLine(1, request.json ? renderJson(doc) : renderText(doc));
   return doc.ok ? EXIT.ok : EXIT.checkFailed;
+}
+
+/** clankie-separate --self-check [--json] [--probe]: `rest` is what follows --self-check. */
+export function parseSelfCheckArgs(rest: readonly string[]): { json: boolean; probe: boolean } {
+  let json = false;
+  let probe = false;
+  for (const arg of rest) {
+    if (arg === "--json") json = true;
+    else if (arg === "--probe") probe = true;
+    else throw usage("clankie-separate", `unknown --self-check option ${JSON.stringify(arg)}`, "use --json and --probe only");
+  }
+  return { json, probe };
 }

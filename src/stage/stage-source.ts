@@ -7,7 +7,7 @@
  * only: no bundle imports it (build.mjs checks), and scripts/text-modules.mjs
  * defines the same for src/ run directly.
  */
-import { syscallNumbers } from "../confinement.ts";
+import { syscallNumbers } from "../os/syscalls.ts";
 import { protocolPerl, STAGE_ROLE_KEYS } from "./protocol.ts";
 import { PRIVATE_SECTION, SECTION, STAGE_ROLES } from "./sections.ts";
 import type { StageRole } from "./stage.ts";

@@ -76,6 +76,7 @@ const identityCases: [string, string, string, string][] = [
   ["agent uid 0", DEFAULT_PASSWD.replace("clankie-agent:x:1001:1001", "clankie-agent:x:0:1001"), DEFAULT_GROUP, "clankie-separate: user clankie-agent has uid 0 gid 1001; give clankie-agent a non-zero uid and gid of its own"],
   ["node not in clankie-workspace", DEFAULT_PASSWD, DEFAULT_GROUP.replace("node,clankie-agent", "clankie-agent"), "clankie-separate: user node is not a member of clankie-workspace; run: usermod -aG clankie-workspace node in the image"],
   ["no clankie-workspace", DEFAULT_PASSWD, DEFAULT_GROUP.replace(/^clankie-workspace.*\n/m, ""), "clankie-separate: group clankie-workspace is missing from /etc/group; rebuild the image from this project's Dockerfile, which creates it"],
+  ["a private-job group with a member", DEFAULT_PASSWD, DEFAULT_GROUP.replace(/^(clankie-private-0:x:\d+:)$/m, "$1node"), "clankie-separate: group clankie-private-0 has members (node); leave clankie-private-0 without members in /etc/group: only a private job's lease grants it"],
 ];
 for (const [name, passwd, group, message] of identityCases) {
   rootTest(test, `identities: ${name} is refused with exit 67 before any change`, () => {

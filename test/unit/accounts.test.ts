@@ -82,16 +82,8 @@ test("resolveIdentities: the image's users and groups", () => {
     serviceGroups: [1000, 1002],
     agent: { name: "clankie-agent", uid: 1001, gid: 1001, home: "/state/agent", shell: "/usr/sbin/nologin" },
     workspaceGroup: { name: "clankie-workspace", gid: 1002, members: ["node", "clankie-agent"] },
-    privateGroups: [],
+    groups: parseGroup(GROUP),
   });
-});
-
-test("resolveIdentities: the private-job pool, by index; a member or a shared gid refuses", () => {
-  const pool = `${GROUP}clankie-private-0:x:1100:\nclankie-private-3:x:1103:\n`;
-  assert.equal(resolveIdentities(PASSWD, pool).privateGroups, [{ index: 0, gid: 1100 }, { index: 3, gid: 1103 }]);
-  assert.throws(() => resolveIdentities(PASSWD, `${GROUP}clankie-private-0:x:1100:node\n`), /group clankie-private-0 has members \(node\)/);
-  assert.throws(() => resolveIdentities(PASSWD, `${GROUP}clankie-private-0:x:1002:\n`), /group clankie-private-0 has gid 1002, which is not its own/);
-  assert.throws(() => resolveIdentities(PASSWD, `${GROUP}clankie-private-0:x:1100:\nclankie-private-1:x:1100:\n`), /clankie-private-1 has gid 1100/);
 });
 
 test("resolveIdentities: the agent need not be listed in clankie-workspace (it gets the group at spawn)", () => {

@@ -1,6 +1,7 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { optionValue, parseCommand, parseInteger, parseSelfCheckArgs } from "../../src/cli.ts";
+import { optionValue, parseCommand, parseInteger } from "../../src/cli.ts";
+import { parseSelfCheckArgs } from "../../src/self-check/run.ts";
 import { type Accepts, assertRefusal, type Refuses } from "../helpers/refusal.ts";
 
 /* The parts both roles share, and the audit's flags (clankie-separate --self-check). */

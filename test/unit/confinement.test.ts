@@ -1,8 +1,7 @@
 /*
  * src/confinement.ts: the Landlock rules and stage keys as the stage receives
- * them, the extra paths, the built seccomp filters it looks up, and the
- * system call numbers perl uses (the filters themselves:
- * test/unit/seccomp-filter.test.ts).
+ * them, the extra paths and the built seccomp filters it looks up (the
+ * filters themselves: test/unit/seccomp-filter.test.ts).
  */
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
@@ -20,11 +19,10 @@ import {
   NET_ACCESS,
   NO_EXTRA_CONFINEMENT,
   portRules,
-  privateImageTree,
   SCOPE,
   seccompHex,
-  syscallNumbers,
 } from "../../src/confinement.ts";
+import { privateImageTree } from "../../src/agent-exec/private-job.ts";
 
 const test = suite("confinement");
 
@@ -82,6 +80,13 @@ test("denied ports become an allow list in runs: every other port keeps every ha
   assert.equal(portRules([22], []), { net: NET_ACCESS.connectTcp, ports: [{ access: NET_ACCESS.connectTcp, low: 0, high: 21 }, { access: NET_ACCESS.connectTcp, low: 23, high: 65535 }] });
 });
 
+test("the stage keys of a private job: its tree or nothing, never the image's whole top level (which holds /tmp, where other jobs write)", () => {
+  const request = { ...NO_EXTRA_CONFINEMENT, privateDir: "/run/clankie-private/0" };
+  assert.throws(() => confinementKeys(request, { arch: "x64" }), /a private job's confinement came without its image tree/);
+  const keys = confinementKeys(request, { arch: "x64", topLevel: ["/usr"] });
+  assert.equal(keys.filter((k) => k.startsWith("path=d:")), ["path=d:may:/usr", "path=d:may:/state/install"]);
+});
+
 test("the stage keys: every rule as data, in order, then the seccomp filter", () => {
   const best = confinementKeys(NO_EXTRA_CONFINEMENT, { arch: "x64", topLevel: ["/usr"] });
   assert.equal(best, [
@@ -122,11 +127,4 @@ test("a filter that was not built is an error, never a spawn without one", () =>
   assert.throws(() => seccompHex("mips", { ptrace: false, network: "all" }), /no seccomp filter was built for mips:no-ptrace:all/);
 });
 
-test("the numbers perl calls by: one set per architecture, none guessed", () => {
-  assert.is(syscallNumbers("x64").landlockCreateRuleset, 444);
-  assert.is(syscallNumbers("arm64").ioctl, 29);
-  assert.throws(() => syscallNumbers("mips"), /no system call numbers for mips/);
-});
-
 test.run();
-

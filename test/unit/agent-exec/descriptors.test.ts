@@ -3,7 +3,7 @@ import { closeSync, openSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { checkKeptDescriptors, checkStartedDescriptor, inheritableCandidates, listDescriptors, parseFdinfoFlags, readDescriptorFlags } from "../../../src/agent-exec/descriptors.ts";
+import { checkHandedDescriptor, closeStrayDescriptors, inheritableCandidates, listDescriptors, parseFdinfoFlags, readDescriptorFlags } from "../../../src/agent-exec/descriptors.ts";
 import { EXIT } from "../../../src/constants.ts";
 import { NODE24, REPO } from "../../helpers/paths.ts";
 import { assertRefusal } from "../../helpers/refusal.ts";
@@ -52,33 +52,26 @@ test("inheritableCandidates: fds from 16 up that are not kept", () => {
   assert.equal(inheritableCandidates([0, 1, 2, 3, 15], []), []);
 });
 
-test("checkKeptDescriptors: an fd that is not open, or is close-on-exec, is refused (64)", () => {
-  assertRefusal(() => checkKeptDescriptors([1000]), { exitCode: EXIT.usage, what: "--keep-fd 1000: fd 1000 is not open", fix: "open it in the shim's parent before the spawn" });
-  const fd = openSync("/dev/null", "r");
-  try {
-    assertRefusal(() => checkKeptDescriptors([fd]), {
-      exitCode: EXIT.usage,
-      what: `--keep-fd ${fd}: fd ${fd} is close-on-exec here (Node 24 marks fds 0-15 so at start-up, and every open fd after them up to the first that is not open)`,
-      fix: "hand the fd to the shim as fd 17 or higher, with fd 16 not open",
-    });
-  } finally {
-    closeSync(fd);
+test("checkHandedDescriptor: a kept fd or the started marker that is not open, or is close-on-exec, is refused (64)", () => {
+  const cases = [
+    { what: "--keep-fd N", thing: "the fd" },
+    { what: "CLANKIE_STARTED_FD=N", thing: "the marker pipe" },
+  ];
+  for (const { what, thing } of cases) {
+    const named = (fd: number) => what.replace("N", String(fd));
+    assertRefusal(() => checkHandedDescriptor(1000, named(1000), thing), { exitCode: EXIT.usage, what: `${named(1000)}: fd 1000 is not open`, fix: `open ${thing} in the shim's parent before the spawn` });
+    const fd = openSync("/dev/null", "r");
+    try {
+      assertRefusal(() => checkHandedDescriptor(fd, named(fd), thing), {
+        exitCode: EXIT.usage,
+        what: `${named(fd)}: fd ${fd} is close-on-exec here (Node 24 marks fds 0-15 so at start-up, and every open fd after them up to the first that is not open)`,
+        fix: `hand ${thing} to the shim as fd 17 or higher, with fd 16 not open`,
+      });
+    } finally {
+      closeSync(fd);
+    }
   }
-  checkKeptDescriptors([]);
-});
-
-test("checkStartedDescriptor: a started marker that is not open, or is close-on-exec, is refused (64)", () => {
-  assertRefusal(() => checkStartedDescriptor(1000), { exitCode: EXIT.usage, what: "CLANKIE_STARTED_FD=1000: fd 1000 is not open", fix: "open the marker pipe in the shim's parent before the spawn (spawnAgent does)" });
-  const fd = openSync("/dev/null", "r");
-  try {
-    assertRefusal(() => checkStartedDescriptor(fd), {
-      exitCode: EXIT.usage,
-      what: `CLANKIE_STARTED_FD=${fd}: fd ${fd} is close-on-exec here (Node 24 marks fds 0-15 so at start-up, and every open fd after them up to the first that is not open)`,
-      fix: "hand the marker to the shim as fd 17 or higher, with fd 16 not open",
-    });
-  } finally {
-    closeSync(fd);
-  }
+  assert.throws(() => closeStrayDescriptors([1000]), /--keep-fd 1000: fd 1000 is not open/, "closeStrayDescriptors checks every kept fd first");
 });
 
 /*

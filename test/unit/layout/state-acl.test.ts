@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { syscallNumbers } from "../../../src/confinement.ts";
+import { syscallNumbers } from "../../../src/os/syscalls.ts";
 import { decodeAcl, namedEntries, parseAclWalk, STATE_ACL_SCRIPT, stateAclArgs } from "../../../src/layout/state-acl.ts";
 
 const test = suite("state-acl");

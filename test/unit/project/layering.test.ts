@@ -4,7 +4,7 @@
  *   src/main.ts                      picks a role by name
  *   roles: entrypoint/ agent-exec/ self-check/, and the service's package
  *          API (system-exec.ts with service/)
- *   shared floors: exec/ layout/ stage/ confinement.ts seccomp-filter.ts cli.ts help.ts
+ *   shared floors: exec/ layout/ stage/ confinement.ts seccomp-filter.ts cli.ts help.ts private-groups.ts
  *          accounts.ts embedded-bundle.ts perl/
  *   ground: os/ constants.ts report.ts build-info.ts
  *

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { syscallNumbers } from "../../../src/confinement.ts";
+import { syscallNumbers } from "../../../src/os/syscalls.ts";
 import { parseMountinfo } from "../../../src/os/mountinfo.ts";
 import { excludedDirectories, hasOption, IMAGE_SCAN_SCRIPT, mountOf, parseImageScan } from "../../../src/self-check/image-scan.ts";
 import { MOUNTINFO } from "../../helpers/self-check-fixtures.ts";

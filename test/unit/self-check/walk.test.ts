@@ -25,7 +25,7 @@ const ids: Identities = {
   serviceGroups: [gid, gid + 2],
   agent: { name: "clankie-agent", uid: uid + 1001, gid: gid + 1001, home: "/state/agent", shell: "/usr/sbin/nologin" },
   workspaceGroup: { name: "clankie-workspace", gid: gid + 1002, members: ["node"] },
-  privateGroups: [],
+  groups: [],
 };
 
 function tree(): string {

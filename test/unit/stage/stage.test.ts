@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { NO_EXTRA_CONFINEMENT, confinementKeys } from "../../../src/confinement.ts";
+import { privateImageTree } from "../../../src/agent-exec/private-job.ts";
 import { type AgentStageRequest, STAGE_ROLES, STAGE_SOURCE, stageArgv, stageEnvironment, stageProgram, type StageRequest, type StageRole } from "../../../src/stage/stage.ts";
 import { stageText, withoutComments } from "../../../src/stage/stage-source.ts";
 import { IS_ROOT, rootTest } from "../../helpers/privilege.ts";
@@ -533,7 +534,7 @@ rootTest(test, "a private job whose nested domain the kernel only claims to appl
   spawnSync("/bin/mkdir", ["-p", lease]);
   try {
     const privateJob = (seccomp?: string): AgentStageRequest => {
-      let keys = confinementKeys({ ...NO_EXTRA_CONFINEMENT, privateDir: lease });
+      let keys = confinementKeys({ ...NO_EXTRA_CONFINEMENT, privateDir: lease }, { topLevel: privateImageTree() });
       if (seccomp !== undefined) keys = withKey(keys, "seccomp", seccomp);
       return { ...base, confinement: keys, privateDir: lease };
     };
@@ -643,7 +644,7 @@ test("rt_sigprocmask that fails is refused (71): the command never starts with s
 test("a private job whose HOME or TMPDIR cannot be made fresh is refused (77)", () => {
   const lease = "/run/clankie-private/98";
   if (existsSync(lease)) rmSync(lease, { recursive: true, force: true });
-  const request = { ...base, confinement: confinementKeys({ ...NO_EXTRA_CONFINEMENT, privateDir: lease }), privateDir: lease };
+  const request = { ...base, confinement: confinementKeys({ ...NO_EXTRA_CONFINEMENT, privateDir: lease }, { topLevel: privateImageTree() }), privateDir: lease };
   refused(stage(request), 77, agentLine(`the private job cannot make ${lease}/home (ENOENT); spawn it again: each private job gets a fresh lease`));
 });
 
@@ -707,7 +708,7 @@ rootTest(test, "a private job whose guard cannot be set up is refused: pidfd_ope
     rmSync(lease, { recursive: true, force: true });
     mkdirSync(lease, { recursive: true });
   };
-  const request = { ...base, confinement: confinementKeys({ ...NO_EXTRA_CONFINEMENT, privateDir: lease }), privateDir: lease };
+  const request = { ...base, confinement: confinementKeys({ ...NO_EXTRA_CONFINEMENT, privateDir: lease }, { topLevel: privateImageTree() }), privateDir: lease };
   const fix = "try again when agent work has ended, or spawn with a higher --nproc";
   const cases: [Lie[], number, string][] = [
     [[{ nr: NR.pidfdOpen, errno: 1 }], 71, `pidfd_open of the private job failed: EPERM; ${PRIVATE_FIX}`],
