@@ -2,7 +2,7 @@
  * The fixed paths, names, capabilities, defaults and exit codes the program
  * relies on. Elsewhere, each beside the code that decides by it: the
  * environment policy (src/exec/environment.ts), the system call numbers
- * (src/confinement.ts for the stage, src/seccomp-filter.ts for the filter)
+ * (src/os/syscalls.ts for perl, src/seccomp-filter.ts for the filter)
  * and the text of the exit codes (src/help.ts). Nothing here is read
  * from the environment: the environment of a privileged program is attacker
  * input until proven otherwise.

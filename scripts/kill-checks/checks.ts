@@ -1,11 +1,12 @@
 // Every security check of the verification stage (src/stage/stage.pl), the
 // spawn shim (src/agent-exec/*.ts) and the private-job code (the shim's
-// private-job.ts, the stage's [private] and [cleanup] sections,
-// src/service/private-release.ts), each with the edit that deletes it and the
-// tests that must fail once it is gone. scripts/kill-checks.mjs applies each
-// edit in a copy of the tree and runs those tests; test/unit/project/
-// kill-checks.test.ts holds this list to the code: every site SITES finds lies
-// in exactly one check's snippet, so a new check without an entry here fails.
+// private-job.ts, the pool's rules in src/private-groups.ts, the stage's
+// [private] and [cleanup] sections, src/service/private-release.ts), each
+// with the edit that deletes it and the tests that must fail once it is gone.
+// scripts/kill-checks.mjs applies each edit in a copy of the tree and runs
+// those tests; test/unit/project/kill-checks.test.ts holds this list to the
+// code: every site SITES finds lies in exactly one check's snippet, so a new
+// check without an entry here fails.
 //
 // A check is a site that stops the run on a condition it tests, or names a
 // difference a post-check refuses:
@@ -43,7 +44,7 @@ export const SITES: { stage: RegExp; shim: RegExp } = {
 /** Lines that define a refusal helper rather than call it. */
 export const SITE_EXCLUDE = /^\s*sub (refuse|usage|proc_failed) |= sub \{/;
 /** The files whose sites must all be listed. */
-export const SCOPE = ["src/stage/stage.pl", "src/agent-exec/caller.ts", "src/agent-exec/cli.ts", "src/agent-exec/descriptors.ts", "src/agent-exec/main.ts", "src/agent-exec/plan.ts", "src/agent-exec/private-job.ts", "src/agent-exec/run.ts", "src/agent-exec/start.ts", "src/service/private-release.ts"];
+export const SCOPE = ["src/stage/stage.pl", "src/agent-exec/caller.ts", "src/agent-exec/cli.ts", "src/agent-exec/descriptors.ts", "src/agent-exec/main.ts", "src/agent-exec/plan.ts", "src/agent-exec/private-job.ts", "src/agent-exec/run.ts", "src/agent-exec/start.ts", "src/private-groups.ts", "src/service/private-release.ts"];
 
 /** [start, end) of the check's snippet in `text`, or a reason it cannot be cut. */
 export function snippetSpan(text: string, check: Check): { start: number; end: number; problem?: undefined } | { problem: string } {
@@ -228,6 +229,10 @@ CHECKS.push(
   shim("run.group-leader", "src/agent-exec/run.ts", 'throw new Refusal(EXIT.launchRefused, "the shim leads a process group but not a session', { [AGENT_SANDBOX]: ["a shim that leads its process group but not a session is refused (77, one line) before the drop"] }),
   shim("run.perl-rules", "src/agent-exec/run.ts", "prepareExec({ command: TOOLS.perl, args: [], env: {}, trustedUids: [0] });", { [AGENT_SANDBOX]: ["a perl that others could write is refused by the shim's own exec rules (126, one line) although the launch trusted it"] }, null),
   shim("run.own-group", "src/agent-exec/run.ts", "throw new Refusal(EXIT.usage, `--pgid ${request.pgid} is the process group of clankie-agent-exec", { "test/sandbox/agent-stop.test.ts": ["signalAgent given the service's own process group: exit 64, one line; control: as the agent the kill reaches only the caller and reports success"] }),
+
+  /* ---- the private-job code: the pool ---- */
+  shim("pool.members", "src/private-groups.ts", "throw new Refusal(EXIT.noUser, `group ${name} has members", { "test/unit/private-groups.test.ts": [], "test/unit/agent-exec/private-job.test.ts": ["a wrong pool refuses a private spawn and a release by hand (67), before anything of /run/clankie-private is read"] }),
+  shim("pool.gid", "src/private-groups.ts", "throw new Refusal(EXIT.noUser, `group ${name} has gid ${group.gid}, which is not its own`", { "test/unit/private-groups.test.ts": [] }),
 
   /* ---- the private-job code: the lease ---- */
   shim("private.dir-missing", "src/agent-exec/private-job.ts", "throw new Refusal(EXIT.launchRefused, `${PRIVATE_DIR} is missing", { [PRIVATE_SANDBOX]: ["a private spawn without the pool's groups (67) or without /run/clankie-private (77) is refused, one line each"] }),

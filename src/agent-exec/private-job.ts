@@ -306,10 +306,11 @@ function recordedLease(pid: number): string | undefined {
 
 /** clankie-agent-exec --private-cleanup PID: releases the lease job PID held. */
 export function releaseJobLease(ids: Identities, pid: number): number {
+  const pool = privateGroupsOf(ids);
   checkPrivateDir(ids);
   const index = recordedLease(pid);
   if (index === undefined) throw new Refusal(EXIT.dataRefused, `no private lease is recorded for job ${pid}`, "pass the pid of a job started with --private-job (spawnAgent's child.pid)");
-  const group = privateGroupsOf(ids).find((g) => String(g.index) === index);
+  const group = pool.find((g) => String(g.index) === index);
   if (!group) throw new Refusal(EXIT.dataRefused, `${pidLink(pid)} names ${JSON.stringify(index)}, no group of the pool`, `remove it; the next start clears ${PRIVATE_DIR}`);
   const unlock = waitForRelease(group);
   try {

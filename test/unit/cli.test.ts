@@ -1,40 +1,9 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { optionValue, parseCommand, parseInteger } from "../../src/cli.ts";
-import { parseSelfCheckArgs } from "../../src/self-check/run.ts";
-import { type Accepts, assertRefusal, type Refuses } from "../helpers/refusal.ts";
+import { assertRefusal } from "../helpers/refusal.ts";
 
-/* The parts both roles share, and the audit's flags (clankie-separate --self-check). */
-
-const selfCheck = suite("parseSelfCheckArgs");
-const SEP = (fix: string): string => `${fix} (see clankie-separate --help)`;
-
-const SELF_CHECK_ACCEPTS: Accepts<{ json: boolean; probe: boolean }>[] = [
-  { argv: [], want: { json: false, probe: false } },
-  { argv: ["--json"], want: { json: true, probe: false } },
-  { argv: ["--probe"], want: { json: false, probe: true } },
-  { argv: ["--probe", "--json", "--json"], want: { json: true, probe: true } },
-];
-
-for (const { argv, want } of SELF_CHECK_ACCEPTS) {
-  selfCheck(`accepts --self-check ${JSON.stringify(argv)}`, () => {
-    assert.equal(parseSelfCheckArgs(argv), want);
-  });
-}
-
-const SELF_CHECK_REFUSES: Refuses[] = [
-  { argv: ["--jsonx"], what: 'unknown --self-check option "--jsonx"', fix: SEP("use --json and --probe only") },
-  { argv: ["--json=1"], what: 'unknown --self-check option "--json=1"', fix: SEP("use --json and --probe only") },
-  { argv: ["--", "node"], what: 'unknown --self-check option "--"', fix: SEP("use --json and --probe only") },
-];
-
-for (const { argv, what, fix } of SELF_CHECK_REFUSES) {
-  selfCheck(`refuses --self-check ${JSON.stringify(argv)}`, () => {
-    assertRefusal(() => parseSelfCheckArgs(argv), { exitCode: 64, what, fix });
-  });
-}
-
-selfCheck.run();
+/* The parts the roles' parsers share. */
 
 const shared = suite("shared parsing");
 

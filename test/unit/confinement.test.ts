@@ -22,21 +22,10 @@ import {
   SCOPE,
   seccompHex,
 } from "../../src/confinement.ts";
-import { privateImageTree } from "../../src/agent-exec/private-job.ts";
 
 const test = suite("confinement");
 
 const TOP = ["/bin", "/etc", "/usr"];
-
-test("privateImageTree: the top level but /state and /tmp; /var and /dev child by child without /var/tmp and /dev/shm", () => {
-  const root = mkdtempSync(join(tmpdir(), "clankie-root-"));
-  try {
-    for (const dir of ["usr", "etc", "tmp", "state", "var/lib", "var/tmp", "var/cache", "dev/shm", "dev/pts"]) mkdirSync(join(root, dir), { recursive: true });
-    assert.equal(privateImageTree(`${root}/`), ["/dev/pts", "/etc", "/usr", "/var/cache", "/var/lib"]);
-  } finally {
-    rmSync(root, { recursive: true, force: true });
-  }
-});
 
 test("the Landlock rules: read and execute the top level given, write the defaults, the service's paths must exist", () => {
   const rules = landlockRules({ ...NO_EXTRA_CONFINEMENT, allowWrite: ["/run/w"], allowRead: ["/opt/r"] }, TOP);

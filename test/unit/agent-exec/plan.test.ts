@@ -7,7 +7,7 @@ import { agentGroups } from "../../../src/accounts.ts";
 import { TERMINAL_ENV } from "../../helpers/environments.ts";
 import { imageIdentities } from "../../helpers/identities.ts";
 import { confinementKeys, NO_EXTRA_CONFINEMENT } from "../../../src/confinement.ts";
-import { cleanupArgv, privateImageTree } from "../../../src/agent-exec/private-job.ts";
+import { privateImageTree } from "../../../src/agent-exec/private-job.ts";
 import { signalPlan } from "../../../src/agent-exec/run.ts";
 
 const ids = imageIdentities();
@@ -66,12 +66,10 @@ test("the chain without setsid (the shim already leads its own session), with ke
   ]);
 });
 
-test("the started marker (CLANKIE_STARTED_FD) reaches the stage as started=N, kept apart from fds=; a cleanup the shim runs for its own lease gets it too (to close it)", () => {
+test("the started marker (CLANKIE_STARTED_FD) reaches the stage as started=N, kept apart from fds=", () => {
   const argv = agentChainArgv(ids, { ...RUN, keepFds: [18], startedFd: 17 });
   assert.ok(argv.includes("fds=18"), argv.join(" "));
   assert.equal(argv.slice(argv.indexOf("private="), argv.indexOf("--", argv.indexOf("private="))), ["private=", "started=17"]);
-  const cleanup = cleanupArgv(ids, { group: 1100, dir: "/run/clankie-private/0" }, 17);
-  assert.equal(cleanup.slice(cleanup.indexOf("fds="), cleanup.indexOf("--", cleanup.indexOf("fds="))), ["fds=", "lease=/run/clankie-private/0", "group=1100", "started=17"]);
 });
 
 test("the signal role: no nproc, no session, no umask, cwd or confinement; the stage signals the group and no command follows", () => {
@@ -88,12 +86,6 @@ test("a private job: its group joins the agent's, the stage gets private=DIR, an
   const writable = argv.filter((a) => a.startsWith("path=ffff:"));
   assert.equal(writable, ["path=ffff:may:/workspace", "path=ffff:must:/run/clankie-private/3"]);
   assert.not.ok(argv.some((a) => /^path=[0-9a-f]+:may:(\/tmp|\/var\/tmp|\/dev\/shm|\/state\/agent|\/var|\/dev)$/.test(a)), "nothing other jobs write is readable, and /var and /dev only child by child");
-});
-
-test("the cleanup role (cleanupArgv of private-job.ts): the agent with the lease's group, no prlimit, then find -delete of the lease's contents", () => {
-  const argv = cleanupArgv(ids, { group: 1100, dir: "/run/clankie-private/0" });
-  assert.equal(argv.slice(0, 9), ["/usr/bin/setpriv", "--reuid=1001", "--regid=1001", "--groups=1001,1002,1100", "--inh-caps=-all", "--ambient-caps=-all", "--", ...PERL.slice(0, 2)]);
-  assert.equal(argv.slice(argv.indexOf("cleanup")), ["cleanup", ...AGENT.slice(0, 2), "groups=1001,1002,1100", ...AGENT.slice(3), "fds=", "lease=/run/clankie-private/0", "group=1100", "started=", "--", "/usr/bin/find", "/usr/bin/find", "/run/clankie-private/0", "-xdev", "-mindepth", "1", "-delete"]);
 });
 
 test("agentEnvironment of a private job: HOME, TMPDIR and TMUX_TMPDIR in its lease, over any named one", () => {

@@ -32,7 +32,6 @@ export const UNTESTED_ALONE: Record<string, string> = {
   "entrypoint/run.ts": BLACK_BOX,
   "entrypoint/state-layout.ts": "chown and chmod as root over a planted tree: test/sandbox/entrypoint.test.ts; its rules are layout/state.ts's",
   "entrypoint/workspace-layout.ts": "chown and chmod as root: test/sandbox/entrypoint.test.ts; its rules are layout/workspace.ts's",
-  "agent-exec/private-job.ts": "the lease as the service with CAP_SETGID over /run/clankie-private: test/sandbox/private-jobs.test.ts (pool, reclaim, busy) and image item 3f",
   "entrypoint/private-root.ts": "a root-owned rename and removal at start: test/sandbox/private-jobs.test.ts (the next start's cleanup)",
   "service/private-release.ts": "the release after a private job ends, through the real shim: test/sandbox/private-jobs.test.ts",
   "exec/replace.ts": "execve(2) replaces the test process; its gate is exec/rules.ts's (exec/rules.test.ts calls prepareExec)",

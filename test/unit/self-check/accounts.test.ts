@@ -24,4 +24,13 @@ Accounts("a missing group, a shared uid, a wrong membership fail with the entryp
   assert.match(member.summary, /clankie-agent is a member of groups 1000/);
 });
 
+Accounts("a wrong private-job pool fails with the entrypoint's own refusal: a member, or a gid that is not its own", () => {
+  const member = judgeAccounts(DEFAULT_PASSWD, DEFAULT_GROUP.replace(/^(clankie-private-3:x:\d+:)$/m, "$1node"));
+  assert.is(member.status, "fail");
+  assert.is(member.summary, "group clankie-private-3 has members (node)");
+  assert.match(member.fix!, /only a private job's lease grants it/);
+  const shared = judgeAccounts(DEFAULT_PASSWD, DEFAULT_GROUP.replace(/^clankie-private-3:x:\d+:$/m, "clankie-private-3:x:1002:"));
+  assert.match(shared.summary, /group clankie-private-3 has gid 1002, which is not its own/);
+});
+
 Accounts.run();

@@ -1,9 +1,10 @@
-/* The document from a snapshot: the judged process and the auditor as the facts say, the checks in the list's order, ok from the statuses. */
+/* The audit's flags (clankie-separate --self-check [--json] [--probe]), and the document from a snapshot: the judged process and the auditor as the facts say, the checks in the list's order, ok from the statuses. */
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { CHECKS } from "../../../src/self-check/checks.ts";
 import { type Facts, known } from "../../../src/self-check/facts.ts";
-import { documentOf } from "../../../src/self-check/run.ts";
+import { documentOf, parseSelfCheckArgs } from "../../../src/self-check/run.ts";
+import { type Accepts, assertRefusal, type Refuses } from "../../helpers/refusal.ts";
 import { creds, C0 } from "../../helpers/self-check-fixtures.ts";
 
 const Run = suite("run");
@@ -33,3 +34,33 @@ Run("a snapshot with most facts unread: every check of the list is there, in ord
 });
 
 Run.run();
+
+const selfCheck = suite("parseSelfCheckArgs");
+const SEP = (fix: string): string => `${fix} (see clankie-separate --help)`;
+
+const SELF_CHECK_ACCEPTS: Accepts<{ json: boolean; probe: boolean }>[] = [
+  { argv: [], want: { json: false, probe: false } },
+  { argv: ["--json"], want: { json: true, probe: false } },
+  { argv: ["--probe"], want: { json: false, probe: true } },
+  { argv: ["--probe", "--json", "--json"], want: { json: true, probe: true } },
+];
+
+for (const { argv, want } of SELF_CHECK_ACCEPTS) {
+  selfCheck(`accepts --self-check ${JSON.stringify(argv)}`, () => {
+    assert.equal(parseSelfCheckArgs(argv), want);
+  });
+}
+
+const SELF_CHECK_REFUSES: Refuses[] = [
+  { argv: ["--jsonx"], what: 'unknown --self-check option "--jsonx"', fix: SEP("use --json and --probe only") },
+  { argv: ["--json=1"], what: 'unknown --self-check option "--json=1"', fix: SEP("use --json and --probe only") },
+  { argv: ["--", "node"], what: 'unknown --self-check option "--"', fix: SEP("use --json and --probe only") },
+];
+
+for (const { argv, what, fix } of SELF_CHECK_REFUSES) {
+  selfCheck(`refuses --self-check ${JSON.stringify(argv)}`, () => {
+    assertRefusal(() => parseSelfCheckArgs(argv), { exitCode: 64, what, fix });
+  });
+}
+
+selfCheck.run();
