@@ -17,7 +17,7 @@
  * fdinfo costs an open, a read and a close; Node holds about 18 fds here.
  */
 import { closeSync, openSync, readdirSync, readSync } from "node:fs";
-import { EXIT } from "../constants.ts";
+import { EXIT, STARTED_FD_VARIABLE } from "../constants.ts";
 import { osCall, Refusal } from "../report.ts";
 
 const O_CLOEXEC = 0o2000000;
@@ -76,11 +76,17 @@ export function checkHandedDescriptor(fd: number, what: string, thing: string): 
   }
 }
 
-/** Closes every fd that would cross the exec but 0-2 and `keep`; returns the numbers it closed. */
-export function closeStrayDescriptors(keep: readonly number[]): number[] {
+/**
+ * Closes every fd that would cross the exec but 0-2, `keep` and the started
+ * `marker` (CLANKIE_STARTED_FD), after checking each of those once (the
+ * marker first); returns the numbers it closed.
+ */
+export function closeStrayDescriptors(keep: readonly number[], marker?: number): number[] {
+  if (marker !== undefined) checkHandedDescriptor(marker, `${STARTED_FD_VARIABLE}=${marker}`, "the marker pipe");
   for (const fd of keep) checkHandedDescriptor(fd, `--keep-fd ${fd}`, "the fd");
+  const handed = marker === undefined ? keep : [...keep, marker];
   const closed: number[] = [];
-  for (const fd of inheritableCandidates(listDescriptors(), keep)) {
+  for (const fd of inheritableCandidates(listDescriptors(), handed)) {
     const flags = readDescriptorFlags(fd);
     if (flags === undefined || (flags & O_CLOEXEC) !== 0) continue;
     osCall("close", `fd ${fd}`, () => closeSync(fd));

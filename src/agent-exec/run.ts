@@ -15,7 +15,7 @@ import { uncarried } from "../exec/environment.ts";
 import { resolveCommand } from "../exec/rules.ts";
 import { checkCaller } from "./caller.ts";
 import { type AgentExecRequest, parseStartedFd } from "./cli.ts";
-import { checkHandedDescriptor, closeStrayDescriptors } from "./descriptors.ts";
+import { closeStrayDescriptors } from "./descriptors.ts";
 import { agentExec, type AgentChain, type PrivateJobLease } from "./plan.ts";
 
 /**
@@ -74,8 +74,7 @@ function execChain(ids: Identities, chain: AgentChain, oomScoreAdj: number | und
   if (oomScoreAdj !== undefined) raiseOomScore(oomScoreAdj);
   // The started marker crosses to the stage, which closes it at the exec (stage.pl, "exec").
   const startedFd = "startedFd" in chain ? chain.startedFd : undefined;
-  if (startedFd !== undefined) checkHandedDescriptor(startedFd, `${STARTED_FD_VARIABLE}=${startedFd}`, "the marker pipe");
-  closeStrayDescriptors(startedFd === undefined ? chain.keepFds : [...chain.keepFds, startedFd]);
+  closeStrayDescriptors(chain.keepFds, startedFd);
   const { argv, env } = agentExec(ids, chain, uncarried(process.env), envNames, takeLease?.());
   execReplace({ command: argv[0]!, args: argv.slice(1), argv0: argv[0], env, trustedUids: [0] });
 }

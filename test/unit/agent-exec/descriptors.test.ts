@@ -72,6 +72,8 @@ test("checkHandedDescriptor: a kept fd or the started marker that is not open, o
     }
   }
   assert.throws(() => closeStrayDescriptors([1000]), /--keep-fd 1000: fd 1000 is not open/, "closeStrayDescriptors checks every kept fd first");
+  // and the started marker under its own name, before the kept fds
+  assertRefusal(() => closeStrayDescriptors([1001], 1000), { exitCode: EXIT.usage, what: "CLANKIE_STARTED_FD=1000: fd 1000 is not open", fix: "open the marker pipe in the shim's parent before the spawn" });
 });
 
 /*
