@@ -92,6 +92,16 @@ export const SERVICE_UMASK = 0o007;
  */
 export const STARTED_FD_VARIABLE = "CLANKIE_STARTED_FD";
 
+/**
+ * The request channel between the service and the spawner (src/agent-exec/
+ * spawner.ts): one end of a socketpair(2) the root phase makes, inherited by
+ * each at this fd (never found by path), and named to both by this variable.
+ */
+export const SPAWNER_FD = 3;
+export const SPAWNER_FD_VARIABLE = "CLANKIE_SPAWNER_FD";
+/** The spawner's first argument: clankie-agent-exec --spawner, started by the root phase alone. */
+export const SPAWNER_FLAG = "--spawner";
+
 /** Variables the entrypoint sets for the service (ADR 0272; src/entrypoint/service-env.ts). */
 export const SERVICE_ENV = {
   separation: "CLANKIE_SEPARATION",

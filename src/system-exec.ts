@@ -6,12 +6,13 @@
  */
 import type { Readable } from "node:stream";
 import { execa, type Options as ExecaOptions, type Result, type ResultPromise, type Subprocess } from "execa";
-import { AGENT_EXEC_PATH, ENTRYPOINT_NAME, EXIT, INSTALL_DIR, STARTED_FD_VARIABLE, TOOLS } from "./constants.ts";
+import { AGENT_EXEC_PATH, ENTRYPOINT_NAME, EXIT, INSTALL_DIR, SPAWNER_FD_VARIABLE, STARTED_FD_VARIABLE, TOOLS } from "./constants.ts";
 import { isCodeLoadingVariable } from "./exec/environment.ts";
 import { buildEnvironment, carried, type Environment } from "./exec/environment.ts";
-import { checkTrustedExecutable, gateExec } from "./exec/rules.ts";
+import { gateExec } from "./exec/rules.ts";
 import { Refusal } from "./report.ts";
-import { agentStopPlan, routeKillsThroughShim, signalAgent } from "./service/agent-stop.ts";
+import { agentStopPlan, routeKillsThroughShim } from "./service/agent-stop.ts";
+import { HOLDER_PROGRAM, showAsShim, spawnerChannel } from "./service/spawner-client.ts";
 import { withoutCapabilities } from "./exec/drop-capabilities.ts";
 import { releaseWhenEnded } from "./service/private-release.ts";
 import { type AgentStart, readMarker, reportStart, stdioWithMarker } from "./service/agent-start.ts";
@@ -57,6 +58,21 @@ function refuseIdentityOptions(options: object, where: string): void {
 }
 
 /**
+ * execa's options that start a program other than the one named, or run it
+ * otherwise than this package does: refused (64), never passed. `node`,
+ * `nodePath` and `nodeOptions` made execa start a planted program in the
+ * service's place (with its capabilities, when it held them); the others
+ * are a shell, a search path or a different environment than the allowlist.
+ */
+const UNSUPPORTED_OPTIONS = ["node", "nodePath", "nodeOptions", "shell", "preferLocal", "localDir", "extendEnv", "argv0", "windowsVerbatimArguments", "windowsHide"] as const;
+
+function refuseUnsupportedOptions(options: object, where: string): void {
+  for (const name of UNSUPPORTED_OPTIONS) {
+    if (Object.hasOwn(options, name)) throw new Refusal(EXIT.usage, `${where}: the ${name} option is not accepted: this package starts only the program it names, as it names it`, `remove ${name}`);
+  }
+}
+
+/**
  * Runs a program for the service: fixed PATH, resolved and ownership-checked
  * command, environment from the allowlist plus what is named, no shell, and
  * no capability: it starts through `setpriv --inh-caps=-all
@@ -66,6 +82,7 @@ function refuseIdentityOptions(options: object, where: string): void {
  */
 export function systemExec<OptionsType extends SystemExecOptions = {}>(command: string, args: readonly string[] = [], options: OptionsType = {} as OptionsType): ResultPromise<OptionsType> {
   refuseIdentityOptions(options, "systemExec");
+  refuseUnsupportedOptions(options, "systemExec");
   const { env, pass, trustedUids, ...rest } = options as SystemExecOptions;
   // The environment first: a name that loads code (env or pass) is refused
   // (64), as setpriv would read it while it still holds SETUID and SETGID.
@@ -87,6 +104,7 @@ export type SelfCheckOptions = Omit<SystemExecOptions, "trustedUids">;
  */
 export function runSelfCheck<OptionsType extends SelfCheckOptions = {}>(args: readonly string[] = [], options: OptionsType = {} as OptionsType): ResultPromise<OptionsType> {
   refuseIdentityOptions(options, "runSelfCheck");
+  refuseUnsupportedOptions(options, "runSelfCheck");
   const { env, pass, ...rest } = options as SelfCheckOptions;
   // A name that loads code is refused (64): the audit keeps SETUID and SETGID.
   const childEnv = buildEnvironment({ from: process.env, pass, set: env });
@@ -125,7 +143,7 @@ export interface SpawnAgentOptions extends Omit<SystemExecOptions, "cwd" | "deta
    * leased. Released when the job has ended: the result settles after it.
    */
   privateJob?: boolean;
-  /** Path of the shim; default CLANKIE_AGENT_EXEC's value of ADR 0272. */
+  /** Refused (64): every spawn goes through the spawner; there is no shim to name. */
   shim?: string;
   /** What timeout, cancelSignal and kill() send (default SIGTERM): one the shim delivers (AGENT_SIGNALS). */
   killSignal?: NodeJS.Signals | number;
@@ -181,17 +199,29 @@ export function agentExecArguments(command: string, args: readonly string[], opt
  */
 export function spawnAgent<OptionsType extends SpawnAgentOptions = {}>(command: string, args: readonly string[] = [], options: OptionsType = {} as OptionsType): AgentSubprocess<OptionsType> {
   refuseIdentityOptions(options, "spawnAgent");
+  refuseUnsupportedOptions(options, "spawnAgent");
   const given: SpawnAgentOptions = options;
+  if (given.shim !== undefined) throw new Refusal(EXIT.usage, "spawnAgent: the shim option is gone: every spawn goes through the spawner", "remove shim");
   const execaOptions: Record<string, unknown> = { ...given };
   for (const name of SHIM_OPTIONS) delete execaOptions[name];
-  const shimPath = given.shim ?? AGENT_EXEC_PATH;
-  checkTrustedExecutable(shimPath, [0]);
   const stop = agentStopPlan(given);
   const { argv, env } = agentExecArguments(command, args, given);
   const { stdio, fd: markerFd } = stdioWithMarker(given);
+  // The holder's control fd, after the marker: how the job ended (src/service/spawner-client.ts).
+  const ctl = stdio.length;
+  stdio.push("pipe");
   for (const name of ["stdin", "stdout", "stderr"]) delete execaOptions[name];
-  const subprocess = execa(shimPath, argv, { ...execaOptions, stdio, killSignal: stop.killSignal, env: { ...env, [STARTED_FD_VARIABLE]: String(markerFd) }, extendEnv: false, shell: false, preferLocal: false, detached: true } as unknown as ExecaOptions);
-  const marker = readMarker(subprocess.stdio[markerFd] as Readable | undefined);
-  const reported = reportStart(routeKillsThroughShim(subprocess, shimPath, stop), marker);
-  return (given.privateJob ? releaseWhenEnded(reported, shimPath) : reported) as unknown as AgentSubprocess<OptionsType>;
+  gateExec({ command: TOOLS.perl, args: [], trustedUids: [0] });
+  const holder = execa(TOOLS.perl, ["-e", HOLDER_PROGRAM, String(ctl)], { ...execaOptions, stdio, killSignal: stop.killSignal, env: buildEnvironment({ from: process.env }), extendEnv: false, shell: false, preferLocal: false, detached: true } as unknown as ExecaOptions);
+  const channel = spawnerChannel();
+  const job = channel.spawn(holder, ctl, argv, { ...env, [STARTED_FD_VARIABLE]: String(markerFd) });
+  // The subprocess's pid is the job's (its session and process group), once the spawner has started it.
+  Object.defineProperty(holder, "pid", { get: () => job.pid, configurable: true });
+  const marker = readMarker(holder.stdio[markerFd] as Readable | undefined);
+  const shown = showAsShim(holder, [AGENT_EXEC_PATH, ...argv]);
+  const reported = reportStart(routeKillsThroughShim(shown, (signal) => channel.signal({ job: job.id }, signal), stop), marker);
+  return (given.privateJob ? releaseWhenEnded(reported, (pid) => channel.release(pid)) : reported) as unknown as AgentSubprocess<OptionsType>;
 }
+
+// The channel opens when the package loads, so that the service learns at once when the spawner has ended.
+if (process.env[SPAWNER_FD_VARIABLE] !== undefined) spawnerChannel();

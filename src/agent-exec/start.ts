@@ -5,13 +5,22 @@
  * piece of agent work, then neither compiles nor loads the entrypoint's and
  * the audit's code (docs/benchmarks.md, "Agent spawn").
  */
-import { AGENT_EXEC_NAME } from "../constants.ts";
+import { AGENT_EXEC_NAME, SPAWNER_FLAG } from "../constants.ts";
 import { reportError, setProgramName } from "../report.ts";
 import { runAgentExecRole } from "./main.ts";
+import { runSpawner } from "./spawner.ts";
 
 setProgramName(AGENT_EXEC_NAME);
-try {
-  process.exitCode = runAgentExecRole(process.argv.slice(2));
-} catch (error) {
-  process.exitCode = reportError(error);
+if (process.argv[2] === SPAWNER_FLAG && process.argv.length === 3) {
+  // The resident spawner (spawner.ts), started by the root phase alone.
+  runSpawner().then(
+    (code) => (process.exitCode = code),
+    (error: unknown) => (process.exitCode = reportError(error)),
+  );
+} else {
+  try {
+    process.exitCode = runAgentExecRole(process.argv.slice(2));
+  } catch (error) {
+    process.exitCode = reportError(error);
+  }
 }

@@ -12,7 +12,8 @@
  */
 import type { Identities } from "../accounts.ts";
 import { maskOf, setprivCapList } from "../os/capabilities.ts";
-import { ENTRYPOINT_NAME, SERVICE_CAPABILITIES, SERVICE_UMASK, TOOLS } from "../constants.ts";
+import { AGENT_EXEC_NAME, AGENT_EXEC_PATH, ENTRYPOINT_NAME, SERVICE_CAPABILITIES, SERVICE_UMASK, SPAWNER_FLAG, TOOLS } from "../constants.ts";
+import SPAWNER_PAIR from "../perl/spawner-pair.pl";
 import { stageArgv } from "../stage/stage.ts";
 
 /** setpriv argv (without argv[0]) that becomes the service and runs `next`. */
@@ -57,3 +58,56 @@ export function verifyStageArgs(ids: Identities, line: { path: string; argv: rea
   });
 }
 
+
+/*
+ * The service beside a resident spawner (src/agent-exec/spawner.ts; docs/
+ * security.md, "The service holds no capability"): the root phase makes
+ * both drops, because emptying a bounding set needs CAP_SETPCAP
+ * (capabilities(7)), which node never holds. The spawner keeps what the
+ * service kept under ADR 0272 (SETUID and SETGID in every set); the service
+ * keeps nothing: setresuid(2) from root clears permitted and effective, the
+ * empty inheritable and ambient sets leave nothing across execve(2), and the
+ * bounding set is emptied while root still holds CAP_SETPCAP.
+ */
+
+/** setpriv argv (without argv[0]) that becomes the service with no capability in any set, the bounding set included, and runs `next`. */
+export function setprivToCaplessServiceArgs(ids: Identities, next: readonly string[]): string[] {
+  return [
+    `--reuid=${ids.service.uid}`,
+    `--regid=${ids.service.gid}`,
+    `--groups=${ids.serviceGroups.join(",")}`,
+    "--inh-caps=-all",
+    "--ambient-caps=-all",
+    "--bounding-set=-all",
+    "--",
+    ...next,
+  ];
+}
+
+/** The verification stage for the capless service: the service's ids, 0 in every capability set and the bounding set, NoNewPrivs. */
+export function verifyCaplessStageArgs(ids: Identities, line: { path: string; argv: readonly string[] }): string[] {
+  return stageArgv({
+    program: ENTRYPOINT_NAME,
+    role: "service",
+    uid: ids.service.uid,
+    gid: ids.service.gid,
+    groups: ids.serviceGroups,
+    caps: { inh: 0n, prm: 0n, eff: 0n, amb: 0n },
+    bounding: 0n,
+    umask: SERVICE_UMASK,
+    action: line,
+  });
+}
+
+/** The spawner's command line after its drop: the executable under the shim's name, --spawner. */
+export const SPAWNER_LINE = { path: AGENT_EXEC_PATH, argv: [AGENT_EXEC_NAME, SPAWNER_FLAG] } as const;
+
+/**
+ * perl's argv (without argv[0]) for the pair (src/perl/spawner-pair.pl): the
+ * channel at `fd`, the spawner's environment and drop, then the service's
+ * drop, which keeps perl's own environment.
+ */
+export function spawnerPairArgs(fd: number, spawnerEnv: Readonly<Record<string, string>>, spawner: readonly string[], service: readonly string[]): string[] {
+  const env = Object.entries(spawnerEnv).map(([name, value]) => `${name}=${value}`);
+  return ["-e", SPAWNER_PAIR, String(fd), String(env.length), ...env, String(spawner.length), ...spawner, ...service];
+}

@@ -8,7 +8,7 @@
  *
  *   checkLaunch -> readIdentities -> vetPrograms -> stripStateAcls
  *     -> secureState -> joinWorkspaceGroup -> shareWorkspace -> resetPrivateRoot
- *     -> dropToService
+ *     -> dropToServiceAndSpawner
  *
  * stripStateAcls (perl, state-acl.ts) removes every ACL below /state; then
  * secureState walks /state, at every start.
@@ -16,12 +16,12 @@
 import { existsSync, lstatSync } from "node:fs";
 import { type Identities, readIdentities } from "../accounts.ts";
 import { privateGroupsOf } from "../private-groups.ts";
-import { STATE_DIR, TOOLS } from "../constants.ts";
+import { AGENT_EXEC_PATH, SPAWNER_FD, SPAWNER_FD_VARIABLE, STATE_DIR, SYSTEM_PATH, TOOLS } from "../constants.ts";
 import { execReplace, prepareExec } from "../exec/replace.ts";
 import { readStatus } from "../os/proc-status.ts";
 import { osCall, printInfo, printWarning } from "../report.ts";
 import { stageEnvironment } from "../stage/stage.ts";
-import { serviceCommandLine, setprivToServiceArgs, verifyStageArgs } from "./drop.ts";
+import { serviceCommandLine, setprivToCaplessServiceArgs, setprivToServiceArgs, SPAWNER_LINE, spawnerPairArgs, verifyCaplessStageArgs, verifyStageArgs } from "./drop.ts";
 import { classifyLaunch, type LaunchMode } from "./launch-check.ts";
 import { serviceEnvironment } from "./service-env.ts";
 import { secureState, type StateResult } from "./state-layout.ts";
@@ -46,7 +46,7 @@ function checkLaunch(command: readonly string[]): Extract<LaunchMode, { mode: "r
 /** Phase: every program the root phase and the drop will run passes the exec rules now, not after the walk. */
 function vetPrograms(command: readonly string[], ids: Identities): { servicePath: string; tini: boolean } {
   const tini = existsSync(TOOLS.tini);
-  for (const tool of [TOOLS.setpriv, TOOLS.perl, ...(tini ? [TOOLS.tini] : [])]) prepareExec({ command: tool, args: [], env: {}, trustedUids: [0] });
+  for (const tool of [TOOLS.setpriv, TOOLS.perl, AGENT_EXEC_PATH, ...(tini ? [TOOLS.tini] : [])]) prepareExec({ command: tool, args: [], env: {}, trustedUids: [0] });
   return { servicePath: prepareExec({ command: command[0]!, args: [], env: {}, trustedUids: [0, ids.service.uid] }).path, tini };
 }
 
@@ -68,15 +68,23 @@ function report(ids: Identities, launch: Extract<LaunchMode, { mode: "root" }>, 
   );
 }
 
-/** Phase: setpriv to the service, then the verification stage as the service, then the service (under tini). */
-function dropToService(ids: Identities, command: readonly string[], vetted: { servicePath: string; tini: boolean }, env: Record<string, string>): never {
+/**
+ * Phase: the request channel and the two drops (perl, spawner-pair.pl): the
+ * spawner, setpriv to node with SETUID and SETGID and its verification
+ * stage, as a child; the service, setpriv to node with no capability and its
+ * stage, then the service under tini, in this pid.
+ */
+function dropToServiceAndSpawner(ids: Identities, command: readonly string[], vetted: { servicePath: string; tini: boolean }, env: Record<string, string>): never {
   // execve(2) keeps the pid: the service's pid is ours, so tini knows here whether it will be PID 1.
   const line = serviceCommandLine(command, vetted.servicePath, process.pid, vetted.tini);
+  const spawner = [TOOLS.setpriv, ...setprivToServiceArgs(ids, verifyStageArgs(ids, SPAWNER_LINE))];
+  const service = [TOOLS.setpriv, ...setprivToCaplessServiceArgs(ids, verifyCaplessStageArgs(ids, line))];
+  const channel = { [SPAWNER_FD_VARIABLE]: String(SPAWNER_FD) };
   return execReplace({
-    command: TOOLS.setpriv,
-    args: setprivToServiceArgs(ids, verifyStageArgs(ids, line)),
-    argv0: "setpriv",
-    env: stageEnvironment(env),
+    command: TOOLS.perl,
+    args: spawnerPairArgs(SPAWNER_FD, stageEnvironment({ PATH: SYSTEM_PATH, ...channel }), spawner, service),
+    argv0: "perl",
+    env: stageEnvironment({ ...env, ...channel }),
     trustedUids: [0],
   });
 }
@@ -97,5 +105,5 @@ export async function runEntrypoint(command: readonly string[]): Promise<never> 
   if (staleLeases === "read-only") printWarning("/run is read-only: private jobs (--private-job) are refused; add --tmpfs /run:rw,exec,nosuid,nodev,mode=755 to the launch (docs/launch.md)");
   else if (staleLeases > 0) printInfo(`removed ${plural(staleLeases, "private-job lease")} a previous run left`);
   report(ids, launch, dropped, acls, state, workspace, started);
-  return dropToService(ids, command, vetted, env);
+  return dropToServiceAndSpawner(ids, command, vetted, env);
 }

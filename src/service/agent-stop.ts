@@ -1,29 +1,21 @@
 /*
  * Stopping agent work from the service. The service's uid cannot signal a
- * process of the agent's (no CAP_KILL), so every signal goes through the
- * shim's --signal, which delivers it to the job's process group as the agent.
+ * process of the agent's (no CAP_KILL), so every signal is a request to the
+ * resident spawner, whose signal stage delivers it to the job's process
+ * group as the agent, for a job the spawner started only.
  */
 import { constants as osConstants } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
-import { execa, type Result, type ResultPromise } from "execa";
-import { AGENT_EXEC_PATH, AGENT_SIGNALS, EXIT } from "../constants.ts";
-import { buildEnvironment } from "../exec/environment.ts";
-import { checkTrustedExecutable } from "../exec/rules.ts";
+import type { Result, ResultPromise } from "execa";
+import { AGENT_SIGNALS, EXIT } from "../constants.ts";
 import { Refusal } from "../report.ts";
+import { spawnerChannel, type StageOutcome } from "./spawner-client.ts";
 
-/** One signal stage: `clankie-agent-exec --signal SIG --pgid PGID`, which delivers it as the agent (the service's uid cannot). */
-function startSignalStage(pgid: number, signal: NodeJS.Signals, shim: string): ResultPromise {
-  checkTrustedExecutable(shim, [0]);
-  return execa(shim, ["--signal", signal, "--pgid", String(pgid)], {
-    env: buildEnvironment({ from: process.env }),
-    extendEnv: false,
-    shell: false,
-    preferLocal: false,
-  });
-}
+/** One stop, as the spawner's signal stage ran it (src/service/spawner-client.ts). */
+export type SignalRoute = (signal: NodeJS.Signals) => Promise<StageOutcome>;
 
 export interface SignalAgentOptions {
-  /** Path of the shim; default CLANKIE_AGENT_EXEC's value of ADR 0272. */
+  /** Refused (64): every stop goes through the spawner; there is no shim to name. */
   shim?: string;
   /** Give up when it aborts: the promise rejects with an AgentSignalAbortError (its reason as cause), and no further try starts. */
   signal?: AbortSignal;
@@ -64,6 +56,7 @@ export async function signalAgent(pgid: number, signal: NodeJS.Signals, options:
   if (timeoutMs !== undefined && !(Number.isSafeInteger(timeoutMs) && timeoutMs >= 0)) {
     throw new Refusal(EXIT.usage, `signalAgent: timeoutMs ${JSON.stringify(timeoutMs)} is not a whole number of milliseconds, 0 or more`, "give timeoutMs as a whole number, or leave it out to wait for every try");
   }
+  if (options.shim !== undefined) throw new Refusal(EXIT.usage, "signalAgent: the shim option is gone: every stop goes through the spawner", "remove shim");
   if (abortSignal !== undefined && !(abortSignal instanceof AbortSignal)) {
     throw new Refusal(EXIT.usage, "signalAgent: the signal option is not an AbortSignal", "pass an AbortController's signal (the signal to send is the second argument)");
   }
@@ -78,7 +71,7 @@ export async function signalAgent(pgid: number, signal: NodeJS.Signals, options:
   if (abortSignal?.aborted) onAbort();
   else abortSignal?.addEventListener("abort", onAbort, { once: true });
   try {
-    const outcome = await deliverWithRetries(pgid, signal, options.shim ?? AGENT_EXEC_PATH, () => true, giveUp.signal);
+    const outcome = await deliverWithRetries(pgid, signal, (sent) => spawnerChannel().signal({ pgid }, sent), () => true, giveUp.signal);
     if (outcome.kind === "delivered") return outcome.result;
     if (outcome.kind === "failed") throw outcome.error;
     if (outcome.kind === "gone") throw outcome.ended;
@@ -185,15 +178,9 @@ export class AgentStopError extends Error {
 type TryOutcome = { kind: "delivered"; result: Result } | { kind: "gone"; ended: unknown } | { kind: "retry" | "permanent"; reason: string; ended: unknown };
 
 /** One signal stage, judged by how it ended. */
-async function trySignal(pgid: number, signal: NodeJS.Signals, shim: string, abort?: AbortSignal): Promise<TryOutcome | undefined> {
-  type Ended = { exitCode?: number; signal?: string; stderr?: unknown; message?: string };
-  let attempt: Promise<Ended>;
-  try {
-    attempt = startSignalStage(pgid, signal, shim).catch((error: Ended) => error) as Promise<Ended>;
-  } catch (error) {
-    // The exec rules refused the shim before it started: no try can do better.
-    return { kind: "permanent", reason: (error as Error).message, ended: error };
-  }
+async function trySignal(signal: NodeJS.Signals, route: SignalRoute, abort?: AbortSignal): Promise<TryOutcome | undefined> {
+  type Ended = StageOutcome & { signal?: string };
+  const attempt: Promise<Ended> = route(signal);
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<"late">((done) => (timer = setTimeout(done, TRY_TIMEOUT_MS, "late")));
   // Given up (signalAgent's signal or timeoutMs): stop waiting for this stage; it ends on its own.
@@ -206,7 +193,7 @@ async function trySignal(pgid: number, signal: NodeJS.Signals, shim: string, abo
   });
   if (result === "aborted") return undefined;
   if (result === "late") return { kind: "retry", reason: `the signal stage did not exit within ${TRY_TIMEOUT_MS} ms`, ended: undefined };
-  if (result.exitCode === EXIT.ok) return { kind: "delivered", result: result as Result };
+  if (result.exitCode === EXIT.ok) return { kind: "delivered", result: { ...result, failed: false } as unknown as Result };
   if (result.exitCode === EXIT.dataRefused) return { kind: "gone", ended: result }; // no such process group: it has ended
   const said = String(result.stderr ?? "").trim();
   const how = result.signal ? `was killed by ${result.signal}` : result.exitCode === undefined ? `did not start (${result.message ?? "unknown"})` : `exited ${result.exitCode}`;
@@ -223,11 +210,11 @@ type Delivery = { kind: "delivered"; result: Result } | { kind: "gone"; ended: u
  * `error` is what signalAgent rejects with: the stage's own failure when it
  * failed for good, else the AgentStopError (`stop`, always set).
  */
-async function deliverWithRetries(pgid: number, signal: NodeJS.Signals, shim: string, needed: () => boolean, abort?: AbortSignal): Promise<Delivery> {
+async function deliverWithRetries(pgid: number, signal: NodeJS.Signals, route: SignalRoute, needed: () => boolean, abort?: AbortSignal): Promise<Delivery> {
   const wanted = (): boolean => needed() && abort?.aborted !== true;
   for (let tries = 1; ; tries++) {
     if (!wanted()) return { kind: "not-needed" };
-    const outcome = await trySignal(pgid, signal, shim, abort);
+    const outcome = await trySignal(signal, route, abort);
     if (outcome === undefined) return { kind: "not-needed" };
     if (outcome.kind === "delivered" || outcome.kind === "gone") return outcome;
     if (!wanted()) return { kind: "not-needed" };
@@ -274,10 +261,10 @@ async function deliverWithRetries(pgid: number, signal: NodeJS.Signals, shim: st
  * settles with the output read so far. Such a process runs on, as the
  * agent, until it ends or writes to the closed pipe (EPIPE, SIGPIPE).
  */
-export function routeKillsThroughShim(subprocess: ResultPromise, shim: string, plan: AgentStopPlan): ResultPromise {
-  const pgid = subprocess.pid;
+export function routeKillsThroughShim(subprocess: ResultPromise, route: SignalRoute, plan: AgentStopPlan): ResultPromise {
   const execaKill = subprocess.kill.bind(subprocess) as (signal: number, error: Error) => boolean;
-  const running = (): boolean => pgid !== undefined && subprocess.exitCode === null && subprocess.signalCode === null;
+  // The holder's state is the job's: it ends when the spawner reports the job's end.
+  const running = (): boolean => subprocess.exitCode === null && subprocess.signalCode === null;
   let forcedAfter: number | undefined;
   let forceTimer: NodeJS.Timeout | undefined;
   let stoppedAt: number | undefined;
@@ -302,7 +289,7 @@ export function routeKillsThroughShim(subprocess: ResultPromise, shim: string, p
 
   /** Tries until the shim delivers, the job ends, or the tries run out (then the job fails with the reason). */
   const deliver = async (signal: NodeJS.Signals): Promise<"delivered" | "ended" | AgentStopError> => {
-    const outcome = await deliverWithRetries(pgid!, signal, shim, running);
+    const outcome = await deliverWithRetries(subprocess.pid ?? 0, signal, route, running);
     if (outcome.kind === "delivered") return "delivered";
     if (outcome.kind !== "failed") return "ended";
     fail(outcome.stop);

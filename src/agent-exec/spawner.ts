@@ -1,0 +1,197 @@
+/*
+ * clankie-agent-exec --spawner: the resident spawner. The root phase starts
+ * it as node with SETUID and SETGID (and nothing else), beside the service,
+ * which holds no capability; the two share one request channel, a
+ * socketpair(2) the root phase made, at fd CLANKIE_SPAWNER_FD in each. Every
+ * piece of agent work, and every stop of it, is a request on that channel:
+ * there is no other way to start a process as the agent.
+ *
+ * A spawn: the service starts a capless holder (src/service/spawner-client.ts)
+ * with the job's stdio, kept fds and started marker, and names its pid. The
+ * spawner parses the request as the shim's command line (cli.ts), plans the
+ * chain (plan.ts), and starts, as its child in a session of its own,
+ *
+ *   perl spawn-grab.pl -> setpriv (to the agent) -> perl, the stage -> COMMAND
+ *
+ * where the grab takes the holder's fds with pidfd_getfd(2): the job's
+ * streams go from the service to the job, never through the spawner. A
+ * private job's lease changes groups (setegid(2)), which the resident process
+ * never does: its chain is the grab, then the per-job private shim
+ * (private-start.ts) as a child, which leases, drops and execs as before.
+ *
+ * A stop names a job the spawner started; the signal stage (plan.ts,
+ * AgentSignalChain) delivers it as the agent. When the channel ends (the
+ * service has exited), every running job's group is killed and the spawner
+ * exits.
+ */
+import { createInterface } from "node:readline";
+import { Socket } from "node:net";
+import type { ChildProcess } from "node:child_process";
+import { type Identities, readIdentities } from "../accounts.ts";
+import { AGENT_EXEC_PATH, EXIT, SPAWNER_FD_VARIABLE, STARTED_FD_VARIABLE, TOOLS } from "../constants.ts";
+import { uncarried } from "../exec/environment.ts";
+import { resolveCommand } from "../exec/rules.ts";
+import { startChild } from "../exec/start-child.ts";
+import { syscallNumbers } from "../os/syscalls.ts";
+import { readStatus } from "../os/proc-status.ts";
+import { formatRefusal, OsFailure, Refusal } from "../report.ts";
+import { stageEnvironment } from "../stage/stage.ts";
+import GRAB from "../perl/spawn-grab.pl";
+import { checkCaller } from "./caller.ts";
+import { closeStrayDescriptors } from "./descriptors.ts";
+import { parseAgentExecArgs, parseStartedFd } from "./cli.ts";
+import { agentExec } from "./plan.ts";
+
+/** What the service sends (one JSON object a line). */
+export type SpawnerRequest =
+  | { t: "spawn"; id: number; holder: number; argv: string[]; env: Record<string, string> }
+  | { t: "signal"; seq: number; signal: string; job?: number; pgid?: number }
+  | { t: "release"; seq: number; pid: number };
+
+/** What the spawner answers. */
+export type SpawnerReply =
+  | { t: "started"; id: number; pid: number }
+  | { t: "exit"; id: number; code: number | null; signal: string | null; line: string }
+  | { t: "done"; seq: number; code: number | null; stderr: string };
+
+interface Job {
+  id: number;
+  pid: number;
+  privateJob: boolean;
+}
+
+/** A refusal or failure as the shim's one line and exit code. */
+function asLine(error: unknown): { code: number; line: string } {
+  if (error instanceof Refusal) return { code: error.exitCode, line: formatRefusal(error.message, error.fix) };
+  if (error instanceof OsFailure) return { code: error.exitCode, line: `clankie-agent-exec: ${error.message}` };
+  return { code: EXIT.osError, line: `clankie-agent-exec: the spawner failed: ${(error as Error).message}; report this` };
+}
+
+/** The chain's argv and environment for one spawn request, and what the grab takes and sets first. Throws the shim's refusals. */
+export function planSpawn(ids: Identities, argv: readonly string[], env: Record<string, string>): { chain: string[]; env: Record<string, string>; fds: number[]; oom: string; privateJob: boolean } {
+  const request = parseAgentExecArgs(argv);
+  if (request.kind !== "run") throw new Refusal(EXIT.usage, `a spawn request names ${argv[0]}, not a command`, "send a command after --, as spawnAgent does");
+  const startedFd = parseStartedFd(env[STARTED_FD_VARIABLE], request.keepFds);
+  const fds = [0, 1, 2, ...request.keepFds, ...(startedFd === undefined ? [] : [startedFd])];
+  // A private job's lease changes groups: the per-job private shim does that, in a child, never here.
+  if (request.privateJob) return { chain: [AGENT_EXEC_PATH, ...argv], env: { ...env }, fds, oom: "", privateJob: true };
+  const path = resolveCommand(request.command[0]!, request.cwd);
+  const planned = agentExec(ids, { needSetsid: false, stageOptions: request.stageOptions, cwd: request.cwd, keepFds: request.keepFds, startedFd, confinement: request.confinement, action: { path, argv: request.command } }, uncarried(env), request.env);
+  return { chain: planned.argv, env: planned.env, fds, oom: String(request.oomScoreAdj), privateJob: false };
+}
+
+/** perl's argv for the grab (src/perl/spawn-grab.pl), then the chain. */
+export function grabArgs(holder: number, serviceUid: number, plan: { chain: readonly string[]; fds: readonly number[]; oom: string }): string[] {
+  const n = syscallNumbers();
+  return ["-e", GRAB, String(n.pidfdOpen), String(n.pidfdSendSignal), String(n.pidfdGetfd), String(n.dup3), String(n.fcntl), String(holder), String(serviceUid), plan.oom, plan.fds.join(","), "--", ...plan.chain];
+}
+
+function collect(child: ChildProcess): () => string {
+  let text = "";
+  child.stderr?.setEncoding("utf8").on("data", (chunk: string) => (text += chunk));
+  return () => text.trim();
+}
+
+export function runSpawner(): Promise<number> {
+  const ids = readIdentities();
+  checkCaller(readStatus(), ids);
+  const fd = Number(process.env[SPAWNER_FD_VARIABLE]);
+  if (!Number.isSafeInteger(fd) || fd < 3) throw new Refusal(EXIT.usage, `${SPAWNER_FD_VARIABLE} is not an fd of 3 or more`, "start the spawner from the root phase (clankie-separate as root), which hands it the channel");
+  // What the launch left open past Node's own close-on-exec marks (descriptors.ts) would reach every job's chain: closed once, here.
+  closeStrayDescriptors([]);
+  const channel = new Socket({ fd, readable: true, writable: true });
+  const send = (reply: SpawnerReply): void => void channel.write(`${JSON.stringify(reply)}\n`);
+  const jobs = new Map<number, Job>(); // by pid, while running
+  const byId = new Map<number, number>();
+  const endedPrivate = new Set<number>();
+
+  const start = (request: Extract<SpawnerRequest, { t: "spawn" }>): void => {
+    let child: ChildProcess;
+    let privateJob: boolean;
+    try {
+      const plan = planSpawn(ids, request.argv, request.env);
+      privateJob = plan.privateJob;
+      child = startChild({ command: TOOLS.perl, args: grabArgs(request.holder, ids.service.uid, plan), env: plan.env, trustedUids: [0], stderr: "pipe", detached: true });
+    } catch (error) {
+      const { code, line } = asLine(error);
+      send({ t: "exit", id: request.id, code, signal: null, line });
+      return;
+    }
+    const said = collect(child);
+    child.once("error", (error) => send({ t: "exit", id: request.id, ...asLine(error), signal: null }));
+    if (child.pid === undefined) return;
+    const pid = child.pid;
+    jobs.set(pid, { id: request.id, pid, privateJob });
+    byId.set(request.id, pid);
+    send({ t: "started", id: request.id, pid });
+    child.once("exit", (code, signal) => {
+      jobs.delete(pid);
+      byId.delete(request.id);
+      if (privateJob) endedPrivate.add(pid);
+      send({ t: "exit", id: request.id, code, signal, line: said() });
+    });
+  };
+
+  const signalStage = (pgid: number, signal: string): ChildProcess => {
+    const planned = agentExec(ids, { keepFds: [], action: { signal, pgid } }, {}, []);
+    return startChild({ command: planned.argv[0]!, args: planned.argv.slice(1), argv0: planned.argv[0], env: planned.env, trustedUids: [0], stderr: "pipe", detached: false });
+  };
+
+  const finish = (seq: number, child: ChildProcess): void => {
+    const said = collect(child);
+    child.once("error", (error) => send({ t: "done", seq, code: asLine(error).code, stderr: asLine(error).line }));
+    child.once("close", (code) => send({ t: "done", seq, code, stderr: said() }));
+  };
+
+  const signal = (request: Extract<SpawnerRequest, { t: "signal" }>): void => {
+    const pgid = request.job !== undefined ? byId.get(request.job) : request.pgid;
+    if (pgid === undefined || !jobs.has(pgid)) {
+      send({ t: "done", seq: request.seq, code: EXIT.dataRefused, stderr: `clankie-agent-exec: no running job of the spawner's leads process group ${pgid ?? "(not started)"}; pass the pid of a job spawnAgent started` });
+      return;
+    }
+    try {
+      finish(request.seq, signalStage(pgid, request.signal));
+    } catch (error) {
+      send({ t: "done", seq: request.seq, code: asLine(error).code, stderr: asLine(error).line });
+    }
+  };
+
+  const release = (request: Extract<SpawnerRequest, { t: "release" }>): void => {
+    if (!endedPrivate.delete(request.pid)) {
+      send({ t: "done", seq: request.seq, code: EXIT.dataRefused, stderr: `clankie-agent-exec: process ${request.pid} is no ended private job of the spawner's; release only a private job's own pid, once` });
+      return;
+    }
+    try {
+      finish(request.seq, startChild({ command: AGENT_EXEC_PATH, args: ["--private-cleanup", String(request.pid)], argv0: AGENT_EXEC_PATH, env: {}, trustedUids: [0], stderr: "pipe", detached: false }));
+    } catch (error) {
+      send({ t: "done", seq: request.seq, code: asLine(error).code, stderr: asLine(error).line });
+    }
+  };
+
+  const lines = createInterface({ input: channel, crlfDelay: Infinity });
+  lines.on("line", (text) => {
+    let request: SpawnerRequest;
+    try {
+      request = JSON.parse(text) as SpawnerRequest;
+    } catch {
+      return; // not a request: the channel is the service's alone, and it writes only JSON
+    }
+    if (request.t === "spawn") start(request);
+    else if (request.t === "signal") signal(request);
+    else if (request.t === "release") release(request);
+  });
+  // The service has exited: no one will read a job's outcome or stop it. End every job's group, as the agent, then exit.
+  return new Promise((done) => {
+    channel.once("close", () => {
+      const ending = [...jobs.keys()].map((pgid) => new Promise<void>((ended) => {
+        try {
+          signalStage(pgid, "SIGKILL").once("close", () => ended()).once("error", () => ended());
+        } catch {
+          ended();
+        }
+      }));
+      void Promise.all(ending).then(() => done(EXIT.ok));
+    });
+    channel.on("error", () => channel.destroy());
+  });
+}

@@ -1,0 +1,215 @@
+/*
+ * The service's end of the request channel to the resident spawner
+ * (src/agent-exec/spawner.ts). The root phase hands it at the fd
+ * CLANKIE_SPAWNER_FD names; it is opened once, when this module loads, so
+ * that the service learns at once when the spawner has ended.
+ *
+ * A spawn: execa starts the holder, a capless perl of the service's that
+ * holds the job's stdio, kept fds and started marker exactly as execa made
+ * them, and waits on one more pipe (its control fd). The spawner takes those
+ * fds from the holder (pidfd_getfd(2), src/perl/spawn-grab.pl) and starts the
+ * job with them; when the job ends, the holder is told how ("x CODE LINE":
+ * print LINE, exit CODE; "k SIGNAL": die of it) and ends so, and execa
+ * reports the job as its own subprocess. The subprocess's pid is the job's
+ * once the spawner has started it (undefined before).
+ */
+import { Socket } from "node:net";
+import { createInterface } from "node:readline";
+import type { Readable, Writable } from "node:stream";
+import { AGENT_USER, EXIT, SPAWNER_FD_VARIABLE } from "../constants.ts";
+
+/** The holder: reads one line on its control fd (argv[0]) and ends as it says. Inherits nothing else of the service's. */
+export const HOLDER_PROGRAM = [
+  'open(my $c, "<&=", $ARGV[0]) or exit 71;',
+  "my $l = <$c>;",
+  "defined $l or exit 71;",
+  'if ($l =~ /\\Ak (\\w+)/) { my $s = $1; $s =~ s/\\ASIG//; $SIG{$s} = "DEFAULT"; kill $s, $$; sleep 1; exit 1 }',
+  'if ($l =~ /\\Ax (\\d+) ?(.*)/s) { my ($code, $text) = ($1, $2); $text =~ s/\\s+\\z//; syswrite STDERR, "$text\\n" if length $text; exit $code }',
+  "exit 71;",
+].join(" ");
+
+/** How long a spawn waits for the spawner's answer before the spawner counts as hung: a burst of 50 spends seconds in fork+exec (docs/benchmarks.md). */
+export const SPAWNER_REPLY_MS = 30_000;
+/** How long the service lives on after it lost the spawner, to settle what was pending, before it exits for the launcher's restart policy. */
+export const SPAWNER_LOST_EXIT_MS = 1_000;
+
+/** What a stop or a release got back: as the signal stage's run. */
+export interface StageOutcome {
+  exitCode: number | undefined;
+  stderr: string;
+  message?: string;
+}
+
+/** A spawn request: its id, and the job's pid once the spawner has started it. */
+export interface JobRecord {
+  readonly id: number;
+  pid: number | undefined;
+}
+
+interface PendingJob {
+  holder: { stdio: readonly (Readable | Writable | null | undefined)[] };
+  ctl: number;
+  record: JobRecord;
+  answered: boolean;
+  timer: NodeJS.Timeout;
+}
+
+type Reply =
+  | { t: "started"; id: number; pid: number }
+  | { t: "exit"; id: number; code: number | null; signal: string | null; line: string }
+  | { t: "done"; seq: number; code: number | null; stderr: string };
+
+const NO_SPAWNER = `clankie-agent-exec: no spawner: this body runs single-uid and no agent uid (${AGENT_USER}) is configured; start the container as root with the flags of ADR 0272 (docs/launch.md), which start the spawner beside the service`;
+
+export class SpawnerChannel {
+  #socket: Socket | undefined;
+  #lost: { code: number; line: string } | undefined;
+  #jobs = new Map<number, PendingJob>();
+  #waits = new Map<number, (outcome: StageOutcome) => void>();
+  #next = 1;
+
+  constructor(fdText: string | undefined) {
+    const fd = Number(fdText);
+    if (fdText === undefined || !Number.isSafeInteger(fd) || fd < 3) {
+      this.#lost = { code: EXIT.launchRefused, line: NO_SPAWNER };
+      return;
+    }
+    const socket = new Socket({ fd, readable: true, writable: true });
+    socket.unref();
+    socket.on("error", () => socket.destroy());
+    socket.once("close", () => this.#lose(`clankie-agent-exec: the spawner has ended (its channel closed): no agent work can start or be stopped; restart the body (the launcher's restart policy does, as the service exits now)`));
+    createInterface({ input: socket, crlfDelay: Infinity }).on("line", (text) => this.#reply(JSON.parse(text) as Reply));
+    this.#socket = socket;
+  }
+
+  /** Why no spawn can start, or undefined while the spawner answers. */
+  get lost(): string | undefined {
+    return this.#lost?.line;
+  }
+
+  #send(request: object): void {
+    this.#socket!.write(`${JSON.stringify(request)}\n`);
+  }
+
+  #lose(line: string): void {
+    if (this.#lost !== undefined) return;
+    this.#lost = { code: EXIT.osError, line };
+    this.#socket?.destroy();
+    process.stderr.write(`${line}\n`);
+    for (const [id] of this.#jobs) this.#end(id, `x ${EXIT.osError} ${line}`);
+    for (const [seq, done] of this.#waits) {
+      this.#waits.delete(seq);
+      done({ exitCode: EXIT.osError, stderr: line });
+    }
+    // The body exits, for the launcher's restart policy: no agent work can start in it again.
+    process.exitCode = EXIT.osError;
+    setTimeout(() => process.exit(EXIT.osError), SPAWNER_LOST_EXIT_MS);
+  }
+
+  #end(id: number, how: string): void {
+    const job = this.#jobs.get(id);
+    if (job === undefined) return;
+    this.#jobs.delete(id);
+    clearTimeout(job.timer);
+    const ctl = job.holder.stdio[job.ctl] as Writable | undefined;
+    ctl?.end(`${how}\n`);
+  }
+
+  #reply(reply: Reply): void {
+    if (reply.t === "done") {
+      const done = this.#waits.get(reply.seq);
+      this.#waits.delete(reply.seq);
+      done?.({ exitCode: reply.code ?? undefined, stderr: reply.stderr });
+      return;
+    }
+    const job = this.#jobs.get(reply.id);
+    if (job === undefined) return;
+    job.answered = true;
+    clearTimeout(job.timer);
+    if (reply.t === "started") job.record.pid = reply.pid;
+    else this.#end(reply.id, reply.signal !== null ? `k ${reply.signal}` : `x ${reply.code ?? EXIT.osError} ${reply.line}`);
+  }
+
+  /**
+   * Asks for a job: the holder (execa's subprocess) keeps the job's fds at
+   * `ctl`'s index and before; returns the request's id, whose pid `pidOf`
+   * reads once the spawner has started it.
+   */
+  spawn(holder: { pid?: number | undefined; stdio: readonly (Readable | Writable | null | undefined)[] }, ctl: number, argv: readonly string[], env: Readonly<Record<string, string>>): JobRecord {
+    const id = this.#next++;
+    const record: JobRecord = { id, pid: undefined };
+    if (holder.pid === undefined) return record; // execa could not start the holder: it reports that itself
+    const timer = setTimeout(() => {
+      const job = this.#jobs.get(id);
+      if (job !== undefined && !job.answered) this.#lose(`clankie-agent-exec: the spawner did not answer a spawn within ${SPAWNER_REPLY_MS} ms (hung): no agent work can start or be stopped; restart the body (the launcher's restart policy does, as the service exits now)`);
+    }, SPAWNER_REPLY_MS);
+    timer.unref();
+    this.#jobs.set(id, { holder, ctl, record, answered: false, timer });
+    if (this.#lost !== undefined) this.#end(id, `x ${this.#lost.code} ${this.#lost.line}`);
+    else this.#send({ t: "spawn", id, holder: holder.pid, argv, env });
+    return record;
+  }
+
+  #wait(request: Record<string, unknown>): Promise<StageOutcome> {
+    if (this.#lost !== undefined) return Promise.resolve({ exitCode: this.#lost.code, stderr: this.#lost.line });
+    const seq = this.#next++;
+    return new Promise((done) => {
+      this.#waits.set(seq, done);
+      this.#send({ ...request, seq });
+    });
+  }
+
+  /** A stop, delivered by the spawner's signal stage as the agent to the job's process group: by the request's id (spawnAgent) or a pgid (signalAgent). */
+  signal(target: { job: number } | { pgid: number }, signal: NodeJS.Signals): Promise<StageOutcome> {
+    return this.#wait({ t: "signal", signal, ...target });
+  }
+
+  /** The end of a private job's lease, by its pid, once it has ended (clankie-agent-exec --private-cleanup, started by the spawner). */
+  release(pid: number): Promise<StageOutcome> {
+    return this.#wait({ t: "release", pid });
+  }
+}
+
+let channel: SpawnerChannel | undefined;
+
+/** The one channel of this process, opened at first use (this module's load: see below). */
+export function spawnerChannel(): SpawnerChannel {
+  channel ??= new SpawnerChannel(process.env[SPAWNER_FD_VARIABLE]);
+  return channel;
+}
+
+const SAFE_WORD = /^[\w./:=@%+,-]+$/;
+
+/** The shim's command line the service asked for, as execa would escape it: what a result's command and messages name, rather than the holder's. */
+function escapeLine(line: readonly string[]): string {
+  return line.map((word) => (SAFE_WORD.test(word) ? word : `'${word.replaceAll("'", "'\\''")}'`)).join(" ");
+}
+
+/** Names the job, not the holder, in the outcome's command, escapedCommand and messages. */
+export function showAsShim<T extends PromiseLike<unknown> & object>(subprocess: T, line: readonly string[]): T {
+  const shown = escapeLine(line);
+  const rename = (outcome: unknown): void => {
+    if (outcome === null || typeof outcome !== "object") return;
+    const fields = outcome as Record<string, unknown>;
+    const holder = fields.escapedCommand;
+    if (typeof holder !== "string") return;
+    for (const name of ["shortMessage", "message"]) {
+      if (typeof fields[name] === "string") fields[name] = (fields[name] as string).replace(holder, shown);
+    }
+    Object.assign(fields, { command: line.join(" "), escapedCommand: shown });
+  };
+  const settled = Promise.resolve(subprocess).then(
+    (result) => {
+      rename(result);
+      return result;
+    },
+    (error: unknown) => {
+      rename(error);
+      throw error;
+    },
+  );
+  for (const name of ["then", "catch", "finally"] as const) {
+    Object.defineProperty(subprocess, name, { value: (Promise.prototype[name] as (...args: unknown[]) => unknown).bind(settled), writable: true, configurable: true });
+  }
+  return subprocess;
+}
