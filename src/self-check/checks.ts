@@ -26,7 +26,7 @@ import { judgeKernelSetting, KERNEL_SETTINGS } from "./kernel.ts";
 import { judgeBoundary, judgeMode } from "./mode.ts";
 import { type AttemptCheck, CONFINED_ATTEMPTS, judgeProbeAttempt, judgeProbeCapabilities, judgeProbeIdentity, judgeProbeNoNewPrivs, judgeProbeRun, judgeProbeSeccomp, UID_ATTEMPTS } from "./probe.ts";
 import type { ProbeReport } from "./probe-agent.ts";
-import { judgeCapabilityHolders, judgeRootProcesses, judgeWorkspaceExecutables } from "./processes.ts";
+import { judgeCapabilityHolders, judgeRootProcesses, judgeSpawner, judgeWorkspaceExecutables } from "./processes.ts";
 import { judgeCapabilities, judgeNoNewPrivs, judgeProcessIds } from "./service-process.ts";
 import { judgeAgentHome, judgeAgentVolume, judgeStateZone } from "./state.ts";
 import { judgeWorkspaceMarker, judgeWorkspaceTop } from "./workspace.ts";
@@ -81,7 +81,8 @@ export const CHECKS: readonly CheckSpec[] = [
   check({ id: "image.read-only-root", needs: ["mounts", "mode"], what: "the mounts", unread: "warn", judge: ({ mounts, mode }) => judgeReadOnlyRoot(mounts, mode.mode) }),
   check({ id: "processes.root", needs: ["table", "self", "mode"], judge: ({ table, self, mode }) => judgeRootProcesses(table, self.pid, mode.mode) }),
   check({ id: "processes.workspace-exe", needs: ["table", "serviceUid", "self", "exes", "mode"], what: "the service's processes", judge: ({ table, serviceUid, self, exes, mode }) => judgeWorkspaceExecutables(table, serviceUid, self.pid, exes, mode.mode) }),
-  check({ id: "processes.capabilities", needs: ["table", "serviceUid", "judged", "self", "exes"], what: "the service's processes", judge: ({ table, serviceUid, judged, self, exes }) => judgeCapabilityHolders(table, serviceUid, judged.entry.pid, self.pid, exes) }),
+  check({ id: "processes.capabilities", needs: ["table", "serviceUid", "judged", "self", "exes", "cmdlines"], what: "the service's processes", judge: ({ table, serviceUid, judged, self, exes, cmdlines }) => judgeCapabilityHolders(table, serviceUid, judged.entry.pid, self.pid, exes, cmdlines) }),
+  check({ id: "processes.spawner", needs: ["table", "serviceUid", "cmdlines", "mode"], what: "the service's processes", judge: ({ table, serviceUid, cmdlines, mode }) => judgeSpawner(table, serviceUid, cmdlines, mode.mode) }),
   check({ id: "environment", needs: ["env", "judged"], judge: ({ env, judged }) => judgeEnvironment(env, { pid: judged.entry.pid, self: judged.self, environ: judged.environ }) }),
   ...KERNEL_SETTINGS.map((setting) => check({ id: setting.id, needs: ["sysctls"], judge: ({ sysctls }) => judgeKernelSetting(setting, sysctls.get(setting.path)!) })),
   check({ id: "agent.confinement", needs: ["confinement"], judge: ({ confinement }) => judgeConfinement(confinement) }),

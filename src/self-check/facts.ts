@@ -168,6 +168,16 @@ export async function readFacts(request: { probe: boolean }) {
     if (entry.pid === own.pid || serviceUid === undefined || !entry.creds.uids.some((uid) => uid === serviceUid)) continue;
     exes.set(entry.pid, readable(() => readlinkSync(`/proc/${entry.pid}/exe`, "latin1"), failedCall("readlink", `/proc/${entry.pid}/exe`)));
   }
+  // Command lines, which any process may read (the spawner's exe link is closed to a process holding fewer capabilities): how the spawner is found.
+  const cmdlines = new Map<number, readonly string[]>();
+  for (const entry of table) {
+    if (serviceUid === undefined || !entry.creds.uids.some((uid) => uid === serviceUid)) continue;
+    try {
+      cmdlines.set(entry.pid, readFileSync(`/proc/${entry.pid}/cmdline`, "latin1").split("\0").slice(0, -1));
+    } catch {
+      // ended meanwhile
+    }
+  }
 
   /* 2. The image walk, started now so that it runs beside the /state walk. */
   const mounts = attempt(PROC_FIX, () => parseMountinfo(readFileSync("/proc/self/mountinfo", "latin1")));
@@ -207,6 +217,8 @@ export async function readFacts(request: { probe: boolean }) {
     mounts,
     /** The executable of every other process of the service uid, where it could be read. */
     exes: known(exes),
+    /** The command line of every process of the service uid (the spawner's among them). */
+    cmdlines: known(cmdlines),
     sysctls: known(new Map(KERNEL_SETTINGS.map((setting) => [setting.path, readable(() => readFileSync(setting.path, "latin1"), failedCall("read", setting.path))]))),
     confinement: known(readConfinement(selfStatus)),
     /** The private jobs' root and the lease directories in it. */

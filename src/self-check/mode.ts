@@ -15,7 +15,7 @@ import type { Identities } from "../accounts.ts";
 import { ADR_LAUNCH_FLAGS, AGENT_EXEC_PATH, SERVICE_ENV } from "../constants.ts";
 import type { ProcessCredentials } from "../os/proc-status.ts";
 import { fail, pass, type Verdict, warn } from "./check.ts";
-import { capabilitySets, SERVICE_MASK } from "./service-process.ts";
+import { capabilitySets } from "./service-process.ts";
 import type { Mode, Readable } from "./fact-types.ts";
 
 export type { Mode };
@@ -37,7 +37,7 @@ export function classifyMode(creds: ProcessCredentials, environ: Readable<Record
     return { mode: "misconfigured", reasons: [`the service process runs as root (uids ${creds.uids.join(",")}): nothing dropped to the service uid`], marker };
   }
   const held = creds.capInh | creds.capPrm | creds.capEff | creds.capAmb;
-  const holdsServiceCaps = (held & SERVICE_MASK) !== 0n;
+  const holdsServiceCaps = held !== 0n;
   if (!holdsServiceCaps && (marker === null || marker === undefined)) {
     return { mode: "single-uid", reasons: ["no agent uid is configured"], marker };
   }
@@ -45,8 +45,9 @@ export function classifyMode(creds: ProcessCredentials, environ: Readable<Record
   if (marker !== undefined && marker !== "1") reasons.push(`${SERVICE_ENV.separation} is ${marker === null ? "not set" : JSON.stringify(marker)}, want "1"`);
   if (!ids) reasons.push("the users and groups of ADR 0272 are not all defined");
   if (ids && creds.uids.some((id) => id !== ids.service.uid)) reasons.push(`uids ${creds.uids.join(",")}, want ${ids.service.uid} (${ids.service.name})`);
-  const wrongSets = capabilitySets(creds).filter(([, mask]) => mask !== SERVICE_MASK).map(([name]) => name);
-  if (wrongSets.length > 0) reasons.push(`${wrongSets.join(", ")} not exactly SETUID and SETGID`);
+  // The service holds no capability, the bounding set included: the spawner starts agent work (src/agent-exec/spawner.ts).
+  const heldSets = capabilitySets(creds).filter(([, mask]) => mask !== 0n).map(([name]) => name);
+  if (heldSets.length > 0) reasons.push(`the service holds capabilities (${heldSets.join(", ")} not 0): it must hold none, the spawner starts agent work`);
   if (!creds.noNewPrivs) reasons.push("NoNewPrivs is 0");
   if (environ.ok && ids) {
     for (const [name, want] of [[SERVICE_ENV.agentUid, String(ids.agent.uid)], [SERVICE_ENV.agentUser, ids.agent.name], [SERVICE_ENV.agentExec, AGENT_EXEC_PATH]] as const) {
@@ -99,7 +100,7 @@ export function boundaryOf(
 export function judgeMode(verdict: ModeVerdict, judgedPid: number): Verdict {
   const found = { mode: verdict.mode, pid: judgedPid, marker: verdict.marker === undefined ? "unreadable" : verdict.marker, reasons: verdict.reasons };
   if (verdict.mode === "separated") {
-    return pass(`separated: the service (pid ${judgedPid}) runs as node with SETUID and SETGID only, and an agent uid is configured${verdict.reasons.length ? ` (${verdict.reasons.join("; ")})` : ""}`, found);
+    return pass(`separated: the service (pid ${judgedPid}) runs as node with no capability, and an agent uid is configured${verdict.reasons.length ? ` (${verdict.reasons.join("; ")})` : ""}`, found);
   }
   if (verdict.mode === "single-uid") return warn("single-uid: no agent uid is configured; model-directed work runs as node, as today", found, `to separate: ${LAUNCH_FIX}`);
   return fail(`misconfigured: ${verdict.reasons.join("; ")}`, found, LAUNCH_FIX);

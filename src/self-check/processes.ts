@@ -12,7 +12,8 @@
  * Reading another process's executable link needs ptrace read access
  * (proc(5)): processes it could not read are counted, never passed over.
  */
-import { AGENT_EXEC_PATH, TOOLS, WORKSPACE_DIR } from "../constants.ts";
+import { AGENT_EXEC_NAME, AGENT_EXEC_PATH, SERVICE_CAPABILITIES, SPAWNER_FLAG, WORKSPACE_DIR } from "../constants.ts";
+import { capabilitySets, SERVICE_MASK } from "./service-process.ts";
 import { namesOf } from "../os/capabilities.ts";
 import type { ProcessEntry } from "./process-table.ts";
 import { bounded, fail, failUnlessSingle, pass, plural, type Verdict, warn } from "./check.ts";
@@ -68,7 +69,53 @@ export function judgeWorkspaceExecutables(table: readonly ProcessEntry[], servic
 }
 
 /** The shim's own chain holds SETUID and SETGID for a moment, as the service's uid, before setpriv drops them (src/agent-exec/plan.ts). */
-const SHIM_CHAIN: readonly string[] = [AGENT_EXEC_PATH, TOOLS.setpriv];
+/** The resident spawner's command line (src/agent-exec/spawner.ts), as the root phase starts it. */
+export function isSpawnerCommand(cmdline: readonly string[] | undefined): boolean {
+  return cmdline !== undefined && cmdline.length === 2 && (cmdline[0] === AGENT_EXEC_PATH || cmdline[0] === AGENT_EXEC_NAME) && cmdline[1] === SPAWNER_FLAG;
+}
+
+/** The spawners: processes of the service uid running clankie-agent-exec --spawner. */
+export function spawnersOf(table: readonly ProcessEntry[], serviceUid: number, cmdlines: ReadonlyMap<number, readonly string[]>): ProcessEntry[] {
+  return ofUid(table, serviceUid, []).filter((entry) => isSpawnerCommand(cmdlines.get(entry.pid)));
+}
+
+/** A process and every descendant of it in the table. */
+function descendants(table: readonly ProcessEntry[], pid: number): Set<number> {
+  const found = new Set([pid]);
+  let grew = true;
+  while (grew) {
+    grew = false;
+    for (const entry of table) {
+      if (!found.has(entry.pid) && found.has(entry.ppid)) {
+        found.add(entry.pid);
+        grew = true;
+      }
+    }
+  }
+  return found;
+}
+
+/**
+ * Pure: exactly one spawner, holding SETUID and SETGID in every set (the
+ * bounding set too) and nothing else, with NoNewPrivs; in a body that is
+ * not separated, none.
+ */
+export function judgeSpawner(table: readonly ProcessEntry[], serviceUid: number, cmdlines: ReadonlyMap<number, readonly string[]>, mode: Mode): Verdict {
+  const spawners = spawnersOf(table, serviceUid, cmdlines);
+  const found = { spawners: spawners.map((entry) => ({ pid: entry.pid, ppid: entry.ppid, sets: capabilitySets(entry.creds).map(([name, mask]) => `${name} ${namesOf(mask).join(",") || "none"}`), noNewPrivs: entry.creds.noNewPrivs ? 1 : 0 })) };
+  if (mode !== "separated") {
+    if (spawners.length === 0) return pass("no spawner: no agent uid is configured", found);
+    return fail(`${plural(spawners.length, "spawner")} running in a body that is not separated`, found, "restart the body with the launch of ADR 0272 (docs/launch.md)");
+  }
+  if (spawners.length !== 1) {
+    return fail(`${spawners.length === 0 ? "no spawner runs: no agent work can start" : `${spawners.length} spawners run: only the root phase starts one`} (want exactly one)`, found, "restart the body: the root phase starts the one spawner beside the service (docs/launch.md)");
+  }
+  const spawner = spawners[0]!;
+  const wrong = capabilitySets(spawner.creds).filter(([, mask]) => mask !== SERVICE_MASK).map(([name, mask]) => `${name} ${namesOf(mask).join(",") || "none"}`);
+  if (!spawner.creds.noNewPrivs) wrong.push("NoNewPrivs 0");
+  if (wrong.length > 0) return fail(`the spawner (pid ${spawner.pid}): ${wrong.join("; ")} (want exactly ${SERVICE_CAPABILITIES.join(", ")} in every set, NoNewPrivs 1)`, found, "restart the body with the launch of ADR 0272 (docs/launch.md)");
+  return pass(`one spawner (pid ${spawner.pid}) holds exactly ${SERVICE_CAPABILITIES.join(", ")} in every set, with NoNewPrivs`, found);
+}
 
 /*
  * ADR 0272: the service holds SETUID and SETGID for one thing, starting agent
@@ -80,14 +127,17 @@ const SHIM_CHAIN: readonly string[] = [AGENT_EXEC_PATH, TOOLS.setpriv];
  * shim's chain, known by its executable. A holder whose executable cannot be
  * read is not passed over.
  */
-export function judgeCapabilityHolders(table: readonly ProcessEntry[], serviceUid: number, judgedPid: number, selfPid: number, exes: ReadonlyMap<number, Readable<string>>): Verdict {
-  const expected = new Set([...lineage(table, judgedPid), ...lineage(table, selfPid)]);
+export function judgeCapabilityHolders(table: readonly ProcessEntry[], serviceUid: number, judgedPid: number, selfPid: number, exes: ReadonlyMap<number, Readable<string>>, cmdlines: ReadonlyMap<number, readonly string[]> = new Map()): Verdict {
+  // Not the service: it holds none (process.capabilities fails it otherwise), and one that holds some is judged here too.
+  const expected = new Set(lineage(table, selfPid).filter((pid) => pid !== judgedPid));
+  // The spawner and the chains it starts (the grab, setpriv, a private job's shim) hold at most SETUID and SETGID.
+  const spawned = new Set(spawnersOf(table, serviceUid, cmdlines).flatMap((spawner) => [...descendants(table, spawner.pid)]));
   const holders = ofUid(table, serviceUid, [...expected])
     .map((entry) => ({ entry, held: entry.creds.capPrm | entry.creds.capEff | entry.creds.capAmb, exe: exes.get(entry.pid) }))
-    .filter(({ held, exe }) => held !== 0n && !(exe?.ok && SHIM_CHAIN.includes(exe.value)))
+    .filter(({ entry, held }) => held !== 0n && !(spawned.has(entry.pid) && (held & ~SERVICE_MASK) === 0n))
     .map(({ entry, held, exe }) => ({ pid: entry.pid, ppid: entry.ppid, name: entry.name, exe: exe?.ok ? exe.value : null, capabilities: namesOf(held), ...(exe && !exe.ok ? { error: exe.error } : {}) }));
   const found = { uid: serviceUid, service: judgedPid, leftOut: [...expected].sort((a, b) => a - b), holders: bounded(holders) };
-  if (holders.length === 0) return pass(`no process of uid ${serviceUid} but the service (pid ${judgedPid}), this audit and the shim's chain holds a capability`, found);
+  if (holders.length === 0) return pass(`no process of uid ${serviceUid} but the spawner and the chains it starts holds a capability (the service, pid ${judgedPid}, holds none)`, found);
   const list = holders.slice(0, 5).map((h) => `${h.pid} (${h.exe ?? h.name}: ${h.capabilities.join(",")})`).join(", ");
   return fail(
     `${plural(holders.length, "process", "processes")} of uid ${serviceUid} besides the service hold${holders.length === 1 ? "s" : ""} capabilities: ${list}${holders.length > 5 ? ", ..." : ""}; each can make itself uid 0 (setresuid)`,

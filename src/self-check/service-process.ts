@@ -79,13 +79,14 @@ export function judgeCapabilities(judged: JudgedProcess, mode: Mode): Verdict {
     }
     return pass(`pid ${judged.pid} holds no capability and its bounding set is empty`, found);
   }
-  const want = formatMask(SERVICE_MASK);
-  found.want = { CapInh: want, CapPrm: want, CapEff: want, CapAmb: want, CapBnd: want, names: [...SERVICE_CAPABILITIES] };
+  // Separated: the service holds nothing, the bounding set included; the spawner holds SETUID and SETGID (processes.spawner).
+  const want = formatMask(0n);
+  found.want = { CapInh: want, CapPrm: want, CapEff: want, CapAmb: want, CapBnd: want, names: [] };
   const wrong = Object.entries(sets(creds))
     .filter(([, set]) => set.mask !== want)
     .map(([name, set]) => `${name} ${set.names.join(",") || "none"}`);
-  if (wrong.length > 0) return fail(`pid ${judged.pid}: ${wrong.join("; ")} (want exactly ${SERVICE_CAPABILITIES.join(", ")} in every set)`, found, LAUNCH_FIX);
-  return pass(`pid ${judged.pid} holds exactly ${SERVICE_CAPABILITIES.join(", ")} in every set (${want})`, found);
+  if (wrong.length > 0) return fail(`pid ${judged.pid}: ${wrong.join("; ")} (want no capability in any set: the spawner starts agent work)`, found, LAUNCH_FIX);
+  return pass(`pid ${judged.pid} holds no capability in any set, the bounding set included`, found);
 }
 
 export function judgeNoNewPrivs(judged: JudgedProcess, mode: Mode): Verdict {

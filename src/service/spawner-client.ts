@@ -30,6 +30,8 @@ export const HOLDER_PROGRAM = [
 
 /** How long a spawn waits for the spawner's answer before the spawner counts as hung: a burst of 50 spends seconds in fork+exec (docs/benchmarks.md). */
 export const SPAWNER_REPLY_MS = 30_000;
+/** How long the service goes on reading a lost job's pipes after its holder has said why (agent-stop.ts's PIPE_DRAIN_MS). */
+const PIPE_DRAIN_MS = 250;
 /** How long the service lives on after it lost the spawner, to settle what was pending, before it exits for the launcher's restart policy. */
 export const SPAWNER_LOST_EXIT_MS = 1_000;
 
@@ -96,7 +98,14 @@ export class SpawnerChannel {
     this.#lost = { code: EXIT.osError, line };
     this.#socket?.destroy();
     process.stderr.write(`${line}\n`);
-    for (const [id] of this.#jobs) this.#end(id, `x ${EXIT.osError} ${line}`);
+    for (const [id, job] of this.#jobs) {
+      // A running job lives on, reparented, and holds its pipes: once the holder has said the line, the service stops reading them, so that the job's promise settles.
+      const holder = job.holder as { once?: (event: string, listener: () => void) => unknown };
+      holder.once?.("exit", () => setTimeout(() => {
+        for (const stream of job.holder.stdio) if (stream && !stream.destroyed) stream.destroy();
+      }, PIPE_DRAIN_MS));
+      this.#end(id, `x ${EXIT.osError} ${line}`);
+    }
     for (const [seq, done] of this.#waits) {
       this.#waits.delete(seq);
       done({ exitCode: EXIT.osError, stderr: line });
