@@ -101,6 +101,12 @@ export const SPAWNER_FD = 3;
 export const SPAWNER_FD_VARIABLE = "CLANKIE_SPAWNER_FD";
 /** The spawner's first argument: clankie-agent-exec --spawner, started by the root phase alone. */
 export const SPAWNER_FLAG = "--spawner";
+/**
+ * --self-check --probe from the service (runSelfCheck): the fd on which the
+ * audit asks the service to start the probe through the spawner (it holds no
+ * capability to start it), and reads back how it ended.
+ */
+export const PROBE_FD_VARIABLE = "CLANKIE_PROBE_FD";
 
 /** Variables the entrypoint sets for the service (ADR 0272; src/entrypoint/service-env.ts). */
 export const SERVICE_ENV = {

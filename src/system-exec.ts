@@ -6,7 +6,7 @@
  */
 import type { Readable } from "node:stream";
 import { execa, type Options as ExecaOptions, type Result, type ResultPromise, type Subprocess } from "execa";
-import { AGENT_EXEC_PATH, ENTRYPOINT_NAME, EXIT, INSTALL_DIR, SPAWNER_FD_VARIABLE, STARTED_FD_VARIABLE, TOOLS } from "./constants.ts";
+import { AGENT_EXEC_PATH, ENTRYPOINT_NAME, EXIT, INSTALL_DIR, PROBE_AGENT_FLAG, PROBE_FD_VARIABLE, SPAWNER_FD_VARIABLE, STARTED_FD_VARIABLE, TOOLS } from "./constants.ts";
 import { isCodeLoadingVariable } from "./exec/environment.ts";
 import { buildEnvironment, carried, type Environment } from "./exec/environment.ts";
 import { gateExec } from "./exec/rules.ts";
@@ -95,22 +95,60 @@ export function systemExec<OptionsType extends SystemExecOptions = {}>(command: 
 
 export type SelfCheckOptions = Omit<SystemExecOptions, "trustedUids">;
 
+/** How long the probe may run, as the audit gave it when it started the shim itself (src/self-check/probe.ts). */
+const PROBE_TIMEOUT_MS = 30_000;
+
 /**
  * Runs the installed audit, `clankie-separate --self-check ARGS...`, as
- * doctor does. Unlike systemExec it keeps the service's SETUID and SETGID:
- * --probe starts one process as the agent through the shim, whose caller
- * rule asks for them. The program is the root-owned entrypoint of this
- * package (the trust rule with root alone), which reads and changes nothing.
+ * doctor does, with no capability (the service holds none). With --probe
+ * in a separated body, the audit cannot start the probe itself: it asks on
+ * one more pipe (at fd 17 or the first after the given stdio, named by
+ * CLANKIE_PROBE_FD), and this process starts exactly the probe,
+ * `clankie-separate --probe-agent`, through spawnAgent with the two values
+ * the audit named, and answers how it ended. The program is the root-owned
+ * entrypoint of this package (the trust rule with root alone).
  */
 export function runSelfCheck<OptionsType extends SelfCheckOptions = {}>(args: readonly string[] = [], options: OptionsType = {} as OptionsType): ResultPromise<OptionsType> {
   refuseIdentityOptions(options, "runSelfCheck");
   refuseUnsupportedOptions(options, "runSelfCheck");
   const { env, pass, ...rest } = options as SelfCheckOptions;
-  // A name that loads code is refused (64): the audit keeps SETUID and SETGID.
   const childEnv = buildEnvironment({ from: process.env, pass, set: env });
   const path = gateExec({ command: `${INSTALL_DIR}/${ENTRYPOINT_NAME}`, args, trustedUids: [0] });
-  return execa(path, ["--self-check", ...args], { ...rest, env: childEnv, extendEnv: false, shell: false, preferLocal: false }) as unknown as ResultPromise<OptionsType>;
+  if (!args.includes("--probe") || process.env[SPAWNER_FD_VARIABLE] === undefined) {
+    return execa(path, ["--self-check", ...args], { ...rest, env: childEnv, extendEnv: false, shell: false, preferLocal: false }) as unknown as ResultPromise<OptionsType>;
+  }
+  const { stdio, fd } = stdioWithMarker(rest as Parameters<typeof stdioWithMarker>[0]);
+  const execaOptions: Record<string, unknown> = { ...rest };
+  for (const name of ["stdin", "stdout", "stderr"]) delete execaOptions[name];
+  const audit = execa(path, ["--self-check", ...args], { ...execaOptions, stdio, env: { ...childEnv, [PROBE_FD_VARIABLE]: String(fd) }, extendEnv: false, shell: false, preferLocal: false } as unknown as ExecaOptions);
+  const relay = audit.stdio[fd] as unknown as (Readable & { write(text: string): boolean; end(text?: string): void }) | undefined;
+  let asked = "";
+  relay?.on("data", (chunk: Buffer | string) => {
+    asked += String(chunk);
+    if (!asked.includes("\n")) return;
+    relay.removeAllListeners("data");
+    void startProbe(asked).then((answer) => relay.end(`${JSON.stringify(answer)}\n`));
+  });
+  return audit as unknown as ResultPromise<OptionsType>;
 }
+
+/** The probe the audit asked for: only `clankie-separate --probe-agent`, with the service's pid and the audit's socket name, as the agent. */
+async function startProbe(request: string): Promise<{ status: number | null; signal: string | null; stdout: string; stderr: string; error?: string }> {
+  let asked: { servicePid?: unknown; socket?: unknown };
+  try {
+    asked = JSON.parse(request) as typeof asked;
+  } catch {
+    return { status: null, signal: null, stdout: "", stderr: "", error: "the audit's request is unreadable" };
+  }
+  const set: Record<string, string> = { [PROBE_SERVICE_PID]: String(process.pid) };
+  if (typeof asked.socket === "string" && /^clankie-probe-\d+-[0-9a-f]{16}$/.test(asked.socket)) set[PROBE_SOCKET] = asked.socket;
+  const ran = await spawnAgent(`${INSTALL_DIR}/${ENTRYPOINT_NAME}`, [PROBE_AGENT_FLAG], { env: set, reject: false, timeout: PROBE_TIMEOUT_MS, stdin: "ignore" });
+  return { status: ran.exitCode ?? null, signal: ran.signal ?? null, stdout: String(ran.stdout ?? ""), stderr: String(ran.stderr ?? ""), ...(ran.timedOut ? { error: "ETIMEDOUT" } : {}) };
+}
+
+/** The probe's variables (src/self-check/probe-agent.ts): the service's pid, and the audit's socket. */
+const PROBE_SERVICE_PID = "CLANKIE_PROBE_SERVICE_PID";
+const PROBE_SOCKET = "CLANKIE_PROBE_SOCKET";
 
 export interface SpawnAgentOptions extends Omit<SystemExecOptions, "cwd" | "detached" | "trustedUids" | "pass" | "killSignal"> {
   /** Working directory of the agent command (default /workspace). */
@@ -201,10 +239,10 @@ export function spawnAgent<OptionsType extends SpawnAgentOptions = {}>(command: 
   refuseIdentityOptions(options, "spawnAgent");
   refuseUnsupportedOptions(options, "spawnAgent");
   const given: SpawnAgentOptions = options;
+  const stop = agentStopPlan(given);
   if (given.shim !== undefined) throw new Refusal(EXIT.usage, "spawnAgent: the shim option is gone: every spawn goes through the spawner", "remove shim");
   const execaOptions: Record<string, unknown> = { ...given };
   for (const name of SHIM_OPTIONS) delete execaOptions[name];
-  const stop = agentStopPlan(given);
   const { argv, env } = agentExecArguments(command, args, given);
   const { stdio, fd: markerFd } = stdioWithMarker(given);
   // The holder's control fd, after the marker: how the job ended (src/service/spawner-client.ts).

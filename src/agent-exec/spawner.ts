@@ -26,12 +26,11 @@
  */
 import { createInterface } from "node:readline";
 import { Socket } from "node:net";
-import type { ChildProcess } from "node:child_process";
 import { type Identities, readIdentities } from "../accounts.ts";
 import { AGENT_EXEC_PATH, EXIT, SPAWNER_FD_VARIABLE, STARTED_FD_VARIABLE, TOOLS } from "../constants.ts";
 import { uncarried } from "../exec/environment.ts";
 import { resolveCommand } from "../exec/rules.ts";
-import { startChild } from "../exec/start-child.ts";
+import { type ChildProcess, startChild } from "../exec/start-child.ts";
 import { syscallNumbers } from "../os/syscalls.ts";
 import { readStatus } from "../os/proc-status.ts";
 import { formatRefusal, OsFailure, Refusal } from "../report.ts";

@@ -16,7 +16,7 @@
 import { existsSync, lstatSync } from "node:fs";
 import { type Identities, readIdentities } from "../accounts.ts";
 import { privateGroupsOf } from "../private-groups.ts";
-import { AGENT_EXEC_PATH, SPAWNER_FD, SPAWNER_FD_VARIABLE, STATE_DIR, SYSTEM_PATH, TOOLS } from "../constants.ts";
+import { SPAWNER_FD, SPAWNER_FD_VARIABLE, STATE_DIR, SYSTEM_PATH, TOOLS } from "../constants.ts";
 import { execReplace, prepareExec } from "../exec/replace.ts";
 import { readStatus } from "../os/proc-status.ts";
 import { osCall, printInfo, printWarning } from "../report.ts";
@@ -46,7 +46,7 @@ function checkLaunch(command: readonly string[]): Extract<LaunchMode, { mode: "r
 /** Phase: every program the root phase and the drop will run passes the exec rules now, not after the walk. */
 function vetPrograms(command: readonly string[], ids: Identities): { servicePath: string; tini: boolean } {
   const tini = existsSync(TOOLS.tini);
-  for (const tool of [TOOLS.setpriv, TOOLS.perl, AGENT_EXEC_PATH, ...(tini ? [TOOLS.tini] : [])]) prepareExec({ command: tool, args: [], env: {}, trustedUids: [0] });
+  for (const tool of [TOOLS.setpriv, TOOLS.perl, ...(tini ? [TOOLS.tini] : [])]) prepareExec({ command: tool, args: [], env: {}, trustedUids: [0] });
   return { servicePath: prepareExec({ command: command[0]!, args: [], env: {}, trustedUids: [0, ids.service.uid] }).path, tini };
 }
 

@@ -10,6 +10,8 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { prepareExec } from "./replace.ts";
 import type { ExecRequest } from "./replace.ts";
 
+export type { ChildProcess };
+
 export interface ChildRequest extends ExecRequest {
   /** stderr piped back to the spawner (the stage's one line), else ignored. */
   stderr: "pipe" | "ignore";

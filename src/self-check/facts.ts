@@ -28,6 +28,7 @@ import { codeOf, Refusal } from "../report.ts";
 import { howItEnded, octal, reasonOf, saying } from "./check.ts";
 import { type ConfinementFacts, LANDLOCK_ABI_SCRIPT, type LandlockFact, parseLandlockAnswer, SECCOMP_ACTIONS_FILE } from "./confinement.ts";
 import { excludedDirectories, IMAGE_WALK_SKIP, type ImageScan, parseImageScan, startImageScan } from "./image-scan.ts";
+import { isSpawnerCommand } from "./processes.ts";
 import { chooseJudged, handedDownByService, parseEnviron, relationTo } from "./judged.ts";
 import { KERNEL_SETTINGS } from "./kernel.ts";
 import { boundaryOf, classifyMode } from "./mode.ts";
@@ -157,17 +158,6 @@ export async function readFacts(request: { probe: boolean }) {
   const resolved = accounts.ok ? accounts.value.resolved : undefined;
   const ids = resolved && !(resolved instanceof Refusal) ? known(resolved) : unread("the users and groups of ADR 0272 are not all defined (see accounts)", ACCOUNTS_FIX);
   const serviceUid = ids.ok ? ids.value.service.uid : accounts.ok ? parsePasswd(accounts.value.passwd).find((user) => user.name === SERVICE_USER)?.uid : undefined;
-  const choice = chooseJudged(table, own, serviceUid);
-  const isSelf = choice.entry.pid === own.pid;
-  const environ: Readable<Record<string, string>> = isSelf ? { ok: true, value: process.env as Record<string, string> } : readable(() => parseEnviron(readFileSync(`/proc/${choice.entry.pid}/environ`)), failedCall("read", `/proc/${choice.entry.pid}/environ`));
-  const handed = serviceUid !== undefined && handedDownByService(table, own.pid, choice.entry.pid, serviceUid);
-  const mode = classifyMode(choice.entry.creds, environ, ids.ok ? ids.value : undefined);
-  const boundary = boundaryOf(mode.mode, { pid: choice.entry.pid, environ }, { env: process.env, handedDownByService: handed });
-  const exes = new Map<number, Readable<string>>();
-  for (const entry of table) {
-    if (entry.pid === own.pid || serviceUid === undefined || !entry.creds.uids.some((uid) => uid === serviceUid)) continue;
-    exes.set(entry.pid, readable(() => readlinkSync(`/proc/${entry.pid}/exe`, "latin1"), failedCall("readlink", `/proc/${entry.pid}/exe`)));
-  }
   // Command lines, which any process may read (the spawner's exe link is closed to a process holding fewer capabilities): how the spawner is found.
   const cmdlines = new Map<number, readonly string[]>();
   for (const entry of table) {
@@ -177,6 +167,18 @@ export async function readFacts(request: { probe: boolean }) {
     } catch {
       // ended meanwhile
     }
+  }
+  const choice = chooseJudged(table, own, serviceUid, (entry) => isSpawnerCommand(cmdlines.get(entry.pid)));
+  const isSelf = choice.entry.pid === own.pid;
+  const environ: Readable<Record<string, string>> = isSelf ? { ok: true, value: process.env as Record<string, string> } : readable(() => parseEnviron(readFileSync(`/proc/${choice.entry.pid}/environ`)), failedCall("read", `/proc/${choice.entry.pid}/environ`));
+  const handed = serviceUid !== undefined && handedDownByService(table, own.pid, choice.entry.pid, serviceUid);
+  const mode = classifyMode(choice.entry.creds, environ, ids.ok ? ids.value : undefined);
+  const boundary = boundaryOf(mode.mode, { pid: choice.entry.pid, environ }, { env: process.env, handedDownByService: handed });
+  const exes = new Map<number, Readable<string>>();
+  for (const entry of table) {
+    // The spawner's exe link is closed to the audit (it holds more capabilities): processes.spawner judges it.
+    if (entry.pid === own.pid || serviceUid === undefined || !entry.creds.uids.some((uid) => uid === serviceUid) || isSpawnerCommand(cmdlines.get(entry.pid))) continue;
+    exes.set(entry.pid, readable(() => readlinkSync(`/proc/${entry.pid}/exe`, "latin1"), failedCall("readlink", `/proc/${entry.pid}/exe`)));
   }
 
   /* 2. The image walk, started now so that it runs beside the /state walk. */

@@ -17,7 +17,8 @@ export interface JudgedChoice {
   reason: string;
 }
 
-export function chooseJudged(table: readonly ProcessEntry[], self: ProcessEntry, serviceUid: number | undefined): JudgedChoice {
+/** `spawner`: whether a process is the resident spawner, whose subtree is never the service (processes.spawner judges it). */
+export function chooseJudged(table: readonly ProcessEntry[], self: ProcessEntry, serviceUid: number | undefined, spawner: (entry: ProcessEntry) => boolean = () => false): JudgedChoice {
   if (serviceUid !== undefined) {
     const init = table.find((entry) => entry.pid === 1);
     const order: ProcessEntry[] = [];
@@ -26,7 +27,7 @@ export function chooseJudged(table: readonly ProcessEntry[], self: ProcessEntry,
     while (queue.length > 0) {
       const entry = queue.shift()!;
       // A table read over time can hold a reused pid that closes a loop.
-      if (seen.has(entry.pid)) continue;
+      if (seen.has(entry.pid) || spawner(entry)) continue;
       seen.add(entry.pid);
       order.push(entry);
       queue.push(...table.filter((child) => child.ppid === entry.pid));

@@ -13,7 +13,8 @@ import { randomBytes } from "node:crypto";
 import { createServer, type Server } from "node:net";
 import { agentGroups, type Identities } from "../accounts.ts";
 import { namesOf } from "../os/capabilities.ts";
-import { AGENT_EXEC_PATH, ENTRYPOINT_NAME, INSTALL_DIR, PROBE_AGENT_FLAG } from "../constants.ts";
+import { askLine } from "../os/fd-line.ts";
+import { AGENT_EXEC_PATH, ENTRYPOINT_NAME, INSTALL_DIR, PROBE_AGENT_FLAG, PROBE_FD_VARIABLE } from "../constants.ts";
 import type { ProcessCredentials } from "../os/proc-status.ts";
 import { Refusal } from "../report.ts";
 import { type CaptureRequest, type CaptureResult, runCapture } from "../exec/capture.ts";
@@ -185,6 +186,8 @@ export function judgeProbeAttempt(spec: AttemptCheck, report: ProbeReport, confi
 export function runProbe(at: { mode: Mode; self: ProcessCredentials; ids: Identities | undefined; servicePid: number }): ProbeRun {
   if (at.mode === "single-uid") return { kind: "single-uid" };
   if (!at.ids) return { kind: "no-ids" };
+  const relay = process.env[PROBE_FD_VARIABLE];
+  if (relay !== undefined) return runProbeThroughService(Number(relay), at.servicePid);
   const blocker = probeBlocker(at.self, at.ids);
   if (blocker) return { kind: "blocked", blocker, self: at.self };
   let result: CaptureResult;
@@ -201,6 +204,39 @@ export function runProbe(at: { mode: Mode; self: ProcessCredentials; ids: Identi
     return { kind: "ran", report: parseProbeReport(result.stdout.toString("utf8")) };
   } catch (error) {
     return { kind: "unreadable", error: reasonOf(error), stdout: result.stdout.toString("utf8") };
+  }
+}
+
+/**
+ * The probe, started by the service that runs this audit (runSelfCheck):
+ * the service holds no capability and starts agent work through the
+ * spawner, so the audit names the probe's two values on the fd the service
+ * handed it (PROBE_FD_VARIABLE), and reads back one JSON line: how the probe
+ * ended. What it reads is the service's word, as the whole audit's output is
+ * the service's to show.
+ */
+function runProbeThroughService(fd: number, servicePid: number): ProbeRun {
+  const socket = listenAbstract();
+  let text = "";
+  try {
+    text = askLine(fd, JSON.stringify({ servicePid, socket: socket?.name ?? null }));
+  } catch (error) {
+    return { kind: "unstartable", error: reasonOf(error), fix: "run the probe from the service through runSelfCheck (clankie-separate/system-exec)" };
+  } finally {
+    socket?.server.close();
+  }
+  let ended: { status: number | null; signal: string | null; stdout: string; stderr: string; error?: string };
+  try {
+    ended = JSON.parse(text) as typeof ended;
+  } catch (error) {
+    return { kind: "unstartable", error: `the service's answer is unreadable: ${reasonOf(error)}`, fix: "run the probe from the service through runSelfCheck (clankie-separate/system-exec)" };
+  }
+  const result: CaptureResult = { path: AGENT_EXEC_PATH, status: ended.status, signal: ended.signal, stdout: Buffer.from(ended.stdout), stderr: Buffer.from(ended.stderr), ...(ended.error === undefined ? {} : { error: ended.error }) };
+  if (result.error !== undefined || result.status !== 0) return { kind: "failed", result };
+  try {
+    return { kind: "ran", report: parseProbeReport(ended.stdout) };
+  } catch (error) {
+    return { kind: "unreadable", error: reasonOf(error), stdout: ended.stdout };
   }
 }
 

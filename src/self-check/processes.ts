@@ -128,8 +128,8 @@ export function judgeSpawner(table: readonly ProcessEntry[], serviceUid: number,
  * read is not passed over.
  */
 export function judgeCapabilityHolders(table: readonly ProcessEntry[], serviceUid: number, judgedPid: number, selfPid: number, exes: ReadonlyMap<number, Readable<string>>, cmdlines: ReadonlyMap<number, readonly string[]> = new Map()): Verdict {
-  // Not the service: it holds none (process.capabilities fails it otherwise), and one that holds some is judged here too.
-  const expected = new Set(lineage(table, selfPid).filter((pid) => pid !== judgedPid));
+  // The service and what is above it are judged by process.capabilities (none held); the audit and what started it.
+  const expected = new Set([...lineage(table, judgedPid), ...lineage(table, selfPid)]);
   // The spawner and the chains it starts (the grab, setpriv, a private job's shim) hold at most SETUID and SETGID.
   const spawned = new Set(spawnersOf(table, serviceUid, cmdlines).flatMap((spawner) => [...descendants(table, spawner.pid)]));
   const holders = ofUid(table, serviceUid, [...expected])

@@ -56,10 +56,10 @@ export async function signalAgent(pgid: number, signal: NodeJS.Signals, options:
   if (timeoutMs !== undefined && !(Number.isSafeInteger(timeoutMs) && timeoutMs >= 0)) {
     throw new Refusal(EXIT.usage, `signalAgent: timeoutMs ${JSON.stringify(timeoutMs)} is not a whole number of milliseconds, 0 or more`, "give timeoutMs as a whole number, or leave it out to wait for every try");
   }
-  if (options.shim !== undefined) throw new Refusal(EXIT.usage, "signalAgent: the shim option is gone: every stop goes through the spawner", "remove shim");
   if (abortSignal !== undefined && !(abortSignal instanceof AbortSignal)) {
     throw new Refusal(EXIT.usage, "signalAgent: the signal option is not an AbortSignal", "pass an AbortController's signal (the signal to send is the second argument)");
   }
+  if (options.shim !== undefined) throw new Refusal(EXIT.usage, "signalAgent: the shim option is gone: every stop goes through the spawner", "remove shim");
   // One signal for both ways of giving up, so that every wait below ends at once.
   const giveUp = new AbortController();
   let timedOut = false;

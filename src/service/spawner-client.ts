@@ -91,6 +91,13 @@ export class SpawnerChannel {
 
   #send(request: object): void {
     this.#socket!.write(`${JSON.stringify(request)}\n`);
+    this.#hold();
+  }
+
+  /** The channel keeps the service's event loop alive while an answer is awaited, and only then. */
+  #hold(): void {
+    if (this.#jobs.size > 0 || this.#waits.size > 0) this.#socket?.ref();
+    else this.#socket?.unref();
   }
 
   #lose(line: string): void {
@@ -122,12 +129,14 @@ export class SpawnerChannel {
     clearTimeout(job.timer);
     const ctl = job.holder.stdio[job.ctl] as Writable | undefined;
     ctl?.end(`${how}\n`);
+    this.#hold();
   }
 
   #reply(reply: Reply): void {
     if (reply.t === "done") {
       const done = this.#waits.get(reply.seq);
       this.#waits.delete(reply.seq);
+      this.#hold();
       done?.({ exitCode: reply.code ?? undefined, stderr: reply.stderr });
       return;
     }

@@ -16,6 +16,8 @@ import { stageSource } from "../../../src/stage/stage-source.ts";
 import { IMAGE_SCAN_SCRIPT } from "../../../src/self-check/image-scan.ts";
 import { CONFINEMENT_ATTEMPTS_SCRIPT } from "../../../src/self-check/probe-agent.ts";
 import { STATE_ACL_SCRIPT } from "../../../src/layout/state-acl.ts";
+import SPAWN_GRAB from "../../../src/perl/spawn-grab.pl";
+import SPAWNER_PAIR from "../../../src/perl/spawner-pair.pl";
 
 const test = suite("perl programs");
 
@@ -26,6 +28,8 @@ const PROGRAMS: Record<string, { source: string; flags: string[] }> = {
   "perl/image-scan.pl": { source: IMAGE_SCAN_SCRIPT, flags: [] },
   "perl/state-acl.pl": { source: STATE_ACL_SCRIPT, flags: [] },
   "perl/probe-confinement.pl": { source: CONFINEMENT_ATTEMPTS_SCRIPT, flags: [] },
+  "perl/spawn-grab.pl": { source: SPAWN_GRAB, flags: [] },
+  "perl/spawner-pair.pl": { source: SPAWNER_PAIR, flags: [] },
 };
 
 test("every .pl file under src is one of the programs checked here", () => {

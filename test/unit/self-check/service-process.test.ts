@@ -13,13 +13,16 @@ Process("formatMask: 0x and 16 lowercase hex digits", () => {
   assert.is(formatMask(0xffffffffffffffffn), "0xffffffffffffffff");
 });
 
-Process("separated: node's ids and groups, SETUID and SETGID in every set, NoNewPrivs", () => {
-  const judged = { pid: 14, name: "node", creds: creds(1000, C0, { groups: [1000, 1002] }) };
+Process("separated: node's ids and groups, no capability in any set (the bounding set too), NoNewPrivs; ADR 0272's SETUID and SETGID fail", () => {
+  const judged = { pid: 14, name: "node", creds: creds(1000, 0n, { groups: [1000, 1002] }) };
   assert.is(judgeProcessIds(judged, ids, "separated").status, "pass");
   const caps = judgeCapabilities(judged, "separated");
-  assert.is(caps.status, "pass");
-  assert.equal((caps.found.sets as any).CapBnd, { mask: "0x00000000000000c0", names: ["SETGID", "SETUID"] });
+  assert.is(caps.status, "pass", caps.summary);
+  assert.equal((caps.found.sets as any).CapBnd, { mask: "0x0000000000000000", names: [] });
   assert.is(judgeNoNewPrivs(judged, "separated").status, "pass");
+  const adr = judgeCapabilities({ ...judged, creds: creds(1000, C0, { groups: [1000, 1002] }) }, "separated");
+  assert.is(adr.status, "fail");
+  assert.match(adr.summary, /CapInh SETGID,SETUID; .*CapBnd SETGID,SETUID \(want no capability in any set: the spawner starts agent work\)/);
 });
 
 Process("separated: a missing group, an extra capability, no NoNewPrivs each fail with a fix", () => {

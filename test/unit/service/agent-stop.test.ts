@@ -3,8 +3,10 @@ import * as assert from "uvu/assert";
 import { AgentSignalAbortError, AgentStopError, signalAgent, STOP_RETRY_DELAYS_MS } from "../../../src/service/agent-stop.ts";
 import { assertRefusal } from "../../helpers/refusal.ts";
 
-/** A root-owned program that fails every signal stage (exit 1: a retry): /bin/false stands in for the shim. */
-const FAILING_SHIM = "/bin/false";
+/*
+ * No spawner here (no CLANKIE_SPAWNER_FD): every try is answered 77 at once
+ * (a retry), as a stop to a chain still dropping is.
+ */
 
 /** The timers this process holds (process.getActiveResourcesInfo): none may outlive a settled signalAgent. */
 const timers = (): number => process.getActiveResourcesInfo().filter((name) => name === "Timeout").length;
@@ -31,7 +33,7 @@ test("an undelivered stop: 12 tries over about 6.3 s, and an error that says the
 test("signalAgent's timeoutMs gives up after that long with an AgentSignalAbortError (timedOut), leaving no timer behind", async () => {
   const before = timers();
   const started = Date.now();
-  const error = await rejection(signalAgent(4242, "SIGTERM", { shim: FAILING_SHIM, timeoutMs: 300 }));
+  const error = await rejection(signalAgent(4242, "SIGTERM", { timeoutMs: 300 }));
   const took = Date.now() - started;
   assert.instance(error, AgentSignalAbortError);
   const abort = error as AgentSignalAbortError;
@@ -48,24 +50,23 @@ test("signalAgent's signal: an abort gives up at once (its reason as cause); one
   const reason = new Error("the service is shutting down");
   setTimeout(() => controller.abort(reason), 150);
   const started = Date.now();
-  const error = await rejection(signalAgent(4242, "SIGKILL", { shim: FAILING_SHIM, signal: controller.signal }));
+  const error = await rejection(signalAgent(4242, "SIGKILL", { signal: controller.signal }));
   assert.instance(error, AgentSignalAbortError);
   assert.is((error as AgentSignalAbortError).timedOut, false);
   assert.is((error as AgentSignalAbortError).cause, reason);
   assert.ok(Date.now() - started < 1500, `gave up after ${Date.now() - started} ms`);
-  // A shim path that does not exist would be refused as soon as a stage starts: none does.
-  const early = await rejection(signalAgent(4242, "SIGKILL", { shim: "/nonexistent/shim", signal: AbortSignal.abort(reason) }));
+  const early = await rejection(signalAgent(4242, "SIGKILL", { signal: AbortSignal.abort(reason) }));
   assert.instance(early, AgentSignalAbortError);
 });
 
 test("signalAgent refuses a timeoutMs that is not a whole number of milliseconds (64), and a signal that is no AbortSignal", async () => {
   for (const timeoutMs of [-1, 1.5, Number.NaN, Infinity]) {
-    const error = await rejection(signalAgent(4242, "SIGTERM", { shim: FAILING_SHIM, timeoutMs }));
+    const error = await rejection(signalAgent(4242, "SIGTERM", { timeoutMs }));
     assertRefusal(() => {
       throw error;
     }, { exitCode: 64, what: `signalAgent: timeoutMs ${JSON.stringify(timeoutMs)} is not a whole number of milliseconds, 0 or more`, fix: "give timeoutMs as a whole number, or leave it out to wait for every try" });
   }
-  const error = await rejection(signalAgent(4242, "SIGTERM", { shim: FAILING_SHIM, signal: "SIGTERM" as never }));
+  const error = await rejection(signalAgent(4242, "SIGTERM", { signal: "SIGTERM" as never }));
   assertRefusal(() => {
     throw error;
   }, { exitCode: 64, what: "signalAgent: the signal option is not an AbortSignal", fix: "pass an AbortController's signal (the signal to send is the second argument)" });

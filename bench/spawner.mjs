@@ -1,0 +1,56 @@
+#!/usr/bin/env node
+/*
+ * The resident spawner against the per-spawn shim, paired in one run (root,
+ * the launch sandbox): bench/spawner/pair.pl alternates a capless service
+ * asking the spawner (spawnAgent) with a service holding SETUID+SETGID that
+ * starts the per-spawn shim as spawnAgent did at ca9f2fb (the same
+ * executable's shim role, which the spawner still starts for a private
+ * job). Each side reports medians (bench/spawner/driver.mjs); this prints
+ * one markdown table. A benchmark, not a test.
+ *
+ *   node bench/spawner.mjs [ROUNDS] [PAIRS]     default 15 rounds, 2 pairs
+ */
+import { chownSync } from "node:fs";
+import { loadAverage } from "./lib/machine.mjs";
+import { Body, IDS, SANDBOX_NODE, SANDBOX_REPO } from "../test/helpers/sandbox.ts";
+
+const rounds = Number(process.argv[2] ?? 15);
+const pairs = Number(process.argv[3] ?? 2);
+const body = new Body();
+try {
+  chownSync(body.state, IDS.service, IDS.service);
+  chownSync(body.workspace, IDS.service, IDS.service);
+  const loadBefore = loadAverage();
+  const run = body.run({ as: "root", direct: true, command: ["/usr/bin/perl", `${SANDBOX_REPO}/bench/spawner/pair.pl`, SANDBOX_NODE, `${SANDBOX_REPO}/bench/spawner/driver.mjs`, String(rounds), String(pairs)], timeoutMs: 1_800_000 });
+  if (run.status !== 0) throw new Error(`the sandbox exited ${run.status}: ${run.stderr}`);
+  const sides = run.stdout.split("\n").filter((line) => line.startsWith("{")).map((line) => JSON.parse(line));
+  const med = (mode, key) => {
+    const xs = sides.filter((s) => s.mode === mode).map((s) => s[key]).sort((a, b) => a - b);
+    return xs[Math.floor(xs.length / 2)];
+  };
+  const f = (x) => (typeof x === "number" ? x.toFixed(1) : String(x));
+  const rows = [
+    ["spawn of /bin/true", "true"],
+    ["1 MB out (head -c)", "out1mb"],
+    ["1 MB in (wc -c)", "in1mb"],
+    ["50 spawns of echo at once, all settled", "fifty"],
+    ["a stop of a running sleep (SIGTERM delivered)", "stop"],
+  ];
+  const lines = [
+    `load average ${loadBefore} at the start; ${rounds} rounds per side, ${pairs} pairs (sides alternate); medians in ms`,
+    "",
+    "| measure | spawner | per-spawn shim | spawner ÷ node -e 0 | shim ÷ node -e 0 | spawner ÷ shim |",
+    "|---|---|---|---|---|---|",
+    `| node -e 0 (as each service) | ${f(med("spawner", "nodeE0"))} | ${f(med("shim", "nodeE0"))} | | | |`,
+    ...rows.map(([what, key]) => {
+      const a = med("spawner", key);
+      const b = med("shim", key);
+      return `| ${what} | ${f(a)} | ${f(b)} | ${(a / med("spawner", "nodeE0")).toFixed(2)}x | ${(b / med("shim", "nodeE0")).toFixed(2)}x | ${(a / b).toFixed(2)}x |`;
+    }),
+    "",
+    `spawner RSS: ${sides.filter((s) => s.mode === "spawner").map((s) => `${f(s.rssBefore)} MB, after 1,000 more spawns ${f(s.rssAfter1000)} MB`).join("; ")}`,
+  ];
+  process.stdout.write(`${lines.join("\n")}\n`);
+} finally {
+  body.cleanup();
+}
