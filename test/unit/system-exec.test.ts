@@ -88,19 +88,25 @@ shim("spawnAgent refuses a killSignal the shim cannot deliver (64), before anyth
   }
 });
 
-shim("kill() refuses a signal the shim cannot deliver; kill(0) sends nothing and says whether the command runs", async () => {
-  // /usr/bin/env as the shim runs the command as this uid, so that it can be cleaned up here.
-  const child = spawnAgent("/bin/sleep", ["5"], { shim: "/usr/bin/env", reject: false });
-  try {
-    assertRefusal(() => child.kill("SIGABRT"), { exitCode: EXIT.usage, what: `kill() "SIGABRT": the shim delivers only ${SIGNALS_LIST} to agent work`, fix: SIGNALS_FIX });
-    assert.is(child.kill(0), true);
-  } finally {
-    process.kill(-child.pid!, "SIGKILL");
-  }
+shim("without a spawner (today's single-uid launch), spawnAgent ends refused (77, one line, nothing ran); kill() refuses a signal the spawner cannot deliver", async () => {
+  const child = spawnAgent("/bin/sleep", ["5"], { reject: false });
+  assertRefusal(() => child.kill("SIGABRT"), { exitCode: EXIT.usage, what: `kill() "SIGABRT": the shim delivers only ${SIGNALS_LIST} to agent work`, fix: SIGNALS_FIX });
   const result = await child;
-  assert.is(result.signal, "SIGKILL");
+  assert.is(result.exitCode, EXIT.launchRefused);
+  assert.is(result.started, false);
+  assert.is(result.refused, true);
+  assert.match(result.refusal!.line!, /^clankie-agent-exec: no spawner: this body runs single-uid/);
   assert.is(child.kill(0), false);
-  assert.is(child.kill(), false, "nothing is sent once the command has exited: its pid may be someone else's");
+  assert.is(child.kill(), false, "nothing is sent once the job has ended");
+});
+
+shim("systemExec, runSelfCheck and spawnAgent refuse execa's node, nodePath and nodeOptions (64) before anything starts: never passed", () => {
+  const asAny = (o: object) => o as never;
+  for (const [where, call] of [["systemExec", (o: object) => systemExec("/bin/true", [], asAny(o))], ["runSelfCheck", (o: object) => runSelfCheck([], asAny(o))], ["spawnAgent", (o: object) => spawnAgent("/bin/true", [], asAny(o))]] as const) {
+    for (const name of ["node", "nodePath", "nodeOptions"]) {
+      assertRefusal(() => call({ [name]: name === "node" ? true : name === "nodePath" ? "/workspace/planted" : ["--require", "/workspace/x.js"] }), { exitCode: EXIT.usage, what: `${where}: the ${name} option is not accepted: this package starts only the program it names, as it names it`, fix: `remove ${name}` });
+    }
+  }
 });
 
 shim("systemExec, runSelfCheck and spawnAgent refuse execa's uid and gid options (64) before anything starts", () => {
