@@ -662,8 +662,7 @@ itemTest(image, "6. resource abuse under --pids-limit and --memory: fork bomb an
   const memory = eventOf(abuse, "memory-hog")!;
   process.stdout.write(`\n   fork bomb: at most ${maxAgents} agent processes (--nproc ${nproc}; other tasks of uid ${AGENT} on the host ${others.min}-${others.max}); memory hog: ${String(memory.signal)}; /health ${probes - failures}/${probes}\n`);
 
-  assert.is(bomb.exitCode, 0, "the fork bomb ran until its own deadline");
-  assert.ok(maxAgents >= (nproc - others.max) / 2, `the fork bomb grew (${maxAgents} agent processes at most, room for ${nproc - others.max})`);
+  assert.is(bomb.exitCode, 0, `the fork bomb ran until its own deadline and one of its forks failed with EAGAIN: it met its limit (exit 3: it never did; ${maxAgents} agent processes seen at most, room for ${nproc - others.max})`);
   assert.ok(maxAgents <= nproc - others.min, `RLIMIT_NPROC (--nproc ${nproc}, ${others.min} of it taken elsewhere) held the agent (${maxAgents})`);
   assert.is(cgroupCounters(pidsDir, "pids.events").max ?? 0, 0, "the container's pids limit was never reached: the agent's own limit stopped the bomb first");
   assert.is(memory.signal, "SIGKILL", "the memory hog was killed");
