@@ -195,6 +195,7 @@ export const CHECKS: Check[] = [
 
 const CALLER_TEST: Record<string, string[]> = { "test/unit/agent-exec/caller.test.ts": ["refusals, each with its exit code and fix"] };
 const CLI_TEST: Record<string, string[]> = { "test/unit/agent-exec/cli.test.ts": [] };
+const RUN_TEST = "test/unit/agent-exec/run.test.ts";
 const shim = (id: string, file: string, find: string, tests: Record<string, string[]>, to: string | null = ");"): Check => ({ id: `shim.${id}`, file, find, to, replace: "{}", tests });
 
 CHECKS.push(
@@ -225,10 +226,10 @@ CHECKS.push(
   shim("fds.handed-cloexec", "src/agent-exec/descriptors.ts", "throw new Refusal(EXIT.usage, `${what}: fd ${fd} is close-on-exec here", { "test/unit/agent-exec/descriptors.test.ts": ["checkHandedDescriptor: a kept fd or the started marker that is not open, or is close-on-exec, is refused (64)"] }),
 
   /* ---- the shim: its session, its tools, the signal's target ---- */
-  shim("run.terminal", "src/agent-exec/run.ts", 'throw new Refusal(EXIT.launchRefused, "the shim leads a session that has a controlling terminal"', { [AGENT_SANDBOX]: ["a shim that leads a session with a controlling terminal is refused (77, one line) before the drop; without the terminal it runs"] }),
-  shim("run.group-leader", "src/agent-exec/run.ts", 'throw new Refusal(EXIT.launchRefused, "the shim leads a process group but not a session', { [AGENT_SANDBOX]: ["a shim that leads its process group but not a session is refused (77, one line) before the drop"] }),
+  shim("run.terminal", "src/agent-exec/run.ts", 'throw new Refusal(EXIT.launchRefused, "the shim leads a session that has a controlling terminal"', { [RUN_TEST]: ["sessionPlan: a session leader holding a controlling terminal is refused (77)"] }),
+  shim("run.group-leader", "src/agent-exec/run.ts", 'throw new Refusal(EXIT.launchRefused, "the shim leads a process group but not a session', { [RUN_TEST]: ["sessionPlan: a process-group leader that does not lead its session is refused (77): setsid(2) would fail with EPERM"] }),
   shim("run.perl-rules", "src/agent-exec/run.ts", "prepareExec({ command: TOOLS.perl, args: [], env: {}, trustedUids: [0] });", { [AGENT_SANDBOX]: ["a perl that others could write is refused by the shim's own exec rules (126, one line) although the launch trusted it"] }, null),
-  shim("run.own-group", "src/agent-exec/run.ts", "throw new Refusal(EXIT.usage, `--pgid ${request.pgid} is the process group of clankie-agent-exec", { "test/sandbox/agent-stop.test.ts": ["signalAgent given the service's own process group: exit 64, one line; control: as the agent the kill reaches only the caller and reports success"] }),
+  shim("run.own-group", "src/agent-exec/run.ts", "throw new Refusal(EXIT.usage, `--pgid ${pgid} is the process group of clankie-agent-exec", { [RUN_TEST]: ["checkSignalTarget: the shim's own group and its caller's are refused (64); any other group passes to the stage"] }),
 
   /* ---- the private-job code: the pool ---- */
   shim("pool.members", "src/private-groups.ts", "throw new Refusal(EXIT.noUser, `group ${name} has members", { "test/unit/private-groups.test.ts": [], "test/unit/agent-exec/private-job.test.ts": ["a wrong pool refuses a private spawn and a release by hand (67), before anything of /run/clankie-private is read"] }),
