@@ -631,6 +631,71 @@ rootTest(test, "a service command the agent could have written is refused before
   });
 });
 
+rootTest(test, "a setpriv or perl that others could write is refused before anything changes (exit 126); the service command's rules run in the same phase", () => {
+  inBody(legacyBody(), (body) => {
+    // A copy of setpriv, root's, bound over /usr/bin/setpriv: 0757 (the launch's own setpriv runs it before the entrypoint), 0755 for the control.
+    // setpriv runs last (the drop): without this phase's check the walk would have changed /state before the drop's exec refused it.
+    const setpriv = join(body.dir, "setpriv");
+    writeFileSync(setpriv, readFileSync("/usr/bin/setpriv"));
+    const before = treeDigest(body.state);
+    chmodSync(setpriv, 0o757);
+    const run = body.run({ as: "root", command: ["/bin/true"], binds: [[setpriv, "/usr/bin/setpriv", "ro"]] });
+    assert.is(run.stderr, "clankie-separate: refusing to execute /usr/bin/setpriv: /usr/bin/setpriv is writable by group or other (mode 757); install programs that root or the service run in a root-owned directory that only root can write (for example /usr/local/bin)\n");
+    assert.is(run.status, 126);
+    assert.is(treeDigest(body.state), before, "/state untouched");
+    chmodSync(setpriv, 0o755);
+    const control = body.run({ as: "root", command: ["/bin/true"], binds: [[setpriv, "/usr/bin/setpriv", "ro"]] });
+    assert.is(control.status, 0, control.stderr);
+  });
+});
+
+rootTest(test, "/workspace or /state that is not a directory is refused (65, one line), nothing changed", () => {
+  for (const [name, what] of [["state", "/state is a file, not a directory"], ["workspace", "/workspace is not a directory"]] as const) {
+    inBody(legacyBody(), (body) => {
+      const path = name === "state" ? body.state : body.workspace;
+      rmSync(path, { recursive: true, force: true });
+      writeFileSync(path, "a file, not a volume\n", { mode: 0o644 });
+      const run = body.run({ as: "root", command: ["/bin/true"] });
+      assert.is(run.stderr, `clankie-separate: ${what}; mount a volume (a directory) at /${name}\n`);
+      assert.is(run.status, 65);
+      const st = listTree(path)[0]!;
+      assert.is(`${st.uid}:${st.gid} ${octal(st.mode)}`, "0:0 0644", "the file untouched");
+    });
+  }
+});
+
+rootTest(test, "today's launch (node, no capabilities): a service command that others could write is refused (126, one line) by the exec that would replace the entrypoint", () => {
+  inBody(legacyBody(), (body) => {
+    writeFileSync(join(body.workspace, "service.sh"), "#!/bin/sh\necho ran\n", { mode: 0o755 });
+    chmodSync(body.workspace, 0o777);
+    const run = body.run({ as: "node", command: ["/workspace/service.sh"] });
+    assert.is(run.stderr, "clankie-separate: refusing to execute /workspace/service.sh: /workspace is writable by group or other (mode 777); install programs that root or the service run in a root-owned directory that only root can write (for example /usr/local/bin)\n");
+    assert.is(run.status, 126);
+    assert.is(run.stdout, "");
+    // The control: closed again, the same command runs as it is.
+    chmodSync(body.workspace, 0o755);
+    const control = body.run({ as: "node", command: ["/workspace/service.sh"] });
+    assert.is(control.stdout, "ran\n", control.stderr);
+    assert.is(control.status, 0);
+  });
+});
+
+rootTest(test, "systemExec refuses a setpriv that others could write (126) before anything starts; control: closed, it runs the program", () => {
+  inBody(legacyBody(), (body) => {
+    // Today's launch execs the service without looking at setpriv: systemExec's own gate is all that stands before it.
+    const setpriv = join(body.dir, "setpriv");
+    writeFileSync(setpriv, readFileSync("/usr/bin/setpriv"));
+    const run = (mode: number) => {
+      chmodSync(setpriv, mode);
+      return body.run({ as: "node", command: [...SERVICE, "gate"], binds: [[setpriv, "/usr/bin/setpriv", "ro"]] });
+    };
+    const writable = run(0o757);
+    assert.is(writable.stdout, "refused 126: refusing to execute /usr/bin/setpriv: /usr/bin/setpriv is writable by group or other (mode 757)\n", writable.stderr);
+    const control = run(0o755);
+    assert.is(control.stdout, "ran 0\n", control.stderr);
+  });
+});
+
 rootTest(test, "the verification stage refuses a process that is not what the drop asked for (exit 70)", () => {
   inBody(legacyBody(), (body) => {
     // The stage exactly as the entrypoint execs it after setpriv, but started as node without the drop.

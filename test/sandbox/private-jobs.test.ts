@@ -381,8 +381,16 @@ rootTest(test, "a cleanup stage that cannot be run, or is killed, fails the rele
     assert.is(unrun.stderr, "clankie-agent-exec: the cleanup of /run/clankie-private/0 failed: EACCES; report this with the command line used\n");
     assert.is(unrun.stdout, "exit 71\n0\npid-99999\n");
     // A process of node's holding group 1100 keeps the stage looking (it cannot end it) while an agent process kills the stage.
-    // ([l]ease: the killer's own command line does not match.)
-    const holder = "setpriv --reuid=1000 --regid=1000 --groups=1100 sleep 30 & setpriv --reuid=1001 --regid=1001 --clear-groups sh -c 'while :; do pkill -KILL -f \"[l]ease=/run/clankie-private/0\"; sleep 0.05; done' &";
+    // ([l]ease: the killer's own command line does not match.) The killer
+    // picks processes whose real uid is already the agent's (pkill -U): the
+    // stage's command line is setpriv's, as node, until setpriv has dropped to
+    // the agent, and a kill(2) of it then fails (EPERM) with a line on stderr.
+    // A process of node's with that command line (the decoy) stands for that
+    // moment throughout the run, so that a killer that would try it fails here
+    // every time, not only when the load lets it catch setpriv.
+    const decoy = "setpriv --reuid=1000 --regid=1000 --clear-groups perl -e 'sleep 30' lease=/run/clankie-private/0 &";
+    const killer = "setpriv --reuid=1001 --regid=1001 --clear-groups sh -c 'while :; do pkill -U 1001 -KILL -f \"[l]ease=/run/clankie-private/0\"; sleep 0.05; done' &";
+    const holder = `setpriv --reuid=1000 --regid=1000 --groups=1100 sleep 30 & ${decoy} ${killer}`;
     const killed = body.run({ as: "root", direct: true, command: layoutThen(holder, ["/bin/sh", "-c", `${SHIM} --private-cleanup 99999; echo "exit $?"; ${ls}`]) });
     assert.is(killed.stderr, "clankie-agent-exec: the cleanup stage of /run/clankie-private/0 was killed by SIGKILL; report this with the command line used\n");
     assert.is(killed.stdout, "exit 71\n0\npid-99999\n");

@@ -1,11 +1,11 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { NO_EXTRA_CONFINEMENT } from "../../src/confinement.ts";
 import { parseAgentExecArgs } from "../../src/agent-exec/cli.ts";
-import { EXIT, SYSTEM_PATH } from "../../src/constants.ts";
+import { ENTRYPOINT_NAME, EXIT, INSTALL_DIR, SYSTEM_PATH } from "../../src/constants.ts";
 import { carried, isAllowlisted, uncarried } from "../../src/exec/environment.ts";
 import { agentExecArguments, buildEnvironment, runSelfCheck, spawnAgent, systemExec } from "../../src/system-exec.ts";
 import { withProcessEnv } from "../helpers/process-env.ts";
@@ -114,7 +114,7 @@ shim("systemExec, runSelfCheck and spawnAgent refuse execa's uid and gid options
 });
 
 shim("a code-loading variable cannot be named for the agent (it would reach prlimit and setpriv, which hold SETUID)", () => {
-  assert.is(catchRefusal(() => agentExecArguments("true", [], { env: { LD_PRELOAD: "/x.so" } })).exitCode, EXIT.usage);
+  assertRefusal(() => agentExecArguments("true", [], { env: { LD_PRELOAD: "/x.so" } }), { exitCode: EXIT.usage, what: "LD_PRELOAD: variables that load code are never passed to agent work", fix: "do not pass it" });
 });
 
 shim("systemExec and runSelfCheck refuse a code-loading name in env, as in pass (64), before anything starts; control: the same call with another name runs", async () => {
@@ -140,6 +140,34 @@ shim("systemExec and runSelfCheck refuse a code-loading name in env, as in pass 
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+shim("systemExec refuses a program the exec rules refuse (126) before anything starts; control: a shell of the system runs it", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "clankie-gate-"));
+  try {
+    // A script in a directory others may write (the temporary directory): what runs would be anyone's, with the service's SETUID and SETGID held by setpriv.
+    const marker = join(dir, "ran");
+    const program = join(dir, "program");
+    writeFileSync(program, `#!/bin/sh\necho ran > ${marker}\n`);
+    chmodSync(program, 0o755);
+    const refusal = catchRefusal(() => systemExec(program, []));
+    assert.is(refusal.exitCode, EXIT.notExecutable);
+    assert.match(refusal.message, new RegExp(`^refusing to execute ${program}: .* is writable by group or other \\(mode 1?777\\)$`));
+    assert.not.ok(existsSync(marker), "nothing started");
+    // The control: the same command run by a shell of the system runs.
+    const result = await systemExec("/bin/sh", [program]);
+    assert.is(result.exitCode, 0);
+    assert.is(readFileSync(marker, "utf8"), "ran\n");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+shim("runSelfCheck refuses an entrypoint that is missing or that others could write (126/127) before anything starts", () => {
+  const entrypoint = `${INSTALL_DIR}/${ENTRYPOINT_NAME}`;
+  // Outside the image the entrypoint is not installed: the gate finds nothing to run (an image runs its own audit test, test/image).
+  assert.not.ok(existsSync(entrypoint), `${entrypoint} is installed here: this test needs a host without it`);
+  assertRefusal(() => runSelfCheck(["--json"]), { exitCode: EXIT.notFound, what: `${entrypoint}: no such file`, fix: "check the command's path" });
 });
 
 shim.run();

@@ -1,4 +1,4 @@
-import { accessSync, chmodSync, chownSync, constants, existsSync, lstatSync, mkdirSync, mkdtempSync, rmdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { accessSync, chmodSync, chownSync, constants, copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, rmdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { suite } from "uvu";
@@ -279,6 +279,29 @@ function withTrustedScratch(name: string, fn: (dir: string) => void, needsRoot =
   if (needsRoot) rootTest(trust, name, body);
   else trust(name, body);
 }
+
+withTrustedScratch("what execve(2) would refuse is refused before it, each with its own line: a directory, a file without x, a relative #! interpreter, neither ELF nor #!, a path through a file; control: the same file made runnable passes", (dir) => {
+  const gate = (command: string) => prepareExec({ command, args: [], env: {}, trustedUids: TRUSTED });
+  assertRefusal(() => gate(dir), { exitCode: EXIT.notExecutable, what: `${dir}: not a regular file`, fix: "name an executable file" });
+  const elf = join(dir, "elf");
+  copyFileSync("/bin/true", elf);
+  chmodSync(elf, 0o644);
+  assertRefusal(() => gate(elf), { exitCode: EXIT.notExecutable, what: `${elf}: not executable by uid ${EUID}`, fix: "check the file's mode and owner" });
+  chmodSync(elf, 0o755);
+  assert.is(gate(elf).path, elf, "the control: an ELF with its x bits");
+  const relative = join(dir, "relative");
+  writeFileSync(relative, "#!sh\nexit 0\n", { mode: 0o755 });
+  chmodSync(relative, 0o755);
+  assertRefusal(() => gate(relative), { exitCode: EXIT.notExecutable, what: `${relative}: #! line names no absolute interpreter`, fix: "fix the script's #! line" });
+  const text = join(dir, "text");
+  writeFileSync(text, "exit 0\n");
+  chmodSync(text, 0o755);
+  assertRefusal(() => gate(text), { exitCode: EXIT.notExecutable, what: `${text}: not an ELF binary or #! script (execve would fail with ENOEXEC)`, fix: "name an executable program" });
+  writeFileSync(text, "#!/bin/sh\nexit 0\n");
+  assert.is(gate(text).path, text, "the control: the same file with a #! line");
+  const through = join(text, "below");
+  assertRefusal(() => gate(through), { exitCode: EXIT.notExecutable, what: `${through}: cannot be resolved (ENOTDIR)` });
+});
 
 withTrustedScratch("a file in a clean chain passes; making one directory group-writable refuses it", (dir) => {
   const program = writeProgram(join(dir, "prog"));

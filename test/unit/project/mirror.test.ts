@@ -23,7 +23,6 @@ const BLACK_BOX = "a role's privileged entry: run as the built executable by tes
 export const UNTESTED_ALONE: Record<string, string> = {
   "main.ts": BLACK_BOX,
   "agent-exec/main.ts": BLACK_BOX,
-  "agent-exec/run.ts": BLACK_BOX,
   "agent-exec/start.ts": BLACK_BOX,
   "agent-exec/private-start.ts": BLACK_BOX,
   "entrypoint/start.ts": BLACK_BOX,
