@@ -261,12 +261,3 @@ export function seccompMode(pid: number): string | undefined {
     return undefined;
   }
 }
-
-/** A variable of the process's environment, read from /proc/<pid>/environ (root on the host may). */
-export function environOf(pid: number, name: string): string | undefined {
-  try {
-    return readFileSync(`/proc/${pid}/environ`, "utf8").split("\0").find((v) => v.startsWith(`${name}=`))?.slice(name.length + 1);
-  } catch {
-    return undefined;
-  }
-}
