@@ -859,7 +859,7 @@ itemTest(image, "k8s. docs/launch.md's Kubernetes manifest under podman kube pla
       const m = mountOf(service.pid, mount);
       const size = memoryEmptyDirs(manifest).find((d) => d.name === `body-${owner}-${dir}`)?.sizeBytes;
       assert.is(m?.fstype, "tmpfs", `${mount} is a tmpfs`);
-      assert.ok(m!.options.includes("nosuid") && m!.options.includes("nodev"), `${mount} is nosuid,nodev (${m!.options.join(",")})`);
+      assert.ok(m!.options.includes("nosuid") && m!.options.includes("nodev") && !m!.options.includes("noexec"), `${mount} is nosuid,nodev and allows exec (${m!.options.join(",")})`);
       assert.ok(size !== undefined && m!.superOptions.includes(`size=${size / 1024}k`), `${mount}'s size is the manifest's sizeLimit (${m!.superOptions.join(",")})`);
     }
     for (const mount of ["/state", "/workspace"]) assert.ok(["nosuid", "nodev"].every((o) => mountOptions(service.pid, mount).includes(o)), `${mount} is nosuid,nodev`);
