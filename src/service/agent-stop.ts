@@ -52,12 +52,55 @@ export class AgentSignalAbortError extends Error {
 }
 
 /**
+ * The signal stage answered, and refused: `gone` (exit 65) the process
+ * group does not exist, so the job has ended (or never was one); else (64)
+ * the group is the service's own or the stage's, never agent work's.
+ * Nothing was signalled. Told apart from AgentStopError (not delivered: the
+ * job may still run) and AgentSignalAbortError (given up) by `instanceof`.
+ */
+export class AgentSignalError extends Error {
+  override readonly name = "AgentSignalError";
+  readonly pgid: number;
+  readonly signal: NodeJS.Signals;
+  /** The stage's exit code (README, "Exit codes"): 65 no such group, 64 not agent work's group. */
+  readonly exitCode: number;
+  /** exitCode 65: no such process group; the job has ended. */
+  readonly gone: boolean;
+  /** The stage's one line (`clankie-agent-exec: <what is wrong>; <how to fix it>`), when it printed one. */
+  readonly line: string | undefined;
+  constructor(pgid: number, signal: NodeJS.Signals, exitCode: number, line: string | undefined, cause?: unknown) {
+    super(`signalAgent: ${signal} to agent process group ${pgid} was refused (exit ${exitCode})${line === undefined ? "" : `: ${line}`}`, { cause });
+    this.pgid = pgid;
+    this.signal = signal;
+    this.exitCode = exitCode;
+    this.gone = exitCode === EXIT.dataRefused;
+    this.line = line;
+  }
+}
+
+/** What signalAgent rejects with: refused by the stage (gone, 65), not delivered after every try, given up, or a Refusal of its options or of the shim's file. */
+export type SignalAgentError = AgentSignalError | AgentStopError | AgentSignalAbortError | Refusal;
+
+/** Whether a failure is a signal stage's own end (it ran and exited with a status), not the package's Refusal or AgentStopError. */
+function stageEnded(error: unknown): boolean {
+  return !(error instanceof Refusal) && !(error instanceof AgentStopError) && typeof (error as { exitCode?: unknown } | undefined)?.exitCode === "number";
+}
+
+/** Pure: the stage's refusal (how it ended, an execa result or error) as an AgentSignalError. */
+export function signalRefusal(pgid: number, signal: NodeJS.Signals, ended: unknown): AgentSignalError {
+  const { exitCode, stderr } = (ended ?? {}) as { exitCode?: unknown; stderr?: unknown };
+  const line = String(stderr ?? "").split("\n").map((text) => text.trim()).filter((text) => text !== "").at(-1);
+  return new AgentSignalError(pgid, signal, typeof exitCode === "number" ? exitCode : EXIT.osError, line, ended);
+}
+
+/**
  * Delivers a signal to an agent process group, as the agent, retried as the
  * stops of spawnAgent are (STOP_RETRY_DELAYS_MS). Resolves with the result
- * of the stage that delivered it; rejects with the stage's failure when the
- * group does not exist (exit 65) or the command line is refused (64), with
- * an AgentStopError when every try failed, and with an AgentSignalAbortError
- * when `signal` aborts or `timeoutMs` passes first.
+ * of the stage that delivered it; rejects (never throws: a bad option is a
+ * rejected Refusal too) with an AgentSignalError when the stage refuses:
+ * the group does not exist (exit 65, `gone`) or is not agent work's (64);
+ * with an AgentStopError when every try failed, and with an
+ * AgentSignalAbortError when `signal` aborts or `timeoutMs` passes first.
  */
 export async function signalAgent(pgid: number, signal: NodeJS.Signals, options: SignalAgentOptions = {}): Promise<Result> {
   const { timeoutMs, signal: abortSignal } = options;
@@ -80,8 +123,8 @@ export async function signalAgent(pgid: number, signal: NodeJS.Signals, options:
   try {
     const outcome = await deliverWithRetries(pgid, signal, options.shim ?? AGENT_EXEC_PATH, () => true, giveUp.signal);
     if (outcome.kind === "delivered") return outcome.result;
-    if (outcome.kind === "failed") throw outcome.error;
-    if (outcome.kind === "gone") throw outcome.ended;
+    if (outcome.kind === "gone") throw signalRefusal(pgid, signal, outcome.ended);
+    if (outcome.kind === "failed") throw stageEnded(outcome.error) ? signalRefusal(pgid, signal, outcome.error) : outcome.error;
     throw new AgentSignalAbortError(pgid, signal, timedOut, giveUp.signal.reason);
   } finally {
     clearTimeout(timer);

@@ -321,10 +321,10 @@ rootTest(test, "attacked: signalAgent by hand is retried until a stage gets thro
 });
 
 rootTest(test, "signalAgent given the service's own process group: exit 64, one line; control: as the agent the kill reaches only the caller and reports success", () => {
-  const o = scenario("own-group") as unknown as { pgid: number; results: { signal: string; exitCode: number | null; stderr: string; killedBy: string | null }[]; control: { code: number; out: string } };
+  const o = scenario("own-group") as unknown as { pgid: number; results: { signal: string; name: string | null; exitCode: number | null; gone: boolean | null; line: string | null }[]; control: { code: number; out: string } };
   for (const r of o.results) {
-    assert.is(r.exitCode, 64, JSON.stringify(r));
-    assert.is(r.stderr, `clankie-agent-exec: --pgid ${o.pgid} is the process group of clankie-agent-exec or of its caller, not agent work's; pass the process group of a job spawnAgent started (its child.pid)`);
+    assert.equal({ name: r.name, exitCode: r.exitCode, gone: r.gone }, { name: "AgentSignalError", exitCode: 64, gone: false }, JSON.stringify(r));
+    assert.is(r.line, `clankie-agent-exec: --pgid ${o.pgid} is the process group of clankie-agent-exec or of its caller, not agent work's; pass the process group of a job spawnAgent started (its child.pid)`);
   }
   assert.equal(o.control, { code: 0, out: "self\n1\n" });
 });
