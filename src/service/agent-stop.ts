@@ -52,6 +52,25 @@ export class AgentSignalAbortError extends Error {
 }
 
 /**
+ * Signals that do not end a process by default (signal(7): Cont, Stop,
+ * Ign): sending one is no stop. Every other signal the shim delivers ends a
+ * process that does not catch it.
+ */
+const NOT_STOPS: ReadonlySet<NodeJS.Signals> = new Set(["SIGCONT", "SIGSTOP", "SIGTSTP", "SIGWINCH"]);
+
+/** Pure: whether sending `signal` asks the job to end. */
+export function isStop(signal: NodeJS.Signals): boolean {
+  return !NOT_STOPS.has(signal);
+}
+
+/**
+ * The jobs spawnAgent started that still run, by process group: signalAgent
+ * tells a job's stop handler (routeKillsThroughShim) that a stop was asked
+ * for, so that a job stopped by hand settles as one stopped by kill() does.
+ */
+const runningJobs = new Map<number, (signal: NodeJS.Signals) => void>();
+
+/**
  * The signal stage answered, and refused: `gone` (exit 65) the process
  * group does not exist, so the job has ended (or never was one); else (64)
  * the group is the service's own or the stage's, never agent work's.
@@ -121,6 +140,8 @@ export async function signalAgent(pgid: number, signal: NodeJS.Signals, options:
   if (abortSignal?.aborted) onAbort();
   else abortSignal?.addEventListener("abort", onAbort, { once: true });
   try {
+    // Asked for now, delivered or not (as kill() counts it): a job spawnAgent started settles within its bound from here.
+    runningJobs.get(pgid)?.(signal);
     const outcome = await deliverWithRetries(pgid, signal, options.shim ?? AGENT_EXEC_PATH, () => true, giveUp.signal);
     if (outcome.kind === "delivered") return outcome.result;
     if (outcome.kind === "gone") throw signalRefusal(pgid, signal, outcome.ended);
@@ -184,6 +205,19 @@ const TRY_TIMEOUT_MS = 5_000;
  * in the pipe, and Node reads it within a few event-loop turns.
  */
 export const PIPE_DRAIN_MS = 250;
+
+/**
+ * Pure: how long after a job's exit (at `now`) the service closes its end
+ * of the job's pipes, or undefined when the job was not stopped (it is
+ * waited for as execa waits). When the force-kill is (or would have been)
+ * due: the stop's request plus forceKillAfterDelay, PIPE_DRAIN_MS after
+ * the exit at the earliest.
+ */
+export function pipeCloseDelay(stoppedAt: number | undefined, forceKillAfterDelay: number | false, now: number): number | undefined {
+  if (stoppedAt === undefined) return undefined;
+  const forceDue = forceKillAfterDelay === false ? stoppedAt : stoppedAt + forceKillAfterDelay;
+  return Math.max(PIPE_DRAIN_MS, forceDue - now);
+}
 
 /**
  * Closes the service's end of every pipe of the subprocess (stdin, stdout,
@@ -316,6 +350,10 @@ async function deliverWithRetries(pgid: number, signal: NodeJS.Signals, shim: st
  * left the process group and is out of the stop's reach, and the promise
  * settles with the output read so far. Such a process runs on, as the
  * agent, until it ends or writes to the closed pipe (EPIPE, SIGPIPE).
+ * A stop is any signal that ends a process by default (isStop), by any
+ * route: kill() with any of them, signalAgent to the job's group (the
+ * registry above), or, when the service asked for none, the command's own
+ * death by a signal (sent from anywhere), counted from its exit.
  */
 export function routeKillsThroughShim(subprocess: ResultPromise, shim: string, plan: AgentStopPlan): ResultPromise {
   const pgid = subprocess.pid;
@@ -329,12 +367,18 @@ export function routeKillsThroughShim(subprocess: ResultPromise, shim: string, p
   let giveUp: (error: AgentStopError) => void = () => undefined;
   const undeliverable = new Promise<never>((_, reject) => (giveUp = reject));
   undeliverable.catch(() => undefined); // only ever read through the race below
-  subprocess.once("exit", () => {
+  const noteStop = (signal: NodeJS.Signals): void => {
+    if (isStop(signal)) stoppedAt ??= Date.now();
+  };
+  if (pgid !== undefined) runningJobs.set(pgid, noteStop);
+  subprocess.once("exit", (_code: number | null, killedBy: NodeJS.Signals | null) => {
     clearTimeout(forceTimer);
-    if (stoppedAt === undefined) return;
+    if (pgid !== undefined && runningJobs.get(pgid) === noteStop) runningJobs.delete(pgid);
+    // Ended by a signal the service did not send (by hand, from another tool): a stop all the same, counted from now.
+    if (killedBy !== null) stoppedAt ??= Date.now();
+    const delay = pipeCloseDelay(stoppedAt, plan.forceKillAfterDelay, Date.now());
     // A stopped job: its pipes are closed when the force-kill is (or would have been) due, whoever still holds them.
-    const forceDue = plan.forceKillAfterDelay === false ? 0 : stoppedAt + plan.forceKillAfterDelay;
-    pipeTimer = setTimeout(() => closePipes(subprocess), Math.max(PIPE_DRAIN_MS, forceDue - Date.now()));
+    if (delay !== undefined) pipeTimer = setTimeout(() => closePipes(subprocess), delay);
   });
   subprocess.once("close", () => clearTimeout(pipeTimer)); // every pipe ended on its own
 
@@ -378,8 +422,8 @@ export function routeKillsThroughShim(subprocess: ResultPromise, shim: string, p
       failedWithError = true;
       execaKill(0, error);
     }
-    // The stop that execa's timeout, cancelSignal and kill() send: the force-kill follows it, delivered or not.
-    if (signal === plan.killSignal || signal === "SIGKILL") stoppedAt ??= Date.now();
+    // Any stop counts from its request, delivered or not; the force-kill follows the one that execa's timeout, cancelSignal and kill() send.
+    noteStop(signal);
     const forceFollows = signal === plan.killSignal && plan.forceKillAfterDelay !== false;
     if (forceFollows) forceKillLater();
     void deliver(signal).then((outcome) => {

@@ -237,6 +237,22 @@ rootTest(test, "a timeout while a setsid descendant holds stdout: the promise se
   assert.equal(o.left, [{ pid: o.holder[0]!, uid: IDS.agent, name: "sleep" }], "what is left running: the descendant out of the group");
 });
 
+rootTest(test, "a stop by signalAgent or kill(), with SIGTERM, SIGINT, SIGHUP or SIGUSR1, while a setsid descendant holds stdout: every promise settles within forceKillAfterDelay of the request, with the output read", () => {
+  const o = scenario("escaped-routes") as unknown as { runs: { route: string; signal: string; force: number | null; settled: boolean; msAfterRequest: number; signalOut: string | null; stdout: string | null; sent: unknown; alive: boolean }[]; left: number };
+  assert.is(o.runs.length, 9, JSON.stringify(o));
+  for (const r of o.runs) {
+    const what = JSON.stringify(r);
+    assert.is(r.settled, true, `pending 20 s after the request: ${what}`);
+    assert.is(r.signalOut, r.signal, what);
+    assert.is(r.stdout, "before", what);
+    assert.is(r.alive, false, what);
+    // The bound: the request plus forceKillAfterDelay (default 5000 ms), with room for a loaded host.
+    const bound = r.force ?? 5000;
+    assert.ok(r.msAfterRequest >= bound - 100 && r.msAfterRequest < bound + 4000, `settled ${r.msAfterRequest} ms after the request, bound ${bound}: ${what}`);
+  }
+  assert.is(o.left, 9, "each job left its setsid descendant running, out of every stop's reach");
+});
+
 rootTest(test, "control: as spawnAgent waited before, the killed job's promise stays pending while the setsid descendant holds stdout, and settles once it ends", () => {
   const o = scenario("control-escaped-holder") as unknown as Escaped & { pendingAfterMs: number; settledOnceHolderEnded: boolean };
   assert.is(o.settled, false, JSON.stringify(o));

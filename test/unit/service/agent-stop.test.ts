@@ -1,6 +1,6 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { AgentSignalAbortError, AgentSignalError, AgentStopError, signalAgent, signalRefusal, STOP_RETRY_DELAYS_MS } from "../../../src/service/agent-stop.ts";
+import { AgentSignalAbortError, AgentSignalError, AgentStopError, isStop, PIPE_DRAIN_MS, pipeCloseDelay, signalAgent, signalRefusal, STOP_RETRY_DELAYS_MS } from "../../../src/service/agent-stop.ts";
 import { assertRefusal } from "../../helpers/refusal.ts";
 
 /** A root-owned program that fails every signal stage (exit 1: a retry): /bin/false stands in for the shim. */
@@ -81,6 +81,17 @@ test("a signal stage's refusal is an AgentSignalError: gone (65, no such group) 
   const own = signalRefusal(7, "SIGWINCH", { exitCode: 64, stderr: undefined });
   assert.equal({ exitCode: own.exitCode, gone: own.gone, line: own.line }, { exitCode: 64, gone: false, line: undefined });
   assert.not.instance(own, AgentStopError);
+});
+
+test("a stopped job's pipes close when the force-kill is due (request plus delay), 250 ms after the exit at the earliest; a job never stopped is waited for", () => {
+  assert.is(PIPE_DRAIN_MS, 250);
+  assert.is(pipeCloseDelay(undefined, 5000, 10_000), undefined, "not stopped: execa waits for the pipes");
+  assert.is(pipeCloseDelay(10_000, 5000, 10_100), 4900, "signalAgent or kill() at 10 s, the exit 100 ms later: closed at 15 s");
+  assert.is(pipeCloseDelay(10_000, 1000, 12_000), 250, "the exit after the force-kill was due");
+  assert.is(pipeCloseDelay(10_000, false, 10_000), 250, "forceKillAfterDelay: false");
+  // Written out: the signals that end a process by default (signal(7)), of those the shim delivers.
+  for (const signal of ["SIGHUP", "SIGINT", "SIGQUIT", "SIGKILL", "SIGUSR1", "SIGUSR2", "SIGTERM"] as const) assert.ok(isStop(signal), signal);
+  for (const signal of ["SIGCONT", "SIGSTOP", "SIGTSTP", "SIGWINCH"] as const) assert.not.ok(isStop(signal), signal);
 });
 
 test.run();
