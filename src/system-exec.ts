@@ -13,6 +13,7 @@ import { checkTrustedExecutable, gateExec } from "./exec/rules.ts";
 import { Refusal } from "./report.ts";
 import { agentStopPlan, routeKillsThroughShim, signalAgent } from "./service/agent-stop.ts";
 import { withoutCapabilities } from "./exec/drop-capabilities.ts";
+import { WRITABLE_PATH_FIX, writablePathProblem } from "./confinement.ts";
 import { type PrivateRelease, releaseWhenEnded } from "./service/private-release.ts";
 import { type AgentStart, readMarker, reportStart, stdioWithMarker } from "./service/agent-start.ts";
 
@@ -117,7 +118,7 @@ export interface SpawnAgentOptions extends Omit<SystemExecOptions, "cwd" | "deta
   nproc?: number;
   /** oom_score_adj for agent work. */
   oomScoreAdj?: number;
-  /** More trees the agent may write below (absolute, no symbolic links), beyond /workspace, /tmp, /var/tmp, /dev/shm and /state/agent. */
+  /** More trees the agent may write below (absolute, no symbolic links), beyond /workspace, /tmp, /var/tmp, /dev/shm and /state/agent: outside /state, or under /state/agent (a path elsewhere under /state is refused at once, 64: every start walks it, and agent work there could stop it). */
   allowWrite?: readonly string[];
   /** More trees the agent may read and execute, beyond the image and /state/install. */
   allowRead?: readonly string[];
@@ -158,7 +159,12 @@ export function agentExecArguments(command: string, args: readonly string[], opt
   for (const fd of options.keepFds ?? []) argv.push("--keep-fd", String(fd));
   if (options.nproc !== undefined) argv.push("--nproc", String(options.nproc));
   if (options.oomScoreAdj !== undefined) argv.push("--oom-score-adj", String(options.oomScoreAdj));
-  for (const path of options.allowWrite ?? []) argv.push("--allow-write", path);
+  for (const path of options.allowWrite ?? []) {
+    // Refused here at once, as the shim would (64): a tree the agent may write under /state lets it stop the next start.
+    const unsafe = writablePathProblem(path);
+    if (unsafe !== undefined) throw new Refusal(EXIT.usage, `allowWrite ${JSON.stringify(path)} ${unsafe}`, WRITABLE_PATH_FIX);
+    argv.push("--allow-write", path);
+  }
   for (const path of options.allowRead ?? []) argv.push("--allow-read", path);
   for (const port of options.denyConnect ?? []) argv.push("--deny-connect", String(port));
   for (const port of options.denyBind ?? []) argv.push("--deny-bind", String(port));

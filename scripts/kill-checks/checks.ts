@@ -212,6 +212,7 @@ CHECKS.push(
   shim("cli.signal-pgid", "src/agent-exec/cli.ts", 'throw usage(program, "--signal needs --pgid"', CLI_TEST),
   shim("cli.cleanup-alone", "src/agent-exec/cli.ts", 'throw usage(program, "--private-cleanup takes no other option"', CLI_TEST),
   shim("cli.extra-path", "src/agent-exec/cli.ts", 'throw usage(program, `${option} ${JSON.stringify(value ?? "")} ${problem}`', CLI_TEST),
+  shim("cli.allow-write-state", "src/agent-exec/cli.ts", "throw usage(program, `--allow-write ${JSON.stringify(path)} ${unsafe}`", CLI_TEST),
   shim("cli.cwd", "src/agent-exec/cli.ts", "throw usage(program, `--cwd needs an absolute directory", CLI_TEST),
   shim("cli.env-name", "src/agent-exec/cli.ts", "throw usage(program, `--env needs a variable name", CLI_TEST),
   shim("cli.env-code", "src/agent-exec/cli.ts", "throw usage(program, `--env ${value}: variables that load code are never passed`", CLI_TEST),
