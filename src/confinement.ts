@@ -88,6 +88,27 @@ export function extraPathProblem(path: string): string | undefined {
   return undefined;
 }
 
+/**
+ * Pure: what is wrong with PATH as a tree the agent may write below (an
+ * --allow-write path, spawnAgent's allowWrite), beyond extraPathProblem.
+ * Every start walks /state but the agent's home (src/layout/state.ts prunes
+ * /state/agent) and refuses what agent work can plant there: a second hard
+ * link to its own file stopped it (65), a deep chain of long names killed
+ * it (71). So a tree the agent may write lives outside /state, or in
+ * /state/agent. Lexical: no component may be a symbolic link (the stage
+ * refuses one when it opens the path).
+ */
+export function writablePathProblem(path: string): string | undefined {
+  const problem = extraPathProblem(path);
+  if (problem !== undefined) return problem;
+  const inAgentHome = path === AGENT_HOME || path.startsWith(`${AGENT_HOME}/`);
+  if (path.startsWith(`${STATE_DIR}/`) && !inAgentHome) return `is under ${STATE_DIR}, which every start walks: agent work that may write there can stop the next start (a hard link, a deep tree)`;
+  return undefined;
+}
+
+/** How to fix a writablePathProblem that names /state. */
+export const WRITABLE_PATH_FIX = `give the agent a directory outside ${STATE_DIR} (under /workspace, say), or under ${AGENT_HOME}`;
+
 /* ---- The Landlock rules (landlock(7), include/uapi/linux/landlock.h) ---- */
 
 /** LANDLOCK_ACCESS_FS_*: bits 0-12 ABI 1, REFER 13 (ABI 2), TRUNCATE 14 (ABI 3), IOCTL_DEV 15 (ABI 5). */

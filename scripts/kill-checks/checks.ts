@@ -218,6 +218,7 @@ CHECKS.push(
   shim("cli.signal-pgid", "src/agent-exec/cli.ts", 'throw usage(program, "--signal needs --pgid"', CLI_TEST),
   shim("cli.cleanup-alone", "src/agent-exec/cli.ts", 'throw usage(program, "--private-cleanup takes no other option"', CLI_TEST),
   shim("cli.extra-path", "src/agent-exec/cli.ts", 'throw usage(program, `${option} ${JSON.stringify(value ?? "")} ${problem}`', CLI_TEST),
+  shim("cli.allow-write-state", "src/agent-exec/cli.ts", "throw usage(program, `--allow-write ${JSON.stringify(path)} ${unsafe}`", CLI_TEST),
   shim("cli.cwd", "src/agent-exec/cli.ts", "throw usage(program, `--cwd needs an absolute directory", CLI_TEST),
   shim("cli.env-name", "src/agent-exec/cli.ts", "throw usage(program, `--env needs a variable name", CLI_TEST),
   shim("cli.env-code", "src/agent-exec/cli.ts", "throw usage(program, `--env ${value}: variables that load code are never passed`", CLI_TEST),
@@ -357,5 +358,6 @@ CHECKS.push(
   cut("api.exec-setpriv", "src/system-exec.ts", "  gateExec({ command: TOOLS.setpriv, args: [], trustedUids: [0] });\n  const start", { [ENTRY_SANDBOX]: ["systemExec refuses a setpriv that others could write (126) before anything starts; control: closed, it runs the program"] }, null, "  const start"),
   cut("api.self-check-gate", "src/system-exec.ts", "gateExec({ command: `${INSTALL_DIR}/${ENTRYPOINT_NAME}`, args, trustedUids: [0] })", { "test/unit/system-exec.test.ts": ["runSelfCheck refuses an entrypoint that is missing or that others could write (126/127) before anything starts"] }, null, "`${INSTALL_DIR}/${ENTRYPOINT_NAME}`"),
   cut("api.agent-env-code", "src/system-exec.ts", "if (isCodeLoadingVariable(name)) throw new Refusal(EXIT.usage, `${name}: variables that load code are never passed to agent work`", API_TEST),
+  cut("api.allow-write-state", "src/system-exec.ts", "if (unsafe !== undefined) throw new Refusal(EXIT.usage, `allowWrite ${JSON.stringify(path)} ${unsafe}`, WRITABLE_PATH_FIX);", API_TEST),
   cut("api.network", "src/system-exec.ts", "throw new Refusal(EXIT.usage, `network ${JSON.stringify(options.network)}", API_TEST),
 );

@@ -237,6 +237,24 @@ rootTest(test, "a timeout while a setsid descendant holds stdout: the promise se
   assert.equal(o.left, [{ pid: o.holder[0]!, uid: IDS.agent, name: "sleep" }], "what is left running: the descendant out of the group");
 });
 
+rootTest(test, "a stop by signalAgent or kill(), with SIGTERM, SIGINT, SIGHUP or SIGUSR1, while a setsid descendant holds stdout: every promise settles within forceKillAfterDelay of the request, with the output read", () => {
+  const o = scenario("escaped-routes") as unknown as { runs: { route: string; signal: string; force: number | null; settled: boolean; msAfterRequest: number; exitAfterRequest: number | null; signalOut: string | null; stdout: string | null; sent: unknown; alive: boolean }[]; left: number };
+  assert.is(o.runs.length, 9, JSON.stringify(o));
+  for (const r of o.runs) {
+    const what = JSON.stringify(r);
+    assert.is(r.settled, true, `pending 20 s after the request: ${what}`);
+    assert.is(r.signalOut, r.signal, what);
+    assert.is(r.stdout, "before", what);
+    assert.is(r.alive, false, what);
+    // The bound: the request plus forceKillAfterDelay (default 5000 ms), or 250 ms after the exit when the stop arrived later (a loaded host), with room for the event loop.
+    const delay = r.force ?? 5000;
+    const bound = Math.max(delay, (r.exitAfterRequest ?? 0) + 250);
+    assert.ok(r.exitAfterRequest !== null, `the command's exit was seen: ${what}`);
+    assert.ok(r.msAfterRequest >= delay - 100 && r.msAfterRequest < bound + 2000, `settled ${r.msAfterRequest} ms after the request, bound ${bound}: ${what}`);
+  }
+  assert.is(o.left, 9, "each job left its setsid descendant running, out of every stop's reach");
+});
+
 rootTest(test, "control: as spawnAgent waited before, the killed job's promise stays pending while the setsid descendant holds stdout, and settles once it ends", () => {
   const o = scenario("control-escaped-holder") as unknown as Escaped & { pendingAfterMs: number; settledOnceHolderEnded: boolean };
   assert.is(o.settled, false, JSON.stringify(o));
@@ -321,10 +339,10 @@ rootTest(test, "attacked: signalAgent by hand is retried until a stage gets thro
 });
 
 rootTest(test, "signalAgent given the service's own process group: exit 64, one line; control: as the agent the kill reaches only the caller and reports success", () => {
-  const o = scenario("own-group") as unknown as { pgid: number; results: { signal: string; exitCode: number | null; stderr: string; killedBy: string | null }[]; control: { code: number; out: string } };
+  const o = scenario("own-group") as unknown as { pgid: number; results: { signal: string; name: string | null; exitCode: number | null; gone: boolean | null; line: string | null }[]; control: { code: number; out: string } };
   for (const r of o.results) {
-    assert.is(r.exitCode, 64, JSON.stringify(r));
-    assert.is(r.stderr, `clankie-agent-exec: --pgid ${o.pgid} is the process group of clankie-agent-exec or of its caller, not agent work's; pass the process group of a job spawnAgent started (its child.pid)`);
+    assert.equal({ name: r.name, exitCode: r.exitCode, gone: r.gone }, { name: "AgentSignalError", exitCode: 64, gone: false }, JSON.stringify(r));
+    assert.is(r.line, `clankie-agent-exec: --pgid ${o.pgid} is the process group of clankie-agent-exec or of its caller, not agent work's; pass the process group of a job spawnAgent started (its child.pid)`);
   }
   assert.equal(o.control, { code: 0, out: "self\n1\n" });
 });

@@ -43,11 +43,21 @@ shim("what the service sends is what the shim parses", () => {
   const { argv } = agentExecArguments("node", ["--cwd=/", "--"], { cwd: "/workspace/p", env: { B: "1", A: "2" }, keepFds: [17], nproc: 5, oomScoreAdj: -1000 });
   assert.equal(parseAgentExecArgs(argv), { kind: "run", cwd: "/workspace/p", env: ["A", "B"], keepFds: [17], oomScoreAdj: -1000, confinement: NO_EXTRA_CONFINEMENT, privateJob: false, stageOptions: { nproc: "5" }, command: ["node", "--cwd=/", "--"] });
   assert.equal(parseAgentExecArgs(agentExecArguments("true", []).argv), { kind: "run", cwd: "/workspace", env: [], keepFds: [], oomScoreAdj: 500, confinement: NO_EXTRA_CONFINEMENT, privateJob: false, stageOptions: { nproc: "512" }, command: ["true"] });
-  const confinement = { strict: true, allowWrite: ["/state/run/w1"], allowRead: ["/opt/r"], denyConnect: [8081], denyBind: [8080, 8081], network: "none" as const };
+  const confinement = { strict: true, allowWrite: ["/run/w1", "/state/agent/w2"], allowRead: ["/opt/r"], denyConnect: [8081], denyBind: [8080, 8081], network: "none" as const };
   const confined = agentExecArguments("true", [], { allowWrite: confinement.allowWrite, allowRead: confinement.allowRead, denyConnect: confinement.denyConnect, denyBind: confinement.denyBind, strictConfinement: true, network: "none" });
   assert.equal(parseAgentExecArgs(confined.argv), { kind: "run", cwd: "/workspace", env: [], keepFds: [], oomScoreAdj: 500, confinement, privateJob: false, stageOptions: { nproc: "512" }, command: ["true"] });
   assert.equal(agentExecArguments("true", [], { privateJob: true }).argv, ["--private-job", "--", "true"]);
   assert.is((parseAgentExecArgs(agentExecArguments("true", [], { privateJob: true }).argv) as { privateJob: boolean }).privateJob, true);
+});
+
+shim("allowWrite under /state outside /state/agent is refused at once (64), as the shim refuses it; README's old example among them", () => {
+  for (const path of ["/state/run/worker-1", "/state/install/x", "/state/agentx"]) {
+    assertRefusal(() => agentExecArguments("true", [], { allowWrite: ["/run/ok", path] }), {
+      exitCode: EXIT.usage,
+      what: `allowWrite ${JSON.stringify(path)} is under /state, which every start walks: agent work that may write there can stop the next start (a hard link, a deep tree)`,
+      fix: "give the agent a directory outside /state (under /workspace, say), or under /state/agent",
+    });
+  }
 });
 
 shim("network: \"none\" is --no-network; a value other than \"all\" or \"none\" is refused (64), never read as the network", () => {
