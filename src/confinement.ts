@@ -18,7 +18,8 @@
  *   io_uring, ptrace (only without a Landlock domain, which confines it to
  *   the domain and below), process_vm_readv/writev, pidfd_getfd, process_madvise,
  *   process_mrelease, new namespaces, setns, keyrings, bpf, perf_event_open,
- *   userfaultfd, and the TIOCSTI/TIOCLINUX ioctls; and to a change of another
+ *   userfaultfd, clone(2) with CLONE_PARENT (a child of the service's that
+ *   the service would never reap), and the TIOCSTI/TIOCLINUX ioctls; and to a change of another
  *   process's limits, priority, scheduling, I/O priority or memory placement,
  *   which Landlock does not scope and the kernel allows between processes of
  *   one uid. clone3(2) answers ENOSYS, as in Docker's profile: its flags live

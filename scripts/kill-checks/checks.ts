@@ -151,6 +151,10 @@ export const CHECKS: Check[] = [
   /* ---- stage.pl: [cleanup] the end of a private job's lease ---- */
   stage("cleanup.group", String.raw` or usage("group=$group is not among groups=$want{groups}")`, ["a cleanup stage asked to end a group it does not hold is refused (64) before it looks at a process"]),
   stage("cleanup.keep-appearing", String.raw`  refuse(EXIT_OS_ERROR, "processes holding group $group keep appearing", "stop the private job (clankie-agent-exec --signal KILL --pgid PGID) and try again");`, ["the cleanup stage: a holder of the group it cannot end is refused (71) after 4 s, never left holding it"]),
+  {
+    ...stage("cleanup.guard-fired", String.raw`      refuse(EXIT_BUSY, "the guard of the private job in $want{lease} ended before its job (killed by the OOM killer or a signal), so what the job started may run on unseen", "the lease stays and its group out of the pool; restart the container to get it back") unless guard_fired();`, []),
+    tests: { "test/sandbox/private-guard.test.ts": ["a private job whose guard was killed before the job ended: its release fails (75, one line), the lease stays and the next private job is refused (75); the control, not killed, is released (0)"] },
+  },
   stage("cleanup.proc", String.raw` or proc_failed("/proc")`, ["the cleanup stage: /proc that cannot be listed, a pidfd it cannot open or signal through, a lease it cannot walk: each refused (71)"]),
   stage("cleanup.pidfd-open", String.raw`      refuse(EXIT_OS_ERROR, "pidfd_open of process $pid failed: " . errname(), "run private jobs on Linux 5.3 or later under a seccomp profile that allows pidfd_open and pidfd_send_signal (Docker's default does)");`, ["the cleanup stage: /proc that cannot be listed, a pidfd it cannot open or signal through, a lease it cannot walk: each refused (71)"]),
   stage("cleanup.pidfd-signal", String.raw` or refuse(EXIT_OS_ERROR, "pidfd_send_signal to process $pid failed: " . errname(), $KERNEL_FIX)`, ["the cleanup stage: /proc that cannot be listed, a pidfd it cannot open or signal through, a lease it cannot walk: each refused (71)"]),
@@ -189,6 +193,11 @@ export const CHECKS: Check[] = [
   stage("guard.fork-guard", String.raw`  refuse($? == 0 ? EXIT_BUSY : EXIT_OS_ERROR, "fork of the private job's guard failed", $fix) if ($guard // 0) <= 0;`, ["a private job whose guard cannot be set up is refused: pidfd_open, pipe, either fork, the nested domain"]),
   stage("guard.nested-domain", String.raw`
     or refuse(EXIT_OS_ERROR, "landlock_restrict_self of the private job's nested domain failed: " . errname(), $KERNEL_FIX)`, ["a private job whose guard cannot be set up is refused: pidfd_open, pipe, either fork, the nested domain"]),
+  stage("guard.oom-open", String.raw`  sysopen my $fh, "/proc/self/oom_score_adj", 2 or proc_failed("/proc/self/oom_score_adj");`, ["a private job whose oom_score_adj cannot be opened or read, whose guard's value reads wrong, or whose lease mark cannot be made, is refused"], { replace: String.raw`  sysopen my $fh, "/proc/self/oom_score_adj", 2;` }),
+  stage("guard.oom-read", String.raw`  $value =~ /\A(-?\d{1,4})\n?\z/ or proc_failed("/proc/$_[0]/oom_score_adj", " (it read \"$value\")");`, ["a private job whose oom_score_adj cannot be opened or read, whose guard's value reads wrong, or whose lease mark cannot be made, is refused"], { replace: String.raw`  $value =~ /\A(-?\d{1,4})\n?\z/;` }),
+  stage("guard.oom-verify", String.raw`  refuse(EXIT_VERIFY_FAILED, "$AGENT_WHAT its guard's oom_score_adj is $guard_score and its own $job_score (want $low and $held)", $AGENT_FIX)
+    if $guard_score != $low || $job_score != $held;`, ["a private job whose oom_score_adj cannot be opened or read, whose guard's value reads wrong, or whose lease mark cannot be made, is refused"]),
+  stage("guard.mark", String.raw` or refuse(EXIT_OS_ERROR, "open $want{private}/guard failed: " . errname(), $KERNEL_FIX);`, ["a private job whose oom_score_adj cannot be opened or read, whose guard's value reads wrong, or whose lease mark cannot be made, is refused"], { replace: ";" }),
   stage("guard.signal", String.raw`  refuse(EXIT_VERIFY_FAILED, "$AGENT_WHAT it can signal its guard (process $guard: " . (kill(0, $guard) ? "allowed" : errname()) . ", want EPERM)", $AGENT_FIX)
     if kill(0, $guard) || $! != 1;`, ["a private job whose nested domain the kernel only claims to apply is refused (70): it must not signal its guard"]),
 

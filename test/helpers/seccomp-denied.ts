@@ -47,3 +47,8 @@ export const DENIED_CLONE_FLAGS: Readonly<Record<string, number>> = {
   CLONE_NEWPID: 0x20000000,
   CLONE_NEWNET: 0x40000000,
 };
+
+/** clone(2) flags the filter refuses beyond those (linux/sched.h): unshare(2) has no use for them. */
+export const DENIED_CLONE_ONLY_FLAGS: Readonly<Record<string, number>> = {
+  CLONE_PARENT: 0x00008000,
+};

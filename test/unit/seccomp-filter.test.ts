@@ -14,7 +14,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { confinementKeys, NO_EXTRA_CONFINEMENT, seccompHex, type SeccompOptions } from "../../src/confinement.ts";
 import { SECCOMP_ARCHES, seccompProgram, seccompTable } from "../../src/seccomp-filter.ts";
-import { type Arch, AUDIT, DENIED_CALLS, DENIED_CLONE_FLAGS, type Numbers } from "../helpers/seccomp-denied.ts";
+import { type Arch, AUDIT, DENIED_CALLS, DENIED_CLONE_FLAGS, DENIED_CLONE_ONLY_FLAGS, type Numbers } from "../helpers/seccomp-denied.ts";
 
 const seccomp = suite("seccomp");
 
@@ -152,14 +152,14 @@ for (const arch of Object.keys(AUDIT) as Arch[]) {
     for (const nr of ordinary) assert.is(call(nr), ALLOW, `nr ${nr}`);
   });
 
-  seccomp(`${arch}: clone3 is ENOSYS; clone and unshare pass without namespace flags and not with one`, () => {
+  seccomp(`${arch}: clone3 is ENOSYS; clone and unshare pass without namespace flags and not with one; clone not with CLONE_PARENT`, () => {
     assert.is(call(sys.clone3), NOSYS);
     for (const nr of [sys.clone, sys.unshare]) {
       assert.is(call(nr, [0x01200011]), ALLOW, "fork's flags (CLONE_CHILD_SETTID|CLEARTID|SIGCHLD)");
       assert.is(call(nr, [0x00000400]), ALLOW, "CLONE_FILES");
       for (let bit = 0; bit < 32; bit++) {
         const flag = 2 ** bit;
-        const denied = Object.values(DENIED_CLONE_FLAGS).includes(flag);
+        const denied = Object.values(DENIED_CLONE_FLAGS).includes(flag) || (nr === sys.clone && Object.values(DENIED_CLONE_ONLY_FLAGS).includes(flag));
         assert.is(call(nr, [flag | 0x11]), denied ? DENY : ALLOW, `flag 0x${flag.toString(16)}`);
       }
     }
