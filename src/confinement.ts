@@ -91,7 +91,8 @@ export function extraPathProblem(path: string): string | undefined {
 
 /**
  * Pure: what is wrong with PATH as a tree the agent may write below (an
- * --allow-write path, spawnAgent's allowWrite), beyond extraPathProblem.
+ * --allow-write path, spawnAgent's allowWrite), besides what
+ * extraPathProblem finds, which the shim's parser asks first.
  * Every start walks /state but the agent's home (src/layout/state.ts prunes
  * /state/agent) and refuses what agent work can plant there: a second hard
  * link to its own file stopped it (65), a deep chain of long names killed
@@ -100,8 +101,6 @@ export function extraPathProblem(path: string): string | undefined {
  * refuses one when it opens the path).
  */
 export function writablePathProblem(path: string): string | undefined {
-  const problem = extraPathProblem(path);
-  if (problem !== undefined) return problem;
   const inAgentHome = path === AGENT_HOME || path.startsWith(`${AGENT_HOME}/`);
   if (path.startsWith(`${STATE_DIR}/`) && !inAgentHome) return `is under ${STATE_DIR}, which every start walks: agent work that may write there can stop the next start (a hard link, a deep tree)`;
   return undefined;

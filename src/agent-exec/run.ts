@@ -149,9 +149,7 @@ export function runPrivateCleanup(request: Extract<AgentExecRequest, { kind: "pr
  * processes got nothing.
  */
 export function checkSignalTarget(pgid: number, ownPgrp: number, callerPgrp: number | undefined): void {
-  if (pgid === ownPgrp || pgid === callerPgrp) {
-    throw new Refusal(EXIT.usage, `--pgid ${pgid} is the process group of clankie-agent-exec or of its caller, not agent work's`, "pass the process group of a job spawnAgent started (its child.pid)");
-  }
+  if (pgid === ownPgrp || pgid === callerPgrp) throw new Refusal(EXIT.usage, `--pgid ${pgid} is the process group of clankie-agent-exec or of its caller, not agent work's`, "pass the process group of a job spawnAgent started (its child.pid)");
 }
 
 export function runSignal(request: Extract<AgentExecRequest, { kind: "signal" }>): never {
