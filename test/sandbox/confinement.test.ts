@@ -6,14 +6,14 @@
  * uid and groups without the domain, must succeed (the control), so that a
  * denial is the confinement's and not a broken attempt.
  */
-import { chmodSync, lstatSync, mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, chownSync, lstatSync, mkdtempSync, rmSync } from "node:fs";
 import { type AddressInfo, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { rootTest } from "../helpers/privilege.ts";
-import { type Body, SANDBOX_FIXTURES, type LaunchOptions, inBody } from "../helpers/sandbox.ts";
+import { type Body, IDS, SANDBOX_FIXTURES, type LaunchOptions, inBody } from "../helpers/sandbox.ts";
 import { agentRun, seededBody, serviceJson } from "../helpers/stand-in.ts";
 import { LANDLOCK_LIES, SECCOMP_LIES, WITHOUT_LANDLOCK, WITHOUT_SECCOMP } from "../helpers/seccomp-wrap.ts";
 import { judgeProcesses, type Processes } from "../helpers/job-to-job.ts";
@@ -132,8 +132,20 @@ rootTest(test, "the service's extra paths: --allow-write and --allow-read open w
     assert.is(plain.stdout, "read EACCES\nwrite EACCES", plain.stderr);
     const read = agent(body, { serviceFiles, allowRead: ["/state/run/w1"] }, ["/usr/bin/perl", ...attempts]);
     assert.is(read.stdout, "read ok\nwrite EACCES", read.stderr);
-    const write = agent(body, { serviceFiles, allowWrite: ["/state/run/w1"] }, ["/usr/bin/perl", ...attempts]);
-    assert.is(write.stdout, "read ok\nwrite ok", write.stderr);
+    // An agent-writable tree lives outside /state (allowWrite refuses one under it but /state/agent, as
+    // allow-write.test.ts shows): a node-owned directory bound where the domain opens nothing.
+    const scratch = mkdtempSync(join(tmpdir(), "clankie-allow-write-"));
+    try {
+      chmodSync(scratch, 0o777);
+      chownSync(scratch, IDS.service, IDS.service);
+      const binds = [[scratch, "/srv/w1", "rw"]] as const;
+      const shut = agent(body, {}, ["/usr/bin/perl", ATTEMPTS, "write:/srv/w1/new"], { binds });
+      assert.is(shut.stdout, "write EACCES", shut.stderr);
+      const write = agent(body, { allowWrite: ["/srv/w1"] }, ["/usr/bin/perl", ATTEMPTS, "write:/srv/w1/new"], { binds });
+      assert.is(write.stdout, "write ok", write.stderr);
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
+    }
     // The agent plants a link in /workspace to where it wants to write, and hopes the service names it.
     const planted = agent(body, {}, ["/bin/ln", "-s", "/state/run/w1", "/workspace/sockets"]);
     assert.is(planted.exitCode, 0, planted.stderr);
