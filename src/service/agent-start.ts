@@ -11,7 +11,7 @@
  */
 import type { Readable } from "node:stream";
 import type { ResultPromise } from "execa";
-import { AgentStopError } from "./agent-stop.ts";
+import { AgentStopError, lastLine } from "./agent-stop.ts";
 
 /**
  * The marker goes at the first fd from 17 that the service's own stdio does
@@ -89,12 +89,6 @@ export function readMarker(stream: Readable | null | undefined): Promise<string>
     stream.once("close", end);
     stream.once("error", end);
   });
-}
-
-/** The last non-empty line of what execa kept of stderr (a string, lines, or bytes). */
-function lastLine(stderr: unknown): string | undefined {
-  const text = typeof stderr === "string" ? stderr : stderr instanceof Uint8Array ? Buffer.from(stderr).toString("utf8") : Array.isArray(stderr) ? stderr.map((line) => (line instanceof Uint8Array ? Buffer.from(line).toString("utf8") : String(line))).join("\n") : undefined;
-  return text?.split("\n").map((line) => line.trim()).filter((line) => line !== "").at(-1);
 }
 
 /** Pure: the start as the marker tells it, beside how the subprocess ended. */

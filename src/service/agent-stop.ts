@@ -105,11 +105,16 @@ function stageEnded(error: unknown): boolean {
   return !(error instanceof Refusal) && !(error instanceof AgentStopError) && typeof (error as { exitCode?: unknown } | undefined)?.exitCode === "number";
 }
 
+/** The last non-empty line of what execa kept of stderr (a string, lines, or bytes). */
+export function lastLine(stderr: unknown): string | undefined {
+  const text = typeof stderr === "string" ? stderr : stderr instanceof Uint8Array ? Buffer.from(stderr).toString("utf8") : Array.isArray(stderr) ? stderr.map((line) => (line instanceof Uint8Array ? Buffer.from(line).toString("utf8") : String(line))).join("\n") : undefined;
+  return text?.split("\n").map((line) => line.trim()).filter((line) => line !== "").at(-1);
+}
+
 /** Pure: the stage's refusal (how it ended, an execa result or error) as an AgentSignalError. */
 export function signalRefusal(pgid: number, signal: NodeJS.Signals, ended: unknown): AgentSignalError {
   const { exitCode, stderr } = (ended ?? {}) as { exitCode?: unknown; stderr?: unknown };
-  const line = String(stderr ?? "").split("\n").map((text) => text.trim()).filter((text) => text !== "").at(-1);
-  return new AgentSignalError(pgid, signal, typeof exitCode === "number" ? exitCode : EXIT.osError, line, ended);
+  return new AgentSignalError(pgid, signal, typeof exitCode === "number" ? exitCode : EXIT.osError, lastLine(stderr), ended);
 }
 
 /**

@@ -78,6 +78,8 @@ test("a signal stage's refusal is an AgentSignalError: gone (65, no such group) 
   assert.is(gone.name, "AgentSignalError");
   assert.equal({ pgid: gone.pgid, signal: gone.signal, exitCode: gone.exitCode, gone: gone.gone, line: gone.line }, { pgid: 4242, signal: "SIGTERM", exitCode: 65, gone: true, line });
   assert.is(gone.message, `signalAgent: SIGTERM to agent process group 4242 was refused (exit 65): ${line}`);
+  const after = signalRefusal(4242, "SIGTERM", { exitCode: 65, stderr: `perl: warning: Setting locale failed.\n  ${line}  \n\n` });
+  assert.is(after.line, line, "the last non-empty line, trimmed: what the stage printed before it is not its refusal");
   const own = signalRefusal(7, "SIGWINCH", { exitCode: 64, stderr: undefined });
   assert.equal({ exitCode: own.exitCode, gone: own.gone, line: own.line }, { exitCode: 64, gone: false, line: undefined });
   assert.not.instance(own, AgentStopError);
