@@ -499,6 +499,13 @@ sub add_path_rules {
 # guard writes "fired" to it after its kill(-1); a cleanup that finds the mark
 # without it refuses to give the lease back (end_lease). The job cannot
 # write it: its nested domain grants the lease's home and tmp, not the lease.
+
+# open(2) flags of the guard's files (asm-generic/fcntl.h: x86-64 and aarch64 alike).
+sub O_WRONLY () { 01 }
+sub O_RDWR () { 02 }
+sub O_CREAT () { 0100 }
+sub O_EXCL () { 0200 }
+
 sub guard_job {
   my ($abi, $oom) = @_;
   my $fix = "try again when agent work has ended, or spawn with a higher --nproc";
@@ -532,7 +539,7 @@ sub guard_job {
   refuse(EXIT_VERIFY_FAILED, "$AGENT_WHAT its guard's oom_score_adj is $guard_score and its own $job_score (want $low and $held)", $AGENT_FIX)
     if $guard_score != $low || $job_score != $held;
   # The mark, made once nothing but the nested domain's own checks can refuse the job.
-  sysopen my $mark, "$want{private}/guard", 0301, 0600 or refuse(EXIT_OS_ERROR, "open $want{private}/guard failed: " . errname(), $KERNEL_FIX);
+  sysopen my $mark, "$want{private}/guard", O_WRONLY | O_CREAT | O_EXCL, 0600 or refuse(EXIT_OS_ERROR, "open $want{private}/guard failed: " . errname(), $KERNEL_FIX);
   close $mark;
   # The nested domain: the guard's, but for the lease itself, of which it
   # gets only home and tmp. It handles every right the guard's does, REFER
@@ -556,7 +563,7 @@ sub job_path_rules {
 
 # /proc/self/oom_score_adj, opened for reading and writing while no domain forbids it.
 sub open_oom_score {
-  sysopen my $fh, "/proc/self/oom_score_adj", 2 or proc_failed("/proc/self/oom_score_adj");
+  sysopen my $fh, "/proc/self/oom_score_adj", O_RDWR or proc_failed("/proc/self/oom_score_adj");
   return $fh;
 }
 
@@ -602,7 +609,7 @@ sub watch_job {
   until (vec($ready, $pidfd, 1)) { select($ready = $bits, undef, undef, undef) }
   kill "KILL", -1;
   my $mark;
-  syswrite $mark, "fired\n" if sysopen $mark, "$want{private}/guard", 1;
+  syswrite $mark, "fired\n" if sysopen $mark, "$want{private}/guard", O_WRONLY;
   syscall(@exitGroup@, 0);
 }
 
