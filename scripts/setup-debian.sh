@@ -21,6 +21,9 @@ packages=(
   libcap2-bin   # getcap: file capabilities in the audit's tests
   acl           # setfacl, getfacl: the ACL tests of /state (the image has neither and needs neither)
   docker.io     # the image end-to-end test
+  podman        # the image test's Kubernetes item: podman kube play runs docs/launch.md's Pod manifest
+  catatonit     # podman's pause image for a pod's infra container is built from it
+  runc          # podman's runtime there (crun, podman's default, refuses containers on a cgroup v1 host)
   debootstrap   # the image test's local stand-in for node:24.20.0-bookworm-slim
   gcc           # cc: the OpenSSL provider module the CLI test builds (OPENSSL_CONF must load none)
   libc6-dev

@@ -18,7 +18,8 @@
  *   io_uring, ptrace (only without a Landlock domain, which confines it to
  *   the domain and below), process_vm_readv/writev, pidfd_getfd, process_madvise,
  *   process_mrelease, new namespaces, setns, keyrings, bpf, perf_event_open,
- *   userfaultfd, and the TIOCSTI/TIOCLINUX ioctls; and to a change of another
+ *   userfaultfd, clone(2) with CLONE_PARENT (a child of the service's that
+ *   the service would never reap), and the TIOCSTI/TIOCLINUX ioctls; and to a change of another
  *   process's limits, priority, scheduling, I/O priority or memory placement,
  *   which Landlock does not scope and the kernel allows between processes of
  *   one uid. clone3(2) answers ENOSYS, as in Docker's profile: its flags live
@@ -87,6 +88,26 @@ export function extraPathProblem(path: string): string | undefined {
   if (path === STATE_DIR) return `would open all of ${STATE_DIR}`;
   return undefined;
 }
+
+/**
+ * Pure: what is wrong with PATH as a tree the agent may write below (an
+ * --allow-write path, spawnAgent's allowWrite), besides what
+ * extraPathProblem finds, which the shim's parser asks first.
+ * Every start walks /state but the agent's home (src/layout/state.ts prunes
+ * /state/agent) and refuses what agent work can plant there: a second hard
+ * link to its own file stopped it (65), a deep chain of long names killed
+ * it (71). So a tree the agent may write lives outside /state, or in
+ * /state/agent. Lexical: no component may be a symbolic link (the stage
+ * refuses one when it opens the path).
+ */
+export function writablePathProblem(path: string): string | undefined {
+  const inAgentHome = path === AGENT_HOME || path.startsWith(`${AGENT_HOME}/`);
+  if (path.startsWith(`${STATE_DIR}/`) && !inAgentHome) return `is under ${STATE_DIR}, which every start walks: agent work that may write there can stop the next start (a hard link, a deep tree)`;
+  return undefined;
+}
+
+/** How to fix a writablePathProblem that names /state. */
+export const WRITABLE_PATH_FIX = `give the agent a directory outside ${STATE_DIR} (under /workspace, say), or under ${AGENT_HOME}`;
 
 /* ---- The Landlock rules (landlock(7), include/uapi/linux/landlock.h) ---- */
 

@@ -5,12 +5,12 @@ import { ADR_LAUNCH_FLAGS, AGENT_DEFAULT_NPROC, AGENT_DEFAULT_OOM_SCORE_ADJ, EXI
 export const EXIT_DESCRIPTIONS: ReadonlyArray<readonly [number, string]> = [
   [EXIT.ok, "success (--version, --help, a passing --self-check); otherwise the exec'd command's own status"],
   [EXIT.checkFailed, "--self-check: at least one check failed"],
-  [EXIT.usage, "bad command line: unknown option, missing --, empty command, a --pgid that is the shim's own process group or its caller's, a CLANKIE_STARTED_FD that is no open inheritable fd or is also a --keep-fd"],
+  [EXIT.usage, "bad command line: unknown option, missing --, empty command, an --allow-write (allowWrite) under /state outside /state/agent, a --pgid that is the shim's own process group or its caller's, a CLANKIE_STARTED_FD that is no open inheritable fd or is also a --keep-fd"],
   [EXIT.dataRefused, "a file under /state or /workspace breaks the rules and was left alone (planted link, device, foreign hard link); or a path named for the agent's confinement leads through a symbolic link; or --signal or --private-cleanup names what does not exist (no such agent process group, no recorded lease)"],
   [EXIT.noUser, "node, clankie-agent or clankie-workspace missing or wrong in /etc/passwd or /etc/group (or a clankie-private-N group wrong; none at all refuses --private-job only)"],
   [EXIT.verifyFailed, "after a privilege change the kernel reports other ids, groups, capabilities or NoNewPrivs than asked (for the agent also: a terminal, no session of its own, a stray fd, a Landlock domain or seccomp filter not in force)"],
   [EXIT.osError, "an operating-system call failed; the message names the call, the path and the errno code"],
-  [EXIT.busy, "clankie-agent-exec: the agent uid already runs more tasks than --nproc allows (RLIMIT_NPROC), or every private-job group is leased (--private-job), or --private-cleanup names a pid that a process holding the lease runs under; try again when agent work has ended"],
+  [EXIT.busy, "clankie-agent-exec: the agent uid already runs more tasks than --nproc allows (RLIMIT_NPROC), or every private-job group is leased (--private-job), or --private-cleanup names a pid that a process holding the lease runs under, or a lease whose guard ended before its job (kept until a restart); try again when agent work has ended"],
   [EXIT.launchRefused, "the launch lacks what the mode needs: NoNewPrivs, a capability, the caller is the wrong uid, or the kernel cannot confine agent work as --strict-confinement, --no-network or --private-job asks; for the agent also: a --cwd it cannot enter, a --pgid that is not the agent's, no session of its own, a private job's HOME it cannot make"],
   [EXIT.notExecutable, "the command is refused by the exec rules (writable by others, foreign owner) or cannot be executed (execve(2) fails with any error but ENOENT, as in a shell)"],
   [EXIT.notFound, "the command was not found in the fixed system PATH, or execve(2) says ENOENT (a #! interpreter that does not exist, as in a shell)"],
@@ -64,7 +64,8 @@ clankie-agent-exec [--cwd DIR] [--env NAME]... [--keep-fd N]...
     --keep-fd N          keep fd N (17 or higher) open for the command
     --nproc N            RLIMIT_NPROC of the agent uid (default ${AGENT_DEFAULT_NPROC})
     --oom-score-adj N    oom_score_adj of the agent work (default ${AGENT_DEFAULT_OOM_SCORE_ADJ})
-    --allow-write PATH   also let it write below PATH (absolute, no symlinks)
+    --allow-write PATH   also let it write below PATH (absolute, no symlinks;
+                         outside /state, or under /state/agent: 64 otherwise)
     --allow-read PATH    also let it read and execute below PATH
     --deny-connect PORT  no TCP connect to PORT (Landlock ABI 4; costs about
                          50 ms a spawn: Landlock allows ports, one rule each;

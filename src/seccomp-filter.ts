@@ -82,6 +82,14 @@ export const SECCOMP_ARCHES: Readonly<Record<string, SeccompArch>> = {
 
 /** CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWTIME (linux/sched.h). */
 export const NEW_NAMESPACE_FLAGS = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000 | 0x00000080;
+/**
+ * CLONE_PARENT (linux/sched.h): the new process gets the caller's parent
+ * (clone(2)). A job's main process is the service's child, and the service
+ * (Node, libuv) waits only for the children it spawned, by pid: such a child
+ * would stay a zombie of the service for the container's life, holding its
+ * groups and counting against the agent uid's RLIMIT_NPROC.
+ */
+export const CLONE_PARENT = 0x00008000;
 /** TIOCSTI pushes input into a terminal; TIOCLINUX can too (CVE-2023-1523 and kin). */
 export const DENIED_IOCTLS = { TIOCSTI: 0x5412, TIOCLINUX: 0x541c };
 /** setpriority(2)'s PRIO_PROCESS and PRIO_PGRP (PRIO_USER, 2, is never allowed); ioprio_set(2)'s IOPRIO_WHO_PROCESS and IOPRIO_WHO_PGRP (IOPRIO_WHO_USER, 3, never). */
@@ -246,7 +254,7 @@ export function seccompProgram(arch: string = process.arch, options: SeccompOpti
     // so that programs that probe for them fall back (to mmap and files).
     ...(options.ipc ? Object.values(a.ipc).map((nr) => ({ op: "jeq" as const, k: nr, then: "enosys" })) : []),
     { op: "jeq", k: a.clone3, then: "enosys" },
-    { op: "jeq", k: a.clone, then: "flags" },
+    { op: "jeq", k: a.clone, then: "clone" },
     { op: "jeq", k: a.unshare, then: "flags" },
     { op: "jeq", k: a.ioctl, then: "ioctl" },
     { op: "jeq", k: a.socket, then: "socket" },
@@ -255,7 +263,11 @@ export function seccompProgram(arch: string = process.arch, options: SeccompOpti
     { op: "jeq", k: a.setpriority, then: "setpriority" },
     { op: "jeq", k: a.ioprioSet, then: "ioprio" },
     { op: "ret", k: SECCOMP_RET.allow },
-    // clone(2) and unshare(2) take their flags in the first argument; the namespace flags are in its low word.
+    // clone(2) and unshare(2) take their flags in the first argument; the namespace flags and CLONE_PARENT are in its low word.
+    { op: "label", name: "clone" },
+    { op: "ld", offset: dataArgLow(0) },
+    { op: "jset", k: NEW_NAMESPACE_FLAGS | CLONE_PARENT, then: "eperm" },
+    { op: "ret", k: SECCOMP_RET.allow },
     { op: "label", name: "flags" },
     { op: "ld", offset: dataArgLow(0) },
     { op: "jset", k: NEW_NAMESPACE_FLAGS, then: "eperm" },

@@ -5,7 +5,7 @@
  * executable, whose roles use src/exec/ directly.
  */
 import type { Readable } from "node:stream";
-import { execa, type Options as ExecaOptions, type Result, type ResultPromise, type Subprocess } from "execa";
+import { execa, ExecaError, type Options as ExecaOptions, type Result, type ResultPromise, type Subprocess } from "execa";
 import { AGENT_EXEC_PATH, ENTRYPOINT_NAME, EXIT, INSTALL_DIR, PROBE_AGENT_FLAG, PROBE_FD_VARIABLE, SPAWNER_FD_VARIABLE, STARTED_FD_VARIABLE, TOOLS } from "./constants.ts";
 import { isCodeLoadingVariable } from "./exec/environment.ts";
 import { buildEnvironment, carried, type Environment } from "./exec/environment.ts";
@@ -14,13 +14,15 @@ import { Refusal } from "./report.ts";
 import { agentStopPlan, routeKillsThroughShim } from "./service/agent-stop.ts";
 import { HOLDER_PROGRAM, showAsShim, spawnerChannel } from "./service/spawner-client.ts";
 import { withoutCapabilities } from "./exec/drop-capabilities.ts";
-import { releaseWhenEnded } from "./service/private-release.ts";
+import { WRITABLE_PATH_FIX, writablePathProblem } from "./confinement.ts";
+import { type PrivateRelease, releaseWhenEnded } from "./service/private-release.ts";
 import { type AgentStart, readMarker, reportStart, stdioWithMarker } from "./service/agent-start.ts";
 
 export { buildEnvironment, type Environment } from "./exec/environment.ts";
-export { AgentSignalAbortError, AgentStopError, signalAgent, type SignalAgentOptions } from "./service/agent-stop.ts";
-export { type AgentRefusal, type AgentStart, refusalOf } from "./service/agent-start.ts";
-/** What the package throws, synchronously, for options it refuses (exitCode 64, the one line's `message` and `fix`); the shim's own refusals are exit codes (refusalOf). */
+export { AgentSignalAbortError, AgentSignalError, AgentStopError, signalAgent, type SignalAgentError, type SignalAgentOptions } from "./service/agent-stop.ts";
+export { type AgentNotStarted, type AgentRefusal, type AgentRefused, type AgentStart, type AgentStarted, refusalOf } from "./service/agent-start.ts";
+export { type PrivateRelease } from "./service/private-release.ts";
+/** What the package throws at once (spawnAgent, systemExec, runSelfCheck) or rejects with (signalAgent) for options it refuses (exitCode 64, the one line's `message` and `fix`); the shim's own refusals are exit codes (refusalOf). */
 export { Refusal } from "./report.ts";
 
 /**
@@ -31,8 +33,19 @@ export { Refusal } from "./report.ts";
  */
 export const EXIT_CODES: Readonly<typeof EXIT> = Object.freeze({ ...EXIT });
 
-/** execa's Result for these options, and whether the agent's command started (AgentStart). */
-export type AgentResult<OptionsType extends ExecaOptions = ExecaOptions> = Result<OptionsType> & AgentStart;
+/** What a private job's outcome adds: how its release went; none when the job held no lease (refused before it took one). */
+export interface AgentRelease {
+  privateRelease?: PrivateRelease | undefined;
+}
+/** execa's Result for these options, whether the agent's command started (AgentStart: narrow it by `refused` or `started`), and a private job's release. */
+export type AgentResult<OptionsType extends ExecaOptions = ExecaOptions> = Result<OptionsType> & AgentStart & AgentRelease;
+/** What spawnAgent's promise rejects with when the job failed (reject: true, execa's default): execa's error, with the same AgentStart and release as a result. A stop that was not delivered rejects with AgentStopError instead. */
+export type AgentError<OptionsType extends ExecaOptions = ExecaOptions> = ExecaError<OptionsType> & AgentStart & AgentRelease;
+
+/** Whether a rejection of spawnAgent's promise is the job's failure (AgentError), as opposed to an AgentStopError or anything else. */
+export function isAgentError(error: unknown): error is AgentError {
+  return error instanceof ExecaError && typeof (error as { started?: unknown }).started === "boolean";
+}
 /** spawnAgent's return: execa's subprocess for these options, and a promise of its AgentResult. */
 export type AgentSubprocess<OptionsType extends ExecaOptions = ExecaOptions> = Subprocess<OptionsType> & Promise<AgentResult<OptionsType>>;
 
@@ -155,13 +168,13 @@ export interface SpawnAgentOptions extends Omit<SystemExecOptions, "cwd" | "deta
   cwd?: string;
   /** Variables for the agent, by value: they reach the shim through its environment, never argv. */
   env?: Environment;
-  /** Extra fds (17 or higher: Node marks inherited fds 3-16 close-on-exec at start-up) to hand to the agent, each at its index of `stdio`; the started marker takes the first fd after them. */
+  /** Extra fds to hand to the agent, each at its index of `stdio`: 17 or higher, with 16 left unused (the shim's Node marks fds 0-15 close-on-exec at start-up, and every open fd after them up to the first that is not open); the started marker takes the first fd after them. */
   keepFds?: readonly number[];
   /** RLIMIT_NPROC for the agent uid. */
   nproc?: number;
   /** oom_score_adj for agent work. */
   oomScoreAdj?: number;
-  /** More trees the agent may write below (absolute, no symbolic links), beyond /workspace, /tmp, /var/tmp, /dev/shm and /state/agent. */
+  /** More trees the agent may write below (absolute, no symbolic links), beyond /workspace, /tmp, /var/tmp, /dev/shm and /state/agent: outside /state, or under /state/agent (a path elsewhere under /state is refused at once, 64: every start walks it, and agent work there could stop it). */
   allowWrite?: readonly string[];
   /** More trees the agent may read and execute, beyond the image and /state/install. */
   allowRead?: readonly string[];
@@ -202,7 +215,12 @@ export function agentExecArguments(command: string, args: readonly string[], opt
   for (const fd of options.keepFds ?? []) argv.push("--keep-fd", String(fd));
   if (options.nproc !== undefined) argv.push("--nproc", String(options.nproc));
   if (options.oomScoreAdj !== undefined) argv.push("--oom-score-adj", String(options.oomScoreAdj));
-  for (const path of options.allowWrite ?? []) argv.push("--allow-write", path);
+  for (const path of options.allowWrite ?? []) {
+    // Refused here at once, as the shim would (64): a tree the agent may write under /state lets it stop the next start.
+    const unsafe = writablePathProblem(path);
+    if (unsafe !== undefined) throw new Refusal(EXIT.usage, `allowWrite ${JSON.stringify(path)} ${unsafe}`, WRITABLE_PATH_FIX);
+    argv.push("--allow-write", path);
+  }
   for (const path of options.allowRead ?? []) argv.push("--allow-read", path);
   for (const port of options.denyConnect ?? []) argv.push("--deny-connect", String(port));
   for (const port of options.denyBind ?? []) argv.push("--deny-bind", String(port));

@@ -39,12 +39,17 @@ export interface Check {
 /** What a check site looks like, per file: a match is one site (definitions excluded by SITE_EXCLUDE). */
 export const SITES: { stage: RegExp; shim: RegExp } = {
   stage: /\brefuse\(|\busage\(|\bproc_failed\(|\$short->\(|\$fail->\(|\bpush @found\b|\bpush @stray\b/g,
-  shim: /\bthrow new Refusal\(|\bthrow usage\(|\bformatRefusal\(|\bprepareExec\(/g,
+  shim: /\bthrow new Refusal\(|\bthrow usage\(|\bformatRefusal\(|\bprepareExec\(|\bgateExec\(|\bthrow changed(UnderUs)?\(/g,
 };
-/** Lines that define a refusal helper rather than call it. */
-export const SITE_EXCLUDE = /^\s*sub (refuse|usage|proc_failed) |= sub \{/;
+/** Lines that define a refusal helper or an exec gate rather than call it. */
+export const SITE_EXCLUDE = /^\s*sub (refuse|usage|proc_failed) |= sub \{|^export function (prepareExec|gateExec)\(/;
 /** The files whose sites must all be listed. */
-export const SCOPE = ["src/stage/stage.pl", "src/agent-exec/caller.ts", "src/agent-exec/cli.ts", "src/agent-exec/descriptors.ts", "src/agent-exec/main.ts", "src/agent-exec/plan.ts", "src/agent-exec/private-job.ts", "src/agent-exec/run.ts", "src/agent-exec/start.ts", "src/private-groups.ts", "src/service/private-release.ts"];
+export const SCOPE = ["src/stage/stage.pl", "src/agent-exec/caller.ts", "src/agent-exec/cli.ts", "src/agent-exec/descriptors.ts", "src/agent-exec/main.ts", "src/agent-exec/plan.ts", "src/agent-exec/private-job.ts", "src/agent-exec/run.ts", "src/agent-exec/start.ts", "src/private-groups.ts", "src/service/private-release.ts",
+  // The rest of what runs with privilege (the entrypoint, the layouts, the exec rules, the accounts) and the service's API.
+  "src/entrypoint/cli.ts", "src/entrypoint/drop.ts", "src/entrypoint/launch-check.ts", "src/entrypoint/private-root.ts", "src/entrypoint/run.ts", "src/entrypoint/service-env.ts", "src/entrypoint/start.ts", "src/entrypoint/state-acl.ts", "src/entrypoint/state-layout.ts", "src/entrypoint/tree-walk.ts", "src/entrypoint/workspace-layout.ts",
+  "src/layout/marker.ts", "src/layout/rules.ts", "src/layout/state-acl.ts", "src/layout/state.ts", "src/layout/workspace.ts",
+  "src/exec/capture.ts", "src/exec/drop-capabilities.ts", "src/exec/environment.ts", "src/exec/replace.ts", "src/exec/rules.ts",
+  "src/accounts.ts", "src/service/agent-start.ts", "src/service/agent-stop.ts", "src/system-exec.ts"];
 
 /** [start, end) of the check's snippet in `text`, or a reason it cannot be cut. */
 export function snippetSpan(text: string, check: Check): { start: number; end: number; problem?: undefined } | { problem: string } {
@@ -146,6 +151,10 @@ export const CHECKS: Check[] = [
   /* ---- stage.pl: [cleanup] the end of a private job's lease ---- */
   stage("cleanup.group", String.raw` or usage("group=$group is not among groups=$want{groups}")`, ["a cleanup stage asked to end a group it does not hold is refused (64) before it looks at a process"]),
   stage("cleanup.keep-appearing", String.raw`  refuse(EXIT_OS_ERROR, "processes holding group $group keep appearing", "stop the private job (clankie-agent-exec --signal KILL --pgid PGID) and try again");`, ["the cleanup stage: a holder of the group it cannot end is refused (71) after 4 s, never left holding it"]),
+  {
+    ...stage("cleanup.guard-fired", String.raw`      refuse(EXIT_BUSY, "the guard of the private job in $want{lease} ended before its job (killed by the OOM killer or a signal), so what the job started may run on unseen", "the lease stays and its group out of the pool; restart the container to get it back") unless guard_fired();`, []),
+    tests: { "test/sandbox/private-guard.test.ts": ["a private job whose guard was killed before the job ended: its release fails (75, one line), the lease stays and the next private job is refused (75); the control, not killed, is released (0)"] },
+  },
   stage("cleanup.proc", String.raw` or proc_failed("/proc")`, ["the cleanup stage: /proc that cannot be listed, a pidfd it cannot open or signal through, a lease it cannot walk: each refused (71)"]),
   stage("cleanup.pidfd-open", String.raw`      refuse(EXIT_OS_ERROR, "pidfd_open of process $pid failed: " . errname(), "run private jobs on Linux 5.3 or later under a seccomp profile that allows pidfd_open and pidfd_send_signal (Docker's default does)");`, ["the cleanup stage: /proc that cannot be listed, a pidfd it cannot open or signal through, a lease it cannot walk: each refused (71)"]),
   stage("cleanup.pidfd-signal", String.raw` or refuse(EXIT_OS_ERROR, "pidfd_send_signal to process $pid failed: " . errname(), $KERNEL_FIX)`, ["the cleanup stage: /proc that cannot be listed, a pidfd it cannot open or signal through, a lease it cannot walk: each refused (71)"]),
@@ -184,6 +193,11 @@ export const CHECKS: Check[] = [
   stage("guard.fork-guard", String.raw`  refuse($? == 0 ? EXIT_BUSY : EXIT_OS_ERROR, "fork of the private job's guard failed", $fix) if ($guard // 0) <= 0;`, ["a private job whose guard cannot be set up is refused: pidfd_open, pipe, either fork, the nested domain"]),
   stage("guard.nested-domain", String.raw`
     or refuse(EXIT_OS_ERROR, "landlock_restrict_self of the private job's nested domain failed: " . errname(), $KERNEL_FIX)`, ["a private job whose guard cannot be set up is refused: pidfd_open, pipe, either fork, the nested domain"]),
+  stage("guard.oom-open", String.raw`  sysopen my $fh, "/proc/self/oom_score_adj", O_RDWR or proc_failed("/proc/self/oom_score_adj");`, ["a private job whose oom_score_adj cannot be opened or read, whose guard's value reads wrong, or whose lease mark cannot be made, is refused"], { replace: String.raw`  sysopen my $fh, "/proc/self/oom_score_adj", O_RDWR;` }),
+  stage("guard.oom-read", String.raw`  $value =~ /\A(-?\d{1,4})\n?\z/ or proc_failed("/proc/$_[0]/oom_score_adj", " (it read \"$value\")");`, ["a private job whose oom_score_adj cannot be opened or read, whose guard's value reads wrong, or whose lease mark cannot be made, is refused"], { replace: String.raw`  $value =~ /\A(-?\d{1,4})\n?\z/;` }),
+  stage("guard.oom-verify", String.raw`  refuse(EXIT_VERIFY_FAILED, "$AGENT_WHAT its guard's oom_score_adj is $guard_score and its own $job_score (want $low and $held)", $AGENT_FIX)
+    if $guard_score != $low || $job_score != $held;`, ["a private job whose oom_score_adj cannot be opened or read, whose guard's value reads wrong, or whose lease mark cannot be made, is refused"]),
+  stage("guard.mark", String.raw` or refuse(EXIT_OS_ERROR, "open $want{private}/guard failed: " . errname(), $KERNEL_FIX);`, ["a private job whose oom_score_adj cannot be opened or read, whose guard's value reads wrong, or whose lease mark cannot be made, is refused"], { replace: ";" }),
   stage("guard.signal", String.raw`  refuse(EXIT_VERIFY_FAILED, "$AGENT_WHAT it can signal its guard (process $guard: " . (kill(0, $guard) ? "allowed" : errname()) . ", want EPERM)", $AGENT_FIX)
     if kill(0, $guard) || $! != 1;`, ["a private job whose nested domain the kernel only claims to apply is refused (70): it must not signal its guard"]),
 
@@ -195,6 +209,7 @@ export const CHECKS: Check[] = [
 
 const CALLER_TEST: Record<string, string[]> = { "test/unit/agent-exec/caller.test.ts": ["refusals, each with its exit code and fix"] };
 const CLI_TEST: Record<string, string[]> = { "test/unit/agent-exec/cli.test.ts": [] };
+const RUN_TEST = "test/unit/agent-exec/run.test.ts";
 const shim = (id: string, file: string, find: string, tests: Record<string, string[]>, to: string | null = ");"): Check => ({ id: `shim.${id}`, file, find, to, replace: "{}", tests });
 
 CHECKS.push(
@@ -212,6 +227,7 @@ CHECKS.push(
   shim("cli.signal-pgid", "src/agent-exec/cli.ts", 'throw usage(program, "--signal needs --pgid"', CLI_TEST),
   shim("cli.cleanup-alone", "src/agent-exec/cli.ts", 'throw usage(program, "--private-cleanup takes no other option"', CLI_TEST),
   shim("cli.extra-path", "src/agent-exec/cli.ts", 'throw usage(program, `${option} ${JSON.stringify(value ?? "")} ${problem}`', CLI_TEST),
+  shim("cli.allow-write-state", "src/agent-exec/cli.ts", "throw usage(program, `--allow-write ${JSON.stringify(path)} ${unsafe}`", CLI_TEST),
   shim("cli.cwd", "src/agent-exec/cli.ts", "throw usage(program, `--cwd needs an absolute directory", CLI_TEST),
   shim("cli.env-name", "src/agent-exec/cli.ts", "throw usage(program, `--env needs a variable name", CLI_TEST),
   shim("cli.env-code", "src/agent-exec/cli.ts", "throw usage(program, `--env ${value}: variables that load code are never passed`", CLI_TEST),
@@ -225,10 +241,10 @@ CHECKS.push(
   shim("fds.handed-cloexec", "src/agent-exec/descriptors.ts", "throw new Refusal(EXIT.usage, `${what}: fd ${fd} is close-on-exec here", { "test/unit/agent-exec/descriptors.test.ts": ["checkHandedDescriptor: a kept fd or the started marker that is not open, or is close-on-exec, is refused (64)"] }),
 
   /* ---- the shim: its session, its tools, the signal's target ---- */
-  shim("run.terminal", "src/agent-exec/run.ts", 'throw new Refusal(EXIT.launchRefused, "the shim leads a session that has a controlling terminal"', { [AGENT_SANDBOX]: ["a shim that leads a session with a controlling terminal is refused (77, one line) before the drop; without the terminal it runs"] }),
-  shim("run.group-leader", "src/agent-exec/run.ts", 'throw new Refusal(EXIT.launchRefused, "the shim leads a process group but not a session', { [AGENT_SANDBOX]: ["a shim that leads its process group but not a session is refused (77, one line) before the drop"] }),
+  shim("run.terminal", "src/agent-exec/run.ts", 'throw new Refusal(EXIT.launchRefused, "the shim leads a session that has a controlling terminal"', { [RUN_TEST]: ["sessionPlan: a session leader holding a controlling terminal is refused (77)"] }),
+  shim("run.group-leader", "src/agent-exec/run.ts", 'throw new Refusal(EXIT.launchRefused, "the shim leads a process group but not a session', { [RUN_TEST]: ["sessionPlan: a process-group leader that does not lead its session is refused (77): setsid(2) would fail with EPERM"] }),
   shim("run.perl-rules", "src/agent-exec/run.ts", "prepareExec({ command: TOOLS.perl, args: [], env: {}, trustedUids: [0] });", { [AGENT_SANDBOX]: ["a perl that others could write is refused by the shim's own exec rules (126, one line) although the launch trusted it"] }, null),
-  shim("run.own-group", "src/agent-exec/run.ts", "throw new Refusal(EXIT.usage, `--pgid ${request.pgid} is the process group of clankie-agent-exec", { "test/sandbox/agent-stop.test.ts": ["signalAgent given the service's own process group: refused by the spawner (65, one line), which signals only the jobs it started"] }),
+  shim("run.own-group", "src/agent-exec/run.ts", "throw new Refusal(EXIT.usage, `--pgid ${pgid} is the process group of clankie-agent-exec", { [RUN_TEST]: ["checkSignalTarget: the shim's own group and its caller's are refused (64); any other group passes to the stage"] }),
 
   /* ---- the private-job code: the pool ---- */
   shim("pool.members", "src/private-groups.ts", "throw new Refusal(EXIT.noUser, `group ${name} has members", { "test/unit/private-groups.test.ts": [], "test/unit/agent-exec/private-job.test.ts": ["a wrong pool refuses a private spawn and a release by hand (67), before anything of /run/clankie-private is read"] }),
@@ -247,4 +263,114 @@ CHECKS.push(
   shim("private.no-lease", "src/agent-exec/private-job.ts", "throw new Refusal(EXIT.dataRefused, `no private lease is recorded for job ${pid}`", { [PRIVATE_SANDBOX]: ["a release by hand: no lease recorded (65), a link that names no group of the pool (65), a find that others could write (126), one line each"] }),
   shim("private.bad-link", "src/agent-exec/private-job.ts", "throw new Refusal(EXIT.dataRefused, `${pidLink(pid)} names ${JSON.stringify(index)}, no group of the pool`", { [PRIVATE_SANDBOX]: ["a release by hand: no lease recorded (65), a link that names no group of the pool (65), a find that others could write (126), one line each"] }),
   shim("private.job-runs", "src/agent-exec/private-job.ts", "throw new Refusal(\n        EXIT.busy,\n        `process ${pid} runs and holds the lease's group", { [PRIVATE_SANDBOX]: ["the release of a job whose pid a running private job has is refused (75): that job lives on with its lease, and is released at its own end"] }, "\n      );"),
+);
+
+/*
+ * The code that runs with privilege beyond the shim (the entrypoint's root
+ * phase and drop, the layouts it applies, the exec rules every exec passes,
+ * the accounts it reads) and the service's API (src/system-exec.ts,
+ * src/service/*). Their sites also count a gate of the exec rules
+ * (gateExec, prepareExec) and the tree walk's refusal of an entry that
+ * changed under it (throw changed / changedUnderUs).
+ */
+const cut = (id: string, file: string, find: string, tests: Record<string, string[]>, to: string | null = ");", replace = "{}"): Check => ({ id, file, find, to, replace, tests });
+const ENTRY_SANDBOX = "test/sandbox/entrypoint.test.ts";
+const RULES_TEST: Record<string, string[]> = { "test/unit/exec/rules.test.ts": [] };
+const ACCOUNTS_TEST: Record<string, string[]> = { "test/unit/accounts.test.ts": [] };
+const LAUNCH_TEST: Record<string, string[]> = { "test/unit/entrypoint/launch-check.test.ts": [] };
+
+CHECKS.push(
+  /* ---- the entrypoint: its command line and what launched it ---- */
+  cut("entry.cli.no-command", "src/entrypoint/cli.ts", 'throw usage(program, "no service command given"', { "test/unit/entrypoint/cli.test.ts": [] }),
+  cut("entry.cli.unknown-option", "src/entrypoint/cli.ts", "throw usage(program, `unknown option ${JSON.stringify(first)}`", { "test/unit/entrypoint/cli.test.ts": [] }),
+  cut("entry.launch.mixed-ids", "src/entrypoint/launch-check.ts", "throw new Refusal(EXIT.launchRefused, `started with mixed user ids", LAUNCH_TEST),
+  cut("entry.launch.no-new-privs", "src/entrypoint/launch-check.ts", 'throw new Refusal(EXIT.launchRefused, "started as root without NoNewPrivs"', LAUNCH_TEST),
+  cut("entry.launch.capabilities", "src/entrypoint/launch-check.ts", "throw new Refusal(\n      EXIT.launchRefused,\n      `started as root without capabilit", LAUNCH_TEST, "\n    );"),
+  cut("entry.run.tool-rules", "src/entrypoint/run.ts", "for (const tool of [TOOLS.setpriv, TOOLS.perl, ...(tini ? [TOOLS.tini] : [])]) prepareExec({ command: tool, args: [], env: {}, trustedUids: [0] });", { [ENTRY_SANDBOX]: ["a setpriv or perl that others could write is refused before anything changes (exit 126); the service command's rules run in the same phase"] }, null, ""),
+  cut("entry.run.service-rules", "src/entrypoint/run.ts", "prepareExec({ command: command[0]!, args: [], env: {}, trustedUids: [0, ids.service.uid] }).path", { [ENTRY_SANDBOX]: ["a service command the agent could have written is refused before anything changes (exit 126)"] }, null, "command[0]!"),
+
+  /* ---- the layouts: /state's rules and /workspace ---- */
+  cut("layout.state.device", "src/layout/state.ts", "throw new Refusal(EXIT.dataRefused, `${entry.path} is a device node`", { "test/unit/layout/state.test.ts": ["stateRules: a device node and a hard link to another uid's file are refused (65); control: a FIFO, the service's own hard link and a foreign file of one name are taken over"] }),
+  cut("layout.state.foreign-hard-link", "src/layout/state.ts", "throw new Refusal(\n        EXIT.dataRefused,\n        `${entry.path} is a hard link", { "test/unit/layout/state.test.ts": ["stateRules: a device node and a hard link to another uid's file are refused (65); control: a FIFO, the service's own hard link and a foreign file of one name are taken over"] }, "\n      );"),
+  cut("entry.workspace.not-directory", "src/entrypoint/workspace-layout.ts", "throw new Refusal(EXIT.dataRefused, `${WORKSPACE_DIR} is not a directory`", { [ENTRY_SANDBOX]: ["/workspace or /state that is not a directory is refused (65, one line), nothing changed"] }),
+
+  /* ---- the exec rules (src/exec/rules.ts), which every exec passes ---- */
+  cut("exec.empty", "src/exec/rules.ts", 'throw new Refusal(EXIT.usage, "the command is empty"', RULES_TEST),
+  cut("exec.command-nul", "src/exec/rules.ts", 'throw new Refusal(EXIT.usage, "the command contains a NUL byte"', RULES_TEST),
+  cut("exec.not-found", "src/exec/rules.ts", "throw new Refusal(EXIT.notFound, `${command}: not found in ${SYSTEM_PATH}`", RULES_TEST, ");", 'return "/nonexistent";'),
+  cut("exec.resolve-missing", "src/exec/rules.ts", "if (code === \"ENOENT\") throw new Refusal(EXIT.notFound, `${path}: no such file${whose}`", RULES_TEST),
+  cut("exec.resolve-failed", "src/exec/rules.ts", "throw new Refusal(EXIT.notExecutable, `${path}: cannot be resolved (${code})${whose}`", RULES_TEST, ");", "return path;"),
+  cut("exec.check-failed", "src/exec/rules.ts", "throw new Refusal(EXIT.notExecutable, `${place}: cannot be checked", RULES_TEST, ");", "continue;"),
+  cut("exec.owner", "src/exec/rules.ts", "throw new Refusal(EXIT.notExecutable, `refusing to execute ${subject}: ${place} is owned by uid", RULES_TEST),
+  cut("exec.writable", "src/exec/rules.ts", "throw new Refusal(EXIT.notExecutable, `refusing to execute ${subject}: ${place} is writable by group or other", RULES_TEST),
+  cut("exec.file-missing", "src/exec/rules.ts", "if (code === \"ENOENT\") throw new Refusal(EXIT.notFound, `${path}: no such file`, \"check the command's path\");", RULES_TEST, null),
+  cut("exec.file-failed", "src/exec/rules.ts", "throw new Refusal(EXIT.notExecutable, `${path}: cannot be executed (${code})`", RULES_TEST, ");", "return;"),
+  cut("exec.not-regular", "src/exec/rules.ts", "throw new Refusal(EXIT.notExecutable, `${path}: not a regular file`", RULES_TEST),
+  cut("exec.not-executable", "src/exec/rules.ts", "throw new Refusal(EXIT.notExecutable, `${path}: not executable by uid", RULES_TEST),
+  cut("exec.unreadable", "src/exec/rules.ts", "throw new Refusal(\n      EXIT.notExecutable,\n      `refusing to execute ${path}: it cannot be read", RULES_TEST, "\n    );", "return;"),
+  cut("exec.interpreter-relative", "src/exec/rules.ts", "throw new Refusal(EXIT.notExecutable, `${path}: #! line names no absolute interpreter`", RULES_TEST),
+  cut("exec.script-depth", "src/exec/rules.ts", "throw new Refusal(EXIT.notExecutable, `${chain[0]}: more than ${MAX_SCRIPT_DEPTH} #! scripts in a row", RULES_TEST),
+  cut("exec.not-program", "src/exec/rules.ts", "throw new Refusal(EXIT.notExecutable, `${path}: not an ELF binary or #! script", RULES_TEST),
+  cut("exec.argument-nul", "src/exec/rules.ts", 'throw new Refusal(EXIT.usage, "an argument contains a NUL byte"', RULES_TEST),
+  cut("exec.environment-name", "src/exec/environment.ts", "throw new Refusal(EXIT.usage, `${JSON.stringify(name)} is not a variable name", { "test/unit/exec/environment.test.ts": [] }),
+  cut("exec.environment-code", "src/exec/environment.ts", "throw new Refusal(EXIT.usage, `${name}: variables that load code are never passed to a child`", { "test/unit/exec/environment.test.ts": [] }),
+  cut("exec.prepare-gate", "src/exec/replace.ts", "const path = gateExec(request);", RULES_TEST, null, "const path = request.command;"),
+  cut("exec.replace-gate", "src/exec/replace.ts", "const { path, argv, env } = prepareExec(request);", { [ENTRY_SANDBOX]: ["today's launch (node, no capabilities): a service command that others could write is refused (126, one line) by the exec that would replace the entrypoint"] }, null, "const { path, argv, env } = { path: request.command, argv: [request.argv0 ?? request.command, ...request.args], env: { ...request.env, PATH: SYSTEM_PATH } };"),
+  cut("exec.capture-gate", "src/exec/capture.ts", "gateExec({ command: request.command, args: request.args, trustedUids: request.trustedUids ?? [0] })", { "test/unit/exec/capture.test.ts": [] }, null, "request.command"),
+  cut("exec.capture-setpriv", "src/exec/capture.ts", "gateExec({ command: TOOLS.setpriv, args: [], trustedUids: [0] });", { "test/sandbox/exec-rules.test.ts": ["a capture that drops capabilities (the audit's image scan) refuses a setpriv that others could write (126) before anything starts; control: closed, it runs"] }, null),
+
+  /* ---- the accounts (/etc/passwd, /etc/group) every role reads ---- */
+  cut("accounts.duplicate", "src/accounts.ts", "throw new Refusal(EXIT.noUser, `${file} defines ${name} ${matches.length} times`", ACCOUNTS_TEST),
+  cut("accounts.service-missing", "src/accounts.ts", "if (!service) throw new Refusal(EXIT.noUser, `user ${SERVICE_USER} is missing", ACCOUNTS_TEST),
+  cut("accounts.agent-missing", "src/accounts.ts", "if (!agent) throw new Refusal(EXIT.noUser, `user ${AGENT_USER} is missing", ACCOUNTS_TEST),
+  cut("accounts.workspace-missing", "src/accounts.ts", "if (!workspaceGroup) throw new Refusal(EXIT.noUser, `group ${WORKSPACE_GROUP} is missing", ACCOUNTS_TEST),
+  cut("accounts.service-root", "src/accounts.ts", "throw new Refusal(EXIT.noUser, `user ${SERVICE_USER} has uid ${service.uid} gid ${service.gid}`", ACCOUNTS_TEST),
+  cut("accounts.agent-root", "src/accounts.ts", "throw new Refusal(EXIT.noUser, `user ${AGENT_USER} has uid ${agent.uid} gid ${agent.gid}`", ACCOUNTS_TEST),
+  cut("accounts.same-uid", "src/accounts.ts", "throw new Refusal(EXIT.noUser, `user ${AGENT_USER} has the same uid as ${SERVICE_USER}", ACCOUNTS_TEST),
+  cut("accounts.same-group", "src/accounts.ts", "throw new Refusal(EXIT.noUser, `user ${AGENT_USER} has the primary group of ${SERVICE_USER}", ACCOUNTS_TEST),
+  cut("accounts.workspace-gid", "src/accounts.ts", "throw new Refusal(EXIT.noUser, `group ${WORKSPACE_GROUP} has gid ${workspaceGroup.gid}, which is not its own`", ACCOUNTS_TEST),
+  cut("accounts.service-not-member", "src/accounts.ts", "throw new Refusal(EXIT.noUser, `user ${SERVICE_USER} is not a member of ${WORKSPACE_GROUP}`", ACCOUNTS_TEST),
+  cut("accounts.agent-groups", "src/accounts.ts", "throw new Refusal(EXIT.noUser, `user ${AGENT_USER} is a member of groups", ACCOUNTS_TEST),
+  cut("accounts.service-in-agent-group", "src/accounts.ts", "throw new Refusal(EXIT.noUser, `user ${SERVICE_USER} is a member of ${AGENT_USER}'s group`", ACCOUNTS_TEST),
+);
+
+/*
+ * Files that other work rewrites (the /state walk: src/entrypoint/tree-walk.ts,
+ * src/entrypoint/state-acl.ts, src/entrypoint/state-layout.ts; the service API:
+ * src/service/*, src/system-exec.ts): their entries apart, so that snippets
+ * can be re-cut in one place.
+ */
+const WALK_TEST: Record<string, string[]> = { "test/unit/entrypoint/tree-walk.test.ts": [] };
+const ACL_TEST: Record<string, string[]> = { "test/unit/entrypoint/state-acl.test.ts": [] };
+const STOP_TEST: Record<string, string[]> = { "test/unit/service/agent-stop.test.ts": [] };
+const API_TEST: Record<string, string[]> = { "test/unit/system-exec.test.ts": [] };
+CHECKS.push(
+  /* ---- the /state walk ---- */
+  cut("walk.open-changed", "src/entrypoint/tree-walk.ts", 'if (code === "ELOOP" || code === "ENOTDIR") throw changed(path);', WALK_TEST, null),
+  cut("walk.open-other-inode", "src/entrypoint/tree-walk.ts", "    throw changed(path);\n", WALK_TEST, null, "\n"),
+  cut("walk.root-not-directory", "src/entrypoint/tree-walk.ts", "throw new Refusal(EXIT.dataRefused, `${root} is a ${kindOf(rootSt)}, not a directory`", { [ENTRY_SANDBOX]: ["/workspace or /state that is not a directory is refused (65, one line), nothing changed"] }),
+  cut("walk.child-link", "src/entrypoint/tree-walk.ts", 'if (code === "ELOOP") throw changedUnderUs(childPath(frame.path, name));', WALK_TEST, null),
+  cut("walk.file-not-file", "src/entrypoint/tree-walk.ts", "if (!st.isFile()) throw changedUnderUs(view.path);", WALK_TEST, null),
+  cut("walk.entry-gone", "src/entrypoint/tree-walk.ts", 'if (code === "ENOENT" || code === "ELOOP") throw changedUnderUs(view.path);', WALK_TEST, null),
+  cut("walk.entry-swapped", "src/entrypoint/tree-walk.ts", "if (!sameInode(opened, st) || kindOf(opened) !== kind || opened.nlink !== st.nlink) throw changedUnderUs(view.path);", WALK_TEST, null),
+  cut("walk.state-not-directory", "src/entrypoint/state-layout.ts", "if (!st.isDirectory()) throw new Refusal(EXIT.dataRefused, `${path} is a ${kindOf(st)}, not a directory`, fix);", { [ENTRY_SANDBOX]: ["a symlink planted as /state/agent, the agent's home, is refused (exit 65): its target is never given to the agent"] }, null),
+  cut("walk.acl-output", "src/entrypoint/state-acl.ts", "if (result.status === 0) throw new Refusal(EXIT.osError, `the removal of ACLs under ${root} printed what it should not", ACL_TEST),
+  cut("walk.acl-changed", "src/entrypoint/state-acl.ts", "throw new Refusal(EXIT.dataRefused, `${walk.changed} changed while its ACLs were being removed", ACL_TEST),
+  cut("walk.acl-failed", "src/entrypoint/state-acl.ts", "throw new Refusal(EXIT.osError, `the removal of ACLs under ${root} (perl) failed", ACL_TEST, ");", "return { stripped: 0, examples: [] };"),
+
+  /* ---- the service's API ---- */
+  cut("api.stop-timeout", "src/service/agent-stop.ts", "throw new Refusal(EXIT.usage, `signalAgent: timeoutMs ${JSON.stringify(timeoutMs)}", STOP_TEST),
+  cut("api.stop-abort-signal", "src/service/agent-stop.ts", 'throw new Refusal(EXIT.usage, "signalAgent: the signal option is not an AbortSignal"', STOP_TEST),
+  cut("api.signal-name", "src/service/agent-stop.ts", "throw new Refusal(EXIT.usage, `${where} ${JSON.stringify(signal)}: the shim delivers only", API_TEST),
+  cut("api.identity-options", "src/system-exec.ts", "throw new Refusal(EXIT.usage, `${where}: the ${name} option is not accepted: it would start", API_TEST),
+  cut("api.unsupported-options", "src/system-exec.ts", "throw new Refusal(EXIT.usage, `${where}: the ${name} option is not accepted: this package starts only", API_TEST),
+  cut("api.spawn-shim-gone", "src/system-exec.ts", 'throw new Refusal(EXIT.usage, "spawnAgent: the shim option is gone', API_TEST),
+  cut("api.signal-shim-gone", "src/service/agent-stop.ts", 'throw new Refusal(EXIT.usage, "signalAgent: the shim option is gone', STOP_TEST),
+  cut("api.holder-perl", "src/system-exec.ts", "gateExec({ command: TOOLS.perl, args: [], trustedUids: [0] });\n  const holder", { "test/sandbox/agent-exec.test.ts": ["spawnAgent refuses a perl that others could write (126, one line) before the holder starts; control: closed, it reaches the channel"] }, null, "  const holder"),
+  cut("api.exec-gate", "src/system-exec.ts", "gateExec({ command, args, trustedUids: trustedUids ?? [...new Set([0, process.geteuid!()])] })", { "test/unit/system-exec.test.ts": ["systemExec refuses a program the exec rules refuse (126) before anything starts; control: a shell of the system runs it"] }, null, "command"),
+  cut("api.exec-setpriv", "src/system-exec.ts", "  gateExec({ command: TOOLS.setpriv, args: [], trustedUids: [0] });\n  const start", { [ENTRY_SANDBOX]: ["systemExec refuses a setpriv that others could write (126) before anything starts; control: closed, it runs the program"] }, null, "  const start"),
+  cut("api.self-check-gate", "src/system-exec.ts", "gateExec({ command: `${INSTALL_DIR}/${ENTRYPOINT_NAME}`, args, trustedUids: [0] })", { "test/unit/system-exec.test.ts": ["runSelfCheck refuses an entrypoint that is missing or that others could write (126/127) before anything starts"] }, null, "`${INSTALL_DIR}/${ENTRYPOINT_NAME}`"),
+  cut("api.agent-env-code", "src/system-exec.ts", "if (isCodeLoadingVariable(name)) throw new Refusal(EXIT.usage, `${name}: variables that load code are never passed to agent work`", API_TEST),
+  cut("api.allow-write-state", "src/system-exec.ts", "if (unsafe !== undefined) throw new Refusal(EXIT.usage, `allowWrite ${JSON.stringify(path)} ${unsafe}`, WRITABLE_PATH_FIX);", API_TEST),
+  cut("api.network", "src/system-exec.ts", "throw new Refusal(EXIT.usage, `network ${JSON.stringify(options.network)}", API_TEST),
 );

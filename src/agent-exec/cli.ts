@@ -6,7 +6,7 @@
  */
 import { AGENT_DEFAULT_NPROC, AGENT_DEFAULT_OOM_SCORE_ADJ, AGENT_EXEC_NAME, AGENT_SIGNALS, STARTED_FD_VARIABLE, WORKSPACE_DIR } from "../constants.ts";
 import { isCodeLoadingVariable } from "../exec/environment.ts";
-import { type ConfinementRequest, extraPathProblem } from "../confinement.ts";
+import { type ConfinementRequest, extraPathProblem, WRITABLE_PATH_FIX, writablePathProblem } from "../confinement.ts";
 import { optionValue, parseCommand, parseInteger, usage } from "../cli.ts";
 import type { AgentStageOptions } from "../stage/protocol.ts";
 
@@ -102,7 +102,10 @@ export function parseAgentExecArgs(argv: readonly string[]): AgentExecRequest {
     } else if (name === "--oom-score-adj") {
       oomScoreAdj = parseInteger(program, name, value, -1000, 1000);
     } else if (name === "--allow-write") {
-      confinement.allowWrite.push(extraPath(name, value));
+      const path = extraPath(name, value);
+      const unsafe = writablePathProblem(path);
+      if (unsafe !== undefined) throw usage(program, `--allow-write ${JSON.stringify(path)} ${unsafe}`, WRITABLE_PATH_FIX);
+      confinement.allowWrite.push(path);
     } else if (name === "--allow-read") {
       confinement.allowRead.push(extraPath(name, value));
     } else if (name === "--deny-connect") {

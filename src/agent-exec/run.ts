@@ -8,7 +8,7 @@
 import { writeFileSync } from "node:fs";
 import { type Identities, readIdentities } from "../accounts.ts";
 import { EXIT, STARTED_FD_VARIABLE, TOOLS } from "../constants.ts";
-import { readSession, readStatus } from "../os/proc-status.ts";
+import { type ProcessSession, readSession, readStatus } from "../os/proc-status.ts";
 import { osCall, Refusal } from "../report.ts";
 import { execReplace, prepareExec } from "../exec/replace.ts";
 import { uncarried } from "../exec/environment.ts";
@@ -19,13 +19,12 @@ import { closeStrayDescriptors } from "./descriptors.ts";
 import { agentExec, type AgentChain, type PrivateJobLease } from "./plan.ts";
 
 /**
- * Whether the verification stage must call setsid(2). setsid(2) fails (EPERM)
- * for a process-group leader that does not lead its session: refuse that case
- * here, in one line. A session leader (spawnAgent uses detached) needs no
- * setsid at all.
+ * Whether the verification stage must call setsid(2), from the shim's own
+ * /proc/self/stat. setsid(2) fails (EPERM) for a process-group leader that
+ * does not lead its session: refuse that case here, in one line. A session
+ * leader (spawnAgent uses detached) needs no setsid at all.
  */
-function sessionPlan(): boolean {
-  const session = readSession();
+export function sessionPlan(session: ProcessSession): boolean {
   if (session.session === session.pid) {
     if (session.ttyNr !== 0) {
       throw new Refusal(EXIT.launchRefused, "the shim leads a session that has a controlling terminal", "spawn it in a new session without a terminal (spawnAgent does)");
@@ -104,7 +103,7 @@ export function runAgentExec(request: Extract<AgentExecRequest, { kind: "run" }>
   return execChain(
     ids,
     {
-      needSetsid: sessionPlan(),
+      needSetsid: sessionPlan(readSession()),
       stageOptions: request.stageOptions,
       cwd: request.cwd,
       keepFds: request.keepFds,
@@ -140,16 +139,22 @@ export function runPrivateCleanup(request: Extract<AgentExecRequest, { kind: "pr
   return releaseJobLease(ids, request.pid);
 }
 
+/**
+ * Refuses a --pgid that is the shim's own process group (`ownPgrp`) or its
+ * caller's (`callerPgrp`, undefined for a parent outside this pid namespace:
+ * ppid 0, docker exec, whose group cannot be this one). kill(2) with -pgid
+ * reaches every member the sender may signal. As the agent, in the shim's own
+ * process group (or its caller's: the service's), that is the signal stage
+ * itself: it kills itself, or the call reports success while the service's
+ * processes got nothing.
+ */
+export function checkSignalTarget(pgid: number, ownPgrp: number, callerPgrp: number | undefined): void {
+  if (pgid === ownPgrp || pgid === callerPgrp) throw new Refusal(EXIT.usage, `--pgid ${pgid} is the process group of clankie-agent-exec or of its caller, not agent work's`, "pass the process group of a job spawnAgent started (its child.pid)");
+}
+
 export function runSignal(request: Extract<AgentExecRequest, { kind: "signal" }>): never {
   const ids = checkedIdentities();
-  // kill(2) with -pgid reaches every member the sender may signal. As the
-  // agent, in the shim's own process group (or its caller's: the service's),
-  // that is the signal stage itself: it kills itself, or the call reports
-  // success while the service's processes got nothing.
-  // ppid 0: a parent outside this pid namespace (docker exec), whose group cannot be this one.
-  if (request.pgid === readSession().pgrp || (process.ppid > 0 && request.pgid === readSession(process.ppid).pgrp)) {
-    throw new Refusal(EXIT.usage, `--pgid ${request.pgid} is the process group of clankie-agent-exec or of its caller, not agent work's`, "pass the process group of a job spawnAgent started (its child.pid)");
-  }
+  checkSignalTarget(request.pgid, readSession().pgrp, process.ppid > 0 ? readSession(process.ppid).pgrp : undefined);
   const { chain, oomScoreAdj } = signalPlan(request);
   return execChain(ids, chain, oomScoreAdj, []);
 }

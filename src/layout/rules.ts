@@ -32,3 +32,11 @@ export type Rules<C> = (entry: EntryView, context: C) => Decision<C>;
  * directory to every uid but the service's.
  */
 export const DEPTH_LIMIT = 4096;
+
+/**
+ * The most bytes of a path the walks keep to show (a longer one is cut, and
+ * ends in "..."): a chain DEPTH_LIMIT levels deep of 255-byte names has a
+ * megabyte of path at its bottom, and a path kept whole for each of its
+ * levels would be gigabytes.
+ */
+export const SHOWN_PATH_BYTES = 8192;

@@ -18,7 +18,8 @@
  *          judge them as before.
  *   list   (the audit, read-only): every entry that carries an ACL.
  *
- * Both leave the agent's home and mount points alone, as the walk does.
+ * Both leave the agent's home and mount points alone, as the walk does,
+ * and enter no directory DEPTH_LIMIT levels down (src/layout/rules.ts).
  */
 import { constants as fsConstants } from "node:fs";
 import { constants } from "node:os";
@@ -28,6 +29,7 @@ import { TOOLS } from "../constants.ts";
 import { type CaptureResult, startCapture } from "../exec/capture.ts";
 import { errnoName } from "../os/errno.ts";
 import { printablePath } from "../report.ts";
+import { DEPTH_LIMIT, SHOWN_PATH_BYTES } from "./rules.ts";
 import { STATE_LAYOUT } from "./state.ts";
 
 /** The walk, src/perl/state-acl.pl (its header says what it reads, changes and prints). */
@@ -53,7 +55,7 @@ function builtInSyscalls(): SyscallNumbers {
 /** Pure: perl's arguments after -e SCRIPT (`serviceUid`: strip leaves a hard link to another uid's file alone; list ignores it; `nr`: another architecture's numbers). */
 export function stateAclArgs(mode: AclWalkMode, root: string, serviceUid: number, nr: SyscallNumbers = builtInSyscalls()): string[] {
   const dirFlags = fsConstants.O_RDONLY | fsConstants.O_DIRECTORY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK;
-  return [mode, root, STATE_LAYOUT.pruned, ...[serviceUid, nr.lgetxattr, nr.getxattr, nr.setxattr, nr.removexattr, dirFlags, O_PATH | fsConstants.O_NOFOLLOW, constants.errno.ENODATA, constants.errno.EOPNOTSUPP].map(String)];
+  return [mode, root, STATE_LAYOUT.pruned, ...[serviceUid, nr.lgetxattr, nr.getxattr, nr.setxattr, nr.removexattr, dirFlags, O_PATH | fsConstants.O_NOFOLLOW, constants.errno.ENODATA, constants.errno.EOPNOTSUPP, DEPTH_LIMIT, SHOWN_PATH_BYTES].map(String)];
 }
 
 /**

@@ -16,6 +16,7 @@
  */
 import type { Identities } from "../accounts.ts";
 import { AGENT_HOME, STATE_DIR, STATE_INSTALL_NAME } from "../constants.ts";
+import { DEPTH_LIMIT } from "../layout/rules.ts";
 import { stateModes, stateRules, type StateZone } from "../layout/state.ts";
 import { type AclFound, type AclWalk, namedEntries } from "../layout/state-acl.ts";
 import { Refusal } from "../report.ts";
@@ -48,6 +49,8 @@ export interface StateAudit {
   problems: WalkProblem[];
   /** Entries outside the release that differ from the layout only by group bits of node's own group (the service's umask). */
   umaskGroupBits: number;
+  /** Directories DEPTH_LIMIT levels down in each zone: judged, nothing below them read (the entrypoint leaves it alone too). */
+  deep?: Record<"layout" | "release", { count: number; examples: string[] }>;
 }
 
 function describe(entry: WalkedEntry): Omit<StateViolation, "want" | "reason" | "fix"> {
@@ -108,11 +111,21 @@ export function auditState(ids: Identities, root: string = STATE_DIR): StateAudi
       const inRelease = zone === "release" || releaseTop;
       if (verdict.violation) (inRelease ? audit.release : audit.layout).push(verdict.violation);
       if (verdict.umaskGroupBits) audit.umaskGroupBits++;
+      if (entry.kind === "directory" && entry.depth >= DEPTH_LIMIT) {
+        audit.deep ??= { layout: { count: 0, examples: [] }, release: { count: 0, examples: [] } };
+        const deep = audit.deep[inRelease ? "release" : "layout"];
+        if (deep.count++ < 3) deep.examples.push(shortened(entry.path));
+      }
       return verdict.descend;
     },
     audit.problems,
   );
   return audit;
+}
+
+/** The first characters of a long path (one DEPTH_LIMIT levels down is kilobytes of it). */
+function shortened(path: string): string {
+  return path.length > 120 ? `${path.slice(0, 120)}...` : path;
 }
 
 /** The first three, as "path (kind mode uid:gid, want mode uid:gid)" or with the reason the rules refuse it. */
@@ -152,6 +165,7 @@ export function judgeStateZone(audit: StateAudit, zone: "layout" | "release", mo
   const violations = release ? audit.release : audit.layout;
   // An ACL on /state itself belongs to state.layout, as /state does.
   const withAcl = acls.found.filter((f) => (release ? f.path !== audit.root && inRelease(f) : !inRelease(f) || f.path === audit.root)).map(describeAcl);
+  const deep = audit.deep?.[zone];
   const found = {
     root: release ? releaseRoot : audit.root,
     checked: audit.checked,
@@ -159,6 +173,7 @@ export function judgeStateZone(audit: StateAudit, zone: "layout" | "release", mo
     acls: bounded(withAcl),
     unreadable: bounded(problems),
     ...(release ? {} : { umaskGroupBits: audit.umaskGroupBits }),
+    ...(deep !== undefined && deep.count > 0 ? { deep } : {}),
   };
   if (violations.length > 0 || withAcl.length > 0) {
     const broken = violations.length > 0 ? [`${plural(violations.length, "entry", "entries")}${release ? " of the release root" : ""} break${violations.length === 1 ? "s" : ""} the layout contract: ${examples(violations)}`] : [];
@@ -169,6 +184,10 @@ export function judgeStateZone(audit: StateAudit, zone: "layout" | "release", mo
   if (problems.length > 0) {
     const summary = `could not read ${plural(problems.length, "entry", "entries")} under ${audit.root}: ${problems.slice(0, 3).join("; ")}`;
     return fail(summary, found, "run the audit as root (docker exec CONTAINER clankie-separate --self-check), which can read every entry");
+  }
+  if (deep !== undefined && deep.count > 0) {
+    const at = `${plural(deep.count, "directory", "directories")} ${DEPTH_LIMIT} levels deep ${deep.count === 1 ? "was" : "were"} not read below (the entrypoint leaves what lies deeper alone, closed to the agent at that directory)`;
+    return warn(`${at}: ${deep.examples.join("; ")}`, found, "remove what lies that deep (rm -rf the chain): no service needs it");
   }
   if (release && !audit.releasePresent) {
     return warn(`no release root at ${releaseRoot}`, found, "install the release under /state/install (the service's updater does), or ignore this if the service runs the release built into the image");

@@ -13,16 +13,43 @@
  * PATH_MAX either: once a directory's path is over ANCHOR_AFTER bytes, the
  * directory is opened (O_DIRECTORY|O_NOFOLLOW, and it must be the inode
  * lstat saw) and looked into as /proc/self/fd/N, so the paths handed to the
- * kernel stay short while the ones shown stay whole. Such an fd is closed
+ * kernel stay short while the ones shown stay whole (to SHOWN_PATH_BYTES). Such an fd is closed
  * once nothing left to read lies below it: a deep chain holds one per
  * ANCHOR_AFTER bytes of its path, not one per level.
  */
 import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, type Stats } from "node:fs";
 import { codeOf, printablePath } from "../report.ts";
 import { type EntryKind, kindOf } from "../os/file-kind.ts";
-import type { EntryView } from "../layout/rules.ts";
+import { DEPTH_LIMIT, type EntryView, SHOWN_PATH_BYTES } from "../layout/rules.ts";
 
 export type FsPath = string | Buffer;
+
+/** Where an entry is: its name in the directory `up` (undefined: the root, whose name is its path). */
+export interface Place {
+  readonly up: Place | undefined;
+  readonly name: FsPath;
+}
+
+function isFsPath(where: Place | FsPath): where is FsPath {
+  return typeof where === "string" || Buffer.isBuffer(where);
+}
+
+/** The display path of a place, cut after SHOWN_PATH_BYTES bytes (then ending in "..."). */
+export function shownPath(place: Place): string {
+  const names: FsPath[] = [];
+  for (let at: Place | undefined = place; at !== undefined; at = at.up) names.push(at.name);
+  names.reverse();
+  const pieces: FsPath[] = [names[0]!];
+  let size = names[0]!.length;
+  for (let i = 1; i < names.length && size <= SHOWN_PATH_BYTES; i++) {
+    // Every name follows a slash, but the root "/" is one already.
+    if (!(i === 1 && names[0] === "/")) pieces.push("/");
+    pieces.push(names[i]!);
+    size += (i === 1 && names[0] === "/" ? 0 : 1) + names[i]!.length;
+  }
+  const path = pieces.every((piece) => typeof piece === "string") ? pieces.join("") : Buffer.concat(pieces.map((piece) => (typeof piece === "string" ? Buffer.from(piece) : piece)));
+  return path.length <= SHOWN_PATH_BYTES ? printablePath(path) : `${printablePath(path.slice(0, SHOWN_PATH_BYTES))}...`;
+}
 
 /**
  * One entry as the walk met it, and as the layout rules see it (EntryView):
@@ -30,16 +57,16 @@ export type FsPath = string | Buffer;
  * refusal, a skip), not for every entry of a large tree.
  */
 export class WalkedEntry implements EntryView {
-  /** The whole path, for display. */
-  readonly fsPath: FsPath;
+  /** Where it is (its path built when shown), or its whole path. */
+  readonly where: Place | FsPath;
   readonly fsName: FsPath;
   readonly kind: EntryKind;
   readonly st: Stats;
   readonly depth: number;
   /** On another filesystem than the root (a mount point): never entered. */
   readonly otherDevice: boolean;
-  constructor(fsPath: FsPath, fsName: FsPath, kind: EntryKind, st: Stats, depth: number, otherDevice: boolean) {
-    this.fsPath = fsPath;
+  constructor(where: Place | FsPath, fsName: FsPath, kind: EntryKind, st: Stats, depth: number, otherDevice: boolean) {
+    this.where = where;
     this.fsName = fsName;
     this.kind = kind;
     this.st = st;
@@ -47,7 +74,7 @@ export class WalkedEntry implements EntryView {
     this.otherDevice = otherDevice;
   }
   get path(): string {
-    return printablePath(this.fsPath);
+    return isFsPath(this.where) ? printablePath(this.where) : shownPath(this.where);
   }
   get name(): Buffer {
     return typeof this.fsName === "string" ? Buffer.from(this.fsName) : this.fsName;
@@ -88,9 +115,9 @@ function byteLength(path: FsPath): number {
   return typeof path === "string" ? Buffer.byteLength(path) : path.length;
 }
 
-/** A directory waiting to be read: `shown` is its whole path, `at` what the kernel is given (below an anchor: /proc/self/fd/N/...). */
+/** A directory waiting to be read: `place` says where it is, `at` is what the kernel is given (below an anchor: /proc/self/fd/N/...). */
 interface Pending<C> {
-  shown: FsPath;
+  place: Place;
   at: FsPath;
   st: Stats;
   depth: number;
@@ -110,13 +137,13 @@ function anchorIfLong<C>(dir: Pending<C>, problems: WalkProblem[]): { at: FsPath
     fd = openSync(dir.at, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch (error) {
     const why = codeOf(error);
-    if (why !== "ENOENT") problems.push({ path: printablePath(dir.shown), syscall: "open", code: why });
+    if (why !== "ENOENT") problems.push({ path: shownPath(dir.place), syscall: "open", code: why });
     return undefined;
   }
   const st = fstatSync(fd);
   if (st.dev !== dir.st.dev || st.ino !== dir.st.ino) {
     closeSync(fd);
-    problems.push({ path: printablePath(dir.shown), syscall: "open", code: "changed since lstat" });
+    problems.push({ path: shownPath(dir.place), syscall: "open", code: "changed since lstat" });
     return undefined;
   }
   return { at: `/proc/self/fd/${fd}`, anchor: { fd, refs: 1 } };
@@ -130,7 +157,7 @@ function joinPath(dir: FsPath, name: FsPath): FsPath {
 }
 
 /** Names in a directory; Buffers when any name did not decode as UTF-8. `shown`: the path problems name. */
-function readNames(path: FsPath, problems: WalkProblem[], shown: FsPath = path): FsPath[] | undefined {
+function readNames(path: FsPath, problems: WalkProblem[], shown: () => string = () => printablePath(path)): FsPath[] | undefined {
   try {
     if (typeof path !== "string") return readdirSync(path, { encoding: "buffer" });
     const names = readdirSync(path);
@@ -138,7 +165,7 @@ function readNames(path: FsPath, problems: WalkProblem[], shown: FsPath = path):
     return names.some((name) => name.includes("\ufffd")) ? readdirSync(path, { encoding: "buffer" }) : names;
   } catch (error) {
     const why = codeOf(error);
-    if (why !== "ENOENT") problems.push({ path: printablePath(shown), syscall: "readdir", code: why });
+    if (why !== "ENOENT") problems.push({ path: shown(), syscall: "readdir", code: why });
     return undefined;
   }
 }
@@ -155,7 +182,7 @@ export function walkReadOnly<C>(root: string, context: C, visit: Visit<C>, probl
   const first = visit(new WalkedEntry(root, root, kindOf(rootSt), rootSt, 0, false), context);
   if (first === undefined || !rootSt.isDirectory()) return 1;
   let visited = 1;
-  const stack: Pending<C>[] = [{ shown: root, at: root, st: rootSt, depth: 0, context: first, anchor: undefined }];
+  const stack: Pending<C>[] = [{ place: { up: undefined, name: root }, at: root, st: rootSt, depth: 0, context: first, anchor: undefined }];
   try {
     while (stack.length > 0) {
       const dir = stack.pop()!;
@@ -180,27 +207,27 @@ export function walkReadOnly<C>(root: string, context: C, visit: Visit<C>, probl
 
 /** Reads one directory from `from`, visits its entries, and stacks the directories to enter; returns how many entries it visited. */
 function readDirectory<C>(dir: Pending<C>, from: { at: FsPath; anchor: Anchor | undefined }, rootDev: number, visit: Visit<C>, problems: WalkProblem[], stack: Pending<C>[]): number {
-  const names = readNames(from.at, problems, dir.shown);
+  const names = readNames(from.at, problems, () => shownPath(dir.place));
   if (names === undefined) return 0;
   let visited = 0;
   const anchor = from.anchor ?? dir.anchor;
   for (const name of names) {
     const at = joinPath(from.at, name);
-    const shown = from.anchor === undefined && dir.shown === dir.at ? at : joinPath(dir.shown, name);
+    const place: Place = { up: dir.place, name };
     let st: Stats | undefined;
     try {
       st = lstatSync(at, { throwIfNoEntry: false });
     } catch (error) {
-      problems.push({ path: printablePath(shown), syscall: "lstat", code: codeOf(error) });
+      problems.push({ path: shownPath(place), syscall: "lstat", code: codeOf(error) });
       continue;
     }
     if (st === undefined) continue; // removed since readdir
     visited++;
     const otherDevice = st.dev !== rootDev;
-    const next = visit(new WalkedEntry(shown, name, kindOf(st), st, dir.depth + 1, otherDevice), dir.context);
-    if (next === undefined || !st.isDirectory() || otherDevice) continue;
+    const next = visit(new WalkedEntry(place, name, kindOf(st), st, dir.depth + 1, otherDevice), dir.context);
+    if (next === undefined || !st.isDirectory() || otherDevice || dir.depth + 1 >= DEPTH_LIMIT) continue;
     if (anchor !== undefined) anchor.refs++;
-    stack.push({ shown, at, st, depth: dir.depth + 1, context: next, anchor });
+    stack.push({ place, at, st, depth: dir.depth + 1, context: next, anchor });
   }
   return visited;
 }

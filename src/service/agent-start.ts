@@ -11,7 +11,7 @@
  */
 import type { Readable } from "node:stream";
 import type { ResultPromise } from "execa";
-import { AgentStopError } from "./agent-stop.ts";
+import { AgentStopError, lastLine } from "./agent-stop.ts";
 
 /**
  * The marker goes at the first fd from 17 that the service's own stdio does
@@ -29,14 +29,32 @@ export interface AgentRefusal {
   line: string | undefined;
 }
 
-/** What spawnAgent adds to execa's result (and to its error). */
-export interface AgentStart {
-  /** The command was exec'd as the agent: the exit code, signal and output that follow are its own. */
-  started: boolean;
-  /** The shim or its stage refused to start the command: the exit code is the refusal's, not the command's. */
-  refused: boolean;
-  /** Set when refused. */
-  refusal?: AgentRefusal | undefined;
+/**
+ * What spawnAgent adds to execa's result (and to its error): one of three
+ * outcomes, told apart by `started` and `refused`, so that `if (r.refused)
+ * r.refusal.code` needs no `!`.
+ */
+export type AgentStart = AgentStarted | AgentRefused | AgentNotStarted;
+
+/** The command was exec'd as the agent: the exit code, signal and output that follow are its own. */
+export interface AgentStarted {
+  started: true;
+  refused: false;
+  refusal?: undefined;
+}
+
+/** The shim or its stage refused to start the command: the exit code is the refusal's, not the command's. */
+export interface AgentRefused {
+  started: false;
+  refused: true;
+  refusal: AgentRefusal;
+}
+
+/** Neither: stopped (a timeout, kill()) before the command started, or the shim itself could not be spawned (execa's own error, no exitCode). */
+export interface AgentNotStarted {
+  started: false;
+  refused: false;
+  refusal?: undefined;
 }
 
 type StdioOption = unknown;
@@ -73,18 +91,13 @@ export function readMarker(stream: Readable | null | undefined): Promise<string>
   });
 }
 
-/** The last non-empty line of what execa kept of stderr (a string, lines, or bytes). */
-function lastLine(stderr: unknown): string | undefined {
-  const text = typeof stderr === "string" ? stderr : stderr instanceof Uint8Array ? Buffer.from(stderr).toString("utf8") : Array.isArray(stderr) ? stderr.map((line) => (line instanceof Uint8Array ? Buffer.from(line).toString("utf8") : String(line))).join("\n") : undefined;
-  return text?.split("\n").map((line) => line.trim()).filter((line) => line !== "").at(-1);
-}
-
 /** Pure: the start as the marker tells it, beside how the subprocess ended. */
 export function startOutcome(marker: string, ended: { exitCode?: number | undefined; signal?: string | undefined; stderr?: unknown }): AgentStart {
-  const started = marker === "S";
+  if (marker === "S") return { started: true, refused: false };
   // Not started and exited by itself with a status: the shim's or its stage's refusal. Killed before the start (a stop), or never spawned (execa's own failure), is no refusal.
-  const refused = !started && typeof ended.exitCode === "number" && ended.exitCode !== 0 && !ended.signal;
-  return refused ? { started, refused, refusal: { code: ended.exitCode!, line: lastLine(ended.stderr) } } : { started, refused };
+  const { exitCode } = ended;
+  if (typeof exitCode === "number" && exitCode !== 0 && !ended.signal) return { started: false, refused: true, refusal: { code: exitCode, line: lastLine(ended.stderr) } };
+  return { started: false, refused: false };
 }
 
 /**
@@ -94,8 +107,8 @@ export function startOutcome(marker: string, ended: { exitCode?: number | undefi
  */
 export function refusalOf(outcome: unknown): AgentRefusal | undefined {
   if (outcome === null || typeof outcome !== "object") return undefined;
-  const start = outcome as Partial<AgentStart>;
-  return start.refused === true ? start.refusal : undefined;
+  const start: { refused?: unknown; refusal?: unknown } = outcome;
+  return start.refused === true ? (start.refusal as AgentRefusal) : undefined;
 }
 
 /** Decorates the subprocess's outcome, result or error, with its AgentStart once the marker has ended. */

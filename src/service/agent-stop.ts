@@ -44,12 +44,80 @@ export class AgentSignalAbortError extends Error {
 }
 
 /**
+ * Signals that do not end a process by default (signal(7): Cont, Stop,
+ * Ign): sending one is no stop. Every other signal the shim delivers ends a
+ * process that does not catch it.
+ */
+const NOT_STOPS: ReadonlySet<NodeJS.Signals> = new Set(["SIGCONT", "SIGSTOP", "SIGTSTP", "SIGWINCH"]);
+
+/** Pure: whether sending `signal` asks the job to end. */
+export function isStop(signal: NodeJS.Signals): boolean {
+  return !NOT_STOPS.has(signal);
+}
+
+/**
+ * The jobs spawnAgent started that still run (each one's pid, its process
+ * group, is known once the spawner has started it): signalAgent
+ * tells a job's stop handler (routeKillsThroughShim) that a stop was asked
+ * for, so that a job stopped by hand settles as one stopped by kill() does.
+ */
+const runningJobs = new Map<ResultPromise, (signal: NodeJS.Signals) => void>();
+
+/**
+ * The signal stage answered, and refused: `gone` (exit 65) the process
+ * group does not exist, so the job has ended (or never was one); else (64)
+ * the group is the service's own or the stage's, never agent work's.
+ * Nothing was signalled. Told apart from AgentStopError (not delivered: the
+ * job may still run) and AgentSignalAbortError (given up) by `instanceof`.
+ */
+export class AgentSignalError extends Error {
+  override readonly name = "AgentSignalError";
+  readonly pgid: number;
+  readonly signal: NodeJS.Signals;
+  /** The stage's exit code (README, "Exit codes"): 65 no such group, 64 not agent work's group. */
+  readonly exitCode: number;
+  /** exitCode 65: no such process group; the job has ended. */
+  readonly gone: boolean;
+  /** The stage's one line (`clankie-agent-exec: <what is wrong>; <how to fix it>`), when it printed one. */
+  readonly line: string | undefined;
+  constructor(pgid: number, signal: NodeJS.Signals, exitCode: number, line: string | undefined, cause?: unknown) {
+    super(`signalAgent: ${signal} to agent process group ${pgid} was refused (exit ${exitCode})${line === undefined ? "" : `: ${line}`}`, { cause });
+    this.pgid = pgid;
+    this.signal = signal;
+    this.exitCode = exitCode;
+    this.gone = exitCode === EXIT.dataRefused;
+    this.line = line;
+  }
+}
+
+/** What signalAgent rejects with: refused by the stage (gone, 65), not delivered after every try, given up, or a Refusal of its options or of the shim's file. */
+export type SignalAgentError = AgentSignalError | AgentStopError | AgentSignalAbortError | Refusal;
+
+/** Whether a failure is a signal stage's own end (it ran and exited with a status), not the package's Refusal or AgentStopError. */
+function stageEnded(error: unknown): boolean {
+  return !(error instanceof Refusal) && !(error instanceof AgentStopError) && typeof (error as { exitCode?: unknown } | undefined)?.exitCode === "number";
+}
+
+/** The last non-empty line of what execa kept of stderr (a string, lines, or bytes). */
+export function lastLine(stderr: unknown): string | undefined {
+  const text = typeof stderr === "string" ? stderr : stderr instanceof Uint8Array ? Buffer.from(stderr).toString("utf8") : Array.isArray(stderr) ? stderr.map((line) => (line instanceof Uint8Array ? Buffer.from(line).toString("utf8") : String(line))).join("\n") : undefined;
+  return text?.split("\n").map((line) => line.trim()).filter((line) => line !== "").at(-1);
+}
+
+/** Pure: the stage's refusal (how it ended, an execa result or error) as an AgentSignalError. */
+export function signalRefusal(pgid: number, signal: NodeJS.Signals, ended: unknown): AgentSignalError {
+  const { exitCode, stderr } = (ended ?? {}) as { exitCode?: unknown; stderr?: unknown };
+  return new AgentSignalError(pgid, signal, typeof exitCode === "number" ? exitCode : EXIT.osError, lastLine(stderr), ended);
+}
+
+/**
  * Delivers a signal to an agent process group, as the agent, retried as the
  * stops of spawnAgent are (STOP_RETRY_DELAYS_MS). Resolves with the result
- * of the stage that delivered it; rejects with the stage's failure when the
- * group does not exist (exit 65) or the command line is refused (64), with
- * an AgentStopError when every try failed, and with an AgentSignalAbortError
- * when `signal` aborts or `timeoutMs` passes first.
+ * of the stage that delivered it; rejects (never throws: a bad option is a
+ * rejected Refusal too) with an AgentSignalError when the stage refuses:
+ * the group does not exist (exit 65, `gone`) or is not agent work's (64);
+ * with an AgentStopError when every try failed, and with an
+ * AgentSignalAbortError when `signal` aborts or `timeoutMs` passes first.
  */
 export async function signalAgent(pgid: number, signal: NodeJS.Signals, options: SignalAgentOptions = {}): Promise<Result> {
   const { timeoutMs, signal: abortSignal } = options;
@@ -71,10 +139,12 @@ export async function signalAgent(pgid: number, signal: NodeJS.Signals, options:
   if (abortSignal?.aborted) onAbort();
   else abortSignal?.addEventListener("abort", onAbort, { once: true });
   try {
+    // Asked for now, delivered or not (as kill() counts it): a job spawnAgent started settles within its bound from here.
+    for (const [job, noteStop] of runningJobs) if (job.pid === pgid) noteStop(signal);
     const outcome = await deliverWithRetries(pgid, signal, (sent) => spawnerChannel().signal({ pgid }, sent), () => true, giveUp.signal);
     if (outcome.kind === "delivered") return outcome.result;
-    if (outcome.kind === "failed") throw outcome.error;
-    if (outcome.kind === "gone") throw outcome.ended;
+    if (outcome.kind === "gone") throw signalRefusal(pgid, signal, outcome.ended);
+    if (outcome.kind === "failed") throw stageEnded(outcome.error) ? signalRefusal(pgid, signal, outcome.error) : outcome.error;
     throw new AgentSignalAbortError(pgid, signal, timedOut, giveUp.signal.reason);
   } finally {
     clearTimeout(timer);
@@ -134,6 +204,19 @@ const TRY_TIMEOUT_MS = 5_000;
  * in the pipe, and Node reads it within a few event-loop turns.
  */
 export const PIPE_DRAIN_MS = 250;
+
+/**
+ * Pure: how long after a job's exit (at `now`) the service closes its end
+ * of the job's pipes, or undefined when the job was not stopped (it is
+ * waited for as execa waits). When the force-kill is (or would have been)
+ * due: the stop's request plus forceKillAfterDelay, PIPE_DRAIN_MS after
+ * the exit at the earliest.
+ */
+export function pipeCloseDelay(stoppedAt: number | undefined, forceKillAfterDelay: number | false, now: number): number | undefined {
+  if (stoppedAt === undefined) return undefined;
+  const forceDue = forceKillAfterDelay === false ? stoppedAt : stoppedAt + forceKillAfterDelay;
+  return Math.max(PIPE_DRAIN_MS, forceDue - now);
+}
 
 /**
  * Closes the service's end of every pipe of the subprocess (stdin, stdout,
@@ -260,6 +343,10 @@ async function deliverWithRetries(pgid: number, signal: NodeJS.Signals, route: S
  * left the process group and is out of the stop's reach, and the promise
  * settles with the output read so far. Such a process runs on, as the
  * agent, until it ends or writes to the closed pipe (EPIPE, SIGPIPE).
+ * A stop is any signal that ends a process by default (isStop), by any
+ * route: kill() with any of them, signalAgent to the job's group (the
+ * registry above), or, when the service asked for none, the command's own
+ * death by a signal (sent from anywhere), counted from its exit.
  */
 export function routeKillsThroughShim(subprocess: ResultPromise, route: SignalRoute, plan: AgentStopPlan): ResultPromise {
   const execaKill = subprocess.kill.bind(subprocess) as (signal: number, error: Error) => boolean;
@@ -273,12 +360,18 @@ export function routeKillsThroughShim(subprocess: ResultPromise, route: SignalRo
   let giveUp: (error: AgentStopError) => void = () => undefined;
   const undeliverable = new Promise<never>((_, reject) => (giveUp = reject));
   undeliverable.catch(() => undefined); // only ever read through the race below
-  subprocess.once("exit", () => {
+  const noteStop = (signal: NodeJS.Signals): void => {
+    if (isStop(signal)) stoppedAt ??= Date.now();
+  };
+  runningJobs.set(subprocess, noteStop);
+  subprocess.once("exit", (_code: number | null, killedBy: NodeJS.Signals | null) => {
     clearTimeout(forceTimer);
-    if (stoppedAt === undefined) return;
+    runningJobs.delete(subprocess);
+    // Ended by a signal the service did not send (by hand, from another tool): a stop all the same, counted from now.
+    if (killedBy !== null) stoppedAt ??= Date.now();
+    const delay = pipeCloseDelay(stoppedAt, plan.forceKillAfterDelay, Date.now());
     // A stopped job: its pipes are closed when the force-kill is (or would have been) due, whoever still holds them.
-    const forceDue = plan.forceKillAfterDelay === false ? 0 : stoppedAt + plan.forceKillAfterDelay;
-    pipeTimer = setTimeout(() => closePipes(subprocess), Math.max(PIPE_DRAIN_MS, forceDue - Date.now()));
+    if (delay !== undefined) pipeTimer = setTimeout(() => closePipes(subprocess), delay);
   });
   subprocess.once("close", () => clearTimeout(pipeTimer)); // every pipe ended on its own
 
@@ -322,8 +415,8 @@ export function routeKillsThroughShim(subprocess: ResultPromise, route: SignalRo
       failedWithError = true;
       execaKill(0, error);
     }
-    // The stop that execa's timeout, cancelSignal and kill() send: the force-kill follows it, delivered or not.
-    if (signal === plan.killSignal || signal === "SIGKILL") stoppedAt ??= Date.now();
+    // Any stop counts from its request, delivered or not; the force-kill follows the one that execa's timeout, cancelSignal and kill() send.
+    noteStop(signal);
     const forceFollows = signal === plan.killSignal && plan.forceKillAfterDelay !== false;
     if (forceFollows) forceKillLater();
     void deliver(signal).then((outcome) => {

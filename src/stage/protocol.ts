@@ -15,6 +15,8 @@
  * exactly once.
  */
 
+import { AGENT_SIGNALS } from "../constants.ts";
+
 const HEX = "[0-9a-f]{1,16}";
 const NUMBERS = String.raw`(?:\d{1,10}(?:,\d{1,10})*)?`;
 const FILTER = "(?:[0-9a-f]{16})+";
@@ -47,7 +49,8 @@ export const STAGE_KEY_FORMS = {
   "seccomp-alone": FILTER,
   private: `(?:${LEASE})?`,
   started: String.raw`(?:[1-9]\d{0,6})?`,
-  signal: "[A-Z]{2,8}",
+  /** A signal the shim delivers (AGENT_SIGNALS), its name without SIG, as stage.ts writes it. */
+  signal: AGENT_SIGNALS.map((name) => name.slice("SIG".length)).join("|"),
   pgid: String.raw`[2-9]|[1-9]\d{1,9}`,
   lease: LEASE,
   group: String.raw`\d{1,10}`,

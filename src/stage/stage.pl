@@ -247,10 +247,24 @@ sub end_lease {
   my $group = $want{group};
   grep { $_ eq $group } split /,/, $want{groups} or usage("group=$group is not among groups=$want{groups}");
   for my $round (1 .. 400) {
-    return open_lease() unless holders($group, $round > 200);
+    unless (holders($group, $round > 200)) {
+      # No process holds the group: the guard has ended, and its mark says whether it fired.
+      refuse(EXIT_BUSY, "the guard of the private job in $want{lease} ended before its job (killed by the OOM killer or a signal), so what the job started may run on unseen", "the lease stays and its group out of the pool; restart the container to get it back") unless guard_fired();
+      return open_lease();
+    }
     select undef, undef, undef, 0.01;
   }
   refuse(EXIT_OS_ERROR, "processes holding group $group keep appearing", "stop the private job (clankie-agent-exec --signal KILL --pgid PGID) and try again");
+}
+
+# The lease's mark (guard_job): none when the stage refused the job early; made, it
+# must say "fired". Only the stage and the guard could write it: the job's
+# nested domain grants it nothing in the lease but home and tmp.
+sub guard_fired {
+  open my $fh, "<", "$want{lease}/guard" or return $! == 2;
+  my $said = <$fh> // "";
+  close $fh;
+  return $said eq "fired\n";
 }
 
 # How many live processes hold group $group; with $kill, each is sent SIGKILL.
@@ -370,6 +384,8 @@ sub confine {
   my $abi = syscall(@landlockCreateRuleset@, 0, 0, 1);
   if ($abi < 0) { $short->("the kernel offers no Landlock (" . errname() . ")"); $abi = 0 }
   elsif ($abi < 6) { $short->("the kernel's Landlock ABI is $abi; scoping needs 6") }
+  # A private job's guard lowers its own oom_score_adj through a file opened before the domain forbids it.
+  my $oom = $private ? open_oom_score() : undef;
   my $landlocked = $abi >= 1 && apply_landlock($abi);
   my $filter = pack "H*", $landlocked ? $want{seccomp} : $want{'seccomp-alone'};
   # network=none is the filter's alone: without it the spawn is refused, strict or not.
@@ -387,7 +403,7 @@ sub confine {
     my $made = socket(my $socket, 2, 1, 0);
     refuse(EXIT_VERIFY_FAILED, "$AGENT_WHAT socket(AF_INET) under network=none " . ($made ? "succeeded" : "failed with " . errname()) . " (want EAFNOSUPPORT)", $AGENT_FIX) if $made || $! != 97;
   }
-  guard_job() if $private;
+  guard_job($abi, $oom) if $private;
 }
 
 # landlock_create_ruleset(2), landlock_add_rule(2), landlock_restrict_self(2).
@@ -397,17 +413,42 @@ sub confine {
 # is EINVAL.
 sub apply_landlock {
   my ($abi) = @_;
-  my $fs = $abi >= 5 ? 0xffff : $abi >= 3 ? 0x7fff : $abi >= 2 ? 0x3fff : 0x1fff;
+  my $fs = fs_handled($abi);
   my $net = $abi >= 4 ? hex $want{net} : 0;
   my $scope = $abi >= 6 ? hex $want{scope} : 0;
   my $attr = $abi >= 6 ? pack("QQQ", $fs, $net, $scope) : $abi >= 4 ? pack("QQ", $fs, $net) : pack("Q", $fs);
   my $ruleset = syscall(@landlockCreateRuleset@, $attr, length $attr, 0);
   $ruleset >= 0 or refuse(EXIT_OS_ERROR, "landlock_create_ruleset failed: " . errname(), $KERNEL_FIX);
-  # A rule is taken on what the path names now, opened as the agent with
-  # O_PATH, and only when /proc/self/fd/N names the same path: a path the
-  # service asked for (must) that is missing or reached through a symbolic
-  # link refuses; a default one (may) is left out, which only narrows the domain.
-  for my $rule (@{$rules{path} // []}) {
+  add_path_rules($ruleset, $fs, @{$rules{path} // []});
+  for my $rule ($net ? @{$rules{port} // []} : ()) {
+    my ($access, $low, $high) = $rule =~ /\A(\w+):(\d+)-(\d+)\z/;
+    my $allowed = hex($access) & $net;
+    next unless $allowed;
+    for my $port ($low .. $high) {
+      syscall(@landlockAddRule@, $ruleset, 2, pack("QQ", $allowed, $port), 0) == 0
+        or refuse(EXIT_OS_ERROR, "landlock_add_rule port $port failed: " . errname(), $KERNEL_FIX);
+    }
+  }
+  syscall(@landlockRestrictSelf@, $ruleset, 0) == 0
+    or refuse(EXIT_OS_ERROR, "landlock_restrict_self failed: " . errname(), $KERNEL_FIX);
+  # Checked by what the domain must deny: without it, a process may open its
+  # own oom_score_adj for writing (no rule grants a write under /proc).
+  my $oom;
+  refuse(EXIT_VERIFY_FAILED, "$AGENT_WHAT its Landlock domain lets it open /proc/self/oom_score_adj for writing", $AGENT_FIX)
+    if sysopen $oom, "/proc/self/oom_score_adj", 1;
+  return 1;
+}
+
+# The handled filesystem rights of an ABI.
+sub fs_handled { $_[0] >= 5 ? 0xffff : $_[0] >= 3 ? 0x7fff : $_[0] >= 2 ? 0x3fff : 0x1fff }
+
+# A rule is taken on what the path names now, opened as the agent with
+# O_PATH, and only when /proc/self/fd/N names the same path: a path the
+# service asked for (must) that is missing or reached through a symbolic
+# link refuses; a default one (may) is left out, which only narrows the domain.
+sub add_path_rules {
+  my ($ruleset, $fs, @rules) = @_;
+  for my $rule (@rules) {
     my ($access, $need, $path) = split /:/, $rule, 3;
     my $fh;
     unless (sysopen $fh, $path, 010000000) {
@@ -425,22 +466,6 @@ sub apply_landlock {
       or refuse(EXIT_OS_ERROR, "landlock_add_rule $path failed: " . errname(), $KERNEL_FIX);
     close $fh;
   }
-  for my $rule ($net ? @{$rules{port} // []} : ()) {
-    my ($access, $low, $high) = $rule =~ /\A(\w+):(\d+)-(\d+)\z/;
-    my $allowed = hex($access) & $net;
-    next unless $allowed;
-    for my $port ($low .. $high) {
-      syscall(@landlockAddRule@, $ruleset, 2, pack("QQ", $allowed, $port), 0) == 0
-        or refuse(EXIT_OS_ERROR, "landlock_add_rule port $port failed: " . errname(), $KERNEL_FIX);
-    }
-  }
-  syscall(@landlockRestrictSelf@, $ruleset, 0) == 0
-    or refuse(EXIT_OS_ERROR, "landlock_restrict_self failed: " . errname(), $KERNEL_FIX);
-  # Checked by what the domain must deny: without it, a process may open its
-  # own oom_score_adj for writing (no rule grants a write under /proc).
-  my $oom;
-  refuse(EXIT_VERIFY_FAILED, "$AGENT_WHAT its Landlock domain lets it open /proc/self/oom_score_adj for writing", $AGENT_FIX)
-    if sysopen $oom, "/proc/self/oom_score_adj", 1;
   return 1;
 }
 
@@ -461,9 +486,32 @@ sub apply_landlock {
 # guard's kill(-1, SIGKILL) ends exactly what the job started. The guard has
 # a session of its own, out of reach of the signals sent to the job's group,
 # and init for a parent; it holds no fd of the job's.
+#
+# The guard must outlive the job. Pages a job writes to a memfd or a tmpfs
+# file are charged to the container's memory cgroup but are in no process's
+# RSS, so at the limit the OOM killer picks the largest process among those
+# with the highest oom_score_adj (oom_badness, mm/oom_kill.c): with the
+# agent's value it could be the guard. So the guard holds the lowest value
+# the kernel lets it set (oom_score_adj_min, inherited: proc(5)), which a
+# domain cannot write any more: the file was opened before it (open_oom_score).
+# And a release never trusts a scan of /proc alone: the stage makes the
+# lease's mark file (guard) before any command of the job can run, and the
+# guard writes "fired" to it after its kill(-1); a cleanup that finds the mark
+# without it refuses to give the lease back (end_lease). The job cannot
+# write it: its nested domain grants the lease's home and tmp, not the lease.
+
+# open(2) flags of the guard's files (asm-generic/fcntl.h: x86-64 and aarch64 alike).
+sub O_WRONLY () { 01 }
+sub O_RDWR () { 02 }
+sub O_CREAT () { 0100 }
+sub O_EXCL () { 0200 }
+
 sub guard_job {
+  my ($abi, $oom) = @_;
   my $fix = "try again when agent work has ended, or spawn with a higher --nproc";
   my $job = $$;
+  my $held = oom_score_of("self");
+  my $low = lower_oom_score($oom, $held);
   my $pidfd = syscall(@pidfdOpen@, $job, 0);
   $pidfd >= 0 or refuse(EXIT_OS_ERROR, "pidfd_open of the private job failed: " . errname(), $PRIVATE_FIX);
   pipe my $from_guard, my $to_stage or refuse(EXIT_OS_ERROR, "pipe failed: " . errname(), $KERNEL_FIX);
@@ -476,6 +524,9 @@ sub guard_job {
     watch_job($pidfd, $job);
   }
   close $to_stage;
+  # Back to the value the shim gave agent work: a raise needs no privilege (checked below).
+  set_oom_score($oom, $held);
+  close $oom;
   waitpid $parent, 0;
   my $packed = "";
   # Untainted by its form (perl -T): a pid.
@@ -483,17 +534,68 @@ sub guard_job {
   close $from_guard;
   syscall(@close@, $pidfd);
   refuse($? == 0 ? EXIT_BUSY : EXIT_OS_ERROR, "fork of the private job's guard failed", $fix) if ($guard // 0) <= 0;
-  my $attr = pack("QQQ", 0, 0, hex $want{scope});
+  # Read back: the guard holds the low value, the job the one it was given.
+  my ($guard_score, $job_score) = (oom_score_of($guard), oom_score_of("self"));
+  refuse(EXIT_VERIFY_FAILED, "$AGENT_WHAT its guard's oom_score_adj is $guard_score and its own $job_score (want $low and $held)", $AGENT_FIX)
+    if $guard_score != $low || $job_score != $held;
+  # The mark, made once nothing but the nested domain's own checks can refuse the job.
+  sysopen my $mark, "$want{private}/guard", O_WRONLY | O_CREAT | O_EXCL, 0600 or refuse(EXIT_OS_ERROR, "open $want{private}/guard failed: " . errname(), $KERNEL_FIX);
+  close $mark;
+  # The nested domain: the guard's, but for the lease itself, of which it
+  # gets only home and tmp. It handles every right the guard's does, REFER
+  # among them (landlock(7): a layer that does not grant REFER denies every
+  # rename and link between two directories, EXDEV, even one that handles no
+  # other right), and grants each where the guard's domain does.
+  my $fs = fs_handled($abi);
+  my $attr = pack("QQQ", $fs, 0, hex $want{scope});
   my $ruleset = syscall(@landlockCreateRuleset@, $attr, length $attr, 0);
-  $ruleset >= 0 && syscall(@landlockRestrictSelf@, $ruleset, 0) == 0
+  $ruleset >= 0 && add_path_rules($ruleset, $fs, job_path_rules()) && syscall(@landlockRestrictSelf@, $ruleset, 0) == 0
     or refuse(EXIT_OS_ERROR, "landlock_restrict_self of the private job's nested domain failed: " . errname(), $KERNEL_FIX);
   # Checked by what the nested domain must deny: a signal to the guard, which runs (ESRCH: it does not).
   refuse(EXIT_VERIFY_FAILED, "$AGENT_WHAT it can signal its guard (process $guard: " . (kill(0, $guard) ? "allowed" : errname()) . ", want EPERM)", $AGENT_FIX)
     if kill(0, $guard) || $! != 1;
 }
 
+# The path rules of the job's nested domain: the lease's rule narrowed to its home and tmp.
+sub job_path_rules {
+  map { my ($access, $need, $path) = split /:/, $_, 3; $path eq $want{private} ? ("$access:must:$path/home", "$access:must:$path/tmp") : $_ } @{$rules{path} // []};
+}
+
+# /proc/self/oom_score_adj, opened for reading and writing while no domain forbids it.
+sub open_oom_score {
+  sysopen my $fh, "/proc/self/oom_score_adj", O_RDWR or proc_failed("/proc/self/oom_score_adj");
+  return $fh;
+}
+
+# oom_score_adj of process $_[0] ("self" or a pid), as proc(5) shows it.
+sub oom_score_of {
+  my ($fh, $value);
+  $value = <$fh> // "" if open $fh, "<", "/proc/$_[0]/oom_score_adj";
+  $value //= "";
+  $value =~ /\A(-?\d{1,4})\n?\z/ or proc_failed("/proc/$_[0]/oom_score_adj", " (it read \"$value\")");
+  return $1 + 0;
+}
+
+sub set_oom_score { my ($fh, $value) = @_; sysseek $fh, 0, 0; defined syswrite $fh, "$value\n" }
+
+# The lowest oom_score_adj the kernel lets this process set, from -1000 (OOM_SCORE_ADJ_MIN)
+# up to what it holds; a value below oom_score_adj_min is EACCES without CAP_SYS_RESOURCE
+# (proc(5)). Bisected: a refused write leaves the value as it was, so the
+# last one written, or the one held, is in force (read back by guard_job).
+sub lower_oom_score {
+  my ($fh, $held) = @_;
+  return -1000 if set_oom_score($fh, -1000);
+  my ($refused, $allowed) = (-1000, $held);
+  while ($allowed - $refused > 1) {
+    my $mid = int(($refused + $allowed) / 2);
+    if (set_oom_score($fh, $mid)) { $allowed = $mid } else { $refused = $mid }
+  }
+  return $allowed;
+}
+
 # The guard: it closes every fd but the job's pidfd, waits for the job to
-# exit, ends what it left, and exits.
+# exit, ends what it left, writes "fired" to the lease's mark (none if the
+# stage refused the job before making it), and exits.
 sub watch_job {
   my ($pidfd, $job) = @_;
   $0 = "$program: guard of private job $job";
@@ -506,6 +608,8 @@ sub watch_job {
   vec($bits, $pidfd, 1) = 1;
   until (vec($ready, $pidfd, 1)) { select($ready = $bits, undef, undef, undef) }
   kill "KILL", -1;
+  my $mark;
+  syswrite $mark, "fired\n" if sysopen $mark, "$want{private}/guard", O_WRONLY;
   syscall(@exitGroup@, 0);
 }
 

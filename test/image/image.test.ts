@@ -22,6 +22,9 @@
  *                                and a job without network
  *  8b. the sample service        README's API-section service (test/fixtures/sample-service.ts)
  *                                run by the image's node as the service
+ *  k8s. the docs' Pod manifest   docs/launch.md's Kubernetes manifest, read from the docs, run by
+ *                                podman kube play (runc): a plain, a private and a network-none
+ *                                job, and --self-check, inside it (needs podman and catatonit)
  *
  * Every claim is read from the kernel on the host (/proc/<pid>/status, the
  * container's cgroup, stat(2) of the volume's directory, the kernel log), not
@@ -67,6 +70,8 @@ import { FIXTURES, REPO } from "../helpers/paths.ts";
 import { AGAINST_PRIVATE } from "../helpers/private-jobs.ts";
 import { judgeProcesses, type Processes, processesTable } from "../helpers/job-to-job.ts";
 import { type Children, judgeChildren } from "../helpers/service-children.ts";
+import { claimNames, fillManifest, manifestFromDocs, memoryEmptyDirs, memoryLimit, mountOf, PodmanSession, seccompMode } from "./helpers/kube.ts";
+import { PRIVATE_POOL_SIZE } from "../../src/constants.ts";
 
 const SERVICE = 1000;
 const AGENT = 1001;
@@ -662,8 +667,7 @@ itemTest(image, "6. resource abuse under --pids-limit and --memory: fork bomb an
   const memory = eventOf(abuse, "memory-hog")!;
   process.stdout.write(`\n   fork bomb: at most ${maxAgents} agent processes (--nproc ${nproc}; other tasks of uid ${AGENT} on the host ${others.min}-${others.max}); memory hog: ${String(memory.signal)}; /health ${probes - failures}/${probes}\n`);
 
-  assert.is(bomb.exitCode, 0, "the fork bomb ran until its own deadline");
-  assert.ok(maxAgents >= (nproc - others.max) / 2, `the fork bomb grew (${maxAgents} agent processes at most, room for ${nproc - others.max})`);
+  assert.is(bomb.exitCode, 0, `the fork bomb ran until its own deadline and one of its forks failed with EAGAIN: it met its limit (exit 3: it never did; ${maxAgents} agent processes seen at most, room for ${nproc - others.max})`);
   assert.ok(maxAgents <= nproc - others.min, `RLIMIT_NPROC (--nproc ${nproc}, ${others.min} of it taken elsewhere) held the agent (${maxAgents})`);
   assert.is(cgroupCounters(pidsDir, "pids.events").max ?? 0, 0, "the container's pids limit was never reached: the agent's own limit stopped the bomb first");
   assert.is(memory.signal, "SIGKILL", "the memory hog was killed");
@@ -782,6 +786,138 @@ itemTest(image, "8b. the sample service of README's API section, as the service:
   const run = session.run({ name: "sample-service", flags: RECOMMENDED_FLAGS, state, workspace, command: ["node", `${REPO_MOUNT}/${SAMPLE_SERVICE}`], timeoutMs: 120_000 });
   const r = judgeSampleService(run.stdout, run.stderr, run.status);
   process.stdout.write(`\n   sample service: lines ${r.lines.join(",")}; own exit ${r.ran.exitCode} started; timeout ${r.slow.signal}; signalAgent ${r.stopped.signal}; refusal ${r.refused.refusal?.code}: ${r.refused.refusal?.line}\n`);
+});
+
+/* ------------------------------- k8s. the docs' Pod under podman -- */
+
+const KUBE_SERVICE = `${REPO_MOUNT}/test/fixtures/image/kube-service.mjs`;
+const KUBE_JOBS = ["plain", "private", "offline"] as const;
+/** clankie-private-0's gid in the image (the Dockerfile: 1100 .. 1115). */
+const PRIVATE_GID = 1100;
+
+/**
+ * docs/launch.md's Kubernetes manifest, read from the docs, run by `podman
+ * kube play` (runc; ulimits within the host's; a containers.conf of the
+ * test's own): the body separates, and a plain job, a private job and a job
+ * with network "none" run as the agent, judged from their /proc status on
+ * the host, then --self-check --probe passes. Removes its pod, volumes and
+ * images whatever happens.
+ */
+itemTest(image, "k8s. docs/launch.md's Kubernetes manifest under podman kube play (runc): the body separates; a plain, a private and a network-none job run as the agent; --self-check is ok", () => {
+  needImage();
+  const itemStarted = Date.now();
+  const pm = new PodmanSession(session.label);
+  let failure: unknown;
+  try {
+    const version = pm.version();
+    const owner = `e2e-${session.runId}`.toLowerCase().replace(/[^a-z0-9-]/g, "-");
+    const docs = manifestFromDocs(readFileSync(join(REPO, "docs/launch.md"), "utf8"));
+    const loadStarted = Date.now();
+    const loaded = pm.loadFromDocker(session.image);
+    const loadSeconds = (Date.now() - loadStarted) / 1000;
+    // Above the tasks of the agent uid elsewhere on the host (other containers' and runs'): RLIMIT_NPROC counts them all.
+    const nproc = hostTasksOfUid(AGENT) + 512;
+    const manifest = fillManifest(docs, { image: loaded, args: ["node", KUBE_SERVICE, String(nproc)], owner, hostPath: { path: REPO, mountPath: REPO_MOUNT } });
+    for (const dir of memoryEmptyDirs(manifest)) pm.tmpfsVolume(dir);
+    for (const claim of claimNames(manifest)) pm.claim(claim);
+    const pod = `body-${owner}`;
+    const container = `${pod}-body`;
+    pm.play(manifest, pod);
+
+    const procs = (): Proc[] => {
+      const pid = pm.initPid(container);
+      return pid === 0 ? [] : pidsInCgroup(cgroupDir(pid, "pids")).map(readProc).filter((p): p is Proc => p !== undefined);
+    };
+    interface JobResult { mode: (typeof KUBE_JOBS)[number]; exitCode: number | null; started: boolean | null; stdout: string; stderr: string }
+    const ended = (): JobResult[] => pm.logs(container).stdout.split("\n").filter((l) => l.startsWith('{"event":"job"')).map((l) => JSON.parse(l) as JobResult);
+    const jobs = waitFor("the three jobs", () => {
+      const all = procs();
+      const found = KUBE_JOBS.map((mode) => all.find((p) => p.cmdline === `kube-job-${mode}`));
+      if (found.every(Boolean)) return { all, found: found as Proc[] };
+      // A job that ended (refused) before the test read it: say how, rather than time out.
+      const early = ended();
+      if (early.length) throw new Error(`a job ended before the test read its /proc: ${JSON.stringify(early)}\n${pm.logs(container).stderr}`);
+      return undefined;
+    }, 120_000, 250);
+
+    // The body separated: pid 1 is tini as the service, the service holds SETUID+SETGID only, no process is root.
+    const init = readProc(pm.initPid(container))!;
+    assert.is(init.nspid, 1);
+    assert.ok(runsFile(init.pid, "/usr/bin/tini"), "pid 1 is tini");
+    assertService(init, "tini (pid 1)");
+    const service = find(jobs.all, "service", (p) => p.uid === SERVICE && p.cmdline === `node ${KUBE_SERVICE} ${nproc}`);
+    assertService(service, "the service");
+    assert.equal(jobs.all.filter((p) => p.uid === 0).map((p) => p.cmdline), [], "no process of uid 0 after the start");
+    const logs = pm.logs(container);
+    assert.match(logs.stderr, /^clankie-separate: separated: service node \(1000\), agent clankie-agent \(1001\); /m);
+    assert.not.match(logs.stderr, /read-only/, "no warning that /run is read-only");
+
+    // What the manifest asked of the engine, as the kernel applied it.
+    assert.ok(mountOptions(service.pid, "/").includes("ro"), "read-only root filesystem");
+    for (const [mount, dir] of [["/run", "run"], ["/tmp", "tmp"], ["/state/agent", "agent-home"]] as const) {
+      const m = mountOf(service.pid, mount);
+      const size = memoryEmptyDirs(manifest).find((d) => d.name === `body-${owner}-${dir}`)?.sizeBytes;
+      assert.is(m?.fstype, "tmpfs", `${mount} is a tmpfs`);
+      assert.ok(m!.options.includes("nosuid") && m!.options.includes("nodev") && !m!.options.includes("noexec"), `${mount} is nosuid,nodev and allows exec (${m!.options.join(",")})`);
+      assert.ok(size !== undefined && m!.superOptions.includes(`size=${size / 1024}k`), `${mount}'s size is the manifest's sizeLimit (${m!.superOptions.join(",")})`);
+    }
+    for (const mount of ["/state", "/workspace"]) assert.ok(["nosuid", "nodev"].every((o) => mountOptions(service.pid, mount).includes(o)), `${mount} is nosuid,nodev`);
+    assert.is(Number(readFileSync(join(cgroupDir(service.pid, "memory"), "memory.limit_in_bytes"), "utf8")), memoryLimit(manifest), "the memory limit");
+
+    // Each job, from its /proc status on the host: the agent, no capability, NoNewPrivs, a seccomp filter.
+    const [plain, privateJob, offline] = jobs.found as [Proc, Proc, Proc];
+    for (const [job, what] of [[plain, "the plain job"], [privateJob, "the private job"], [offline, "the network-none job"]] as const) {
+      assert.equal(job.status.uids, [AGENT, AGENT, AGENT, AGENT], `${what}: uids`);
+      assert.equal(job.status.gids, [AGENT, AGENT, AGENT, AGENT], `${what}: gids`);
+      for (const set of ["capInh", "capPrm", "capEff", "capAmb"] as const) assert.is(job.status[set], CAPS.none, `${what}: ${set}`);
+      assert.is(job.status.noNewPrivs, "1", `${what}: NoNewPrivs`);
+      assert.is(seccompMode(job.pid), "2", `${what}: Seccomp`);
+    }
+    assert.equal(plain.status.groups, [AGENT, WORKSPACE_GROUP], "the plain job's groups");
+    assert.equal(offline.status.groups, [AGENT, WORKSPACE_GROUP], "the network-none job's groups");
+    const lease = privateJob.status.groups.filter((g) => g >= PRIVATE_GID && g < PRIVATE_GID + PRIVATE_POOL_SIZE);
+    assert.is(lease.length, 1, `the private job holds one private group (${privateJob.status.groups.join(",")})`);
+    // Its lease, by its group; the job reports HOME (perl's $0 rewrites the memory /proc/PID/environ reads).
+    const privateHome = `/run/clankie-private/${lease[0]! - PRIVATE_GID}/home`;
+
+    // Release the jobs as an operator would (podman exec --user node), then read what each saw.
+    pm.ok(["exec", "--user", "node", container, "touch", "/workspace/kube-release"]);
+    const results = waitFor("the jobs' results", () => {
+      const all = ended();
+      return all.length === KUBE_JOBS.length ? Object.fromEntries(all.map((r) => [r.mode, r])) as Record<JobResult["mode"], JobResult> : undefined;
+    }, 120_000, 250);
+    for (const mode of KUBE_JOBS) {
+      const r = results[mode];
+      assert.is(r.exitCode, 0, `${mode}: exit 0 (stderr: ${r.stderr})`);
+      assert.is(r.started, true, `${mode}: started`);
+      assert.match(r.stdout, /^uid=1001 euid=1001 .* home-write=yes run-write=no: Permission denied .* unix=yes\nreleased$/, `${mode}: ${r.stdout}`);
+    }
+    assert.match(results.plain.stdout, / home=\/state\/agent .* inet=yes /, "the plain job has its home and IPv4");
+    assert.ok(results.private.stdout.includes(` home=${privateHome} home-write=yes `), `the private job's HOME is its lease under /run, and it writes there (${privateHome})`);
+    assert.match(results.offline.stdout, / inet=no: Address family not supported by protocol /, "the network-none job cannot make an IPv4 socket");
+
+    const checked = waitFor("the self-check", () => pm.logs(container).stdout.split("\n").find((l) => l.startsWith('{"event":"self-check"')), 180_000, 200);
+    const event = JSON.parse(checked) as { exitCode: number | null; stdout: string; stderr: string };
+    const verdict = parseVerdict(event.stdout, "--self-check --json --probe in the pod");
+    assert.is(event.exitCode, 0, `--self-check: exit 0 (stderr: ${event.stderr})`);
+    assert.is(verdict.ok, true, "--self-check: ok");
+    assert.is(verdict.mode, "separated");
+    for (const id of ["probe.identity", "probe.capabilities", "probe.seccomp", "agent.private-jobs", "state.agent-volume", "image.read-only-root"]) {
+      assert.is(verdict.checks.find((c) => c.id === id)?.status, "pass", `--self-check: ${id}`);
+    }
+    process.stdout.write(
+      `\n   podman ${version} (runc): image loaded in ${loadSeconds.toFixed(1)} s; --self-check ok ${verdict.ok}, ${verdict.counts.pass} pass, ${verdict.counts.warn} warn, ${verdict.counts.fail} fail\n` +
+        KUBE_JOBS.map((mode) => `   ${mode}: ${results[mode].stdout.split("\n")[0]}\n`).join("") +
+        `   k8s: ${((Date.now() - itemStarted) / 1000).toFixed(1)} s\n`,
+    );
+  } catch (error) {
+    failure = error;
+    throw error;
+  } finally {
+    const problems = pm.cleanup();
+    if (failure === undefined) assert.equal(problems, [], "every pod, volume and image of the podman run is removed");
+    else for (const problem of problems) process.stderr.write(`k8s cleanup: ${problem}\n`);
+  }
 });
 
 /* -------------------------------------------------------- cleanup -- */

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { rootTest } from "../helpers/privilege.ts";
-import { Body, IDS, identitiesWithAgentUid, identitiesWithUids, inBody, ROOT_CAPS, statusFields, type LaunchOptions, unusedUid, unusedUids } from "../helpers/sandbox.ts";
+import { Body, IDS, identitiesWithAgentUid, SANDBOX_NODE, SANDBOX_REPO, identitiesWithUids, inBody, ROOT_CAPS, statusFields, type LaunchOptions, unusedUid, unusedUids } from "../helpers/sandbox.ts";
 import { type AgentResult, agentRun, seededBody, serviceJson as runService, type ServiceRun } from "../helpers/stand-in.ts";
 
 const test = suite("agent-exec");
@@ -218,6 +218,7 @@ for (const [who, launch, message] of refusals) {
  * SETGID ambient, as clankie-separate's drop leaves it, then runs the shim.
  */
 const AS_SERVICE = ["/usr/bin/setpriv", `--reuid=${IDS.service}`, `--regid=${IDS.service}`, "--init-groups", "--inh-caps=-all,+setuid,+setgid", "--ambient-caps=-all,+setuid,+setgid", "--"];
+const AS_CAPLESS_SERVICE = ["/usr/bin/setpriv", `--reuid=${IDS.service}`, `--regid=${IDS.service}`, "--init-groups", "--inh-caps=-all", "--ambient-caps=-all", "--"];
 const SHIM_ECHO = ["/usr/local/sbin/clankie-agent-exec", "--", "/bin/echo", "ran"];
 
 rootTest(test, "a shim that leads a session with a controlling terminal is refused (77, one line) before the drop; without the terminal it runs", () => {
@@ -263,6 +264,23 @@ rootTest(test, "a perl that others could write is refused by the shim's own exec
     const control = run(0o755);
     assert.is(control.stderr, "");
     assert.is(control.stdout, "ran\n");
+  });
+});
+
+rootTest(test, "spawnAgent refuses a perl that others could write (126, one line) before the holder starts; control: closed, it reaches the channel", () => {
+  inBody(seededBody(), (body) => {
+    // The holder is the service's perl: a copy of root's bound over /usr/bin/perl, 0757, then 0755 for the control. No spawner here (no launch): past the gate, the channel answers 77.
+    const perl = join(body.dir, "perl");
+    writeFileSync(perl, readFileSync("/usr/bin/perl"));
+    const script = `import("${SANDBOX_REPO}/dist/lib/system-exec.js").then(async ({ spawnAgent }) => { try { const r = await spawnAgent("/bin/true", [], { reject: false }); console.log("ended", r.exitCode); } catch (e) { console.log("threw", e.exitCode, e.message); } })`;
+    const run = (mode: number) => {
+      chmodSync(perl, mode);
+      return body.run({ as: "root", direct: true, command: [...AS_CAPLESS_SERVICE, SANDBOX_NODE, "-e", script], binds: [[perl, "/usr/bin/perl", "ro"]] });
+    };
+    const writable = run(0o757);
+    assert.is(writable.stdout, "threw 126 refusing to execute /usr/bin/perl: /usr/bin/perl is writable by group or other (mode 757)\n", writable.stderr);
+    const control = run(0o755);
+    assert.is(control.stdout, "ended 77\n", control.stderr);
   });
 });
 

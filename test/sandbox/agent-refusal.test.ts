@@ -25,6 +25,7 @@ interface Outcome {
   refusal: { code: number; line?: string } | null;
   stdout: string;
   rejected?: boolean;
+  privateRelease?: { exitCode: number | null; stderr: string } | null;
 }
 
 function serviceJson<T>(body: Body, command: readonly string[], launch: Partial<LaunchOptions> = {}): T {
@@ -74,6 +75,17 @@ rootTest(test, "a private job on a kernel without Landlock is refused (77, one l
   inBody(seededBody(), (body) => {
     const r = serviceJson<{ private: Outcome }>(body, refusalFixture("private"), { wrap: WITHOUT_LANDLOCK });
     assertRefused(r.private, 77, /^clankie-agent-exec: private job: the kernel offers no Landlock \(ENOSYS\); /, "private job without Landlock");
+    assert.equal(r.private.privateRelease, { exitCode: 0, stderr: "" }, `the stage refused it after its lease was taken: released (${JSON.stringify(r.private)})`);
+  });
+});
+
+rootTest(test, "a private job refused after it took its lease (a cwd the agent cannot enter, 77) reports its release; one refused before it took one (64) carries no privateRelease", () => {
+  inBody(seededBody(), (body) => {
+    const r = serviceJson<{ private: Outcome; beforeLease: Outcome }>(body, refusalFixture("private-lease"));
+    assertRefused(r.beforeLease, 64, /^clankie-agent-exec: --keep-fd 9: /, "the shim's usage refusal of a private job");
+    assert.is(r.beforeLease.privateRelease, null, `refused before any lease: no release (${JSON.stringify(r.beforeLease)})`);
+    assertRefused(r.private, 77, /^clankie-agent-exec: the agent cannot enter \/nonexistent \(ENOENT\); /, "a private job's cwd refusal");
+    assert.equal(r.private.privateRelease, { exitCode: 0, stderr: "" }, JSON.stringify(r.private));
   });
 });
 

@@ -210,11 +210,30 @@ rootTest(test, "a timeout while a setsid descendant holds stdout: the promise se
   assert.equal(o.left, [{ pid: o.holder[0]!, uid: IDS.agent, name: "sleep" }], "what is left running: the descendant out of the group");
 });
 
+rootTest(test, "a stop by signalAgent or kill(), with SIGTERM, SIGINT, SIGHUP or SIGUSR1, while a setsid descendant holds stdout: every promise settles within forceKillAfterDelay of the request, with the output read", () => {
+  const o = scenario("escaped-routes") as unknown as { runs: { route: string; signal: string; force: number | null; settled: boolean; msAfterRequest: number; exitAfterRequest: number | null; signalOut: string | null; stdout: string | null; sent: unknown; alive: boolean }[]; left: number };
+  assert.is(o.runs.length, 9, JSON.stringify(o));
+  for (const r of o.runs) {
+    const what = JSON.stringify(r);
+    assert.is(r.settled, true, `pending 20 s after the request: ${what}`);
+    assert.is(r.signalOut, r.signal, what);
+    assert.is(r.stdout, "before", what);
+    assert.is(r.alive, false, what);
+    // The bound: the request plus forceKillAfterDelay (default 5000 ms), or 250 ms after the exit when the stop arrived later (a loaded host), with room for the event loop.
+    const delay = r.force ?? 5000;
+    const bound = Math.max(delay, (r.exitAfterRequest ?? 0) + 250);
+    assert.ok(r.exitAfterRequest !== null, `the command's exit was seen: ${what}`);
+    assert.ok(r.msAfterRequest >= delay - 100 && r.msAfterRequest < bound + 2000, `settled ${r.msAfterRequest} ms after the request, bound ${bound}: ${what}`);
+  }
+  assert.is(o.left, 9, "each job left its setsid descendant running, out of every stop's reach");
+});
+
 rootTest(test, "signalAgent given the service's own process group: refused by the spawner (65, one line), which signals only the jobs it started", () => {
-  const o = scenario("own-group") as unknown as { pgid: number; results: { signal: string; exitCode: number | null; stderr: string; killedBy: string | null }[] };
+  const o = scenario("own-group") as unknown as { pgid: number; results: { signal: string; name: string | null; exitCode: number | null; gone: boolean | null; line: string | null }[] };
+  assert.is(o.results.length, 2);
   for (const r of o.results) {
-    assert.is(r.exitCode, 65, JSON.stringify(r));
-    assert.is(r.stderr, `clankie-agent-exec: no running job of the spawner's leads process group ${o.pgid}; pass the pid of a job spawnAgent started`);
+    assert.equal({ name: r.name, exitCode: r.exitCode, gone: r.gone }, { name: "AgentSignalError", exitCode: 65, gone: true }, JSON.stringify(r));
+    assert.is(r.line, `clankie-agent-exec: no running job of the spawner's leads process group ${o.pgid}; pass the pid of a job spawnAgent started`);
   }
 });
 

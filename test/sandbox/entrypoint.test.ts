@@ -461,9 +461,12 @@ rootTest(test, "names that are not UTF-8 and a tree deeper than PATH_MAX are tak
   });
 });
 
-/** Plants a chain of `levels` directories named d (mode 0777, node's) below `top`, with a file `leaf` (0666) at its bottom: mkdir and chdir in one process, since no path string can name it. */
+/** The name of every level of a planted chain: 255 bytes (NAME_MAX), the most path per level an attacker gets. */
+const LEVEL = "d".repeat(255);
+
+/** Plants a chain of `levels` directories named LEVEL (mode 0777, node's) below `top`, with a file `leaf` (0666) at its bottom: mkdir and chdir in one process, since no path string can name it. */
 function plantChain(top: string, levels: number): void {
-  const made = spawnSync("perl", ["-e", 'my ($top, $n) = @ARGV; mkdir $top; chdir $top or die; for (1..$n) { mkdir "d" or die; chmod 0777, "d"; chown 1000, 1000, "d"; chdir "d" or die } open(my $f, ">", "leaf") or die; print $f "SEKRIT"; close $f; chmod 0666, "leaf"; chown 1000, 1000, "leaf"', top, String(levels)]);
+  const made = spawnSync("perl", ["-e", 'my ($top, $n, $d) = @ARGV; mkdir $top; chdir $top or die; for (1..$n) { mkdir $d or die; chmod 0777, $d; chown 1000, 1000, $d; chdir $d or die } open(my $f, ">", "leaf") or die; print $f "SEKRIT"; close $f; chmod 0666, "leaf"; chown 1000, 1000, "leaf"', top, String(levels), LEVEL]);
   assert.is(made.status, 0, String(made.stderr));
   chmodSync(top, 0o777);
   chownSync(top, IDS.service, IDS.service);
@@ -471,13 +474,19 @@ function plantChain(top: string, levels: number): void {
 
 /** As the agent's uid and groups alone (setpriv, no Landlock domain), in the body: how far down each chain it gets, and whether it reads its leaf. */
 function agentReach(body: Body, tops: readonly string[]): string[] {
-  const probe = 'for my $top (@ARGV) { chdir "/" or die; my ($n, $f) = (-1); if (chdir $top) { $n = 0; $n++ while chdir "d" } my $leaf = $n >= 0 && open($f, "<", "leaf") ? <$f> : "denied"; print "$top $n $leaf\n" }';
+  const probe = `my $d = "d" x 255; for my $top (@ARGV) { chdir "/" or die; my ($n, $f) = (-1); if (chdir $top) { $n = 0; $n++ while chdir $d } my $leaf = $n >= 0 && open($f, "<", "leaf") ? <$f> : "denied"; print "$top $n $leaf\n" }`;
   const run = body.run({ as: "root", direct: true, command: ["/usr/bin/setpriv", `--reuid=${IDS.agent}`, `--regid=${IDS.agent}`, "--clear-groups", "--", "/usr/bin/perl", "-e", probe, ...tops] });
   assert.is(run.status, 0, run.stderr);
   return lines(run.stdout);
 }
 
-rootTest(test, "chains 20,000 levels deep in /workspace and /state: the start succeeds with one warning, in few fds, and the agent reaches nothing below the limit in /state", () => {
+/** The launch's address space (RLIMIT_AS, each process's): what the built executable needs to start, with room for a walk; as docker run --memory 2g bounds it. */
+const LAUNCH_AS = String(2 * 1024 ** 3);
+
+/** Each level's path kept, as the ACL walk kept it: depth^2 x 255 / 2 bytes, gigabytes at a few thousand levels. */
+const KEEP_EVERY_PATH = 'my ($p, @paths) = (""); for (1..$ARGV[0]) { $p .= "/" . ("d" x 255); push @paths, $p } print scalar(@paths), "\n"';
+
+rootTest(test, "chains 20,000 levels deep of 255-byte names in /workspace and /state: the start succeeds with one warning, in few fds and 2 GiB of address space, and the agent reaches nothing below the limit in /state", () => {
   inBody(legacyBody(), (body) => {
     const chains = ["/workspace/deep", "/state/deep", "/state/install/deep"];
     mkdirSync(join(body.state, "install"), { recursive: true });
@@ -486,14 +495,19 @@ rootTest(test, "chains 20,000 levels deep in /workspace and /state: the start su
       // The control: in the single-uid layout the agent's uid reaches the bottom of every chain.
       assert.equal(agentReach(body, chains), chains.map((chain) => `${chain} 20000 SEKRIT`));
       // A launch whose RLIMIT_NOFILE is 1024 (a common container default): one fd per level ran out at about 1,000 levels.
-      const launch = { as: "root", command: ["/bin/true"], wrap: ["prlimit", "--nofile=1024:1024", "--"] } as const;
+      // Its address space is bounded too: the ACL walk that kept each level's path was killed by the memory limit at every start.
+      const launch = { as: "root", command: ["/bin/true"], wrap: ["prlimit", "--nofile=1024:1024", `--as=${LAUNCH_AS}`, "--"] } as const;
+      // The control of the limit: keeping each level's path of the chain, as the ACL walk did, does not fit in it.
+      const kept = body.run({ ...launch, direct: true, command: ["/usr/bin/perl", "-e", KEEP_EVERY_PATH, "20000"] });
+      assert.not.equal(kept.status, 0, kept.stdout);
+      assert.match(kept.stderr, /Out of memory/);
       const run = body.run({ ...launch, timeoutMs: 180_000 });
       assert.is(run.status, 0, run.stderr.slice(0, 600));
       const [warning, summary, ...rest] = lines(run.stderr);
       assert.equal(rest, [], run.stderr.slice(0, 600));
       assert.match(summary!, SUMMARY);
       // Each example names the directory at the limit (4096 levels below /state or /workspace), its path cut to 120 characters.
-      const atLimit = (chain: string): string => `${`${chain}${"/d".repeat(4096 - (chain.split("/").length - 2))}`.slice(0, 120)}... (4096 levels deep: nothing below it was walked)`;
+      const atLimit = (chain: string): string => `${`${chain}${`/${LEVEL}`.repeat(4096 - (chain.split("/").length - 2))}`.slice(0, 120)}... (4096 levels deep: nothing below it was walked)`;
       const prefix = "clankie-separate: warning: 3 entries left alone, for example: ";
       assert.ok(warning!.startsWith(prefix), warning);
       assert.equal(warning!.slice(prefix.length).split("; ").sort(), chains.map(atLimit).sort());
@@ -502,7 +516,7 @@ rootTest(test, "chains 20,000 levels deep in /workspace and /state: the start su
       // A restart: /state is walked, and the untaken entries below the limit warned about, again.
       const again = body.run({ ...launch, timeoutMs: 180_000 });
       assert.is(again.status, 0, again.stderr.slice(0, 600));
-      assert.match(again.stderr, /^clankie-separate: warning: 2 entries left alone, for example: \/state\/(install\/)?deep\/d\/d\/d/);
+      assert.match(again.stderr, /^clankie-separate: warning: 2 entries left alone, for example: \/state\/(install\/)?deep\/d{100,}\.\.\. \(4096 levels deep/);
       assert.match(lines(again.stderr)[1]!, SUMMARY);
     } finally {
       // rm(1) removes a tree of any depth; a recursive rmSync is not asked to.
@@ -629,6 +643,71 @@ rootTest(test, "a service command the agent could have written is refused before
     assert.is(run.status, 126);
     assert.is(run.stderr, "clankie-separate: refusing to execute /workspace/service.sh: /workspace is writable by group or other (mode 777); install programs that root or the service run in a root-owned directory that only root can write (for example /usr/local/bin)\n");
     assert.is(treeDigest(body.dir), before);
+  });
+});
+
+rootTest(test, "a setpriv or perl that others could write is refused before anything changes (exit 126); the service command's rules run in the same phase", () => {
+  inBody(legacyBody(), (body) => {
+    // A copy of setpriv, root's, bound over /usr/bin/setpriv: 0757 (the launch's own setpriv runs it before the entrypoint), 0755 for the control.
+    // setpriv runs last (the drop): without this phase's check the walk would have changed /state before the drop's exec refused it.
+    const setpriv = join(body.dir, "setpriv");
+    writeFileSync(setpriv, readFileSync("/usr/bin/setpriv"));
+    const before = treeDigest(body.state);
+    chmodSync(setpriv, 0o757);
+    const run = body.run({ as: "root", command: ["/bin/true"], binds: [[setpriv, "/usr/bin/setpriv", "ro"]] });
+    assert.is(run.stderr, "clankie-separate: refusing to execute /usr/bin/setpriv: /usr/bin/setpriv is writable by group or other (mode 757); install programs that root or the service run in a root-owned directory that only root can write (for example /usr/local/bin)\n");
+    assert.is(run.status, 126);
+    assert.is(treeDigest(body.state), before, "/state untouched");
+    chmodSync(setpriv, 0o755);
+    const control = body.run({ as: "root", command: ["/bin/true"], binds: [[setpriv, "/usr/bin/setpriv", "ro"]] });
+    assert.is(control.status, 0, control.stderr);
+  });
+});
+
+rootTest(test, "/workspace or /state that is not a directory is refused (65, one line), nothing changed", () => {
+  for (const [name, what] of [["state", "/state is a file, not a directory"], ["workspace", "/workspace is not a directory"]] as const) {
+    inBody(legacyBody(), (body) => {
+      const path = name === "state" ? body.state : body.workspace;
+      rmSync(path, { recursive: true, force: true });
+      writeFileSync(path, "a file, not a volume\n", { mode: 0o644 });
+      const run = body.run({ as: "root", command: ["/bin/true"] });
+      assert.is(run.stderr, `clankie-separate: ${what}; mount a volume (a directory) at /${name}\n`);
+      assert.is(run.status, 65);
+      const st = listTree(path)[0]!;
+      assert.is(`${st.uid}:${st.gid} ${octal(st.mode)}`, "0:0 0644", "the file untouched");
+    });
+  }
+});
+
+rootTest(test, "today's launch (node, no capabilities): a service command that others could write is refused (126, one line) by the exec that would replace the entrypoint", () => {
+  inBody(legacyBody(), (body) => {
+    writeFileSync(join(body.workspace, "service.sh"), "#!/bin/sh\necho ran\n", { mode: 0o755 });
+    chmodSync(body.workspace, 0o777);
+    const run = body.run({ as: "node", command: ["/workspace/service.sh"] });
+    assert.is(run.stderr, "clankie-separate: refusing to execute /workspace/service.sh: /workspace is writable by group or other (mode 777); install programs that root or the service run in a root-owned directory that only root can write (for example /usr/local/bin)\n");
+    assert.is(run.status, 126);
+    assert.is(run.stdout, "");
+    // The control: closed again, the same command runs as it is.
+    chmodSync(body.workspace, 0o755);
+    const control = body.run({ as: "node", command: ["/workspace/service.sh"] });
+    assert.is(control.stdout, "ran\n", control.stderr);
+    assert.is(control.status, 0);
+  });
+});
+
+rootTest(test, "systemExec refuses a setpriv that others could write (126) before anything starts; control: closed, it runs the program", () => {
+  inBody(legacyBody(), (body) => {
+    // Today's launch execs the service without looking at setpriv: systemExec's own gate is all that stands before it.
+    const setpriv = join(body.dir, "setpriv");
+    writeFileSync(setpriv, readFileSync("/usr/bin/setpriv"));
+    const run = (mode: number) => {
+      chmodSync(setpriv, mode);
+      return body.run({ as: "node", command: [...SERVICE, "gate"], binds: [[setpriv, "/usr/bin/setpriv", "ro"]] });
+    };
+    const writable = run(0o757);
+    assert.is(writable.stdout, "refused 126: refusing to execute /usr/bin/setpriv: /usr/bin/setpriv is writable by group or other (mode 757)\n", writable.stderr);
+    const control = run(0o755);
+    assert.is(control.stdout, "ran 0\n", control.stderr);
   });
 });
 

@@ -5,12 +5,12 @@
  * and a program the service starts through systemExec holds no capability.
  */
 import { spawnSync } from "node:child_process";
-import { chmodSync, chownSync, mkdirSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { rootTest } from "../helpers/privilege.ts";
-import { Body, IDS, SANDBOX_NODE } from "../helpers/sandbox.ts";
+import { Body, IDS, SANDBOX_NODE, SANDBOX_REPO } from "../helpers/sandbox.ts";
 import { seededBody, serviceJson } from "../helpers/stand-in.ts";
 import { treeDigest } from "../helpers/tree.ts";
 import { type Children, judgeChildren } from "../helpers/service-children.ts";
@@ -62,6 +62,29 @@ for (const [what, mode, uid, why, as] of cases) {
     }
   });
 }
+
+rootTest(test, "a capture that drops capabilities (the audit's image scan) refuses a setpriv that others could write (126) before anything starts; control: closed, it runs", () => {
+  const body = new Body();
+  try {
+    const setpriv = join(body.dir, "setpriv");
+    writeFileSync(setpriv, readFileSync("/usr/bin/setpriv"));
+    const capture = [
+      `import { runCapture } from "${SANDBOX_REPO}/src/exec/capture.ts";`,
+      "try { const r = runCapture({ command: \"/bin/true\", args: [], dropCapabilities: true }); console.log(`ran ${r.status}`); }",
+      "catch (error) { console.log(`refused ${error.exitCode}: ${error.message}`); }",
+    ].join("\n");
+    const run = (mode: number) => {
+      chmodSync(setpriv, mode);
+      return body.run({ as: "root", direct: true, command: [SANDBOX_NODE, "--input-type=module", "-e", capture], binds: [[setpriv, "/usr/bin/setpriv", "ro"]] });
+    };
+    const writable = run(0o757);
+    assert.is(writable.stdout, "refused 126: refusing to execute /usr/bin/setpriv: /usr/bin/setpriv is writable by group or other (mode 757)\n", writable.stderr);
+    const control = run(0o755);
+    assert.is(control.stdout, "ran 0\n", control.stderr);
+  } finally {
+    body.cleanup();
+  }
+});
 
 rootTest(test, "control: the same script with a trusted interpreter runs as the service, in both launches", () => {
   const { body, binds } = bodyWithScript("/bin/sh");

@@ -156,9 +156,9 @@ function seededBody(options: { group?: string } = {}): Body {
 }
 
 /** The stand-in service is `sh -c`: it plants `plant` as node, then runs the audit as its child. */
-function shDoctor(body: Body, plant: string, args: string[], options: { extra?: string[]; env?: Record<string, string> } = {}): SpawnSyncReturns<string> {
+function shDoctor(body: Body, plant: string, args: string[], options: { extra?: string[]; env?: Record<string, string>; timeoutMs?: number } = {}): SpawnSyncReturns<string> {
   const script = `set -e\n${plant}\nset +e\n${AUDIT} --self-check "$@"\nexit $?`;
-  return body.run({ command: ["--", "/bin/sh", "-c", script, "doctor", ...args], extra: [...MASKS, ...(options.extra ?? [])], env: options.env });
+  return body.run({ command: ["--", "/bin/sh", "-c", script, "doctor", ...args], extra: [...MASKS, ...(options.extra ?? [])], env: options.env, timeoutMs: options.timeoutMs });
 }
 
 /** The stand-in service is node, starting the audit through the package's runSelfCheck as the real service does. */
@@ -311,6 +311,31 @@ rootTest(SelfCheck, "what the service writes to /state after the start under its
     const exposed = parse(shDoctor(body, "echo '{}' > /state/settings.json && chmod 0644 /state/settings.json", ["--json"]));
     assertFailing(exposed, ["state.layout"]);
     assert.equal(check(exposed, "state.layout").found.violations.shown.map((v: any) => `${v.path} ${v.mode}`), ["/state/settings.json 0644"]);
+  });
+});
+
+/** Each level's path kept, as the ACL walk kept it: depth^2 x 255 / 2 bytes, gigabytes at a few thousand levels. */
+const KEEP_EVERY_PATH = 'my ($p, @paths) = (""); for (1..$ARGV[0]) { $p .= "/" . ("d" x 255); push @paths, $p } print scalar(@paths), "\\n"';
+
+rootTest(SelfCheck, "a chain 20,000 levels deep of 255-byte names, made by the service after the start: the audit reads it to the depth limit in 2 GiB of address space and fails state.layout; nothing below the limit is read", () => {
+  inBody(seededBody(), (body) => {
+    // As the service (node), after the start; then the audit under an address-space limit (ulimit -v, KiB), as docker run --memory 2g bounds it.
+    const plant = `perl -e 'my $d = "d" x 255; mkdir "/state/deep" or die; chmod 0777, "/state/deep"; chdir "/state/deep" or die; for (1..20000) { mkdir $d or die; chmod 0777, $d; chdir $d or die } open(my $f, ">", "leaf") or die'\nulimit -v ${2 << 20}`;
+    try {
+      // The control of the limit: keeping each level's path of the chain, as the ACL walk did, does not fit in it.
+      const kept = shDoctor(body, `ulimit -v ${2 << 20}; perl -e '${KEEP_EVERY_PATH}' 20000 || echo "died $?" >&2; exit 3`, [], { timeoutMs: 180_000 });
+      assert.is(kept.status, 3, kept.stderr);
+      assert.match(kept.stderr, /Out of memory[^]*died/);
+      const audit = parse(shDoctor(body, plant, ["--json"], { timeoutMs: 180_000 }));
+      assertFailing(audit, ["state.layout"]);
+      const layout = check(audit, "state.layout");
+      // The chain's top and its 4,095 levels below it, down to the directory DEPTH_LIMIT levels below /state, each 0777.
+      assert.is(layout.found.violations.count, 4096, layout.summary);
+      assert.equal(layout.found.deep.count, 1);
+      assert.match(layout.found.deep.examples[0], /^\/state\/deep\/d{108}\.\.\.$/, "the path cut to 120 characters");
+    } finally {
+      spawnSync("rm", ["-rf", join(body.state, "deep")]);
+    }
   });
 });
 

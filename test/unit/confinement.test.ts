@@ -8,22 +8,23 @@ import * as assert from "uvu/assert";
 import { lstatSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import {
-  AGENT_DEVICE_PATHS,
-  AGENT_WRITABLE_PATHS,
-  confinementKeys,
-  extraPathProblem,
-  FS_ACCESS,
-  imageTopLevel,
-  landlockRules,
-  NET_ACCESS,
-  NO_EXTRA_CONFINEMENT,
-  portRules,
-  SCOPE,
-  seccompHex,
-} from "../../src/confinement.ts";
+import { confinementKeys, extraPathProblem, imageTopLevel, landlockRules, NO_EXTRA_CONFINEMENT, portRules, seccompHex } from "../../src/confinement.ts";
 
 const test = suite("confinement");
+
+/*
+ * The expectations are written here, never read from src/confinement.ts: a
+ * path added to what the agent may write, or a right dropped, must fail a test.
+ */
+/** What agent work may write whole, and the devices a shell writes and uses as terminals. */
+const WRITABLE = ["/workspace", "/tmp", "/var/tmp", "/dev/shm", "/state/agent"];
+const DEVICES = ["/dev/null", "/dev/zero", "/dev/tty", "/dev/ptmx", "/dev/pts"];
+/** LANDLOCK_ACCESS_FS_* (linux/landlock.h). */
+const FS_ACCESS = { execute: 1 << 0, writeFile: 1 << 1, readFile: 1 << 2, readDir: 1 << 3, truncate: 1 << 14, ioctlDev: 1 << 15 };
+/** LANDLOCK_ACCESS_NET_BIND_TCP, LANDLOCK_ACCESS_NET_CONNECT_TCP. */
+const NET_ACCESS = { bindTcp: 1 << 0, connectTcp: 1 << 1 };
+/** LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET, LANDLOCK_SCOPE_SIGNAL. */
+const SCOPE = { abstractUnixSocket: 1 << 0, signal: 1 << 1 };
 
 const TOP = ["/bin", "/etc", "/usr"];
 
@@ -34,9 +35,9 @@ test("the Landlock rules: read and execute the top level given, write the defaul
   assert.equal(rules.paths, [
     { access: FS_ACCESS.readDir, must: false, path: "/" },
     ...TOP.map((path) => ({ access: rx, must: false, path })),
-    ...AGENT_WRITABLE_PATHS.map((path) => ({ access: 0xffff, must: false, path })),
+    ...WRITABLE.map((path) => ({ access: 0xffff, must: false, path })),
     { access: 0xffff, must: true, path: "/run/w" },
-    ...AGENT_DEVICE_PATHS.map((path) => ({ access: device, must: false, path })),
+    ...DEVICES.map((path) => ({ access: device, must: false, path })),
     { access: rx, must: false, path: "/state/install" },
     { access: rx, must: true, path: "/opt/r" },
   ]);
@@ -84,8 +85,8 @@ test("the stage keys: every rule as data, in order, then the seccomp filter", ()
     "scope=3",
     "path=8:may:/",
     "path=d:may:/usr",
-    ...AGENT_WRITABLE_PATHS.map((p) => `path=ffff:may:${p}`),
-    ...AGENT_DEVICE_PATHS.map((p) => `path=c006:may:${p}`),
+    ...WRITABLE.map((p) => `path=ffff:may:${p}`),
+    ...DEVICES.map((p) => `path=c006:may:${p}`),
     "path=d:may:/state/install",
     "network=all",
     `seccomp=${seccompHex("x64", { ptrace: true, network: "all" })}`,

@@ -1,11 +1,11 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { NO_EXTRA_CONFINEMENT } from "../../src/confinement.ts";
 import { parseAgentExecArgs } from "../../src/agent-exec/cli.ts";
-import { EXIT, SYSTEM_PATH } from "../../src/constants.ts";
+import { ENTRYPOINT_NAME, EXIT, INSTALL_DIR, SYSTEM_PATH } from "../../src/constants.ts";
 import { carried, isAllowlisted, uncarried } from "../../src/exec/environment.ts";
 import { agentExecArguments, buildEnvironment, runSelfCheck, spawnAgent, systemExec } from "../../src/system-exec.ts";
 import { withProcessEnv } from "../helpers/process-env.ts";
@@ -43,11 +43,21 @@ shim("what the service sends is what the shim parses", () => {
   const { argv } = agentExecArguments("node", ["--cwd=/", "--"], { cwd: "/workspace/p", env: { B: "1", A: "2" }, keepFds: [17], nproc: 5, oomScoreAdj: -1000 });
   assert.equal(parseAgentExecArgs(argv), { kind: "run", cwd: "/workspace/p", env: ["A", "B"], keepFds: [17], oomScoreAdj: -1000, confinement: NO_EXTRA_CONFINEMENT, privateJob: false, stageOptions: { nproc: "5" }, command: ["node", "--cwd=/", "--"] });
   assert.equal(parseAgentExecArgs(agentExecArguments("true", []).argv), { kind: "run", cwd: "/workspace", env: [], keepFds: [], oomScoreAdj: 500, confinement: NO_EXTRA_CONFINEMENT, privateJob: false, stageOptions: { nproc: "512" }, command: ["true"] });
-  const confinement = { strict: true, allowWrite: ["/state/run/w1"], allowRead: ["/opt/r"], denyConnect: [8081], denyBind: [8080, 8081], network: "none" as const };
+  const confinement = { strict: true, allowWrite: ["/run/w1", "/state/agent/w2"], allowRead: ["/opt/r"], denyConnect: [8081], denyBind: [8080, 8081], network: "none" as const };
   const confined = agentExecArguments("true", [], { allowWrite: confinement.allowWrite, allowRead: confinement.allowRead, denyConnect: confinement.denyConnect, denyBind: confinement.denyBind, strictConfinement: true, network: "none" });
   assert.equal(parseAgentExecArgs(confined.argv), { kind: "run", cwd: "/workspace", env: [], keepFds: [], oomScoreAdj: 500, confinement, privateJob: false, stageOptions: { nproc: "512" }, command: ["true"] });
   assert.equal(agentExecArguments("true", [], { privateJob: true }).argv, ["--private-job", "--", "true"]);
   assert.is((parseAgentExecArgs(agentExecArguments("true", [], { privateJob: true }).argv) as { privateJob: boolean }).privateJob, true);
+});
+
+shim("allowWrite under /state outside /state/agent is refused at once (64), as the shim refuses it; README's old example among them", () => {
+  for (const path of ["/state/run/worker-1", "/state/install/x", "/state/agentx"]) {
+    assertRefusal(() => agentExecArguments("true", [], { allowWrite: ["/run/ok", path] }), {
+      exitCode: EXIT.usage,
+      what: `allowWrite ${JSON.stringify(path)} is under /state, which every start walks: agent work that may write there can stop the next start (a hard link, a deep tree)`,
+      fix: "give the agent a directory outside /state (under /workspace, say), or under /state/agent",
+    });
+  }
 });
 
 shim("network: \"none\" is --no-network; a value other than \"all\" or \"none\" is refused (64), never read as the network", () => {
@@ -109,6 +119,10 @@ shim("systemExec, runSelfCheck and spawnAgent refuse execa's node, nodePath and 
   }
 });
 
+shim("spawnAgent refuses the shim option (64) before anything starts: every spawn goes through the spawner, no program named by the service", () => {
+  assertRefusal(() => spawnAgent("/bin/true", [], { shim: "/workspace/planted" }), { exitCode: EXIT.usage, what: "spawnAgent: the shim option is gone: every spawn goes through the spawner", fix: "remove shim" });
+});
+
 shim("systemExec, runSelfCheck and spawnAgent refuse execa's uid and gid options (64) before anything starts", () => {
   const fix = (name: string) => `remove ${name}; agent work runs as the agent through spawnAgent`;
   const what = (where: string, name: string) => `${where}: the ${name} option is not accepted: it would start the child as another ${name === "uid" ? "user" : "group"} with the service's CAP_SETUID/CAP_SETGID`;
@@ -120,7 +134,7 @@ shim("systemExec, runSelfCheck and spawnAgent refuse execa's uid and gid options
 });
 
 shim("a code-loading variable cannot be named for the agent (it would reach prlimit and setpriv, which hold SETUID)", () => {
-  assert.is(catchRefusal(() => agentExecArguments("true", [], { env: { LD_PRELOAD: "/x.so" } })).exitCode, EXIT.usage);
+  assertRefusal(() => agentExecArguments("true", [], { env: { LD_PRELOAD: "/x.so" } }), { exitCode: EXIT.usage, what: "LD_PRELOAD: variables that load code are never passed to agent work", fix: "do not pass it" });
 });
 
 shim("systemExec and runSelfCheck refuse a code-loading name in env, as in pass (64), before anything starts; control: the same call with another name runs", async () => {
@@ -146,6 +160,34 @@ shim("systemExec and runSelfCheck refuse a code-loading name in env, as in pass 
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+shim("systemExec refuses a program the exec rules refuse (126) before anything starts; control: a shell of the system runs it", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "clankie-gate-"));
+  try {
+    // A script in a directory others may write (the temporary directory): what runs would be anyone's, with the service's SETUID and SETGID held by setpriv.
+    const marker = join(dir, "ran");
+    const program = join(dir, "program");
+    writeFileSync(program, `#!/bin/sh\necho ran > ${marker}\n`);
+    chmodSync(program, 0o755);
+    const refusal = catchRefusal(() => systemExec(program, []));
+    assert.is(refusal.exitCode, EXIT.notExecutable);
+    assert.match(refusal.message, new RegExp(`^refusing to execute ${program}: .* is writable by group or other \\(mode 1?777\\)$`));
+    assert.not.ok(existsSync(marker), "nothing started");
+    // The control: the same command run by a shell of the system runs.
+    const result = await systemExec("/bin/sh", [program]);
+    assert.is(result.exitCode, 0);
+    assert.is(readFileSync(marker, "utf8"), "ran\n");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+shim("runSelfCheck refuses an entrypoint that is missing or that others could write (126/127) before anything starts", () => {
+  const entrypoint = `${INSTALL_DIR}/${ENTRYPOINT_NAME}`;
+  // Outside the image the entrypoint is not installed: the gate finds nothing to run (an image runs its own audit test, test/image).
+  assert.not.ok(existsSync(entrypoint), `${entrypoint} is installed here: this test needs a host without it`);
+  assertRefusal(() => runSelfCheck(["--json"]), { exitCode: EXIT.notFound, what: `${entrypoint}: no such file`, fix: "check the command's path" });
 });
 
 shim.run();

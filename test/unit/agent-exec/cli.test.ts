@@ -30,15 +30,16 @@ const AGENT_ACCEPTS: Accepts<AgentExecRequest>[] = [
     want: { kind: "run", cwd: "/a=b", env: ["_x1", "TOKEN"], keepFds: [17, 20], oomScoreAdj: -1000, confinement: NO_CONFINEMENT, privateJob: false, stageOptions: { nproc: "1" }, command: ["cmd"] },
   },
   {
-    argv: ["--allow-write", "/run/worker-1", "--allow-write=/state/sock", "--allow-read=/opt/x y", "--deny-connect", "8081", "--deny-bind=8080", "--deny-connect=1", "--strict-confinement", "--no-network", "--", "cmd"],
+    argv: ["--allow-write", "/run/worker-1", "--allow-write=/state/agent/sock", "--allow-read=/opt/x y", "--deny-connect", "8081", "--deny-bind=8080", "--deny-connect=1", "--strict-confinement", "--no-network", "--", "cmd"],
     want: {
       ...RUN_DEFAULTS,
       env: [],
       keepFds: [],
-      confinement: { strict: true, allowWrite: ["/run/worker-1", "/state/sock"], allowRead: ["/opt/x y"], denyConnect: [8081, 1], denyBind: [8080], network: "none" },
+      confinement: { strict: true, allowWrite: ["/run/worker-1", "/state/agent/sock"], allowRead: ["/opt/x y"], denyConnect: [8081, 1], denyBind: [8080], network: "none" },
       command: ["cmd"],
     },
   },
+  { argv: ["--allow-read", "/state/run/worker-1", "--allow-write", "/state/agent", "--allow-write", "/state/agent/cache", "--allow-write", "/run/state", "--", "x"], want: { ...RUN_DEFAULTS, env: [], keepFds: [], confinement: { ...NO_CONFINEMENT, allowWrite: ["/state/agent", "/state/agent/cache", "/run/state"], allowRead: ["/state/run/worker-1"] }, command: ["x"] } },
   { argv: ["--deny-bind", "65535", "--", "cmd"], want: { ...RUN_DEFAULTS, env: [], keepFds: [], confinement: { ...NO_CONFINEMENT, denyBind: [65535] }, command: ["cmd"] } },
   { argv: ["--no-network", "--", "cmd"], want: { ...RUN_DEFAULTS, env: [], keepFds: [], confinement: { ...NO_CONFINEMENT, network: "none" }, command: ["cmd"] } },
   {
@@ -119,6 +120,12 @@ const AGENT_REFUSES: Refuses[] = [
     argv: ["--allow-write", path, "--", "x"],
     what: `--allow-write ${JSON.stringify(path)} ${extraPathProblem(path)}`,
     fix: AEX("give --allow-write an absolute, normal path below /"),
+  })),
+  // A tree the agent may write under /state, but its home: every start walks it (issue 34, item 4). Written out, not read from the rule.
+  ...["/state/run/worker-1", "/state/install", "/state/agentx", "/state/x/agent"].map((path) => ({
+    argv: ["--allow-write", path, "--", "x"],
+    what: `--allow-write ${JSON.stringify(path)} is under /state, which every start walks: agent work that may write there can stop the next start (a hard link, a deep tree)`,
+    fix: AEX("give the agent a directory outside /state (under /workspace, say), or under /state/agent"),
   })),
   { argv: ["--allow-read", "/state", "--", "x"], what: '--allow-read "/state" would open all of /state', fix: AEX("give --allow-read an absolute, normal path below /") },
   { argv: ["--allow-read"], what: '--allow-read "" is missing', fix: AEX("give --allow-read an absolute, normal path below /") },

@@ -1,6 +1,6 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { CODE_LOADING_VARIABLES } from "../../../src/exec/environment.ts";
+import { CODE_LOADING_NAMES } from "../../helpers/code-loading.ts";
 import { serviceEnvironment } from "../../../src/entrypoint/service-env.ts";
 import { SERVICE_OWN_ENV } from "../../helpers/environments.ts";
 import { imageIdentities } from "../../helpers/identities.ts";
@@ -27,7 +27,7 @@ test("PATH, HOME, USER and LOGNAME are always ours, even when the launcher has n
 
 test("every code-loading variable is dropped and listed, sorted", () => {
   const launcher: Record<string, string> = {};
-  const names = CODE_LOADING_VARIABLES.map((pattern) => (pattern.endsWith("*") ? `${pattern.slice(0, -1)}PRELOAD` : pattern));
+  const names = CODE_LOADING_NAMES;
   for (const name of names) launcher[name] = "/workspace/evil";
   launcher.KEEP = "1";
   const { env, dropped } = serviceEnvironment(launcher, ids);

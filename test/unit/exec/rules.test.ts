@@ -1,4 +1,5 @@
-import { accessSync, chmodSync, chownSync, constants, existsSync, lstatSync, mkdirSync, mkdtempSync, rmdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { accessSync, chmodSync, chownSync, constants, copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, rmdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { suite } from "uvu";
@@ -12,6 +13,7 @@ import { REPO } from "../../helpers/paths.ts";
 import { rootTest } from "../../helpers/privilege.ts";
 import { withProcessEnv } from "../../helpers/process-env.ts";
 import { assertRefusal, catchRefusal } from "../../helpers/refusal.ts";
+import { lyingKernel } from "../../helpers/seccomp-wrap.ts";
 
 const FIX = "install programs that root or the service run in a root-owned directory that only root can write (for example /usr/local/bin)";
 const INTERPRETER_FIX = "name a #! interpreter installed in a root-owned directory that only root can write (for example /usr/bin)";
@@ -280,6 +282,29 @@ function withTrustedScratch(name: string, fn: (dir: string) => void, needsRoot =
   else trust(name, body);
 }
 
+withTrustedScratch("what execve(2) would refuse is refused before it, each with its own line: a directory, a file without x, a relative #! interpreter, neither ELF nor #!, a path through a file; control: the same file made runnable passes", (dir) => {
+  const gate = (command: string) => prepareExec({ command, args: [], env: {}, trustedUids: TRUSTED });
+  assertRefusal(() => gate(dir), { exitCode: EXIT.notExecutable, what: `${dir}: not a regular file`, fix: "name an executable file" });
+  const elf = join(dir, "elf");
+  copyFileSync("/bin/true", elf);
+  chmodSync(elf, 0o644);
+  assertRefusal(() => gate(elf), { exitCode: EXIT.notExecutable, what: `${elf}: not executable by uid ${EUID}`, fix: "check the file's mode and owner" });
+  chmodSync(elf, 0o755);
+  assert.is(gate(elf).path, elf, "the control: an ELF with its x bits");
+  const relative = join(dir, "relative");
+  writeFileSync(relative, "#!sh\nexit 0\n", { mode: 0o755 });
+  chmodSync(relative, 0o755);
+  assertRefusal(() => gate(relative), { exitCode: EXIT.notExecutable, what: `${relative}: #! line names no absolute interpreter`, fix: "fix the script's #! line" });
+  const text = join(dir, "text");
+  writeFileSync(text, "exit 0\n");
+  chmodSync(text, 0o755);
+  assertRefusal(() => gate(text), { exitCode: EXIT.notExecutable, what: `${text}: not an ELF binary or #! script (execve would fail with ENOEXEC)`, fix: "name an executable program" });
+  writeFileSync(text, "#!/bin/sh\nexit 0\n");
+  assert.is(gate(text).path, text, "the control: the same file with a #! line");
+  const through = join(text, "below");
+  assertRefusal(() => gate(through), { exitCode: EXIT.notExecutable, what: `${through}: cannot be resolved (ENOTDIR)` });
+});
+
 withTrustedScratch("a file in a clean chain passes; making one directory group-writable refuses it", (dir) => {
   const program = writeProgram(join(dir, "prog"));
   checkTrustedExecutable(program, TRUSTED);
@@ -446,6 +471,36 @@ withTrustedScratch(
   },
   true,
 );
+
+/*
+ * A program that changes between realpath(3) and the checks after it: the
+ * lstat(2) of a place above it, or the stat(2) of the program itself, fails.
+ * No file can be made to do that on demand, so the kernel lies: statx(2)
+ * (x86-64 332, what Node's lstatSync and statSync call) of /usr/bin/true
+ * answers an errno on its Nth call. The control is the same run with no lie.
+ */
+const STATX = 332;
+const EIO = 5;
+const ENOENT = 2;
+const STAT_FIX = "check the command's path and permissions";
+function gateUnderLie(calls: number, errno: number | undefined): string {
+  const wrap = errno === undefined ? [] : lyingKernel([{ nr: STATX, path: "/usr/bin/true", calls: [calls], errno }]);
+  const argv = [...wrap, process.execPath, "--import", join(REPO, "scripts/text-modules.mjs"), join(REPO, "test/fixtures/gate-exec.ts"), "/usr/bin/true", "0"];
+  const run = spawnSync(argv[0]!, argv.slice(1), { encoding: "utf8" });
+  assert.is(run.status, 0, run.stderr);
+  return run.stdout;
+}
+
+trust("a place that cannot be checked after realpath (lstat EIO) is refused (126); control: with no lie it passes", () => {
+  assert.is(gateUnderLie(1, undefined), "ok /usr/bin/true\n");
+  assert.is(gateUnderLie(1, EIO), `126 /usr/bin/true: cannot be checked (EIO); ${FIX}\n`);
+});
+
+trust("a program gone, or failing stat, after its checks is refused: no such file (127), cannot be executed (126)", () => {
+  assert.is(gateUnderLie(2, ENOENT), "127 /usr/bin/true: no such file; check the command's path\n");
+  assert.is(gateUnderLie(2, EIO), `126 /usr/bin/true: cannot be executed (EIO); ${STAT_FIX}\n`);
+  assert.is(gateUnderLie(3, EIO), "ok /usr/bin/true\n", "a third stat is none of the gate's: the lie lands where the test says");
+});
 
 trust.after(() => {
   if (SCRATCH_BASE?.startsWith("/run/")) rmSync(SCRATCH_BASE, { recursive: true, force: true });

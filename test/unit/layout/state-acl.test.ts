@@ -12,6 +12,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { syscallNumbers } from "../../../src/os/syscalls.ts";
 import { decodeAcl, namedEntries, parseAclWalk, STATE_ACL_SCRIPT, stateAclArgs } from "../../../src/layout/state-acl.ts";
+import { DEPTH_LIMIT, SHOWN_PATH_BYTES } from "../../../src/layout/rules.ts";
 
 const test = suite("state-acl");
 
@@ -31,7 +32,7 @@ test("decodeAcl: posix_acl_xattr entries, named ones with their id; namedEntries
 });
 
 test("stateAclArgs: the mode, the root, the pruned name, the service's uid, then x86-64's numbers and flags", () => {
-  assert.equal(stateAclArgs("strip", "/state", 1000, syscallNumbers("x64")), ["strip", "/state", "agent", "1000", "192", "191", "188", "197", "198656", String(0o10000000 | 0o400000), "61", "95"]);
+  assert.equal(stateAclArgs("strip", "/state", 1000, syscallNumbers("x64")), ["strip", "/state", "agent", "1000", "192", "191", "188", "197", "198656", String(0o10000000 | 0o400000), "61", "95", "4096", "8192"]);
   assert.equal(stateAclArgs("list", "/state", 1000, syscallNumbers("arm64")).slice(4, 8), ["9", "8", "5", "14"]);
 });
 
@@ -129,6 +130,42 @@ test("the perl walk: list reads every ACL; strip keeps each base entry (the owni
   } finally {
     rmSync(root, { recursive: true, force: true });
     rmSync(outside, { recursive: true, force: true });
+  }
+});
+
+/** A chain of `levels` directories of 255-byte names below `root`, made by mkdir and chdir (no path string names it), with a named-entry ACL on the directories at the depths in `withAcl`. */
+function plantLongChain(root: string, levels: number, withAcl: number[]): void {
+  const script = 'my ($root, $n, @acl) = @ARGV; my %acl = map { $_ => 1 } @acl; my $name = "a" x 255; chdir $root or die; for my $i (1..$n) { mkdir $name or die; system("setfacl", "-m", "u:1001:r", $name) == 0 or die if $acl{$i}; chdir $name or die }';
+  const made = spawnSync("perl", ["-e", script, root, String(levels), ...withAcl.map(String)]);
+  assert.is(made.status, 0, String(made.stderr));
+}
+
+/** An address-space limit (RLIMIT_AS) for perl: a few times what the walk needs of a tree with short paths, a small fraction of what keeping each level's path costs. */
+const PERL_AS = String(256 << 20);
+
+test("the perl walk below DEPTH_LIMIT of 255-byte names: the directory at the limit is read and stripped, nothing below it; memory stays bounded (the control: each level's path kept dies under the same limit)", () => {
+  const root = mkdtempSync(join(tmpdir(), "clankie-acl-deep-"));
+  try {
+    plantLongChain(root, DEPTH_LIMIT + 10, [DEPTH_LIMIT, DEPTH_LIMIT + 1]);
+    const run = (mode: "strip" | "list") => {
+      const result = spawnSync("prlimit", [`--as=${PERL_AS}`, "/usr/bin/perl", "-e", STATE_ACL_SCRIPT, ...stateAclArgs(mode, root, process.getuid!())], { env: {}, input: "", maxBuffer: 64 << 20 });
+      assert.is(String(result.stderr), "");
+      assert.is(result.status, 0);
+      return parseAclWalk(result.stdout);
+    };
+    const atLimit = `${`${root}${`/${"a".repeat(255)}`.repeat(DEPTH_LIMIT)}`.slice(0, SHOWN_PATH_BYTES)}...`;
+    const listed = run("list");
+    assert.is(listed.visited, DEPTH_LIMIT + 1);
+    assert.equal(listed.found.map((f) => f.path), [atLimit]);
+    const stripped = run("strip");
+    assert.is(stripped.stripped, 1);
+    assert.equal(run("list").found, [], "the ACL at the limit is gone; the one below it was never read");
+    // The control: a perl that keeps each level's path, as the walk did, dies under the same limit.
+    const control = spawnSync("prlimit", [`--as=${PERL_AS}`, "/usr/bin/perl", "-e", 'my ($p, @paths) = (""); for (1..$ARGV[0]) { $p .= "/" . ("a" x 255); push @paths, $p }', String(DEPTH_LIMIT + 10)], { encoding: "utf8" });
+    assert.not.equal(control.status, 0);
+    assert.match(control.stderr, /Out of memory/);
+  } finally {
+    spawnSync("rm", ["-rf", root]);
   }
 });
 

@@ -8,12 +8,17 @@
  */
 import type { Readable } from "node:stream";
 import {
+  type AgentError,
   type AgentRefusal,
   AgentSignalAbortError,
+  AgentSignalError,
   AgentStopError,
   EXIT_CODES,
+  isAgentError,
+  type PrivateRelease,
   Refusal,
   refusalOf,
+  type SignalAgentError,
   runSelfCheck,
   signalAgent,
   spawnAgent,
@@ -67,6 +72,47 @@ export async function spawnAgentTypes(): Promise<void> {
   void out, started, refused, notLines, lines, joined, data, decoded, nothing, stream, code, said;
 }
 
+export async function startOutcomeTypes(): Promise<void> {
+  // refused narrows the outcome: refusal is there, no `!`.
+  const r = await spawnAgent("ls", [], { reject: false, privateJob: true });
+  if (r.refused) {
+    const code: number = r.refusal.code;
+    const line: string | undefined = r.refusal.line;
+    const started: false = r.started;
+    void code, line, started;
+  } else {
+    // @ts-expect-error: not refused, no refusal to read
+    const none: number = r.refusal.code;
+    void none;
+  }
+  if (r.started) {
+    const refused: false = r.refused;
+    void refused;
+  }
+  // @ts-expect-error: before narrowing, refusal may be undefined
+  const unknownCode: number = r.refusal.code;
+  // A private job's release is typed; a job refused before its lease carries none.
+  const release: PrivateRelease | undefined = r.privateRelease;
+  const releaseCode: number | undefined = r.privateRelease?.exitCode;
+  const releaseSaid: string | undefined = r.privateRelease?.stderr;
+  void unknownCode, release, releaseCode, releaseSaid;
+
+  // A rejected spawnAgent: the job's failure (AgentError) or a stop never delivered, told apart without a cast.
+  try {
+    await spawnAgent("false", [], { lines: true });
+  } catch (error) {
+    if (error instanceof AgentStopError) {
+      const tries: number = error.tries;
+      void tries;
+    } else if (isAgentError(error)) {
+      const failure: AgentError = error;
+      const exitCode: number | undefined = error.exitCode;
+      if (error.refused) void error.refusal.code;
+      void failure, exitCode;
+    }
+  }
+}
+
 export async function systemExecTypes(): Promise<void> {
   const lines: string[] = (await systemExec("git", ["status"], { lines: true })).stdout;
   const text: string = (await systemExec("git", ["status"])).stdout;
@@ -93,12 +139,24 @@ export async function signalAndErrorTypes(pgid: number): Promise<void> {
       void timedOut;
     }
     if (error instanceof AgentStopError) void error.tries;
+    if (error instanceof AgentSignalError) {
+      const gone: boolean = error.gone;
+      const exitCode: number = error.exitCode;
+      const line: string | undefined = error.line;
+      void gone, exitCode, line;
+    }
     if (error instanceof Refusal) {
       const exitCode: number = error.exitCode;
       const fix: string = error.fix;
       void exitCode, fix;
     }
   }
+  // Every way signalAgent rejects, one type.
+  await signalAgent(pgid, "SIGTERM").catch((error: SignalAgentError) => {
+    if (error instanceof AgentSignalError && error.gone) return "ended";
+    if (error instanceof AgentStopError) return "not delivered";
+    return error.message;
+  });
   const busy: 75 = EXIT_CODES.busy;
   const launchRefused: 77 = EXIT_CODES.launchRefused;
   const usage: 64 = EXIT_CODES.usage;

@@ -23,7 +23,6 @@ const BLACK_BOX = "a role's privileged entry: run as the built executable by tes
 export const UNTESTED_ALONE: Record<string, string> = {
   "main.ts": BLACK_BOX,
   "agent-exec/main.ts": BLACK_BOX,
-  "agent-exec/run.ts": BLACK_BOX,
   "agent-exec/start.ts": BLACK_BOX,
   "agent-exec/spawner.ts": "the resident spawner: run as the built executable beside a capless service by test/sandbox/spawner.test.ts (and every spawnAgent test), where the kernel is the judge",
   "service/spawner-client.ts": "the service's channel to the spawner and the job's holder: run against the real spawner by test/sandbox/spawner.test.ts, agent-exec, agent-stop and private-jobs",

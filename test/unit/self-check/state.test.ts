@@ -116,4 +116,16 @@ State("an ACL anywhere fails the zone it lies in, a named entry shown as getfacl
   assert.match(stateZones(audit({ problems: [{ path: "/state/sealed", syscall: "readdir", code: "EACCES" }] }), "separated", sealed)[0]!.summary, /^could not read 1 entry under \/state: readdir \/state\/sealed: EACCES$/);
 });
 
+State("a directory DEPTH_LIMIT levels deep warns in its zone when nothing else is wrong, and is counted beside violations", () => {
+  const deep = { layout: { count: 1, examples: ["/state/deep/d/d..."] }, release: { count: 0, examples: [] } };
+  const [layout, release] = stateZones(audit({ deep }), "separated");
+  assert.is(layout!.status, "warn");
+  assert.match(layout!.summary, /^1 directory 4096 levels deep was not read below .*: \/state\/deep\/d\/d\.\.\.$/);
+  assert.equal(layout!.found.deep, deep.layout);
+  assert.is(release!.status, "pass");
+  const both = stateZones(audit({ deep, layout: [violation] }), "separated")[0]!;
+  assert.is(both.status, "fail");
+  assert.equal(both.found.deep, deep.layout);
+});
+
 State.run();

@@ -14,6 +14,7 @@ import * as assert from "uvu/assert";
 import type { Identities } from "../../../src/accounts.ts";
 import { auditState } from "../../../src/self-check/state.ts";
 import { walkReadOnly, type WalkProblem } from "../../../src/self-check/walk.ts";
+import { DEPTH_LIMIT, SHOWN_PATH_BYTES } from "../../../src/layout/rules.ts";
 import { REPO } from "../../helpers/paths.ts";
 
 const Walk = suite("read-only walk");
@@ -112,8 +113,8 @@ Walk("the walk visits every entry once, depth-first without recursion, and repor
 Walk("deeper than PATH_MAX: every entry read, by short paths below an anchor fd, a few fds at a time; shown whole", () => {
   const root = mkdtempSync(join(tmpdir(), "clankie-walk-"));
   try {
-    // 5,000 levels of "d" (10,000 bytes of path; PATH_MAX is 4096), a file at the bottom: made by mkdir and chdir, as no path string can name it.
-    const made = spawnSync("perl", ["-e", 'chdir $ARGV[0] or die; for (1..5000) { mkdir "d" or die; chdir "d" or die } open(my $f, ">", "leaf") or die', root]);
+    // 3,000 levels of "d" (6,000 bytes of path; PATH_MAX is 4096), a file at the bottom: made by mkdir and chdir, as no path string can name it.
+    const made = spawnSync("perl", ["-e", 'chdir $ARGV[0] or die; for (1..3000) { mkdir "d" or die; chdir "d" or die } open(my $f, ">", "leaf") or die', root]);
     assert.is(made.status, 0, String(made.stderr));
     const problems: WalkProblem[] = [];
     const fds = (): number => readdirSync("/proc/self/fd").length;
@@ -126,10 +127,30 @@ Walk("deeper than PATH_MAX: every entry read, by short paths below an anchor fd,
       return 0;
     }, problems);
     assert.equal(problems, []);
-    assert.is(visited, 5002);
-    assert.is(leaf, `${root}${"/d".repeat(5000)}/leaf`);
+    assert.is(visited, 3002);
+    assert.is(leaf, `${root}${"/d".repeat(3000)}/leaf`);
     assert.ok(most <= 2, `at most two anchor fds at a time (the one a directory was reached through, and its own): ${most}`);
     assert.is(fds(), before, "every anchor closed");
+  } finally {
+    spawnSync("rm", ["-rf", root]);
+  }
+});
+
+Walk("a chain deeper than DEPTH_LIMIT: the directory at the limit is visited, nothing below it; a path longer than SHOWN_PATH_BYTES is shown cut", () => {
+  const root = mkdtempSync(join(tmpdir(), "clankie-walk-"));
+  try {
+    const made = spawnSync("perl", ["-e", 'chdir $ARGV[0] or die; for (1..$ARGV[1]) { mkdir "d" or die; chdir "d" or die } open(my $f, ">", "leaf") or die', root, String(DEPTH_LIMIT + 10)]);
+    assert.is(made.status, 0, String(made.stderr));
+    const problems: WalkProblem[] = [];
+    let deepest = { depth: 0, path: "" };
+    const visited = walkReadOnly(root, 0, (entry) => {
+      if (entry.depth > deepest.depth) deepest = { depth: entry.depth, path: entry.path };
+      return 0;
+    }, problems);
+    assert.equal(problems, []);
+    assert.is(visited, DEPTH_LIMIT + 1);
+    assert.is(deepest.depth, DEPTH_LIMIT);
+    assert.is(deepest.path, `${`${root}${"/d".repeat(DEPTH_LIMIT)}`.slice(0, SHOWN_PATH_BYTES)}...`);
   } finally {
     spawnSync("rm", ["-rf", root]);
   }

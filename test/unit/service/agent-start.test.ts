@@ -2,6 +2,7 @@ import { spawn } from "node:child_process";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { FIRST_MARKER_FD, readMarker, refusalOf, startOutcome, stdioWithMarker } from "../../../src/service/agent-start.ts";
+import { reportedRelease } from "../../../src/service/private-release.ts";
 
 const test = suite("agent-start");
 
@@ -44,6 +45,17 @@ test("readMarker reads to the end: the bytes a child wrote on the pipe, \"\" for
   const silent = spawn("/bin/true", [], { stdio: ["ignore", "ignore", "ignore", "pipe"] });
   assert.is(await readMarker(silent.stdio[3] as never), "");
   assert.is(await readMarker(undefined), "");
+});
+
+test("a private job's release: a job that never started and held no lease (65) reports none; a started job reports every release, a 65 too", () => {
+  const none = { exitCode: 65, stderr: "clankie-agent-exec: no private lease is recorded for job 42; pass the pid of a job started with --private-job (spawnAgent's child.pid)\n" };
+  assert.is(reportedRelease(false, none), undefined, "refused before its lease: no release");
+  assert.is(reportedRelease(undefined, none), undefined, "never spawned");
+  assert.equal(reportedRelease(true, none), none, "started, and its lease went missing: worth seeing");
+  const released = { exitCode: 0, stderr: "" };
+  assert.equal(reportedRelease(false, released), released, "refused after its lease was taken (a cwd, a command not found): released");
+  const held = { exitCode: 75, stderr: "clankie-agent-exec: a process still holds group 1100 ...\n" };
+  assert.equal(reportedRelease(false, held), held);
 });
 
 test.run();

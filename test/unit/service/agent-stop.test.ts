@@ -1,6 +1,6 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { AgentSignalAbortError, AgentStopError, signalAgent, STOP_RETRY_DELAYS_MS } from "../../../src/service/agent-stop.ts";
+import { AgentSignalAbortError, AgentSignalError, AgentStopError, isStop, PIPE_DRAIN_MS, pipeCloseDelay, signalAgent, signalRefusal, STOP_RETRY_DELAYS_MS } from "../../../src/service/agent-stop.ts";
 import { assertRefusal } from "../../helpers/refusal.ts";
 
 /*
@@ -59,6 +59,13 @@ test("signalAgent's signal: an abort gives up at once (its reason as cause); one
   assert.instance(early, AgentSignalAbortError);
 });
 
+test("signalAgent refuses the shim option (64): every stop goes through the spawner, no program named by the service", async () => {
+  const error = await rejection(signalAgent(4242, "SIGTERM", { shim: "/workspace/planted" }));
+  assertRefusal(() => {
+    throw error;
+  }, { exitCode: 64, what: "signalAgent: the shim option is gone: every stop goes through the spawner", fix: "remove shim" });
+});
+
 test("signalAgent refuses a timeoutMs that is not a whole number of milliseconds (64), and a signal that is no AbortSignal", async () => {
   for (const timeoutMs of [-1, 1.5, Number.NaN, Infinity]) {
     const error = await rejection(signalAgent(4242, "SIGTERM", { timeoutMs }));
@@ -70,6 +77,31 @@ test("signalAgent refuses a timeoutMs that is not a whole number of milliseconds
   assertRefusal(() => {
     throw error;
   }, { exitCode: 64, what: "signalAgent: the signal option is not an AbortSignal", fix: "pass an AbortController's signal (the signal to send is the second argument)" });
+});
+
+test("a signal stage's refusal is an AgentSignalError: gone (65, no such group) told apart from 64 by a field, the stage's line kept", () => {
+  const line = "clankie-agent-exec: no agent process group 4242 exists; it has ended, or never was agent work's";
+  const gone = signalRefusal(4242, "SIGTERM", { exitCode: 65, stderr: `\n${line}\n` });
+  assert.instance(gone, AgentSignalError);
+  assert.is(gone.name, "AgentSignalError");
+  assert.equal({ pgid: gone.pgid, signal: gone.signal, exitCode: gone.exitCode, gone: gone.gone, line: gone.line }, { pgid: 4242, signal: "SIGTERM", exitCode: 65, gone: true, line });
+  assert.is(gone.message, `signalAgent: SIGTERM to agent process group 4242 was refused (exit 65): ${line}`);
+  const after = signalRefusal(4242, "SIGTERM", { exitCode: 65, stderr: `perl: warning: Setting locale failed.\n  ${line}  \n\n` });
+  assert.is(after.line, line, "the last non-empty line, trimmed: what the stage printed before it is not its refusal");
+  const own = signalRefusal(7, "SIGWINCH", { exitCode: 64, stderr: undefined });
+  assert.equal({ exitCode: own.exitCode, gone: own.gone, line: own.line }, { exitCode: 64, gone: false, line: undefined });
+  assert.not.instance(own, AgentStopError);
+});
+
+test("a stopped job's pipes close when the force-kill is due (request plus delay), 250 ms after the exit at the earliest; a job never stopped is waited for", () => {
+  assert.is(PIPE_DRAIN_MS, 250);
+  assert.is(pipeCloseDelay(undefined, 5000, 10_000), undefined, "not stopped: execa waits for the pipes");
+  assert.is(pipeCloseDelay(10_000, 5000, 10_100), 4900, "signalAgent or kill() at 10 s, the exit 100 ms later: closed at 15 s");
+  assert.is(pipeCloseDelay(10_000, 1000, 12_000), 250, "the exit after the force-kill was due");
+  assert.is(pipeCloseDelay(10_000, false, 10_000), 250, "forceKillAfterDelay: false");
+  // Written out: the signals that end a process by default (signal(7)), of those the shim delivers.
+  for (const signal of ["SIGHUP", "SIGINT", "SIGQUIT", "SIGKILL", "SIGUSR1", "SIGUSR2", "SIGTERM"] as const) assert.ok(isStop(signal), signal);
+  for (const signal of ["SIGCONT", "SIGSTOP", "SIGTSTP", "SIGWINCH"] as const) assert.not.ok(isStop(signal), signal);
 });
 
 test.run();

@@ -74,6 +74,14 @@ test("the check above catches a key out of place, a key missing or twice, an und
   assert.equal(problems("signal", keys.map((k) => (k.startsWith("pgid=") ? "pgid=1" : k))), ['pgid="1" is not of its form'], "the whole value, not a part");
 });
 
+test("the signal form takes every signal README's table says the shim delivers, USR1 and USR2 among them, and no other spelling", () => {
+  // Written out, not read from AGENT_SIGNALS: the list the shim's --signal and killSignal document.
+  const delivered = ["HUP", "INT", "QUIT", "KILL", "USR1", "USR2", "TERM", "CONT", "STOP", "TSTP", "WINCH"];
+  const form = new RegExp(`^(?:${STAGE_KEY_FORMS.signal})$`);
+  for (const name of delivered) assert.ok(form.test(name), `signal=${name} is refused by the stage's form`);
+  for (const name of ["term", "SIGTERM", "USR3", "1", "USR1 "]) assert.not.ok(form.test(name), `signal=${JSON.stringify(name)} passes the form`);
+});
+
 test("the options the shim hands the stage as they are (cli.ts's stageOptions) are the declared AGENT_OPTION_KEYS, agent keys, each of its form", () => {
   for (const argv of [["--", "x"], ["--nproc", "1048576", "--", "x"], ["--nproc=1", "--", "x"]]) {
     const request = parseAgentExecArgs(argv);

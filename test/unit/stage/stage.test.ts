@@ -8,7 +8,7 @@
 import { spawn, spawnSync, type SpawnSyncReturns } from "node:child_process";
 import { chmodSync, closeSync, existsSync, openSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { NO_EXTRA_CONFINEMENT, confinementKeys } from "../../../src/confinement.ts";
@@ -726,6 +726,40 @@ rootTest(test, "a private job whose guard cannot be set up is refused: pidfd_ope
     assert.is(stage(request).stdout, "ran\n", "the control");
   } finally {
     rmSync(lease, { recursive: true, force: true });
+  }
+});
+
+rootTest(test, "a private job whose oom_score_adj cannot be opened or read, whose guard's value reads wrong, or whose lease mark cannot be made, is refused", () => {
+  const lease = `/run/clankie-private/${40 + ((process.pid + 13) % 50)}`;
+  const fresh = () => {
+    rmSync(lease, { recursive: true, force: true });
+    mkdirSync(lease, { recursive: true });
+  };
+  const request = { ...base, confinement: confinementKeys({ ...NO_EXTRA_CONFINEMENT, privateDir: lease }, { topLevel: privateImageTree() }), privateDir: lease };
+  const own = "/proc/self/oom_score_adj";
+  const seven = join(mkdtempSync(join(tmpdir(), "verifier-")), "seven");
+  writeFileSync(seven, "7\n");
+  chmodSync(dirname(seven), 0o755);
+  const cases: [Lie[], number, RegExp][] = [
+    // The first open is the guard's handle on its own value, before the domain; the second the domain's own check
+    // (which wants it refused); the third reads the value the job holds, the fourth reads it again after the fork.
+    [[{ nr: NR.openat, path: own, calls: [1], errno: 13 }], 71, /^clankie-agent-exec: open \/proc\/self\/oom_score_adj failed: EACCES; mount \/proc in the container\n$/],
+    [[{ nr: NR.openat, path: own, calls: [3], errno: 13 }], 71, /^clankie-agent-exec: open \/proc\/self\/oom_score_adj failed: EACCES; mount \/proc in the container \(it read ""\)\n$/],
+    [[{ nr: NR.openat, path: own, calls: [4], file: seven }], 70, /^clankie-agent-exec: the agent process is not what was asked: its guard's oom_score_adj is -?\d+ and its own 7 \(want -?\d+ and -?\d+\); do not start/],
+    [[{ nr: NR.openat, path: `${lease}/guard`, calls: [1], errno: 13 }], 71, new RegExp(`^clankie-agent-exec: open ${lease}/guard failed: EACCES; ${KERNEL_FIX.replace(/[()+.]/g, "\\$&")}\n$`)],
+  ];
+  try {
+    for (const [lies, status, line] of cases) {
+      fresh();
+      const run = lying(request, lies);
+      assert.ok(line.test(run.stderr), run.stderr);
+      assert.is(run.status, status, run.stderr);
+    }
+    fresh();
+    assert.is(stage(request).stdout, "ran\n", "the control");
+  } finally {
+    rmSync(lease, { recursive: true, force: true });
+    rmSync(dirname(seven), { recursive: true, force: true });
   }
 });
 
