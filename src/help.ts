@@ -5,13 +5,13 @@ import { ADR_LAUNCH_FLAGS, AGENT_DEFAULT_NPROC, AGENT_DEFAULT_OOM_SCORE_ADJ, EXI
 export const EXIT_DESCRIPTIONS: ReadonlyArray<readonly [number, string]> = [
   [EXIT.ok, "success (--version, --help, a passing --self-check); otherwise the exec'd command's own status"],
   [EXIT.checkFailed, "--self-check: at least one check failed"],
-  [EXIT.usage, "bad command line: unknown option, missing --, empty command, an --allow-write (allowWrite) under /state outside /state/agent, a --pgid that is the shim's own process group or its caller's, a CLANKIE_STARTED_FD that is no open inheritable fd or is also a --keep-fd"],
-  [EXIT.dataRefused, "a file under /state or /workspace breaks the rules and was left alone (planted link, device, foreign hard link); or a path named for the agent's confinement leads through a symbolic link; or --signal or --private-cleanup names what does not exist (no such agent process group, no recorded lease)"],
+  [EXIT.usage, "bad command line: unknown option, missing --, empty command, an --allow-write (allowWrite) under /state outside /state/agent, a --pgid that is the shim's own process group or its caller's, a CLANKIE_STARTED_FD that is no open inheritable fd or is also a --keep-fd; the spawner: a spawn request that names no command, or a CLANKIE_SPAWNER_FD that is not an fd of 3 or more (started by hand)"],
+  [EXIT.dataRefused, "a file under /state or /workspace breaks the rules and was left alone (planted link, device, foreign hard link); or a path named for the agent's confinement leads through a symbolic link; or --signal or --private-cleanup names what does not exist (no such agent process group, no recorded lease); the spawner: a stop of a process group it did not start, or a release of what is not an ended private job of its own"],
   [EXIT.noUser, "node, clankie-agent or clankie-workspace missing or wrong in /etc/passwd or /etc/group (or a clankie-private-N group wrong; none at all refuses --private-job only)"],
   [EXIT.verifyFailed, "after a privilege change the kernel reports other ids, groups, capabilities or NoNewPrivs than asked (for the agent also: a terminal, no session of its own, a stray fd, a Landlock domain or seccomp filter not in force)"],
-  [EXIT.osError, "an operating-system call failed; the message names the call, the path and the errno code"],
+  [EXIT.osError, "an operating-system call failed; the message names the call, the path and the errno code; spawnAgent, signalAgent: the spawner has ended or did not answer a spawn within 30 s (the service then exits 71 for the launcher's restart policy)"],
   [EXIT.busy, "clankie-agent-exec: the agent uid already runs more tasks than --nproc allows (RLIMIT_NPROC), or every private-job group is leased (--private-job), or --private-cleanup names a pid that a process holding the lease runs under, or a lease whose guard ended before its job (kept until a restart); try again when agent work has ended"],
-  [EXIT.launchRefused, "the launch lacks what the mode needs: NoNewPrivs, a capability, the caller is the wrong uid, or the kernel cannot confine agent work as --strict-confinement, --no-network or --private-job asks; for the agent also: a --cwd it cannot enter, a --pgid that is not the agent's, no session of its own, a private job's HOME it cannot make"],
+  [EXIT.launchRefused, "the launch lacks what the mode needs: NoNewPrivs, a capability, the caller is the wrong uid, or the kernel cannot confine agent work as --strict-confinement, --no-network or --private-job asks; for the agent also: a --cwd it cannot enter, a --pgid that is not the agent's, no session of its own, a private job's HOME it cannot make; the spawner: a spawn whose holder is not a capless process of the service's uid; spawnAgent: no spawner (a body launched single-uid)"],
   [EXIT.notExecutable, "the command is refused by the exec rules (writable by others, foreign owner) or cannot be executed (execve(2) fails with any error but ENOENT, as in a shell)"],
   [EXIT.notFound, "the command was not found in the fixed system PATH, or execve(2) says ENOENT (a #! interpreter that does not exist, as in a shell)"],
 ];
@@ -47,7 +47,8 @@ clankie-agent-exec [--cwd DIR] [--env NAME]... [--keep-fd N]...
                    [--allow-read PATH]... [--deny-connect PORT]...
                    [--deny-bind PORT]... [--strict-confinement] [--no-network]
                    [--private-job] -- COMMAND [ARG...]
-  Run by the service only: execs COMMAND as clankie-agent with no
+  The spawn request's form: spawnAgent sends these arguments to the
+  spawner, which execs COMMAND as clankie-agent with no
   capabilities, NoNewPrivs, a new session without a controlling terminal,
   umask 0002, HOME /state/agent and PATH ${SYSTEM_PATH},
   in a Landlock domain of its own (write only below /workspace, /tmp,
@@ -87,6 +88,14 @@ clankie-agent-exec [--cwd DIR] [--env NAME]... [--keep-fd N]...
   CLANKIE_STARTED_FD=N in its environment (spawnAgent sets it): fd N, an
   inheritable pipe, gets "S" right before COMMAND is exec'd, and is closed
   at that exec: without "S", the exit code is a refusal, not COMMAND's.
+
+clankie-agent-exec --spawner
+  The resident spawner, started by the root phase alone (node, SETUID and
+  SETGID only), beside the service (no capability), with the request
+  channel at fd CLANKIE_SPAWNER_FD. The one path to agent work: it starts
+  only what the service asks, and stops and releases only jobs it started.
+  Run by the service or by docker exec --user node, every form is refused
+  (77: the caller holds no SETUID, SETGID).
 
 clankie-agent-exec --private-cleanup PID
   Ends the lease of private job PID once it has exited: kills what still

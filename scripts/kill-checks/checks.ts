@@ -37,9 +37,12 @@ export interface Check {
 }
 
 /** What a check site looks like, per file: a match is one site (definitions excluded by SITE_EXCLUDE). */
-export const SITES: { stage: RegExp; shim: RegExp } = {
+export const SITES: { stage: RegExp; shim: RegExp; grab: RegExp } = {
   stage: /\brefuse\(|\busage\(|\bproc_failed\(|\$short->\(|\$fail->\(|\bpush @found\b|\bpush @stray\b/g,
-  shim: /\bthrow new Refusal\(|\bthrow usage\(|\bformatRefusal\(|\bprepareExec\(|\bgateExec\(|\bthrow changed(UnderUs)?\(/g,
+  // The spawner's refusals of a request are answers on the channel (send with a fixed exit code), not throws.
+  shim: /\bthrow new Refusal\(|\bthrow usage\(|\bformatRefusal\(|\bprepareExec\(|\bgateExec\(|\bthrow changed(UnderUs)?\(|\bsend\(\{ t: "(done|exit)", [^}]*code: EXIT\./g,
+  // The spawner's grab (src/perl/spawn-grab.pl): its policy refusals (77); its 71s name a failed call, as osFailure does.
+  grab: /\brefuse\(77,/g,
 };
 /** Lines that define a refusal helper or an exec gate rather than call it. */
 export const SITE_EXCLUDE = /^\s*sub (refuse|usage|proc_failed) |= sub \{|^export function (prepareExec|gateExec)\(/;
@@ -49,7 +52,11 @@ export const SCOPE = ["src/stage/stage.pl", "src/agent-exec/caller.ts", "src/age
   "src/entrypoint/cli.ts", "src/entrypoint/drop.ts", "src/entrypoint/launch-check.ts", "src/entrypoint/private-root.ts", "src/entrypoint/run.ts", "src/entrypoint/service-env.ts", "src/entrypoint/start.ts", "src/entrypoint/state-acl.ts", "src/entrypoint/state-layout.ts", "src/entrypoint/tree-walk.ts", "src/entrypoint/workspace-layout.ts",
   "src/layout/marker.ts", "src/layout/rules.ts", "src/layout/state-acl.ts", "src/layout/state.ts", "src/layout/workspace.ts",
   "src/exec/capture.ts", "src/exec/drop-capabilities.ts", "src/exec/environment.ts", "src/exec/replace.ts", "src/exec/rules.ts",
-  "src/accounts.ts", "src/service/agent-start.ts", "src/service/agent-stop.ts", "src/system-exec.ts"];
+  "src/accounts.ts", "src/service/agent-start.ts", "src/service/agent-stop.ts", "src/system-exec.ts",
+  // The resident spawner (issue 35): its requests and its grab of the holder's fds.
+  "src/agent-exec/spawner.ts", "src/perl/spawn-grab.pl"];
+/** The spawner's grab, whose sites are its policy refusals only (SITES.grab). */
+const GRAB = "src/perl/spawn-grab.pl";
 
 /** [start, end) of the check's snippet in `text`, or a reason it cannot be cut. */
 export function snippetSpan(text: string, check: Check): { start: number; end: number; problem?: undefined } | { problem: string } {
@@ -89,7 +96,7 @@ export function syntaxProblem(file: string, text: string, transform: (code: stri
 
 /** Where each site of `file`'s text starts (comment lines and the helpers' own definitions left out). */
 export function checkSites(file: string, text: string): number[] {
-  const pattern = new RegExp((file.endsWith(".pl") ? SITES.stage : SITES.shim).source, "g");
+  const pattern = new RegExp((file === GRAB ? SITES.grab : file.endsWith(".pl") ? SITES.stage : SITES.shim).source, "g");
   return [...text.matchAll(pattern)].flatMap((match) => {
     const line = text.slice(text.lastIndexOf("\n", match.index) + 1, text.indexOf("\n", match.index));
     return SITE_EXCLUDE.test(line) || /^\s*(#|\/\/|\*|\/\*|import )/.test(line) ? [] : [match.index];
@@ -373,4 +380,17 @@ CHECKS.push(
   cut("api.agent-env-code", "src/system-exec.ts", "if (isCodeLoadingVariable(name)) throw new Refusal(EXIT.usage, `${name}: variables that load code are never passed to agent work`", API_TEST),
   cut("api.allow-write-state", "src/system-exec.ts", "if (unsafe !== undefined) throw new Refusal(EXIT.usage, `allowWrite ${JSON.stringify(path)} ${unsafe}`, WRITABLE_PATH_FIX);", API_TEST),
   cut("api.network", "src/system-exec.ts", "throw new Refusal(EXIT.usage, `network ${JSON.stringify(options.network)}", API_TEST),
+);
+
+/* ---- the resident spawner (issue 35): what a request may ask, and its grab of the holder's fds ---- */
+const SPAWNER = "src/agent-exec/spawner.ts";
+const SPAWNER_RAW: Record<string, string[]> = { "test/sandbox/spawner.test.ts": ["another node process that holds the channel gets no more than the service could ask: no command but agent work, no holder but a capless one of the service's, no stop or release of a job the spawner did not start; control: a request the service could send runs as the agent"] };
+CHECKS.push(
+  cut("spawner.fd-variable", SPAWNER, "throw new Refusal(EXIT.usage, `${SPAWNER_FD_VARIABLE} is not an fd of 3 or more`", { "test/sandbox/spawner.test.ts": ['the spawner started without its channel (CLANKIE_SPAWNER_FD unset or below 3): refused in one line (64) before it reads anything'] }),
+  cut("spawner.not-a-command", SPAWNER, "throw new Refusal(EXIT.usage, `a spawn request names ${argv[0]}, not a command`", SPAWNER_RAW),
+  cut("spawner.refusal-line", SPAWNER, "formatRefusal(error.message, error.fix)", SPAWNER_RAW, null, "error.message"),
+  cut("spawner.signal-not-started", SPAWNER, "if (pgid === undefined || !jobs.has(pgid)) {", SPAWNER_RAW, "return;\n    }", ""),
+  cut("spawner.release-not-ended", SPAWNER, "if (!endedPrivate.delete(request.pid)) {", SPAWNER_RAW, "return;\n    }", ""),
+  cut("grab.holder-uid", GRAB, "(@ids == 4 && !grep { $_ != $uid } @ids) or refuse(77,", SPAWNER_RAW, "agent work\");", ""),
+  cut("grab.holder-caps", GRAB, "($f{$set} // \"x\") =~ /\\A0+\\z/ or refuse(77,", SPAWNER_RAW, "agent work\");", ""),
 );

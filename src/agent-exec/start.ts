@@ -13,7 +13,8 @@ import { runSpawner } from "./spawner.ts";
 setProgramName(AGENT_EXEC_NAME);
 if (process.argv[2] === SPAWNER_FLAG && process.argv.length === 3) {
   // The resident spawner (spawner.ts), started by the root phase alone.
-  runSpawner().then(
+  // Called inside the promise: a refusal before the channel opens (the caller, CLANKIE_SPAWNER_FD) is one line too.
+  Promise.resolve().then(runSpawner).then(
     (code) => (process.exitCode = code),
     (error: unknown) => (process.exitCode = reportError(error)),
   );

@@ -394,7 +394,7 @@ itemTest(image, "3c. one job against another: limits, priority, scheduling, I/O 
 
 /* ------------------------------------------ 3d. the service's children -- */
 
-itemTest(image, "3d. a systemExec child holds no capability and cannot become root; control: a plain child of the same service holds SETUID+SETGID and becomes uid 0", () => {
+itemTest(image, "3d. the service holds no capability in any set; no child of it holds one or becomes root, by systemExec, child_process or plain execa; setuid(0)/setuid(1001) fail in the service (EPERM); execa's node with a planted nodePath is refused in systemExec and runSelfCheck; control: the spawner beside it holds SETUID+SETGID", () => {
   needImage();
   const { state, workspace } = ensureBody();
   const itemStarted = Date.now();
@@ -465,19 +465,18 @@ itemTest(image, "3e. the stop under attack: a job's prlimit of its signal stages
 
   const control = raced(
     "the control",
-    () => jsonLine<{ hits: number[]; onceExit: number | null; onceStderr: string; aliveLater: unknown; error?: string }>(
+    () => jsonLine<{ hits: number[]; once: string; aliveLater: unknown; error?: string }>(
       session.run({ name: "stop-control", flags: RECOMMENDED_FLAGS, state, workspace, command: ["node", `${REPO_MOUNT}/test/fixtures/agent-stop.mjs`, "control-attacked"], timeoutMs: 120_000 }),
       "agent-stop.mjs control-attacked",
     ),
-    (c) => c.onceExit !== 0,
+    (c) => c.hits.length > 0 && c.aliveLater !== null,
   );
   const c = control.result;
-  process.stdout.write(`   control (run ${control.runs}): ${c.hits.length} limit landed, the stage exited ${c.onceExit}, the job then: ${JSON.stringify(c.aliveLater)}\n   3e: ${((Date.now() - itemStarted) / 1000).toFixed(1)} s\n`);
+  process.stdout.write(`   control (run ${control.runs}): ${c.hits.length} limit landed, one stage (signalAgent gave up after it: ${c.once}), the job then: ${JSON.stringify(c.aliveLater)}\n   3e: ${((Date.now() - itemStarted) / 1000).toFixed(1)} s\n`);
   assert.is(c.error, undefined, c.error);
   assert.is(c.hits.length, 1, JSON.stringify(c));
-  // 127 when perl cannot load its libraries, 71 or 24 when the limit lands a little later.
-  assert.ok(c.onceExit !== null && c.onceExit !== 0 && c.onceExit !== 65, `the stage: ${JSON.stringify(c)}`);
-  assert.match(c.onceStderr, /Error 24|EMFILE|Too many open files/);
+  assert.is(c.once, "AgentSignalAbortError", JSON.stringify(c));
+  // The one stage the spawner ran under the landed limit did not deliver: the job runs on.
   assert.equal(c.aliveLater, { uid: AGENT, name: "sleep" });
 });
 

@@ -51,7 +51,8 @@ rootTest(test, "controls: each attempt succeeds when the service makes it, so th
     const { json } = serviceJson<{ results: { id: string; exitCode: number; stderr: string }[] }>(body, ["control"]);
     assert.ok(json.results.length >= 18, `only ${json.results.length} controls ran`);
     const notPossible = json.results.filter((r) => r.exitCode !== 0 && r.id !== "tiocsti");
-    assert.equal(notPossible, [], "these attempts fail even as the service: they prove nothing");
+    // Beyond ADR 0272 the service holds no capability (the spawner does): holding one, and setpriv to node or root, fail as the service too; the spawner's SETUID+SETGID is judged by test/sandbox/spawner.test.ts.
+    assert.equal(notPossible.map((r) => r.id), ["capabilities", "setpriv-node", "setpriv-root"], "these attempts fail even as the service: they prove nothing");
   });
 });
 
@@ -295,66 +296,47 @@ rootTest(test, "refused when the agent calls it, and when the agent cannot enter
   });
 });
 
-rootTest(test, "the agent's variables reach the shim carried: a NODE_V8_COVERAGE for the agent makes the shim write nothing; by name (the control) the shim writes its coverage there as node", () => {
+rootTest(test, "the agent's variables reach the spawner's chain carried: a NODE_V8_COVERAGE for the agent makes nothing of the spawner's write coverage; the control: named for a Node the service starts, it writes its coverage there as node", () => {
   inBody(seededBody(), (body) => {
     const run = agent(body, { env: { NODE_V8_COVERAGE: "/workspace/cov-carried" } }, ["/bin/sh", "-c", 'printf %s "$NODE_V8_COVERAGE"']);
     assert.is(run.exitCode, 0, run.stderr);
     assert.is(run.stdout, "/workspace/cov-carried", "the agent's command gets it");
-    assert.not.ok(existsSync(join(body.workspace, "cov-carried")), "the shim wrote no coverage");
-    const control = body.run({ command: ["--", "/bin/sh", "-c", "NODE_V8_COVERAGE=/workspace/cov-named /usr/local/sbin/clankie-agent-exec -- /bin/true"], env: ENV });
+    assert.not.ok(existsSync(join(body.workspace, "cov-carried")), "nothing of the spawner's wrote coverage");
+    const control = body.run({ command: ["--", "/bin/sh", "-c", `NODE_V8_COVERAGE=/workspace/cov-named ${SANDBOX_NODE} -e 0`], env: ENV });
     assert.is(control.status, 0, control.stderr);
     const written = existsSync(join(body.workspace, "cov-named")) ? readdirSync(join(body.workspace, "cov-named")) : [];
     assert.ok(written.some((name) => /^coverage-.*\.json$/.test(name)), `the control wrote ${written.join(",") || "nothing"}`);
   });
 });
 
-/** A GNU message catalog (gettext's .mo format): `entries` as [msgid, msgstr], sorted by msgid. */
-function messageCatalog(entries: ReadonlyArray<readonly [string, string]>): Buffer {
-  const strings = [...entries.map(([id]) => id), ...entries.map(([, text]) => text)].map((text) => Buffer.from(text));
-  const header = Buffer.alloc(28 + strings.length * 8);
-  header.writeUInt32LE(0x950412de, 0);
-  header.writeUInt32LE(entries.length, 8);
-  header.writeUInt32LE(28, 12);
-  header.writeUInt32LE(28 + entries.length * 8, 16);
-  header.writeUInt32LE(header.length, 24);
-  let offset = header.length;
-  strings.forEach((text, i) => {
-    header.writeUInt32LE(text.length, 28 + i * 8);
-    header.writeUInt32LE(offset, 32 + i * 8);
-    offset += text.length + 1;
-  });
-  return Buffer.concat([header, ...strings.flatMap((text) => [text, Buffer.alloc(1)])]);
-}
-
-rootTest(test, "a message catalog planted in /workspace and named by LANGUAGE never reaches setpriv, which holds SETUID and SETGID; the control, setpriv with it by name, prints the planted text", () => {
-  // The soft RLIMIT_NPROC of 40 below is counted per uid across the host: the service's own forks (as node) and
-  // setpriv's exec (as the agent) would depend on what other processes of 1000 and 1001 run here. Both get uids
-  // nobody else runs, so the only agent tasks are the 60 sleepers and the only service tasks are this launch's.
-  const [service, agentUid] = unusedUids(2) as [number, number];
-  inBody(new Body(identitiesWithUids({ service, agent: agentUid })), (body) => {
-    chownSync(body.state, service, service);
-    chownSync(body.workspace, service, service);
-    const evil = join(body.workspace, "evil", "LC_MESSAGES");
-    mkdirSync(evil, { recursive: true, mode: 0o755 });
-    chmodSync(join(body.workspace, "evil"), 0o755);
-    writeFileSync(join(evil, "util-linux.mo"), messageCatalog([["", "Content-Type: text/plain; charset=UTF-8\n"], ["failed to execute %s", "PLANTED-CATALOG %s"]]), { mode: 0o644 });
-    const locale = "LANG=C.UTF-8 LANGUAGE=../../../../workspace/evil";
-    // setpriv's exec fails when the agent uid runs more tasks than the soft RLIMIT_NPROC (EAGAIN): 60 sleepers, a limit
-    // of 40, set once at least 50 run (the sandbox's /proc sees every process of the uid), not after a fixed wait.
+/*
+ * A planted catalog reached a setpriv holding SETUID and SETGID when the
+ * service started the per-spawn shim with its own environment, under a soft
+ * RLIMIT_NPROC it set itself (so that setpriv printed a message). Beyond ADR
+ * 0272 no privileged process inherits the service's environment: the
+ * spawner's is the root phase's, which the service cannot read
+ * (/proc/PID/environ asks for the target's capabilities within the
+ * caller's, ptrace(2)'s access mode rule). It can still set the spawner's
+ * resource limits: prlimit(2) compares uids only (docs/security.md, what a
+ * compromised service can still do).
+ */
+rootTest(test, "the service cannot read the spawner's environment (the planted-catalog attack on setpriv needed the service's to reach it); it can set the spawner's limits, as prlimit(2) checks uids only; the controls: its own environment and limits", () => {
+  inBody(seededBody(), (body) => {
     const script = [
-      "/usr/local/sbin/clankie-agent-exec -- /bin/sh -c 'for i in $(seq 60); do sleep 30 & done; wait' >/dev/null 2>&1 &",
-      `n=0; until [ "$(grep -l '^Uid:[[:space:]]*${agentUid}[[:space:]]' /proc/[0-9]*/status 2>/dev/null | wc -l)" -ge 50 ] || [ $n -ge 600 ]; do n=$((n + 1)); sleep 0.05; done`,
-      "prlimit --nproc=40: --pid $$",
-      `echo control; env ${locale} setpriv --reuid=${agentUid} --regid=${agentUid} --clear-groups --inh-caps=-all --ambient-caps=-all -- /bin/true 2>&1`,
-      `echo shim; env ${locale} /usr/local/sbin/clankie-agent-exec -- /bin/true 2>&1`,
-      // The service cannot signal the agent's sleepers (another uid); the body's end reaps them.
-      "exit 0",
+      // The root phase starts the spawner beside the service: it may not have reached its own command line yet.
+      "s=; n=0; while [ -z \"$s\" ] && [ $n -lt 100 ]; do for p in /proc/[0-9]*; do if [ \"$(tr '\\0' ' ' < $p/cmdline 2>/dev/null)\" = 'clankie-agent-exec --spawner ' ]; then s=${p#/proc/}; fi; done; n=$((n + 1)); [ -n \"$s\" ] || sleep 0.05; done",
+      'echo "spawner=$s"',
+      'cat /proc/"$s"/environ >/dev/null 2>&1; echo "spawner-environ=$?"',
+      'cat /proc/$$/environ >/dev/null 2>&1; echo "own-environ=$?"',
+      'prlimit --core=0: --pid "$s" 2>&1; echo "spawner-prlimit=$?"',
+      'prlimit --core=0: --pid $$ 2>&1; echo "own-prlimit=$?"',
     ].join("\n");
     const run = body.run({ command: ["--", "/bin/sh", "-c", script], env: ENV });
-    const [control, shim] = run.stdout.split(/^shim$/m);
-    assert.match(control ?? "", /setpriv: PLANTED-CATALOG \/bin\/true/, `the control: ${run.stdout}${run.stderr}`);
-    assert.match(shim ?? "", /setpriv: failed to execute \/usr\/bin\/perl: Resource temporarily unavailable/, `the shim's exec failed the same way: ${run.stdout}${run.stderr}`);
-    assert.not.match(shim ?? "", /PLANTED/);
+    assert.match(run.stdout, /^spawner=\d+$/m, `${run.stdout}${run.stderr}`);
+    assert.match(run.stdout, /^spawner-environ=1$/m, run.stdout);
+    assert.match(run.stdout, /^own-environ=0$/m, run.stdout);
+    assert.match(run.stdout, /^spawner-prlimit=0$/m, run.stdout);
+    assert.match(run.stdout, /^own-prlimit=0$/m, run.stdout);
   });
 });
 

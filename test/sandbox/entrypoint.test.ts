@@ -177,7 +177,10 @@ interface UmaskRun {
 function umaskRun(body: Body, control?: string): UmaskRun {
   const run = body.run({ as: "root", command: [...SERVICE, "umask", ...(control === undefined ? [] : [control])] });
   assert.is(run.status, 0, `exit ${run.status}: ${run.stderr}`);
-  return JSON.parse(run.stdout) as UmaskRun;
+  const result = JSON.parse(run.stdout) as Omit<UmaskRun, "readSecret">;
+  // The umask's own share: the agent's uid and groups alone (no Landlock domain, which keeps /state closed whatever the mode), as root's setpriv starts it in the same body: the service holds no capability to start it (beyond ADR 0272).
+  const alone = body.run({ as: "root", direct: true, command: ["/usr/bin/setpriv", `--reuid=${IDS.agent}`, `--regid=${IDS.agent}`, `--groups=${IDS.agent},${IDS.workspace}`, "--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all", "--", "/bin/cat", "/state/x.json"] });
+  return { ...result, readSecret: { exitCode: alone.status, stdout: alone.stdout, stderr: alone.stderr } };
 }
 
 rootTest(test, "the service's umask 0007: what it writes to /state after the start is closed to the agent, what it writes to /workspace is shared", () => {
@@ -606,7 +609,8 @@ rootTest(test, "/state/agent as a mount of its own (a tmpfs): the start takes it
 
 /** The agent fills its home; then the service rewrites its credentials as a service does (a new file, then rename). */
 const FILL_THEN_WRITE = [
-  "/usr/local/sbin/clankie-agent-exec -- /bin/sh -c 'dd if=/dev/zero of=\"$HOME/fill\" bs=64k 2>/dev/null; exit 0'",
+  // Through the spawner (the stand-in's agent mode): the service holds no capability to start the shim itself.
+  `${SANDBOX_NODE} ${SANDBOX_FIXTURES}/stand-in-service.mjs agent '{}' /bin/sh -c 'dd if=/dev/zero of="$HOME/fill" bs=64k 2>/dev/null; exit 0' >/dev/null`,
   'if cat /state/credentials.json > /state/credentials.json.new 2>/dev/null && mv /state/credentials.json.new /state/credentials.json; then echo "service wrote"; else echo "service ENOSPC"; fi',
 ].join("\n");
 

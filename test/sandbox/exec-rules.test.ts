@@ -116,7 +116,7 @@ function childrenOfService(): Children {
   }
 }
 
-rootTest(test, "a systemExec child holds no capability and cannot become root; control: a plain child of the same service holds SETUID+SETGID and becomes uid 0", () => {
+rootTest(test, "no child of the service holds a capability or becomes root, by systemExec, child_process or plain execa; setuid(0)/setuid(1001) fail in the service; execa's node with a planted nodePath is refused; control: the spawner beside it holds SETUID+SETGID", () => {
   judgeChildren(childrenOfService());
 });
 
@@ -156,7 +156,7 @@ __attribute__((constructor)) static void probe(void) {
 }
 `;
 
-rootTest(test, "systemExec, runSelfCheck and spawnAgent refuse LD_PRELOAD in env (64): no library reaches setpriv or the audit; control: systemExec's own setpriv line started by plain execa with it loads the library into setpriv while it holds SETUID+SETGID", () => {
+rootTest(test, "systemExec, runSelfCheck and spawnAgent refuse LD_PRELOAD in env (64): no library reaches setpriv or the audit; control: systemExec's own setpriv line started by plain execa with it loads the library into setpriv, which holds nothing (beyond ADR 0272 the service holds no capability to lend it)", () => {
   const body = seededBody();
   try {
     const lib = join(body.dir, "preload");
@@ -181,7 +181,8 @@ process.stdout.write(JSON.stringify(out) + "\\n");`;
     const run = body.run({ as: "root", command: [SANDBOX_NODE, "--input-type=module", "-e", script], binds: [[lib, "/opt/preload", "ro"]], timeoutMs: 60_000 });
     assert.is(run.status, 0, run.stderr);
     const out = JSON.parse(run.stdout) as Record<string, string>;
-    assert.is(out.control, "preloaded into setpriv CapEff=00000000000000c0\npreloaded into true CapEff=0000000000000000");
+    // Under ADR 0272's shape setpriv held the service's SETUID+SETGID here (CapEff=00000000000000c0); the refusals below still keep code-loading names from every child.
+    assert.is(out.control, "preloaded into setpriv CapEff=0000000000000000\npreloaded into true CapEff=0000000000000000");
     assert.is(out.systemExec, "LD_PRELOAD: variables that load code are never passed to a child (64)");
     assert.is(out.runSelfCheck, "LD_PRELOAD: variables that load code are never passed to a child (64)");
     assert.is(out.spawnAgent, "LD_PRELOAD: variables that load code are never passed to agent work (64)");

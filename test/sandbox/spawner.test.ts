@@ -14,14 +14,14 @@ import { Body, IDS, SANDBOX_FIXTURES, SANDBOX_NODE } from "../helpers/sandbox.ts
 const test = suite("spawner");
 const FIXTURE = `${SANDBOX_FIXTURES}/spawner-service.mjs`;
 
-function launch(scenario: string): { status: number | null; out: Record<string, unknown>; stderr: string } {
+function launch(scenario: string, fixture = FIXTURE): { status: number | null; out: Record<string, unknown>; stdout: string; stderr: string } {
   const body = new Body();
   try {
     chownSync(body.state, IDS.service, IDS.service);
     chownSync(body.workspace, IDS.service, IDS.service);
-    const run = body.run({ as: "root", command: [SANDBOX_NODE, FIXTURE, scenario], timeoutMs: 120_000 });
+    const run = body.run({ as: "root", command: [SANDBOX_NODE, fixture, scenario], timeoutMs: 120_000 });
     const line = run.stdout.split("\n").find((text) => text.startsWith("{")) ?? "{}";
-    return { status: run.status, out: JSON.parse(line) as Record<string, unknown>, stderr: run.stderr };
+    return { status: run.status, out: JSON.parse(line) as Record<string, unknown>, stdout: run.stdout, stderr: run.stderr };
   } finally {
     body.cleanup();
   }
@@ -84,14 +84,49 @@ rootTest(test, "another node process of the service uid: no copy of the channel,
   assert.equal(r.out.other, { holdsChannel: false, serviceLink: true, reopen: "ENXIO", spawnerLink: "EACCES", spawnerEnviron: "EACCES" });
 });
 
-rootTest(test, "a job that reaches for the channel: no fd of it, no /proc path to it, and no signal to the spawner", () => {
+rootTest(test, "another node process that holds the channel gets no more than the service could ask: no command but agent work, no holder but a capless one of the service's, no stop or release of a job the spawner did not start; control: a request the service could send runs as the agent", () => {
+  const r = launch("", `${SANDBOX_FIXTURES}/spawner-raw.mjs`);
+  assert.is(r.status, 0, `${r.stdout}\n${r.stderr}`);
+  type Answer = { code: number | null; signal: null; line: string };
+  const o = r.out as { [name in "notCommand" | "holderAgent" | "holderSpawner" | "signalOwnGroup" | "signalSpawner" | "releaseUnknown" | "control"]: Answer } & { self: number; spawner: number; agentJob: number | null; spawnerAlive: boolean };
+  assert.equal(o.notCommand, { code: 64, signal: null, line: "clankie-agent-exec: a spawn request names --signal, not a command; send a command after --, as spawnAgent does" }, JSON.stringify(o));
+  assert.ok(o.agentJob !== null, "the agent's job ran");
+  assert.equal(o.holderAgent, { code: 77, signal: null, line: `clankie-agent-exec: the job's holder ${o.agentJob} is not the service's uid ${IDS.service}; only the service's own children hand stdio to agent work` });
+  assert.is(o.holderSpawner.code, 77);
+  assert.match(o.holderSpawner.line, new RegExp(`^clankie-agent-exec: the job's holder ${o.spawner} holds capabilities \\(Cap\\w+ 0+c0\\); only a capless child of the service hands stdio to agent work$`));
+  for (const [name, pgid] of [["signalOwnGroup", o.self], ["signalSpawner", o.spawner]] as const) {
+    assert.equal(o[name], { code: 65, signal: null, line: `clankie-agent-exec: no running job of the spawner's leads process group ${pgid}; pass the pid of a job spawnAgent started` }, name);
+  }
+  assert.equal(o.releaseUnknown, { code: 65, signal: null, line: "clankie-agent-exec: process 1 is no ended private job of the spawner's; release only a private job's own pid, once" });
+  assert.is(o.spawnerAlive, true, "the spawner lives on after every refusal and the line that was no request");
+  assert.equal(o.control, { code: 0, signal: null, line: "" });
+  assert.ok(r.stdout.split("\n").includes(`control-ran-as-${IDS.agent}`), r.stdout);
+});
+
+rootTest(test, "a job that reaches for the channel: no fd of it, no /proc path to it, and no signal to the spawner; control: the same reads and signal reach the job's own shell", () => {
   const r = launch("job-reaches");
   assert.is(r.status, 0, r.stderr);
   const result = r.out.result as { exitCode: number; stdout: string };
   assert.is(result.exitCode, 0, JSON.stringify(result));
   const [fds, ...rest] = result.stdout.split("\n");
   assert.is(fds!.trim(), "0 1 2 3", "ls's own directory fd beside 0-2");
-  assert.equal(rest, ["service-fd3=1", "spawner-fds=2", "spawner-signal=1"], result.stdout);
+  assert.equal(rest, ["service-fd3=1", "spawner-fds=2", "spawner-signal=1", "control-fd=0", "control-fds=0", "control-signal=0"], result.stdout);
+});
+
+rootTest(test, "the spawner started without its channel (CLANKIE_SPAWNER_FD unset or below 3): refused in one line (64) before it reads anything", () => {
+  const body = new Body();
+  try {
+    // As the root phase leaves it (node, SETUID+SETGID, NoNewPrivs), but started by hand: no channel.
+    const asSpawner = ["/usr/bin/setpriv", `--reuid=${IDS.service}`, `--regid=${IDS.service}`, "--init-groups", "--inh-caps=-all,+setuid,+setgid", "--ambient-caps=-all,+setuid,+setgid", "--no-new-privs", "--"];
+    const line = "clankie-agent-exec: CLANKIE_SPAWNER_FD is not an fd of 3 or more; start the spawner from the root phase (clankie-separate as root), which hands it the channel\n";
+    for (const fd of [undefined, "1"]) {
+      const run = body.run({ as: "root", direct: true, command: [...asSpawner, "/usr/bin/env", ...(fd === undefined ? [] : [`CLANKIE_SPAWNER_FD=${fd}`]), "/usr/local/sbin/clankie-agent-exec", "--spawner"], timeoutMs: 30_000 });
+      assert.is(run.stderr, line, `CLANKIE_SPAWNER_FD=${fd}`);
+      assert.is(run.status, 64);
+    }
+  } finally {
+    body.cleanup();
+  }
 });
 
 rootTest(test, "50 spawns at once: every one started and correct", () => {
