@@ -125,8 +125,19 @@ function assertService(p: Proc, what: string): void {
   assert.equal(p.status.uids, [SERVICE, SERVICE, SERVICE, SERVICE], `${what}: uids`);
   assert.equal(p.status.gids, [SERVICE, SERVICE, SERVICE, SERVICE], `${what}: gids`);
   assert.equal(p.status.groups, [SERVICE, WORKSPACE_GROUP], `${what}: groups`);
-  for (const set of ["capInh", "capPrm", "capEff", "capAmb", "capBnd"] as const) assert.is(p.status[set], CAPS.setuidSetgid, `${what}: ${set}`);
+  // Beyond ADR 0272 (which gives the service SETUID+SETGID in every set): 0 in every set, the bounding set included; the spawner holds the two (assertSpawner).
+  for (const set of ["capInh", "capPrm", "capEff", "capAmb", "capBnd"] as const) assert.is(p.status[set], CAPS.none, `${what}: ${set}`);
   assert.is(p.status.noNewPrivs, "1", `${what}: NoNewPrivs`);
+}
+
+/** Exactly one process runs clankie-agent-exec --spawner: node's uid, SETUID+SETGID in every set and nothing else, NoNewPrivs. */
+function assertSpawner(procs: readonly Proc[]): void {
+  const spawners = procs.filter((p) => p.cmdline === "clankie-agent-exec --spawner" || p.cmdline === "/usr/local/sbin/clankie-agent-exec --spawner");
+  assert.is(spawners.length, 1, `one spawner among: ${procs.map((p) => `${p.pid}/${p.uid} ${p.cmdline}`).join("; ")}`);
+  const spawner = spawners[0]!;
+  assert.equal(spawner.status.uids, [SERVICE, SERVICE, SERVICE, SERVICE], "the spawner: uids");
+  for (const set of ["capInh", "capPrm", "capEff", "capAmb", "capBnd"] as const) assert.is(spawner.status[set], CAPS.setuidSetgid, `the spawner: ${set}`);
+  assert.is(spawner.status.noNewPrivs, "1", "the spawner: NoNewPrivs");
 }
 
 function assertAgent(p: Proc, what: string): void {
@@ -285,6 +296,7 @@ itemTest(image, "3. the ADR's flags: the scripted model attempts every row of th
   const model = session.start({ name: "model", flags: RECOMMENDED_FLAGS, extra: ["-t"], state, workspace, command: ["node", STAND_IN, "model"] });
   const service = waitFor("the model's service process", () => processesOf(model).find((p) => p.uid === SERVICE && p.cmdline === `node ${STAND_IN} model`), 30_000, 20);
   assertService(service, "the service");
+  assertSpawner(processesOf(model));
   assert.ok(service.ttyNr !== 0, "the service has a controlling terminal (the TIOCSTI row is meaningful)");
   // The launch docs/launch.md recommends, as the kernel applied it.
   assert.ok(mountOptions(service.pid, "/").includes("ro"), "read-only root filesystem");
