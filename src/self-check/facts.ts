@@ -172,7 +172,8 @@ export async function readFacts(request: { probe: boolean }) {
   const isSelf = choice.entry.pid === own.pid;
   const environ: Readable<Record<string, string>> = isSelf ? { ok: true, value: process.env as Record<string, string> } : readable(() => parseEnviron(readFileSync(`/proc/${choice.entry.pid}/environ`)), failedCall("read", `/proc/${choice.entry.pid}/environ`));
   const handed = serviceUid !== undefined && handedDownByService(table, own.pid, choice.entry.pid, serviceUid);
-  const mode = classifyMode(choice.entry.creds, environ, ids.ok ? ids.value : undefined);
+  const spawnerRuns = table.some((entry) => isSpawnerCommand(cmdlines.get(entry.pid)));
+  const mode = classifyMode(choice.entry.creds, environ, ids.ok ? ids.value : undefined, spawnerRuns);
   const boundary = boundaryOf(mode.mode, { pid: choice.entry.pid, environ }, { env: process.env, handedDownByService: handed });
   const exes = new Map<number, Readable<string>>();
   for (const entry of table) {

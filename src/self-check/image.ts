@@ -140,11 +140,11 @@ export function judgeReadOnlyRoot(mounts: readonly Mount[], mode: Mode): Verdict
   const fix = "run the container with --read-only --tmpfs /tmp (Kubernetes: readOnlyRootFilesystem: true); docs/launch.md";
   if (!root) return warn("no mount at / in /proc/self/mountinfo: cannot tell whether the root filesystem is read-only", { mountPoint: null }, fix);
   const found = { mountPoint: root.point, options: root.options, fstype: root.fstype };
-  if (hasOption(root, "ro")) return pass("/ is mounted read-only: uid 0 without DAC_OVERRIDE, which the service's SETUID reaches, has no root-owned file to change outside the volumes and /tmp", found);
+  if (hasOption(root, "ro")) return pass("/ is mounted read-only: uid 0 without DAC_OVERRIDE, which the spawner's SETUID reaches, has no root-owned file to change outside the volumes and /tmp", found);
   const why =
     mode === "single-uid"
       ? "once the service holds SETUID and SETGID (the separated launch) it can become uid 0, which owns every root-owned file there"
-      : "the service's SETUID and SETGID let code running as node become uid 0, which, without DAC_OVERRIDE, still owns every root-owned file and directory there: /etc/passwd, the tools the shim runs, and this executable, which runs as root at the next start of this container";
+      : "the spawner's SETUID and SETGID let code that takes it over become uid 0, which, without DAC_OVERRIDE, still owns every root-owned file and directory there: /etc/passwd, the tools the spawner runs, and this executable, which runs as root at the next start of this container";
   return warn(`/ is writable (${root.fstype}, rw): ${why}`, found, fix);
 }
 

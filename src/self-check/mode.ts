@@ -31,14 +31,21 @@ export interface ModeVerdict {
 const LAUNCH_FIX = `start the container as root with the flags of ADR 0272 (docker run ${ADR_LAUNCH_FLAGS.join(" ")}) and clankie-separate as the entrypoint`;
 const BOUNDARY_FIX = "route Herdr and every worker through clankie-agent-exec (ADR 0272 increment 2); then the service declares it by starting with CLANKIE_BOUNDARY=complete in its environment (docs/self-check.md)";
 
-export function classifyMode(creds: ProcessCredentials, environ: Readable<Record<string, string>>, ids: Identities | undefined): ModeVerdict {
+/**
+ * `spawnerRuns`: a resident spawner (clankie-agent-exec --spawner, of the
+ * service's uid) is in the process table. It tells a separated body from a
+ * single-uid one when the service's environment cannot be read (an audit
+ * from outside the service's tree: docker exec), since the service itself
+ * holds no capability in either.
+ */
+export function classifyMode(creds: ProcessCredentials, environ: Readable<Record<string, string>>, ids: Identities | undefined, spawnerRuns = false): ModeVerdict {
   const marker = environ.ok ? (environ.value[SERVICE_ENV.separation] ?? null) : undefined;
   if (creds.uids.some((id) => id === 0)) {
     return { mode: "misconfigured", reasons: [`the service process runs as root (uids ${creds.uids.join(",")}): nothing dropped to the service uid`], marker };
   }
   const held = creds.capInh | creds.capPrm | creds.capEff | creds.capAmb;
   const holdsServiceCaps = held !== 0n;
-  if (!holdsServiceCaps && (marker === null || marker === undefined)) {
+  if (!holdsServiceCaps && (marker === null || (marker === undefined && !spawnerRuns))) {
     return { mode: "single-uid", reasons: ["no agent uid is configured"], marker };
   }
   const reasons: string[] = [];
@@ -57,7 +64,7 @@ export function classifyMode(creds: ProcessCredentials, environ: Readable<Record
   if (reasons.length > 0) return { mode: "misconfigured", reasons, marker };
   return {
     mode: "separated",
-    reasons: marker === undefined ? [`${SERVICE_ENV.separation} not verified (${environ.ok ? "" : environ.error}); judged by the capabilities alone`] : [],
+    reasons: marker === undefined ? [`${SERVICE_ENV.separation} not verified (${environ.ok ? "" : environ.error}); judged by ${spawnerRuns ? "the spawner beside the service" : "the capabilities alone"}`] : [],
     marker,
   };
 }

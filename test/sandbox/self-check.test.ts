@@ -270,7 +270,9 @@ rootTest(SelfCheck, "doctor on a healthy separated body: every check passes but 
     assert.is(audit.doc.judged.name, "sh");
     assert.is(audit.doc.judged.uid, IDS.service);
     assert.is(audit.doc.auditor.relation, "descendant");
-    assert.equal(check(audit, "process.capabilities").found.sets.CapAmb, { mask: "0x00000000000000c0", names: ["SETGID", "SETUID"] });
+    // Beyond ADR 0272: the service holds nothing, the bounding set included (the spawner holds SETUID+SETGID: processes.spawner).
+    for (const set of ["CapInh", "CapPrm", "CapEff", "CapAmb", "CapBnd"]) assert.equal(check(audit, "process.capabilities").found.sets[set], { mask: "0x0000000000000000", names: [] }, set);
+    assert.is(check(audit, "processes.spawner").status, "pass", check(audit, "processes.spawner").summary);
     assert.ok(check(audit, "state.layout").found.checked >= 10);
     assert.is(check(audit, "state.layout").found.umaskGroupBits, 0);
     assert.is(check(audit, "image.bundle").found.sha256, readFileSync(join(DIST, "SHA256SUMS"), "utf8").split(/\s+/)[0]);
@@ -359,7 +361,7 @@ rootTest(SelfCheck, "text form: one line per check, failures first with their fi
     const result = shDoctor(body, "touch /state/planted; chmod 0664 /state/planted", []);
     assert.is(result.status, 1);
     const out = result.stdout.trimEnd().split("\n");
-    assert.is(out.length, 32, result.stdout); // 31 checks without --probe, and the verdict
+    assert.is(out.length, 33, result.stdout); // 32 checks without --probe (processes.spawner among them), and the verdict
     assert.match(out[0]!, /^FAIL state\.layout: 1 entry breaks the layout contract: \/state\/planted \(file 0664 1000:1000, want 0600 1000:1000\); fix: restart the container/);
     const statuses = out.slice(0, -1).map((line) => line.split(" ")[0]);
     assert.equal(statuses, [...statuses].sort((a, b) => ["FAIL", "WARN", "PASS"].indexOf(a!) - ["FAIL", "WARN", "PASS"].indexOf(b!)));
@@ -384,8 +386,8 @@ rootTest(SelfCheck, "faults the service can plant in /state, /workspace and its 
       "cp /usr/bin/sleep /workspace/sleeper; /workspace/sleeper 30 &",
     ].join("\n");
     const audit = parse(shDoctor(body, plant, ["--json"]));
-    // The sleeper, started by the service, also holds its SETUID and SETGID (processes.capabilities).
-    assertFailing(audit, ["state.layout", "state.release", "state.agent-home", "workspace.top", "workspace.marker", "processes.workspace-exe", "processes.capabilities"]);
+    // The sleeper, started by the service, holds nothing (the service holds nothing): processes.capabilities passes.
+    assertFailing(audit, ["state.layout", "state.release", "state.agent-home", "workspace.top", "workspace.marker", "processes.workspace-exe"]);
     const layout = check(audit, "state.layout").found.violations;
     assert.is(layout.count, 61, "60 planted files and /state/agent.old");
     assert.is(layout.shown.length, 50);
@@ -405,23 +407,22 @@ rootTest(SelfCheck, "faults the service can plant in /state, /workspace and its 
  * capability-free (as systemExec is to start them) it cannot. The audit flags
  * the first kind beside the service and passes the second.
  */
-rootTest(SelfCheck, "processes.capabilities: a child of the service with its ambient SETUID and SETGID becomes uid 0 and fails the check; a capability-free child cannot and passes", () => {
+rootTest(SelfCheck, "processes.capabilities: a child of the service holds nothing and cannot become uid 0, and the check passes past the spawner; a process of node's uid that holds SETUID+SETGID beside a service (ADR 0272's shape, made by hand) fails it", () => {
   inBody(seededBody(), (body) => {
     const becomeRoot = "/usr/bin/setpriv --reuid=0 --regid=0 --clear-groups -- /usr/bin/id -u";
-    const held = shDoctor(body, `/bin/sh -c '${becomeRoot}' >&2\n/usr/bin/sleep 30 &`, ["--json"]);
-    assert.match(held.stderr, /^0$/m, "a child holding the service's capabilities became uid 0");
-    const flagged = parse(held);
-    assertFailing(flagged, ["processes.capabilities"]);
-    const holder = check(flagged, "processes.capabilities").found.holders.shown[0];
-    assert.equal([holder.name, holder.exe, holder.capabilities], ["sleep", "/usr/bin/sleep", ["SETGID", "SETUID"]]);
-    assert.match(check(flagged, "processes.capabilities").fix!, /systemExec/);
-
-    const dropped = "/usr/bin/setpriv --inh-caps=-all --ambient-caps=-all --";
-    const clean = shDoctor(body, `set +e\n${dropped} /bin/sh -c '${becomeRoot}' >&2\necho "exit $?" >&2\nset -e\n${dropped} /usr/bin/sleep 30 &\nsleep 0.2`, ["--json"]);
+    const clean = shDoctor(body, `set +e\n/bin/sh -c '${becomeRoot}' >&2\necho "exit $?" >&2\nset -e\n/usr/bin/sleep 30 &\nsleep 0.2`, ["--json"]);
     assert.match(clean.stderr, /setresuid failed: Operation not permitted\nexit 127$/m, clean.stderr);
     const passed = parse(clean);
     assertFailing(passed, []);
     assert.is(check(passed, "processes.capabilities").status, "pass", check(passed, "processes.capabilities").summary);
+
+    // The control: a sleeper holding SETUID and SETGID beside a capable service, as ADR 0272's shape left them.
+    const asCapableService = ["/usr/bin/setpriv", `--reuid=${IDS.service}`, `--regid=${IDS.service}`, "--init-groups", "--inh-caps=-all,+setuid,+setgid", "--ambient-caps=-all,+setuid,+setgid", "--bounding-set=-all,+setuid,+setgid", "--no-new-privs", "--"];
+    const held = body.run({ as: "root", direct: true, command: [...asCapableService, "/bin/sh", "-c", `/usr/bin/sleep 30 &\nsleep 0.2\n${AUDIT} --self-check --json; exit $?`], extra: MASKS });
+    const flagged = parse(held);
+    assert.is(check(flagged, "processes.capabilities").status, "fail", check(flagged, "processes.capabilities").summary);
+    const holder = check(flagged, "processes.capabilities").found.holders.shown.find((h: any) => h.name === "sleep");
+    assert.equal([holder?.name, holder?.exe, holder?.capabilities], ["sleep", "/usr/bin/sleep", ["SETGID", "SETUID"]]);
   });
 });
 
@@ -459,7 +460,7 @@ print "no walker seen
 ";
 `;
 
-rootTest(SelfCheck, "the image walk over agent-writable /tmp holds no capability (CapEff 0) while the audit the service started holds SETUID and SETGID", () => {
+rootTest(SelfCheck, "the image walk over agent-writable /tmp holds no capability (CapEff 0), nor does the audit the service started (beyond ADR 0272, where it held SETUID and SETGID)", () => {
   inBody(seededBody(), (body) => {
     const script = [
       "set -e",
@@ -470,7 +471,7 @@ rootTest(SelfCheck, "the image walk over agent-writable /tmp holds no capability
     ].join("\n");
     const result = body.run({ command: ["--", "/bin/sh", "-c", script], extra: MASKS, env: { POLLER: WALKER_POLLER } });
     assert.is(result.status, 0, result.stderr);
-    assert.match(result.stdout, /^walker uid 1000 CapInh 0{16} CapPrm 0{16} CapEff 0{16} CapAmb 0{16}; auditor CapEff 0{14}c0$/m, result.stdout);
+    assert.match(result.stdout, /^walker uid 1000 CapInh 0{16} CapPrm 0{16} CapEff 0{16} CapAmb 0{16}; auditor CapEff 0{16}$/m, result.stdout);
   });
 });
 
@@ -555,38 +556,24 @@ const AS_ROOT_WITHOUT_DAC = [
 
 function uidZeroAttempt(body: Body, readOnly: boolean): { audit: Audit; said: string[]; passwd: string } {
   const layer = ["--perms", "0755", "--dir", "/opt/etc", "--perms", "0644", "--file", "0", "/opt/etc/passwd", ...(readOnly ? ["--remount-ro", "/"] : [])];
-  const result = body.run({ command: ["--", "/bin/sh", "-c", `set -e\n${AS_ROOT_WITHOUT_DAC}\nset +e\n${AUDIT} --self-check --json\nexit $?`], extra: [...MASKS, ...layer], input: "root:x:0:0:root:/root:/bin/sh\n" });
-  const said = result.stderr.split("\n").filter((line) => /^(Uid|CapEff|CapBnd|NoNewPrivs):|: (ok|refused)$/.test(line));
+  const result = body.run({ command: ["--", "/bin/sh", "-c", `set +e\n${AS_ROOT_WITHOUT_DAC}\n${AUDIT} --self-check --json\nexit $?`], extra: [...MASKS, ...layer], input: "root:x:0:0:root:/root:/bin/sh\n" });
+  const said = result.stderr.split("\n").filter((line) => /^(Uid|CapEff|CapBnd|NoNewPrivs):|: (ok|refused)$|^setpriv: /.test(line));
   return { audit: parse(result), said, passwd: result.stderr.split("\n").filter((line) => line.includes(":x:0:0:")).join("\n") };
 }
 
-rootTest(SelfCheck, "the service's SETUID reaches uid 0 without DAC_OVERRIDE, which writes root-owned files on a writable /; a read-only / stops it and image.read-only-root passes", () => {
+rootTest(SelfCheck, "code in the service cannot reach uid 0 (beyond ADR 0272 it holds no SETUID: setpriv EPERM) and writes no root-owned file; a writable / still warns (the spawner's SETUID), a read-only / passes image.read-only-root", () => {
   inBody(seededBody(), (body) => {
     const writable = uidZeroAttempt(body, false);
-    assert.equal(writable.said, [
-      "node appends to /opt/etc/passwd: refused",
-      "Uid: 0 0 0 0",
-      "CapEff: 00000000000000c0",
-      "CapBnd: 00000000000000c0",
-      "NoNewPrivs: 1",
-      "uid 0 reads /state/credentials.json (node 0600): refused",
-      "uid 0 appends to /opt/etc/passwd (root 0644): ok",
-      "uid 0 creates /opt/planted (root 0755 directory): ok",
-      "uid 0 makes /opt/etc/passwd 0666: ok",
-    ]);
-    assert.match(writable.passwd, /evil:x:0:0::\/:\/bin\/sh/);
+    // Under ADR 0272's shape setpriv made it uid 0 (CapEff c0) and its appends to /opt/etc/passwd succeeded.
+    assert.equal(writable.said, ["node appends to /opt/etc/passwd: refused", "setpriv: setresuid failed: Operation not permitted"]);
+    assert.not.match(writable.passwd, /evil/);
     assertFailing(writable.audit, []);
     assert.is(check(writable.audit, "image.read-only-root").status, "warn");
-    assert.match(check(writable.audit, "image.read-only-root").summary, /^\/ is writable \(tmpfs, rw\): the service's SETUID and SETGID let code running as node become uid 0/);
+    assert.match(check(writable.audit, "image.read-only-root").summary, /^\/ is writable \(tmpfs, rw\): the spawner's SETUID and SETGID let code that takes it over become uid 0/);
     assert.match(check(writable.audit, "image.read-only-root").fix!, /--read-only/);
 
     const readOnly = uidZeroAttempt(body, true);
-    assert.equal(readOnly.said.filter((line) => line.startsWith("uid 0 ") && !line.includes("credentials")), [
-      "uid 0 appends to /opt/etc/passwd (root 0644): refused",
-      "uid 0 creates /opt/planted (root 0755 directory): refused",
-      "uid 0 makes /opt/etc/passwd 0666: refused",
-    ]);
-    assert.not.match(readOnly.passwd, /evil/);
+    assert.equal(readOnly.said, ["node appends to /opt/etc/passwd: refused", "setpriv: setresuid failed: Operation not permitted"]);
     assertFailing(readOnly.audit, []);
     assert.is(check(readOnly.audit, "image.read-only-root").status, "pass", check(readOnly.audit, "image.read-only-root").summary);
     assert.is(check(readOnly.audit, "image.mounts").status, "pass", check(readOnly.audit, "image.mounts").summary);
@@ -692,7 +679,8 @@ rootTest(SelfCheck, "node doctor through runSelfCheck: --probe verifies from ins
 
 rootTest(SelfCheck, "credentials readable by mode: the audit fails state.layout, and the probe, confined by Landlock, still cannot read them", () => {
   inBody(seededBody(), (body) => {
-    const audit = parse(shDoctor(body, "chmod 0644 /state/credentials.json", ["--json", "--probe"]));
+    // The node doctor: --probe needs the service's runSelfCheck, which asks the spawner for the probe (a shell cannot).
+    const audit = parse(body.run({ command: ["--", "/bin/sh", "-c", 'set -e\nchmod 0644 /state/credentials.json\nexec "$@"', "doctor", SANDBOX_NODE, "--input-type=module", "-e", NODE_DOCTOR, "--", "--self-check", "--json", "--probe"], extra: MASKS }));
     assertFailing(audit, ["state.layout"]);
     assert.match(check(audit, "probe.read-credentials").summary, /^the agent cannot read the credentials: open \/state\/credentials\.json: EACCES/);
     assert.is(check(audit, "probe.write-state").status, "pass");
@@ -701,20 +689,26 @@ rootTest(SelfCheck, "credentials readable by mode: the audit fails state.layout,
 
 rootTest(SelfCheck, "process.ids fails when the service's groups differ from node's", () => {
   inBody(seededBody(), (body) => {
-    const audit = parse(nodeDoctor(body, ["--json"], { DOCTOR_GROUPS: String(IDS.service) }));
-    assertFailing(audit, ["process.ids"]);
+    // The capless service cannot change its groups (setgroups EPERM): made by hand, as the root phase leaves it but for the groups.
+    const service = ["/usr/bin/setpriv", `--reuid=${IDS.service}`, `--regid=${IDS.service}`, `--groups=${IDS.service}`, "--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"];
+    const env = ["/usr/bin/env", "CLANKIE_SEPARATION=1", `CLANKIE_AGENT_UID=${IDS.agent}`, "CLANKIE_AGENT_USER=clankie-agent", "CLANKIE_AGENT_EXEC=/usr/local/sbin/clankie-agent-exec"];
+    const audit = parse(body.run({ as: "root", direct: true, command: [...service, ...env, "/bin/sh", "-c", `${AUDIT} --self-check --json; exit $?`], extra: MASKS }));
+    assert.is(check(audit, "process.ids").status, "fail", audit.stdout);
     assert.match(check(audit, "process.ids").summary, /groups 1000 \(want 1000,1002\)/);
   });
 });
 
-rootTest(SelfCheck, "a service that lost its capabilities is misconfigured: mode and process.capabilities fail", () => {
+rootTest(SelfCheck, "a service that holds any capability is misconfigured: mode and process.capabilities fail (beyond ADR 0272, the service holds none); control: the launch's own capless service passes (the healthy doctor above)", () => {
   inBody(seededBody(), (body) => {
+    // ADR 0272's shape, made by hand: the service's uid with SETUID+SETGID in every set, as the root phase left it before the spawner.
+    const asCapableService = ["/usr/bin/setpriv", `--reuid=${IDS.service}`, `--regid=${IDS.service}`, "--init-groups", "--inh-caps=-all,+setuid,+setgid", "--ambient-caps=-all,+setuid,+setgid", "--bounding-set=-all,+setuid,+setgid", "--no-new-privs", "--"];
     const script = `${AUDIT} --self-check --json; exit $?`;
-    const result = body.run({ command: ["--", "/usr/bin/setpriv", "--inh-caps=-all", "--ambient-caps=-all", "--", "/bin/sh", "-c", script], extra: MASKS });
+    const result = body.run({ as: "root", direct: true, command: [...asCapableService, "/bin/sh", "-c", script], extra: MASKS });
     const audit = parse(result);
-    assertFailing(audit, ["mode", "process.capabilities"]);
-    assert.is(audit.doc.mode, "misconfigured");
-    assert.match(check(audit, "mode").summary, /CapInh, CapPrm, CapEff, CapAmb not exactly SETUID and SETGID/);
+    assert.is(audit.doc.mode, "misconfigured", audit.stdout);
+    assert.ok(withStatus(audit, "fail").includes("mode"), audit.stdout);
+    assert.ok(withStatus(audit, "fail").includes("process.capabilities"), audit.stdout);
+    assert.match(check(audit, "mode").summary, /the service holds capabilities \(CapInh, CapPrm, CapEff, CapAmb, CapBnd not 0\): it must hold none, the spawner starts agent work/);
     assert.is(audit.doc.boundary.label, "no boundary: the separation is misconfigured");
   });
 });

@@ -61,7 +61,7 @@ Image("mounts: recommendations only; a volume without nosuid,nodev warns", () =>
 Image("read-only root: the mount at / with rw warns, naming what uid 0 owns there and --read-only; ro passes; the last mount at / counts", () => {
   const writable = judgeReadOnlyRoot(parseMountinfo(MOUNTINFO), "separated");
   assert.is(writable.status, "warn");
-  assert.match(writable.summary, /^\/ is writable \(tmpfs, rw\): the service's SETUID and SETGID let code running as node become uid 0, which, without DAC_OVERRIDE, still owns every root-owned file/);
+  assert.match(writable.summary, /^\/ is writable \(tmpfs, rw\): the spawner's SETUID and SETGID let code that takes it over become uid 0, which, without DAC_OVERRIDE, still owns every root-owned file/);
   assert.match(writable.fix!, /^run the container with --read-only --tmpfs \/tmp/);
   assert.match(judgeReadOnlyRoot(parseMountinfo(MOUNTINFO), "single-uid").summary, /once the service holds SETUID and SETGID/);
   const readOnly = judgeReadOnlyRoot(parseMountinfo(MOUNTINFO.replace("/ / rw,", "/ / ro,")), "separated");

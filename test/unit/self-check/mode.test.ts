@@ -44,6 +44,13 @@ Mode("an unreadable environment: no capability is single-uid (nothing to judge b
   assert.equal(verdict.reasons, [HELD]);
 });
 
+Mode("an unreadable environment (an audit from outside, docker exec) with a spawner beside the capless service is separated, judged by the spawner; control: without one it is single-uid", () => {
+  const verdict = classifyMode(creds(1000, 0n), unreadable, ids, true);
+  assert.is(verdict.mode, "separated");
+  assert.match(verdict.reasons[0]!, /not verified .*; judged by the spawner beside the service$/);
+  assert.is(classifyMode(creds(1000, 0n), unreadable, ids, false).mode, "single-uid");
+});
+
 Mode("a service running as root is misconfigured", () => {
   assert.is(classifyMode(creds(0, 0x1cbn), serviceEnv, ids).mode, "misconfigured");
 });
