@@ -112,7 +112,7 @@ rootTest(test, "clone(CLONE_PARENT) is refused (EPERM) to a plain and a private 
   });
 });
 
-rootTest(test, "clone(CLONE_PARENT) from a plain job on a kernel without seccomp filters (the control): 8 zombies of the service", () => {
+rootTest(test, "clone(CLONE_PARENT) from a plain job on a kernel without seccomp filters (the control): 8 zombies of the spawner, whose children the chains are (Node reaps only what it spawned)", () => {
   withCloneParent((launch) => {
     inBody(seededBody(), (body) => {
       const { json: r, log } = fixture<{ plain: Outcome; zombies: { pid: number }[] }>(body, "clone-plain", { ...launch, wrap: WITHOUT_SECCOMP });
