@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // Builds the single executable and the service's library entry point.
 //
-//   .build/clankie-agent-exec.cjs   src/agent-exec/start.ts bundled by esbuild: the shim's role alone
-//   .build/clankie-private-job.cjs  src/agent-exec/private-start.ts: the shim with a private job's code
+//   .build/clankie-agent-exec.cjs   src/agent-exec/start.ts bundled by esbuild: the resident spawner alone
+//   .build/clankie-private-job.cjs  src/agent-exec/private-start.ts: the shim, with a private job's code
 //   .build/clankie-separate.cjs     src/entrypoint/start.ts bundled by esbuild: the root start and the
 //                                   exec of the service command, nothing else
 //   .build/clankie-self-check.cjs   src/main.ts bundled by esbuild: --self-check, --help, --version
@@ -128,19 +128,19 @@ async function bundle(entry, outfile, stage) {
  * by the name the executable was started as (argv[0], else the file it runs
  * from, as src/main.ts judges it) and its first argument:
  *
- *   clankie-agent-exec (the shim)   src/agent-exec/start.ts: it starts for
- *                                   every piece of agent work (its --help,
- *                                   -h and --version are the audit's
- *                                   bundle's, below: no help text on the
- *                                   spawn path);
- *   clankie-agent-exec with         src/agent-exec/private-start.ts: the
- *   --private-cleanup first, or     shim with a private job's code
- *   --private-job before "--"       (src/agent-exec/private-job.ts), which
- *                                   an ordinary spawn so never compiles; it
- *                                   parses as the shim does (a
- *                                   "--private-job" that is an option's
- *                                   value is refused by either) and runs
- *                                   every request alike;
+ *   clankie-agent-exec --spawner    src/agent-exec/start.ts: the resident
+ *   (that one argument alone)       spawner (src/agent-exec/spawner.ts), which
+ *                                   holds SETUID+SETGID for the body's life:
+ *                                   only what it loads (no shim command
+ *                                   line's run, no private job's code);
+ *   clankie-agent-exec, any other   src/agent-exec/private-start.ts: the
+ *   arguments                       shim (a command after --, --signal,
+ *                                   --private-job, --private-cleanup), with
+ *                                   a private job's code
+ *                                   (src/agent-exec/private-job.ts); the
+ *                                   spawner starts it for a private job (its
+ *                                   --help, -h and --version are the audit's
+ *                                   bundle's, below);
  *   clankie-separate, with a        src/entrypoint/start.ts: the root start
  *   service command                 and, for any other uid, the exec of the
  *                                   service command; nothing else, so what
@@ -192,6 +192,8 @@ const PINS = { [ENTRYPOINT_NAME]: "ENTRYPOINT_SHA256", [SELF_CHECK_BUNDLE]: "SEL
 const SELF_CHECK_ARGS = ["--self-check", "--probe-agent", "--help", "-h", "--version"];
 // The shim's --help and --version are the audit's too (src/main.ts): its help text is no part of the spawn path.
 const SHIM_TEXT_ARGS = ["--help", "-h", "--version"];
+// The resident spawner's one argument (src/constants.ts SPAWNER_FLAG): the main script's own bundle runs it alone.
+const SPAWNER_FLAG = "--spawner";
 const ROLE_PARAMS = "require, module, exports, __filename, __dirname";
 const roles = [
   { name: AGENT_EXEC_NAME, entry: "src/agent-exec/start.ts", cache: "eager", stage: made.shimStage },
@@ -214,8 +216,7 @@ function mainScript(sources) {
     'const { basename } = require("node:path");',
     `const name = [basename(process.argv0), basename(process.execPath)].find((n) => n === ${JSON.stringify(AGENT_EXEC_NAME)} || n === ${JSON.stringify(ENTRYPOINT_NAME)});`,
     "const args = process.argv.slice(2);",
-    `const privateJob = args[0] === "--private-cleanup" || args[0]?.startsWith("--private-cleanup=") || (args.includes("--") ? args.slice(0, args.indexOf("--")) : args).includes("--private-job");`,
-    `const shimRole = ${JSON.stringify(SHIM_TEXT_ARGS)}.includes(args[0]) ? ${JSON.stringify(SELF_CHECK_BUNDLE)} : privateJob ? ${JSON.stringify(PRIVATE_JOB_BUNDLE)} : name;`,
+    `const shimRole = ${JSON.stringify(SHIM_TEXT_ARGS)}.includes(args[0]) ? ${JSON.stringify(SELF_CHECK_BUNDLE)} : args.length === 1 && args[0] === ${JSON.stringify(SPAWNER_FLAG)} ? name : ${JSON.stringify(PRIVATE_JOB_BUNDLE)};`,
     `const role = name === ${JSON.stringify(AGENT_EXEC_NAME)} ? shimRole : name === ${JSON.stringify(ENTRYPOINT_NAME)} && !${JSON.stringify(SELF_CHECK_ARGS)}.includes(args[0]) ? name : ${JSON.stringify(SELF_CHECK_BUNDLE)};`,
     "let source;",
     `if (role === ${JSON.stringify(AGENT_EXEC_NAME)}) {`,

@@ -5,16 +5,20 @@
  * asking the spawner (spawnAgent) with a service holding SETUID+SETGID that
  * starts the per-spawn shim as spawnAgent did at ca9f2fb (the same
  * executable's shim role, which the spawner still starts for a private
- * job). Each side reports medians (bench/spawner/driver.mjs); this prints
- * one markdown table. A benchmark, not a test.
+ * job). Each side reports medians (bench/spawner/driver.mjs), each measure
+ * beside a `node -e 0` run before each of its rounds; this prints one
+ * markdown table (each side's ratio to its paired node -e 0; medians over
+ * the pairs) and the spawner's RSS every 250 spawns over 1,000. A benchmark,
+ * not a test.
  *
- *   node bench/spawner.mjs [ROUNDS] [PAIRS]     default 15 rounds, 2 pairs
+ *   node --import ./scripts/text-modules.mjs bench/spawner.mjs [ROUNDS] [PAIRS]
+ *                                                default 7 rounds, 2 pairs
  */
 import { chownSync } from "node:fs";
 import { loadAverage } from "./lib/machine.mjs";
 import { Body, IDS, SANDBOX_NODE, SANDBOX_REPO } from "../test/helpers/sandbox.ts";
 
-const rounds = Number(process.argv[2] ?? 15);
+const rounds = Number(process.argv[2] ?? 7);
 const pairs = Number(process.argv[3] ?? 2);
 const body = new Body();
 try {
@@ -24,10 +28,11 @@ try {
   const run = body.run({ as: "root", direct: true, command: ["/usr/bin/perl", `${SANDBOX_REPO}/bench/spawner/pair.pl`, SANDBOX_NODE, `${SANDBOX_REPO}/bench/spawner/driver.mjs`, String(rounds), String(pairs)], timeoutMs: 1_800_000 });
   if (run.status !== 0) throw new Error(`the sandbox exited ${run.status}: ${run.stderr}`);
   const sides = run.stdout.split("\n").filter((line) => line.startsWith("{")).map((line) => JSON.parse(line));
-  const med = (mode, key) => {
-    const xs = sides.filter((s) => s.mode === mode).map((s) => s[key]).sort((a, b) => a - b);
+  const med = (mode, key, field) => {
+    const xs = sides.filter((s) => s.mode === mode).map((s) => s[key][field]).sort((a, b) => a - b);
     return xs[Math.floor(xs.length / 2)];
   };
+  const ratio = (mode, key) => med(mode, key, "ms") / med(mode, key, "e0");
   const f = (x) => (typeof x === "number" ? x.toFixed(1) : String(x));
   const rows = [
     ["spawn of /bin/true", "true"],
@@ -37,18 +42,17 @@ try {
     ["a stop of a running sleep (SIGTERM delivered)", "stop"],
   ];
   const lines = [
-    `load average ${loadBefore} at the start; ${rounds} rounds per side, ${pairs} pairs (sides alternate); medians in ms`,
+    `load average ${loadBefore} at the start, ${loadAverage()} at the end; ${rounds} rounds per side, ${pairs} pairs (sides alternate); medians in ms, each beside the median of a node -e 0 run before each round`,
     "",
-    "| measure | spawner | per-spawn shim | spawner ÷ node -e 0 | shim ÷ node -e 0 | spawner ÷ shim |",
+    "| measure | spawner (node -e 0) | per-spawn shim (node -e 0) | spawner ÷ node -e 0 | shim ÷ node -e 0 | spawner ÷ shim |",
     "|---|---|---|---|---|---|",
-    `| node -e 0 (as each service) | ${f(med("spawner", "nodeE0"))} | ${f(med("shim", "nodeE0"))} | | | |`,
     ...rows.map(([what, key]) => {
-      const a = med("spawner", key);
-      const b = med("shim", key);
-      return `| ${what} | ${f(a)} | ${f(b)} | ${(a / med("spawner", "nodeE0")).toFixed(2)}x | ${(b / med("shim", "nodeE0")).toFixed(2)}x | ${(a / b).toFixed(2)}x |`;
+      const a = med("spawner", key, "ms");
+      const b = med("shim", key, "ms");
+      return `| ${what} | ${f(a)} (${f(med("spawner", key, "e0"))}) | ${f(b)} (${f(med("shim", key, "e0"))}) | ${ratio("spawner", key).toFixed(2)}x | ${ratio("shim", key).toFixed(2)}x | ${(a / b).toFixed(2)}x |`;
     }),
     "",
-    `spawner RSS: ${sides.filter((s) => s.mode === "spawner").map((s) => `${f(s.rssBefore)} MB, after 1,000 more spawns ${f(s.rssAfter1000)} MB`).join("; ")}`,
+    `spawner VmRSS (RssAnon) in MB at 0, 250, 500, 750 and 1,000 spawns of /bin/true: ${sides.filter((s) => s.mode === "spawner").map((s) => s.rss.map((r) => `${f(r.rss)} (${f(r.anon)})`).join(", ")).join("; ")}`,
   ];
   process.stdout.write(`${lines.join("\n")}\n`);
 } finally {

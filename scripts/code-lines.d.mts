@@ -4,7 +4,7 @@ export interface CountedFile {
   lines: number;
 }
 export interface BundleRow {
-  row: "root start" | "audit" | "ordinary spawn (shim + stage)" | "private job (shim + stage)";
+  row: "root start" | "audit" | "spawner (resident + grab + stage)" | "shim, private job (shim + stage)";
   files: CountedFile[];
   lines: number;
 }

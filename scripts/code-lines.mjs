@@ -24,15 +24,19 @@
  * started as clankie-separate with a service command (as root: the root
  * phase; as any other uid: the exec of the service command); "audit" is
  * --self-check's bundle (with --help and --version of both names);
- * "ordinary spawn (shim + stage)" is clankie-agent-exec's own bundle, which
- * the executable runs for every spawn and --signal, with the stage program it
- * carries (the agent's and the signal's roles, no [private] section);
- * "private job (shim + stage)" is the private-job bundle, which it runs
- * instead for --private-job and --private-cleanup: the same shim with
+ * "spawner (resident + grab + stage)" is clankie-agent-exec's own bundle,
+ * which the executable runs as the resident spawner (--spawner): all of it
+ * loads in the one process that holds SETUID+SETGID for the body's life, and
+ * it carries what runs with those capabilities for every spawn and stop, the
+ * grab (src/perl/spawn-grab.pl, imported as text) and the stage program (the
+ * agent's and the signal's roles, no [private] section); "shim, private job
+ * (shim + stage)" is the private-job bundle, which it runs for every other
+ * command line of that name (a command after --, --signal, and the spawner's
+ * --private-job and --private-cleanup): the shim with
  * src/agent-exec/private-job.ts, and the stage with the cleanup role and
  * the [private] sections. docs/architecture.md shows these figures, and
- * test/unit/project/code-lines.test.ts holds the root start and the ordinary
- * spawn to their ceilings.
+ * test/unit/project/code-lines.test.ts holds the root start and the spawner
+ * to their ceilings.
  */
 import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -46,8 +50,8 @@ const ts = createRequire(import.meta.url)("typescript");
 export const BUNDLES = [
   { row: "root start", meta: "clankie-separate.meta.json" },
   { row: "audit", meta: "clankie-self-check.meta.json" },
-  { row: "ordinary spawn (shim + stage)", meta: "clankie-agent-exec.meta.json" },
-  { row: "private job (shim + stage)", meta: "clankie-private-job.meta.json" },
+  { row: "spawner (resident + grab + stage)", meta: "clankie-agent-exec.meta.json" },
+  { row: "shim, private job (shim + stage)", meta: "clankie-private-job.meta.json" },
 ];
 
 const STAGE_MODULE = "src/stage/stage.ts";

@@ -2,7 +2,9 @@
 //   driver.mjs spawner ROUNDS   the capless service: spawnAgent through the resident spawner
 //   driver.mjs shim ROUNDS      a service holding SETUID+SETGID (ADR 0272 as at ca9f2fb): the
 //                               per-spawn shim, started with execa as spawnAgent started it
-// Prints one JSON line of milliseconds (medians) and the spawner's RSS.
+// Prints one JSON line: for each measure the median in ms and the median of a `node -e 0` run
+// just before each round (paired, so that a change of load between measures moves both), and
+// the spawner's VmRSS and RssAnon (MB) every 250 spawns over 1,000 more.
 import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { execa } from "execa";
@@ -28,22 +30,29 @@ async function timed(fn) {
   await fn();
   return now() - start;
 }
+const nodeE0 = () => timed(async () => spawnSync(process.execPath, ["-e", "0"]));
 async function series(fn) {
   const out = [];
-  for (let i = 0; i < rounds; i++) out.push(await timed(fn));
-  return median(out);
+  const e0 = [];
+  for (let i = 0; i < rounds; i++) {
+    e0.push(await nodeE0());
+    out.push(await timed(fn));
+  }
+  return { ms: median(out), e0: median(e0) };
 }
 function spawnerRss() {
   for (const name of readdirSync("/proc").filter((n) => /^\d+$/.test(n))) {
     try {
-      if (/clankie-agent-exec\0--spawner\0$/.test(readFileSync(`/proc/${name}/cmdline`, "latin1"))) return Number(/^VmRSS:\s+(\d+)/m.exec(readFileSync(`/proc/${name}/status`, "latin1"))[1]) / 1024;
+      if (!/clankie-agent-exec\0--spawner\0$/.test(readFileSync(`/proc/${name}/cmdline`, "latin1"))) continue;
+      const status = readFileSync(`/proc/${name}/status`, "latin1");
+      const mb = (field) => Number(new RegExp(`^${field}:\\s+(\\d+)`, "m").exec(status)[1]) / 1024;
+      return { rss: mb("VmRSS"), anon: mb("RssAnon") };
     } catch {}
   }
   return null;
 }
 
 const out = { mode };
-out.nodeE0 = await series(async () => spawnSync(process.execPath, ["-e", "0"]));
 out.true = await series(() => job("/bin/true", []));
 out.out1mb = await series(async () => {
   const r = await job("/usr/bin/head", ["-c", String(MB), "/dev/zero"], { encoding: "buffer" });
@@ -75,11 +84,17 @@ async function oneStop() {
   return ms;
 }
 const stops = [];
-for (let i = 0; i < rounds; i++) stops.push(await oneStop());
-out.stop = median(stops);
+const stopE0 = [];
+for (let i = 0; i < rounds; i++) {
+  stopE0.push(await nodeE0());
+  stops.push(await oneStop());
+}
+out.stop = { ms: median(stops), e0: median(stopE0) };
 if (mode === "spawner") {
-  out.rssBefore = spawnerRss();
-  for (let i = 0; i < 1000; i++) await job("/bin/true", []);
-  out.rssAfter1000 = spawnerRss();
+  out.rss = [spawnerRss()];
+  for (let i = 1; i <= 1000; i++) {
+    await job("/bin/true", []);
+    if (i % 250 === 0) out.rss.push(spawnerRss());
+  }
 }
 process.stdout.write(`${JSON.stringify(out)}\n`);

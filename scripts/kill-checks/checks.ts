@@ -39,8 +39,8 @@ export interface Check {
 /** What a check site looks like, per file: a match is one site (definitions excluded by SITE_EXCLUDE). */
 export const SITES: { stage: RegExp; shim: RegExp; grab: RegExp } = {
   stage: /\brefuse\(|\busage\(|\bproc_failed\(|\$short->\(|\$fail->\(|\bpush @found\b|\bpush @stray\b/g,
-  // The spawner's refusals of a request are answers on the channel (send with a fixed exit code), not throws.
-  shim: /\bthrow new Refusal\(|\bthrow usage\(|\bformatRefusal\(|\bprepareExec\(|\bgateExec\(|\bthrow changed(UnderUs)?\(|\bsend\(\{ t: "(done|exit)", [^}]*code: EXIT\./g,
+  // The spawner's refusals of a stop or a release are answers on the channel, not throws: the line its test names or leaves undefined.
+  shim: /\bthrow new Refusal\(|\bthrow usage\(|\bformatRefusal\(|\bprepareExec\(|\bgateExec\(|\bthrow changed(UnderUs)?\(|\? undefined : `clankie-agent-exec: /g,
   // The spawner's grab (src/perl/spawn-grab.pl): its policy refusals (77); its 71s name a failed call, as osFailure does.
   grab: /\brefuse\(77,/g,
 };
@@ -387,10 +387,11 @@ const SPAWNER = "src/agent-exec/spawner.ts";
 const SPAWNER_RAW: Record<string, string[]> = { "test/sandbox/spawner.test.ts": ["another node process that holds the channel gets no more than the service could ask: no command but agent work, no holder but a capless one of the service's, no stop or release of a job the spawner did not start; control: a request the service could send runs as the agent"] };
 CHECKS.push(
   cut("spawner.fd-variable", SPAWNER, "throw new Refusal(EXIT.usage, `${SPAWNER_FD_VARIABLE} is not an fd of 3 or more`", { "test/sandbox/spawner.test.ts": ['the spawner started without its channel (CLANKIE_SPAWNER_FD unset or below 3): refused in one line (64) before it reads anything'] }),
+  cut("spawner.chain-rules", SPAWNER, "gateExec({ command: plan.chain[0]!, args: plan.chain, trustedUids: [0] });", { "test/sandbox/spawner.test.ts": [] }, null, ""),
   cut("spawner.not-a-command", SPAWNER, "throw new Refusal(EXIT.usage, `a spawn request names ${argv[0]}, not a command`", SPAWNER_RAW),
   cut("spawner.refusal-line", SPAWNER, "formatRefusal(error.message, error.fix)", SPAWNER_RAW, null, "error.message"),
-  cut("spawner.signal-not-started", SPAWNER, "if (pgid === undefined || !jobs.has(pgid)) {", SPAWNER_RAW, "return;\n    }", ""),
-  cut("spawner.release-not-ended", SPAWNER, "if (!endedPrivate.delete(request.pid)) {", SPAWNER_RAW, "return;\n    }", ""),
+  cut("spawner.signal-not-started", SPAWNER, "pgid !== undefined && jobs.has(pgid) ? undefined :", SPAWNER_RAW, "spawnAgent started`", "undefined"),
+  cut("spawner.release-not-ended", SPAWNER, "endedPrivate.delete(request.pid) ? undefined :", SPAWNER_RAW, "once`", "undefined"),
   cut("grab.holder-uid", GRAB, "(@ids == 4 && !grep { $_ != $uid } @ids) or refuse(77,", SPAWNER_RAW, "agent work\");", ""),
   cut("grab.holder-caps", GRAB, "($f{$set} // \"x\") =~ /\\A0+\\z/ or refuse(77,", SPAWNER_RAW, "agent work\");", ""),
 );

@@ -2,9 +2,8 @@
  * The shim's role, from its arguments to its exec: --signal,
  * --private-cleanup, or a command to run as the agent (its --help and
  * --version are src/main.ts's, in the audit's bundle). It runs when the
- * executable is started under the shim's name: start.ts, the entry of the
- * shim's own bundle (build.mjs), for every spawn, and private-start.ts, the
- * private-job bundle's, for --private-job and --private-cleanup.
+ * executable is started under the shim's name (but --spawner):
+ * private-start.ts, the private-job bundle's entry (build.mjs).
  */
 import { parseAgentExecArgs } from "./cli.ts";
 import { type PrivateJobs, runAgentExec, runPrivateCleanup, runSignal } from "./run.ts";

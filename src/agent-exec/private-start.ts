@@ -1,10 +1,10 @@
 /*
  * The entry of the private-job bundle (build.mjs): the shim's role with a
  * private job's code (private-job.ts: the lease, its release, the cleanup
- * stage). The single executable's main script runs it instead of start.ts's
- * bundle when clankie-agent-exec is started with --private-cleanup first or
- * --private-job before the "--", so that an ordinary spawn neither compiles
- * nor loads that code. It runs every request start.ts's bundle does, alike.
+ * stage). The single executable's main script runs it for every command
+ * line of clankie-agent-exec but --spawner (start.ts's bundle, the resident
+ * spawner) and the help text's: a command after --, --signal, --private-job
+ * (the spawner starts it so for a private job) and --private-cleanup.
  */
 import { AGENT_EXEC_NAME } from "../constants.ts";
 import { reportError, setProgramName } from "../report.ts";

@@ -26,20 +26,32 @@
  */
 import { createInterface } from "node:readline";
 import { Socket } from "node:net";
+import { setFlagsFromString } from "node:v8";
 import { type Identities, readIdentities } from "../accounts.ts";
 import { AGENT_EXEC_PATH, EXIT, SPAWNER_FD_VARIABLE, STARTED_FD_VARIABLE, TOOLS } from "../constants.ts";
 import { uncarried } from "../exec/environment.ts";
-import { resolveCommand } from "../exec/rules.ts";
+import { gateExec, resolveCommand } from "../exec/rules.ts";
 import { type ChildProcess, startChild } from "../exec/start-child.ts";
-import { syscallNumbers } from "../os/syscalls.ts";
+import type { SyscallNumbers } from "../os/syscalls.ts";
 import { readStatus } from "../os/proc-status.ts";
 import { formatRefusal, OsFailure, Refusal } from "../report.ts";
 import { stageEnvironment } from "../stage/stage.ts";
 import GRAB from "../perl/spawn-grab.pl";
 import { checkCaller } from "./caller.ts";
-import { closeStrayDescriptors } from "./descriptors.ts";
 import { parseAgentExecArgs, parseStartedFd } from "./cli.ts";
 import { agentExec } from "./plan.ts";
+
+/** This architecture's numbers, defined by build.mjs (scripts/text-modules.mjs under plain Node): the table's module stays out of the spawner. */
+declare const __CLANKIE_SYSCALLS__: SyscallNumbers;
+
+/**
+ * V8 grows the young generation's semi-spaces (up to 16 MB each) while much
+ * of what it allocates survives a scavenge, and never gives them back: a
+ * resident process that answers bursts would keep the high-water mark for
+ * its life. At a growth factor of 1 they keep their first size; V8 reads the
+ * flag at each resize, so setting it at start is enough (v8.setFlagsFromString).
+ */
+const YOUNG_GENERATION_FLAGS = "--semi-space-growth-factor=1";
 
 /** What the service sends (one JSON object a line). */
 export type SpawnerRequest =
@@ -52,12 +64,6 @@ export type SpawnerReply =
   | { t: "started"; id: number; pid: number }
   | { t: "exit"; id: number; code: number | null; signal: string | null; line: string }
   | { t: "done"; seq: number; code: number | null; stderr: string };
-
-interface Job {
-  id: number;
-  pid: number;
-  privateJob: boolean;
-}
 
 /** A refusal or failure as the shim's one line and exit code. */
 function asLine(error: unknown): { code: number; line: string } {
@@ -80,9 +86,9 @@ export function planSpawn(ids: Identities, argv: readonly string[], env: Record<
 }
 
 /** perl's argv for the grab (src/perl/spawn-grab.pl), then the chain. */
-export function grabArgs(holder: number, serviceUid: number, plan: { chain: readonly string[]; fds: readonly number[]; oom: string }): string[] {
-  const n = syscallNumbers();
-  return ["-e", GRAB, String(n.pidfdOpen), String(n.pidfdSendSignal), String(n.pidfdGetfd), String(n.dup3), String(n.fcntl), String(holder), String(serviceUid), plan.oom, plan.fds.join(","), "--", ...plan.chain];
+export function grabArgs(holder: number | "-", serviceUid: number, plan: { chain: readonly string[]; fds: readonly number[]; oom: string }): string[] {
+  const n = __CLANKIE_SYSCALLS__;
+  return ["-e", GRAB, String(n.pidfdOpen), String(n.pidfdSendSignal), String(n.pidfdGetfd), String(n.dup3), String(n.fcntl), String(n.close), String(holder), String(serviceUid), plan.oom, plan.fds.join(","), "--", ...plan.chain];
 }
 
 function collect(child: ChildProcess): () => string {
@@ -92,17 +98,22 @@ function collect(child: ChildProcess): () => string {
 }
 
 export function runSpawner(): Promise<number> {
+  setFlagsFromString(YOUNG_GENERATION_FLAGS);
   const ids = readIdentities();
   checkCaller(readStatus(), ids);
   const fd = Number(process.env[SPAWNER_FD_VARIABLE]);
   if (!Number.isSafeInteger(fd) || fd < 3) throw new Refusal(EXIT.usage, `${SPAWNER_FD_VARIABLE} is not an fd of 3 or more`, "start the spawner from the root phase (clankie-separate as root), which hands it the channel");
-  // What the launch left open past Node's own close-on-exec marks (descriptors.ts) would reach every job's chain: closed once, here.
-  closeStrayDescriptors([]);
   const channel = new Socket({ fd, readable: true, writable: true });
   const send = (reply: SpawnerReply): void => void channel.write(`${JSON.stringify(reply)}\n`);
-  const jobs = new Map<number, Job>(); // by pid, while running
+  const jobs = new Set<number>(); // pids (each leads its process group), while running
   const byId = new Map<number, number>();
   const endedPrivate = new Set<number>();
+
+  /** Starts `chain` through the grab, which takes the job's fds from `holder` ("-": keeps its own 0-2) and closes every other fd the spawner holds before the chain. */
+  const throughGrab = (holder: number | "-", plan: { chain: string[]; env: Record<string, string>; fds: readonly number[]; oom: string }, detached: boolean): ChildProcess => {
+    gateExec({ command: plan.chain[0]!, args: plan.chain, trustedUids: [0] });
+    return startChild({ command: TOOLS.perl, args: grabArgs(holder, ids.service.uid, plan), env: plan.env, trustedUids: [0], stderr: "pipe", detached });
+  };
 
   const start = (request: Extract<SpawnerRequest, { t: "spawn" }>): void => {
     let child: ChildProcess;
@@ -110,17 +121,16 @@ export function runSpawner(): Promise<number> {
     try {
       const plan = planSpawn(ids, request.argv, request.env);
       privateJob = plan.privateJob;
-      child = startChild({ command: TOOLS.perl, args: grabArgs(request.holder, ids.service.uid, plan), env: plan.env, trustedUids: [0], stderr: "pipe", detached: true });
+      child = throughGrab(request.holder, plan, true);
     } catch (error) {
-      const { code, line } = asLine(error);
-      send({ t: "exit", id: request.id, code, signal: null, line });
+      send({ t: "exit", id: request.id, ...asLine(error), signal: null });
       return;
     }
     const said = collect(child);
     child.once("error", (error) => send({ t: "exit", id: request.id, ...asLine(error), signal: null }));
     if (child.pid === undefined) return;
     const pid = child.pid;
-    jobs.set(pid, { id: request.id, pid, privateJob });
+    jobs.add(pid);
     byId.set(request.id, pid);
     send({ t: "started", id: request.id, pid });
     child.once("exit", (code, signal) => {
@@ -131,58 +141,48 @@ export function runSpawner(): Promise<number> {
     });
   };
 
+  const OWN_STDIO = { fds: [0, 1, 2], oom: "" };
   const signalStage = (pgid: number, signal: string): ChildProcess => {
     const planned = agentExec(ids, { keepFds: [], action: { signal, pgid } }, {}, []);
-    return startChild({ command: planned.argv[0]!, args: planned.argv.slice(1), argv0: planned.argv[0], env: planned.env, trustedUids: [0], stderr: "pipe", detached: false });
+    return throughGrab("-", { chain: planned.argv, env: planned.env, ...OWN_STDIO }, false);
   };
 
-  const finish = (seq: number, child: ChildProcess): void => {
-    const said = collect(child);
-    child.once("error", (error) => send({ t: "done", seq, code: asLine(error).code, stderr: asLine(error).line }));
-    child.once("close", (code) => send({ t: "done", seq, code, stderr: said() }));
-  };
-
-  const signal = (request: Extract<SpawnerRequest, { t: "signal" }>): void => {
-    const pgid = request.job !== undefined ? byId.get(request.job) : request.pgid;
-    if (pgid === undefined || !jobs.has(pgid)) {
-      send({ t: "done", seq: request.seq, code: EXIT.dataRefused, stderr: `clankie-agent-exec: no running job of the spawner's leads process group ${pgid ?? "(not started)"}; pass the pid of a job spawnAgent started` });
-      return;
-    }
+  /** A stop or a release: refused (`refusal`), or the child `begin` starts, whose exit status and stderr are the answer. */
+  const answer = (seq: number, refusal: string | undefined, begin: () => ChildProcess): void => {
+    const failed = (error: unknown): void => send({ t: "done", seq, code: asLine(error).code, stderr: asLine(error).line });
+    if (refusal !== undefined) return send({ t: "done", seq, code: EXIT.dataRefused, stderr: refusal });
     try {
-      finish(request.seq, signalStage(pgid, request.signal));
+      const child = begin();
+      const said = collect(child);
+      child.once("error", failed);
+      child.once("close", (code) => send({ t: "done", seq, code, stderr: said() }));
     } catch (error) {
-      send({ t: "done", seq: request.seq, code: asLine(error).code, stderr: asLine(error).line });
+      failed(error);
     }
   };
 
-  const release = (request: Extract<SpawnerRequest, { t: "release" }>): void => {
-    if (!endedPrivate.delete(request.pid)) {
-      send({ t: "done", seq: request.seq, code: EXIT.dataRefused, stderr: `clankie-agent-exec: process ${request.pid} is no ended private job of the spawner's; release only a private job's own pid, once` });
-      return;
-    }
-    try {
-      finish(request.seq, startChild({ command: AGENT_EXEC_PATH, args: ["--private-cleanup", String(request.pid)], argv0: AGENT_EXEC_PATH, env: {}, trustedUids: [0], stderr: "pipe", detached: false }));
-    } catch (error) {
-      send({ t: "done", seq: request.seq, code: asLine(error).code, stderr: asLine(error).line });
-    }
-  };
-
-  const lines = createInterface({ input: channel, crlfDelay: Infinity });
-  lines.on("line", (text) => {
+  createInterface({ input: channel, crlfDelay: Infinity }).on("line", (text) => {
     let request: SpawnerRequest;
     try {
       request = JSON.parse(text) as SpawnerRequest;
     } catch {
       return; // not a request: the channel is the service's alone, and it writes only JSON
     }
-    if (request.t === "spawn") start(request);
-    else if (request.t === "signal") signal(request);
-    else if (request.t === "release") release(request);
+    if (request.t === "spawn") return start(request);
+    if (request.t === "signal") {
+      const pgid = request.job !== undefined ? byId.get(request.job) : request.pgid;
+      const refusal = pgid !== undefined && jobs.has(pgid) ? undefined : `clankie-agent-exec: no running job of the spawner's leads process group ${pgid ?? "(not started)"}; pass the pid of a job spawnAgent started`;
+      return answer(request.seq, refusal, () => signalStage(pgid!, request.signal));
+    }
+    if (request.t === "release") {
+      const refusal = endedPrivate.delete(request.pid) ? undefined : `clankie-agent-exec: process ${request.pid} is no ended private job of the spawner's; release only a private job's own pid, once`;
+      answer(request.seq, refusal, () => throughGrab("-", { chain: [AGENT_EXEC_PATH, "--private-cleanup", String(request.pid)], env: {}, ...OWN_STDIO }, false));
+    }
   });
   // The service has exited: no one will read a job's outcome or stop it. End every job's group, as the agent, then exit.
   return new Promise((done) => {
     channel.once("close", () => {
-      const ending = [...jobs.keys()].map((pgid) => new Promise<void>((ended) => {
+      const ending = [...jobs].map((pgid) => new Promise<void>((ended) => {
         try {
           signalStage(pgid, "SIGKILL").once("close", () => ended()).once("error", () => ended());
         } catch {

@@ -1,27 +1,19 @@
 /*
- * The entry of the shim's own bundle. The single executable's main script
- * (build.mjs) runs this bundle when it is started as clankie-agent-exec, and
- * src/main.ts's bundle for every other name: the shim, started for every
- * piece of agent work, then neither compiles nor loads the entrypoint's and
- * the audit's code (docs/benchmarks.md, "Agent spawn").
+ * The entry of the resident spawner's bundle (spawner.ts). The single
+ * executable's main script (build.mjs) runs this bundle when it is started
+ * as clankie-agent-exec --spawner (that one argument), and the private-job
+ * bundle (private-start.ts: the shim) for every other command line of that
+ * name: the process that holds SETUID+SETGID for the body's life neither
+ * compiles nor loads the shim's command-line run, the entrypoint's or the
+ * audit's code (docs/architecture.md, "The privileged path").
  */
-import { AGENT_EXEC_NAME, SPAWNER_FLAG } from "../constants.ts";
+import { AGENT_EXEC_NAME } from "../constants.ts";
 import { reportError, setProgramName } from "../report.ts";
-import { runAgentExecRole } from "./main.ts";
 import { runSpawner } from "./spawner.ts";
 
 setProgramName(AGENT_EXEC_NAME);
-if (process.argv[2] === SPAWNER_FLAG && process.argv.length === 3) {
-  // The resident spawner (spawner.ts), started by the root phase alone.
-  // Called inside the promise: a refusal before the channel opens (the caller, CLANKIE_SPAWNER_FD) is one line too.
-  Promise.resolve().then(runSpawner).then(
-    (code) => (process.exitCode = code),
-    (error: unknown) => (process.exitCode = reportError(error)),
-  );
-} else {
-  try {
-    process.exitCode = runAgentExecRole(process.argv.slice(2));
-  } catch (error) {
-    process.exitCode = reportError(error);
-  }
-}
+// Called inside the promise: a refusal before the channel opens (the caller, CLANKIE_SPAWNER_FD) is one line too.
+Promise.resolve().then(runSpawner).then(
+  (code) => (process.exitCode = code),
+  (error: unknown) => (process.exitCode = reportError(error)),
+);

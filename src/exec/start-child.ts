@@ -7,8 +7,9 @@
  * only its stdio entries.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { prepareExec } from "./replace.ts";
+import { SYSTEM_PATH } from "../constants.ts";
 import type { ExecRequest } from "./replace.ts";
+import { gateExec } from "./rules.ts";
 
 export type { ChildProcess };
 
@@ -19,8 +20,8 @@ export interface ChildRequest extends ExecRequest {
   detached: boolean;
 }
 
-/** Starts the program as a child; never a shell. */
+/** Starts the program as a child, as prepareExec (replace.ts) would exec it (PATH forced to SYSTEM_PATH); never a shell. */
 export function startChild(request: ChildRequest): ChildProcess {
-  const { path, argv, env } = prepareExec(request);
-  return spawn(path, argv.slice(1), { argv0: argv[0], env, stdio: ["ignore", "ignore", request.stderr], detached: request.detached, shell: false });
+  const path = gateExec(request);
+  return spawn(path, request.args, { argv0: request.argv0 ?? request.command, env: { ...request.env, PATH: SYSTEM_PATH }, stdio: ["ignore", "ignore", request.stderr], detached: request.detached, shell: false });
 }

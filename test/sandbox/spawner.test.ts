@@ -76,6 +76,21 @@ rootTest(test, "the service killed mid-job: the spawner ends the job's group and
   }
 });
 
+rootTest(test, "an fd the launch left open in the spawner (20, not close-on-exec) reaches no job: the grab closes it", () => {
+  const body = new Body();
+  try {
+    chownSync(body.state, IDS.service, IDS.service);
+    chownSync(body.workspace, IDS.service, IDS.service);
+    const run = body.run({ as: "root", direct: true, command: ["/usr/bin/perl", `${SANDBOX_FIXTURES}/spawner-harness.pl`, SANDBOX_NODE, FIXTURE, "stray-fd"], timeoutMs: 60_000 });
+    assert.is(run.status, 0, `${run.stdout}\n${run.stderr}`);
+    const result = (JSON.parse(run.stdout) as { result: { exitCode: number; stdout: string; stderr: string } }).result;
+    // ls lists its own directory fd (3) beside 0-2; with fd 20 at the stage, the stage refuses the spawn.
+    assert.equal({ exitCode: result.exitCode, fds: result.stdout.split("\n") }, { exitCode: 0, fds: ["0", "1", "2", "3"] }, result.stderr);
+  } finally {
+    body.cleanup();
+  }
+});
+
 rootTest(test, "another node process of the service uid: no copy of the channel, none by /proc, and nothing of the spawner's", () => {
   const r = launch("other-node");
   assert.is(r.status, 0, r.stderr);
