@@ -12,7 +12,7 @@ import { buildEnvironment, carried, type Environment } from "./exec/environment.
 import { gateExec } from "./exec/rules.ts";
 import { Refusal } from "./report.ts";
 import { agentStopPlan, routeKillsThroughShim } from "./service/agent-stop.ts";
-import { HOLDER_PROGRAM, showAsShim, spawnerChannel } from "./service/spawner-client.ts";
+import { HOLDER_PROGRAM, holderArgs, showAsShim, spawnerChannel } from "./service/spawner-client.ts";
 import { withoutCapabilities } from "./exec/drop-capabilities.ts";
 import { WRITABLE_PATH_FIX, writablePathProblem } from "./confinement.ts";
 import { type PrivateRelease, releaseWhenEnded } from "./service/private-release.ts";
@@ -267,10 +267,11 @@ export function spawnAgent<OptionsType extends SpawnAgentOptions = {}>(command: 
   const ctl = stdio.length;
   stdio.push("pipe");
   for (const name of ["stdin", "stdout", "stderr"]) delete execaOptions[name];
+  const held = holderArgs(ctl);
   gateExec({ command: TOOLS.perl, args: [], trustedUids: [0] });
-  const holder = execa(TOOLS.perl, ["-e", HOLDER_PROGRAM, String(ctl)], { ...execaOptions, stdio, killSignal: stop.killSignal, env: buildEnvironment({ from: process.env }), extendEnv: false, shell: false, preferLocal: false, detached: true } as unknown as ExecaOptions);
+  const holder = execa(TOOLS.perl, ["-e", HOLDER_PROGRAM, ...held.args], { ...execaOptions, stdio, killSignal: stop.killSignal, env: buildEnvironment({ from: process.env }), extendEnv: false, shell: false, preferLocal: false, detached: true } as unknown as ExecaOptions);
   const channel = spawnerChannel();
-  const job = channel.spawn(holder, ctl, argv, { ...env, [STARTED_FD_VARIABLE]: String(markerFd) });
+  const job = channel.spawn(holder, ctl, held.socket, argv, { ...env, [STARTED_FD_VARIABLE]: String(markerFd) });
   // The subprocess's pid is the job's (its session and process group), once the spawner has started it.
   Object.defineProperty(holder, "pid", { get: () => job.pid, configurable: true });
   const marker = readMarker(holder.stdio[markerFd] as Readable | undefined);

@@ -384,7 +384,7 @@ CHECKS.push(
 
 /* ---- the resident spawner (issue 35): what a request may ask, and its grab of the holder's fds ---- */
 const SPAWNER = "src/agent-exec/spawner.ts";
-const SPAWNER_RAW: Record<string, string[]> = { "test/sandbox/spawner.test.ts": ["another node process that holds the channel gets no more than the service could ask: no command but agent work, no holder but a capless one of the service's, no stop or release of a job the spawner did not start; control: a request the service could send runs as the agent"] };
+const SPAWNER_RAW: Record<string, string[]> = { "test/sandbox/spawner.test.ts": ["another node process that holds the channel gets no more than the service could ask: no command but agent work, no holder but a capless one of the service's, no socket but that holder's, no stop or release of a job the spawner did not start; control: a request the service could send runs as the agent"] };
 CHECKS.push(
   cut("spawner.fd-variable", SPAWNER, "throw new Refusal(EXIT.usage, `${SPAWNER_FD_VARIABLE} is not an fd of 3 or more`", { "test/sandbox/spawner.test.ts": ['the spawner started without its channel (CLANKIE_SPAWNER_FD unset or below 3): refused in one line (64) before it reads anything'] }),
   cut("spawner.chain-rules", SPAWNER, "gateExec({ command: plan.chain[0]!, args: plan.chain, trustedUids: [0] });", { "test/sandbox/spawner.test.ts": [] }, null, ""),
@@ -394,4 +394,5 @@ CHECKS.push(
   cut("spawner.release-not-ended", SPAWNER, "endedPrivate.delete(request.pid) ? undefined :", SPAWNER_RAW, "once`", "undefined"),
   cut("grab.holder-uid", GRAB, "(@ids == 4 && !grep { $_ != $uid } @ids) or refuse(77,", SPAWNER_RAW, "agent work\");", ""),
   cut("grab.holder-caps", GRAB, "($f{$set} // \"x\") =~ /\\A0+\\z/ or refuse(77,", SPAWNER_RAW, "agent work\");", ""),
+  cut("grab.holder-socket", GRAB, "($pid // 0) == $holder && ($peer // -1) == $uid or refuse(77,", SPAWNER_RAW, "agent work\");", ""),
 );

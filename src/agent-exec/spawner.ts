@@ -13,7 +13,7 @@
  *
  *   perl spawn-grab.pl -> setpriv (to the agent) -> perl, the stage -> COMMAND
  *
- * where the grab takes the holder's fds with pidfd_getfd(2): the job's
+ * where the grab takes the holder's fds by SCM_RIGHTS on the holder's socket: the job's
  * streams go from the service to the job, never through the spawner. A
  * private job's lease changes groups (setegid(2)), which the resident process
  * never does: its chain is the grab, then the per-job private shim
@@ -55,7 +55,7 @@ const YOUNG_GENERATION_FLAGS = "--semi-space-growth-factor=1";
 
 /** What the service sends (one JSON object a line). */
 export type SpawnerRequest =
-  | { t: "spawn"; id: number; holder: number; argv: string[]; env: Record<string, string> }
+  | { t: "spawn"; id: number; holder: number; socket: string; argv: string[]; env: Record<string, string> }
   | { t: "signal"; seq: number; signal: string; job?: number; pgid?: number }
   | { t: "release"; seq: number; pid: number };
 
@@ -86,9 +86,9 @@ export function planSpawn(ids: Identities, argv: readonly string[], env: Record<
 }
 
 /** perl's argv for the grab (src/perl/spawn-grab.pl), then the chain. */
-export function grabArgs(holder: number | "-", serviceUid: number, plan: { chain: readonly string[]; fds: readonly number[]; oom: string }): string[] {
+export function grabArgs(holder: readonly [number | "-", string], serviceUid: number, plan: { chain: readonly string[]; fds: readonly number[]; oom: string }): string[] {
   const n = __CLANKIE_SYSCALLS__;
-  return ["-e", GRAB, String(n.pidfdOpen), String(n.pidfdSendSignal), String(n.pidfdGetfd), String(n.dup3), String(n.fcntl), String(n.close), String(holder), String(serviceUid), plan.oom, plan.fds.join(","), "--", ...plan.chain];
+  return ["-e", GRAB, String(n.recvmsg), String(n.dup3), String(n.fcntl), String(n.close), String(holder[0]), holder[1], String(serviceUid), plan.oom, plan.fds.join(","), "--", ...plan.chain];
 }
 
 function collect(child: ChildProcess): () => string {
@@ -109,8 +109,8 @@ export function runSpawner(): Promise<number> {
   const byId = new Map<number, number>();
   const endedPrivate = new Set<number>();
 
-  /** Starts `chain` through the grab, which takes the job's fds from `holder` ("-": keeps its own 0-2) and closes every other fd the spawner holds before the chain. */
-  const throughGrab = (holder: number | "-", plan: { chain: string[]; env: Record<string, string>; fds: readonly number[]; oom: string }, detached: boolean): ChildProcess => {
+  /** Starts `chain` through the grab, which takes the job's fds from `holder` (its pid and socket; "-": keeps its own 0-2) and closes every other fd the spawner holds before the chain. */
+  const throughGrab = (holder: readonly [number | "-", string], plan: { chain: string[]; env: Record<string, string>; fds: readonly number[]; oom: string }, detached: boolean): ChildProcess => {
     gateExec({ command: plan.chain[0]!, args: plan.chain, trustedUids: [0] });
     return startChild({ command: TOOLS.perl, args: grabArgs(holder, ids.service.uid, plan), env: plan.env, trustedUids: [0], stderr: "pipe", detached });
   };
@@ -121,7 +121,7 @@ export function runSpawner(): Promise<number> {
     try {
       const plan = planSpawn(ids, request.argv, request.env);
       privateJob = plan.privateJob;
-      child = throughGrab(request.holder, plan, true);
+      child = throughGrab([request.holder, String(request.socket)], plan, true);
     } catch (error) {
       send({ t: "exit", id: request.id, ...asLine(error), signal: null });
       return;
@@ -144,7 +144,7 @@ export function runSpawner(): Promise<number> {
   const OWN_STDIO = { fds: [0, 1, 2], oom: "" };
   const signalStage = (pgid: number, signal: string): ChildProcess => {
     const planned = agentExec(ids, { keepFds: [], action: { signal, pgid } }, {}, []);
-    return throughGrab("-", { chain: planned.argv, env: planned.env, ...OWN_STDIO }, false);
+    return throughGrab(["-", ""], { chain: planned.argv, env: planned.env, ...OWN_STDIO }, false);
   };
 
   /** A stop or a release: refused (`refusal`), or the child `begin` starts, whose exit status and stderr are the answer. */
@@ -176,7 +176,7 @@ export function runSpawner(): Promise<number> {
     }
     if (request.t === "release") {
       const refusal = endedPrivate.delete(request.pid) ? undefined : `clankie-agent-exec: process ${request.pid} is no ended private job of the spawner's; release only a private job's own pid, once`;
-      answer(request.seq, refusal, () => throughGrab("-", { chain: [AGENT_EXEC_PATH, "--private-cleanup", String(request.pid)], env: {}, ...OWN_STDIO }, false));
+      answer(request.seq, refusal, () => throughGrab(["-", ""], { chain: [AGENT_EXEC_PATH, "--private-cleanup", String(request.pid)], env: {}, ...OWN_STDIO }, false));
     }
   });
   // The service has exited: no one will read a job's outcome or stop it. End every job's group, as the agent, then exit.

@@ -5,25 +5,31 @@
 # so that no byte of the job's streams passes through the spawner, and no fd
 # but these reaches the job.
 #
-# pidfd_getfd(2) asks PTRACE_MODE_ATTACH_REALCREDS of the holder: a process of
-# node's uid whose capabilities are within ours. So the holder must hold none
-# (checked from /proc after pidfd_open(2), then the pidfd checked still live,
-# so that the status read is that process's): the grab then takes only fds
-# the service itself could take, never one of the spawner's.
+# The holder listens on an abstract Unix socket whose name the service drew
+# at random and sent with the request; it sends the fds the grab names by
+# SCM_RIGHTS (unix(7)), which every seccomp profile that allows sockets
+# allows (pidfd_getfd(2) needs CAP_SYS_PTRACE under Docker's default). The
+# grab first checks the holder from /proc (the service's uid, no
+# capability), then that the listener is that process (SO_PEERCRED, socket(7):
+# the pid and uid at its listen(2)): a socket another process bound under
+# that name gets nothing and gives nothing.
 #
 # Only those fds cross the exec: every other fd the grab holds (what the
 # spawner's Node or its launch left without close-on-exec) is closed first.
 #
-# argv: pidfd_open pidfd_send_signal pidfd_getfd dup3 fcntl close (this
-# architecture's numbers), holder pid ("-": none, the grab's own fds are
-# the chain's, as for a stop's signal stage), node's uid, oom_score_adj (""
-# keeps it), the fds to take ("0,1,2,17"), then "--" and the chain's argv.
+# argv: recvmsg dup3 fcntl close (this architecture's numbers), holder pid
+# ("-": none, the grab's own fds are the chain's, as for a stop's signal
+# stage), the holder's socket name, node's uid, oom_score_adj ("" keeps it),
+# the fds to take ("0,1,2,17"), then "--" and the chain's argv.
 use strict;
 use warnings;
+use Socket qw(AF_UNIX SOCK_STREAM SOL_SOCKET SO_PEERCRED SCM_RIGHTS pack_sockaddr_un);
+# MSG_CMSG_CLOEXEC: linux/socket.h; F_DUPFD_CLOEXEC: F_LINUX_SPECIFIC_BASE + 6, linux/fcntl.h; a cmsghdr's header on LP64: cmsg(3).
+use constant { HOLDER_WAIT_S => 20, CONNECT_RETRY_S => 0.002, CMSG_HEADER => 16, MSG_CMSG_CLOEXEC => 0x40000000, F_DUPFD_CLOEXEC => 1030 };
 
 my $program = "clankie-agent-exec";
 sub refuse { my ($code, $text) = @_; syswrite STDERR, "$program: $text\n"; exit $code }
-my ($open, $send, $getfd, $dup3, $fcntl, $close, $holder, $uid, $oom, $fds, $dash, @chain) = @ARGV;
+my ($recvmsg, $dup3, $fcntl, $close, $holder, $name, $uid, $oom, $fds, $dash, @chain) = @ARGV;
 $dash eq "--" && @chain or refuse(64, "spawner's grab: bad arguments; report this");
 take() unless $holder eq "-";
 my %job = map { $_ => 1 } split /,/, $fds;
@@ -36,27 +42,38 @@ if ($oom ne "") {
 }
 exec { $chain[0] } @chain or refuse(126, "exec $chain[0] failed: errno " . ($! + 0) . "; report this");
 
-# The job's fds, from the holder, at their own numbers.
+# The job's fds, from the holder's socket, at their own numbers.
 sub take {
-  my $pidfd = syscall($open, $holder + 0, 0);
-  $pidfd >= 0 or refuse(71, "pidfd_open of the job's holder $holder failed: errno " . ($! + 0) . "; the service's spawn ended before the spawner started it");
-  open my $st, "<", "/proc/$holder/status" or refuse(71, "open /proc/$holder/status failed: errno " . ($! + 0) . "; the service's spawn ended before the spawner started it");
+  my $gone = "the service's spawn ended before the spawner started it";
+  open my $st, "<", "/proc/$holder/status" or refuse(71, "open /proc/$holder/status failed: errno " . ($! + 0) . "; $gone");
   my %f = map { /\A(\w+):\s*(.*)\z/ ? ($1, $2) : () } map { chomp; $_ } <$st>;
-  close $st;
   my @ids = split /\s+/, $f{Uid} // "";
   (@ids == 4 && !grep { $_ != $uid } @ids) or refuse(77, "the job's holder $holder is not the service's uid $uid; only the service's own children hand stdio to agent work");
   for my $set (qw(CapInh CapPrm CapEff CapAmb)) {
     ($f{$set} // "x") =~ /\A0+\z/ or refuse(77, "the job's holder $holder holds capabilities ($set $f{$set}); only a capless child of the service hands stdio to agent work");
   }
-  syscall($send, $pidfd, 0, 0, 0) == 0 or refuse(71, "the job's holder $holder ended while its fds were taken; the service's spawn ended before the spawner started it");
-  for my $fd (split /,/, $fds) {
-    my $got = syscall($getfd, $pidfd, $fd + 0, 0);
-    $got >= 0 or refuse(71, "pidfd_getfd of the holder's fd $fd failed: errno " . ($! + 0) . "; run on Linux 5.6 or later under a seccomp profile that allows pidfd_getfd (Docker's default does)");
-    if ($got == $fd) {
-      syscall($fcntl, $fd + 0, 2, 0) == 0 or refuse(71, "fcntl F_SETFD of fd $fd failed: errno " . ($! + 0) . "; report this");
-    } else {
-      syscall($dup3, $got, $fd + 0, 0) == $fd or refuse(71, "dup3 onto fd $fd failed: errno " . ($! + 0) . "; report this");
-      syscall($close, $got);
-    }
+  # The holder binds its socket as it starts, perhaps after this request reached the spawner: connect(2) is refused until then.
+  socket(my $s, AF_UNIX, SOCK_STREAM, 0) or refuse(71, "socket AF_UNIX failed: errno " . ($! + 0) . "; report this");
+  my $until = time + HOLDER_WAIT_S;
+  until (connect($s, pack_sockaddr_un("\0$name"))) {
+    time < $until && -e "/proc/$holder" or refuse(71, "connect to the job's holder $holder failed: errno " . ($! + 0) . "; $gone");
+    select(undef, undef, undef, CONNECT_RETRY_S);
+  }
+  my ($pid, $peer) = unpack "i I", getsockopt($s, SOL_SOCKET, SO_PEERCRED) // "";
+  ($pid // 0) == $holder && ($peer // -1) == $uid or refuse(77, "the socket the job's holder $holder named is held by process " . ($pid // "?") . "; only the service's own holder hands stdio to agent work");
+  my @want = split /,/, $fds;
+  my ($top) = sort { $b <=> $a } @want;
+  syswrite($s, "$fds\n") or refuse(71, "write to the job's holder $holder failed: errno " . ($! + 0) . "; $gone");
+  # struct msghdr, iovec and cmsghdr (recvmsg(2), cmsg(3)) as LP64 lays them out; the fds arrive close-on-exec.
+  my ($byte, $control) = (chr 0, chr(0) x (CMSG_HEADER + 4 * @want));
+  my $iov = pack "p Q", $byte, 1;
+  my $msg = pack "p L x4 p Q p Q i x4", undef, 0, $iov, 1, $control, length $control, 0;
+  syscall($recvmsg, fileno $s, $msg, MSG_CMSG_CLOEXEC) == 1 or refuse(71, "recvmsg from the job's holder $holder failed: errno " . ($! + 0) . "; $gone");
+  my ($len, $level, $type, @got) = unpack "Q i i i" . @want, $control;
+  $level == SOL_SOCKET && $type == SCM_RIGHTS && $len == CMSG_HEADER + 4 * @want or refuse(71, "the job's holder $holder sent no " . @want . " fds; $gone");
+  # Above every fd the job takes first, so that no placement overwrites an fd not yet placed.
+  my @high = map { syscall($fcntl, $_, F_DUPFD_CLOEXEC, $top + 1) } @got;
+  for my $i (0 .. $#want) {
+    $high[$i] > $top && syscall($dup3, $high[$i], $want[$i] + 0, 0) == $want[$i] or refuse(71, "dup3 onto fd $want[$i] failed: errno " . ($! + 0) . "; report this");
   }
 }

@@ -7,26 +7,61 @@
  * A spawn: execa starts the holder, a capless perl of the service's that
  * holds the job's stdio, kept fds and started marker exactly as execa made
  * them, and waits on one more pipe (its control fd). The spawner takes those
- * fds from the holder (pidfd_getfd(2), src/perl/spawn-grab.pl) and starts the
+ * fds from the holder (SCM_RIGHTS on its socket, src/perl/spawn-grab.pl) and starts the
  * job with them; when the job ends, the holder is told how ("x CODE LINE":
  * print LINE, exit CODE; "k SIGNAL": die of it) and ends so, and execa
  * reports the job as its own subprocess. The subprocess's pid is the job's
  * once the spawner has started it (undefined before).
  */
+import { randomBytes } from "node:crypto";
 import { Socket } from "node:net";
 import { createInterface } from "node:readline";
 import type { Readable, Writable } from "node:stream";
 import { AGENT_USER, EXIT, SPAWNER_FD_VARIABLE } from "../constants.ts";
+import { syscallNumbers } from "../os/syscalls.ts";
 
-/** The holder: reads one line on its control fd (argv[0]) and ends as it says. Inherits nothing else of the service's. */
-export const HOLDER_PROGRAM = [
-  'open(my $c, "<&=", $ARGV[0]) or exit 71;',
-  "my $l = <$c>;",
-  "defined $l or exit 71;",
-  'if ($l =~ /\\Ak (\\w+)/) { my $s = $1; $s =~ s/\\ASIG//; $SIG{$s} = "DEFAULT"; kill $s, $$; sleep 1; exit 1 }',
-  'if ($l =~ /\\Ax (\\d+) ?(.*)/s) { my ($code, $text) = ($1, $2); $text =~ s/\\s+\\z//; syswrite STDERR, "$text\\n" if length $text; exit $code }',
-  "exit 71;",
-].join(" ");
+/**
+ * The holder: argv is its control fd, its socket's abstract name and
+ * sendmsg(2)'s number. It listens on that name until the spawner's grab
+ * (node's uid: SO_PEERCRED, socket(7)) connects and names the fds it takes,
+ * sends them by SCM_RIGHTS (unix(7); struct msghdr, iovec and cmsghdr as LP64
+ * lays them out, cmsg(3)), then reads one line on its control fd and ends as
+ * it says. A line that comes first (a refused request) ends the wait. Inherits
+ * nothing else of the service's.
+ */
+export const HOLDER_PROGRAM = String.raw`
+use Socket qw(AF_UNIX SOCK_STREAM SOL_SOCKET SO_PEERCRED SCM_RIGHTS pack_sockaddr_un);
+my ($ctl, $name, $sendmsg) = @ARGV;
+open(my $c, "<&=", $ctl) or exit 71;
+socket(my $l, AF_UNIX, SOCK_STREAM, 0) or exit 71;
+bind($l, pack_sockaddr_un("\0$name")) && listen($l, 8) or exit 71;
+while (1) {
+  my $r = ""; vec($r, $ctl, 1) = 1; vec($r, fileno $l, 1) = 1;
+  select($r, undef, undef, undef) > 0 or next;
+  last if vec($r, $ctl, 1);
+  accept(my $g, $l) or next;
+  my (undef, $uid) = unpack "i I", getsockopt($g, SOL_SOCKET, SO_PEERCRED) // "";
+  next unless defined $uid && $uid == $<;
+  my @fds = grep { $_ != $ctl && $_ != fileno $l && $_ != fileno $g } (<$g> // "") =~ /(\d+)/g;
+  my $cmsg = pack "Q i i i*", 16 + 4 * @fds, SOL_SOCKET, SCM_RIGHTS, @fds;
+  my $byte = "f"; my $iov = pack "p Q", $byte, 1;
+  syscall($sendmsg, fileno $g, pack("p L x4 p Q p Q i x4", undef, 0, $iov, 1, $cmsg, length $cmsg, 0), 0) == 1 or exit 71;
+  last;
+}
+close $l;
+my $line = <$c>;
+defined $line or exit 71;
+if ($line =~ /\Ak (\w+)/) { my $s = $1; $s =~ s/\ASIG//; $SIG{$s} = "DEFAULT"; kill $s, $$; sleep 1; exit 1 }
+if ($line =~ /\Ax (\d+) ?(.*)/s) { my ($code, $text) = ($1, $2); $text =~ s/\s+\z//; syswrite STDERR, "$text
+" if length $text; exit $code }
+exit 71;
+`;
+
+/** The holder's argv after its program: its control fd, a name for its socket no other process can foresee, sendmsg(2)'s number. */
+export function holderArgs(ctl: number): { args: string[]; socket: string } {
+  const socket = `clankie-holder-${randomBytes(16).toString("hex")}`;
+  return { args: [String(ctl), socket, String(syscallNumbers().sendmsg)], socket };
+}
 
 /** How long a spawn waits for the spawner's answer before the spawner counts as hung: a burst of 50 spends seconds in fork+exec (docs/benchmarks.md). */
 export const SPAWNER_REPLY_MS = 30_000;
@@ -153,7 +188,7 @@ export class SpawnerChannel {
    * `ctl`'s index and before; returns the request's id, whose pid `pidOf`
    * reads once the spawner has started it.
    */
-  spawn(holder: { pid?: number | undefined; stdio: readonly (Readable | Writable | null | undefined)[] }, ctl: number, argv: readonly string[], env: Readonly<Record<string, string>>): JobRecord {
+  spawn(holder: { pid?: number | undefined; stdio: readonly (Readable | Writable | null | undefined)[] }, ctl: number, socket: string, argv: readonly string[], env: Readonly<Record<string, string>>): JobRecord {
     const id = this.#next++;
     const record: JobRecord = { id, pid: undefined };
     if (holder.pid === undefined) return record; // execa could not start the holder: it reports that itself
@@ -164,7 +199,7 @@ export class SpawnerChannel {
     timer.unref();
     this.#jobs.set(id, { holder, ctl, record, answered: false, timer });
     if (this.#lost !== undefined) this.#end(id, `x ${this.#lost.code} ${this.#lost.line}`);
-    else this.#send({ t: "spawn", id, holder: holder.pid, argv, env });
+    else this.#send({ t: "spawn", id, holder: holder.pid, socket, argv, env });
     return record;
   }
 

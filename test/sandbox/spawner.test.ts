@@ -99,16 +99,17 @@ rootTest(test, "another node process of the service uid: no copy of the channel,
   assert.equal(r.out.other, { holdsChannel: false, serviceLink: true, reopen: "ENXIO", spawnerLink: "EACCES", spawnerEnviron: "EACCES" });
 });
 
-rootTest(test, "another node process that holds the channel gets no more than the service could ask: no command but agent work, no holder but a capless one of the service's, no stop or release of a job the spawner did not start; control: a request the service could send runs as the agent", () => {
+rootTest(test, "another node process that holds the channel gets no more than the service could ask: no command but agent work, no holder but a capless one of the service's, no socket but that holder's, no stop or release of a job the spawner did not start; control: a request the service could send runs as the agent", () => {
   const r = launch("", `${SANDBOX_FIXTURES}/spawner-raw.mjs`);
   assert.is(r.status, 0, `${r.stdout}\n${r.stderr}`);
   type Answer = { code: number | null; signal: null; line: string };
-  const o = r.out as { [name in "notCommand" | "holderAgent" | "holderSpawner" | "signalOwnGroup" | "signalSpawner" | "releaseUnknown" | "control"]: Answer } & { self: number; spawner: number; agentJob: number | null; spawnerAlive: boolean };
+  const o = r.out as { [name in "notCommand" | "holderAgent" | "holderSpawner" | "otherSocket" | "signalOwnGroup" | "signalSpawner" | "releaseUnknown" | "control"]: Answer } & { self: number; spawner: number; named: number; other: number; agentJob: number | null; spawnerAlive: boolean };
   assert.equal(o.notCommand, { code: 64, signal: null, line: "clankie-agent-exec: a spawn request names --signal, not a command; send a command after --, as spawnAgent does" }, JSON.stringify(o));
   assert.ok(o.agentJob !== null, "the agent's job ran");
   assert.equal(o.holderAgent, { code: 77, signal: null, line: `clankie-agent-exec: the job's holder ${o.agentJob} is not the service's uid ${IDS.service}; only the service's own children hand stdio to agent work` });
   assert.is(o.holderSpawner.code, 77);
   assert.match(o.holderSpawner.line, new RegExp(`^clankie-agent-exec: the job's holder ${o.spawner} holds capabilities \\(Cap\\w+ 0+c0\\); only a capless child of the service hands stdio to agent work$`));
+  assert.equal(o.otherSocket, { code: 77, signal: null, line: `clankie-agent-exec: the socket the job's holder ${o.named} named is held by process ${o.other}; only the service's own holder hands stdio to agent work` });
   for (const [name, pgid] of [["signalOwnGroup", o.self], ["signalSpawner", o.spawner]] as const) {
     assert.equal(o[name], { code: 65, signal: null, line: `clankie-agent-exec: no running job of the spawner's leads process group ${pgid}; pass the pid of a job spawnAgent started` }, name);
   }
