@@ -6,6 +6,7 @@
  */
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
+import { withControlRunner } from "../helpers/control-runner.ts";
 import { rootTest } from "../helpers/privilege.ts";
 import { inBody, SANDBOX_FIXTURES, SANDBOX_NODE } from "../helpers/sandbox.ts";
 import { seededBody } from "../helpers/stand-in.ts";
@@ -23,7 +24,7 @@ interface Row {
 
 rootTest(test, "beyond the ADR: every row of the demo's second table is denied to agent work and possible to the agent's uid alone", () => {
   inBody(seededBody(), (body) => {
-    const run = body.run({ as: "root", command: [SANDBOX_NODE, `${SANDBOX_FIXTURES}/beyond-adr-service.mjs`], timeoutMs: 120_000 });
+    const run = body.run({ as: "root", direct: true, command: withControlRunner([SANDBOX_NODE, `${SANDBOX_FIXTURES}/beyond-adr-service.mjs`]), timeoutMs: 120_000 });
     const line = run.stdout.split("\n").find((l) => l.startsWith("{"));
     assert.ok(line, `no JSON from the service (exit ${run.status}): ${run.stdout}\n${run.stderr}`);
     const rows = (JSON.parse(line!) as { results: Row[] }).results;
