@@ -7,6 +7,7 @@
  * opened to a job (Landlock only narrows what the modes allow): a second hard
  * link to its own file there, after which the next start refuses (65).
  */
+import { withControlRunner } from "../helpers/control-runner.ts";
 import { chownSync } from "node:fs";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
@@ -30,7 +31,7 @@ rootTest(test, "README's allowWrite under /state: spawnAgent and the shim refuse
   chownSync(body.state, IDS.service, IDS.service);
   chownSync(body.workspace, IDS.service, IDS.service);
   inBody(body, () => {
-    const run = body.run({ as: "root", command: [SANDBOX_NODE, `${SANDBOX_FIXTURES}/allow-write.mjs`], timeoutMs: 90_000 });
+    const run = body.run({ as: "root", direct: true, command: withControlRunner([SANDBOX_NODE, `${SANDBOX_FIXTURES}/allow-write.mjs`]), timeoutMs: 90_000 });
     assert.is(run.status, 0, `${run.stdout}\n${run.stderr}`);
     const o = JSON.parse(run.stdout.split("\n").find((l) => l.startsWith("{"))!) as Attack;
     assert.equal(o.spawnAgent, { name: "Refusal", exitCode: 64, message: `allowWrite ${WHAT}`, fix: FIX }, JSON.stringify(o));
