@@ -25,7 +25,7 @@ use strict;
 use warnings;
 use Socket qw(AF_UNIX SOCK_STREAM SOL_SOCKET SO_PEERCRED SCM_RIGHTS pack_sockaddr_un);
 # MSG_CMSG_CLOEXEC: linux/socket.h; F_DUPFD_CLOEXEC: F_LINUX_SPECIFIC_BASE + 6, linux/fcntl.h; a cmsghdr's header on LP64: cmsg(3).
-use constant { HOLDER_WAIT_S => 20, CONNECT_RETRY_S => 0.002, CMSG_HEADER => 16, MSG_CMSG_CLOEXEC => 0x40000000, F_DUPFD_CLOEXEC => 1030 };
+use constant { HOLDER_WAIT_S => 20, CONNECT_RETRY_S => 0.002, CMSG_HEADER => 16, SAID_MAX => 16, MSG_CMSG_CLOEXEC => 0x40000000, F_DUPFD_CLOEXEC => 1030 };
 
 my $program = "clankie-agent-exec";
 sub refuse { my ($code, $text) = @_; syswrite STDERR, "$program: $text\n"; exit $code }
@@ -65,10 +65,13 @@ sub take {
   my ($top) = sort { $b <=> $a } @want;
   syswrite($s, "$fds\n") or refuse(71, "write to the job's holder $holder failed: errno " . ($! + 0) . "; $gone");
   # struct msghdr, iovec and cmsghdr (recvmsg(2), cmsg(3)) as LP64 lays them out; the fds arrive close-on-exec.
-  my ($byte, $control) = (chr 0, chr(0) x (CMSG_HEADER + 4 * @want));
-  my $iov = pack "p Q", $byte, 1;
+  # The holder's data is "f" with the fds, or the number of a kept fd it does not hold open (then no fd).
+  my ($said, $control) = (chr(0) x SAID_MAX, chr(0) x (CMSG_HEADER + 4 * @want));
+  my $iov = pack "p Q", $said, SAID_MAX;
   my $msg = pack "p L x4 p Q p Q i x4", undef, 0, $iov, 1, $control, length $control, 0;
-  syscall($recvmsg, fileno $s, $msg, MSG_CMSG_CLOEXEC) == 1 or refuse(71, "recvmsg from the job's holder $holder failed: errno " . ($! + 0) . "; $gone");
+  my $n = syscall($recvmsg, fileno $s, $msg, MSG_CMSG_CLOEXEC);
+  $n > 0 or refuse(71, "recvmsg from the job's holder $holder failed: errno " . ($! + 0) . "; $gone");
+  substr($said, 0, $n) =~ /\A(\d+)\z/ and refuse(64, "--keep-fd $1: fd $1 is not open; open it in the service's spawn (spawnAgent's stdio at index $1) before the spawn");
   my ($len, $level, $type, @got) = unpack "Q i i i" . @want, $control;
   $level == SOL_SOCKET && $type == SCM_RIGHTS && $len == CMSG_HEADER + 4 * @want or refuse(71, "the job's holder $holder sent no " . @want . " fds; $gone");
   # Above every fd the job takes first, so that no placement overwrites an fd not yet placed.

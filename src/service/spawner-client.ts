@@ -25,7 +25,8 @@ import { syscallNumbers } from "../os/syscalls.ts";
  * sendmsg(2)'s number. It listens on that name until the spawner's grab
  * (node's uid: SO_PEERCRED, socket(7)) connects and names the fds it takes,
  * sends them by SCM_RIGHTS (unix(7); struct msghdr, iovec and cmsghdr as LP64
- * lays them out, cmsg(3)), then reads one line on its control fd and ends as
+ * lays them out, cmsg(3)), or, when one is not open here (a keepFds entry
+ * without its stdio), that fd's number and no fd; then it reads one line on its control fd and ends as
  * it says. A line that comes first (a refused request) ends the wait. Inherits
  * nothing else of the service's.
  */
@@ -43,9 +44,10 @@ while (1) {
   my (undef, $uid) = unpack "i I", getsockopt($g, SOL_SOCKET, SO_PEERCRED) // "";
   next unless defined $uid && $uid == $<;
   my @fds = grep { $_ != $ctl && $_ != fileno $l && $_ != fileno $g } (<$g> // "") =~ /(\d+)/g;
-  my $cmsg = pack "Q i i i*", 16 + 4 * @fds, SOL_SOCKET, SCM_RIGHTS, @fds;
-  my $byte = "f"; my $iov = pack "p Q", $byte, 1;
-  syscall($sendmsg, fileno $g, pack("p L x4 p Q p Q i x4", undef, 0, $iov, 1, $cmsg, length $cmsg, 0), 0) == 1 or exit 71;
+  my ($closed) = grep { !-e "/proc/self/fd/$_" } @fds;
+  my $cmsg = defined $closed ? "" : pack "Q i i i*", 16 + 4 * @fds, SOL_SOCKET, SCM_RIGHTS, @fds;
+  my $said = $closed // "f"; my $iov = pack "p Q", $said, length $said;
+  syscall($sendmsg, fileno $g, pack("p L x4 p Q p Q i x4", undef, 0, $iov, 1, $cmsg, length $cmsg, 0), 0) == length $said or exit 71;
   last;
 }
 close $l;
