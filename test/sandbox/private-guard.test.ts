@@ -6,6 +6,7 @@
  * guard was killed before the job ended fails and keeps the lease; no job
  * leaves a zombie under the service with clone(CLONE_PARENT).
  */
+import { withControlRunner } from "../helpers/control-runner.ts";
 import { spawnSync } from "node:child_process";
 import { chmodSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -23,7 +24,7 @@ const FIXTURE = [SANDBOX_NODE, `${SANDBOX_FIXTURES}/private-guard.mjs`];
 const ONE_GROUP = DEFAULT_GROUP.split("\n").filter((l) => !/^clankie-private-(?!0:)/.test(l)).join("\n");
 
 function fixture<T>(body: Body, mode: string, launch: Partial<LaunchOptions> = {}): { json: T; log: string } {
-  const run = body.run({ as: "root", command: [...FIXTURE, mode], timeoutMs: 120_000, ...launch });
+  const run = body.run({ as: "root", direct: true, command: withControlRunner([...FIXTURE, mode]), timeoutMs: 120_000, ...launch });
   const line = run.stdout.split("\n").find((l) => l.startsWith("{"));
   if (!line) throw new Error(`no JSON from the fixture (exit ${run.status}): ${run.stdout}\n${run.stderr}`);
   return { json: JSON.parse(line) as T, log: `${line}\n${run.stderr}` };
@@ -103,7 +104,7 @@ rootTest(test, "clone(CLONE_PARENT) is refused (EPERM) to a plain and a private 
       assert.is(r.private.stdout, "refused EPERM", log);
       assert.is(r.private.release?.exitCode, 0, log);
       assert.equal(r.zombiesAfterPrivate, [], log);
-      // The control: the same clones without the filter are children of the service that nobody reaps, holding group 1100.
+      // The control: the same clones without the filter, run by the launch's root side as the agent's uid, are children nobody reaps, holding group 1100.
       assert.is(r.control.stdout, "made 8", log);
       assert.is(r.zombiesAfterControl.length, 8, log);
       assert.ok(r.zombiesAfterControl.every((z) => z.groups.split(/\s+/).includes("1100")), log);
