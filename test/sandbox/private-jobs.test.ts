@@ -8,6 +8,7 @@
  * its end, taken back when the pool is exhausted, and removed at the next
  * start.
  */
+import { withControlRunner } from "../helpers/control-runner.ts";
 import { spawnSync } from "node:child_process";
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -26,7 +27,7 @@ const test = suite("private jobs");
 const FIXTURE = [SANDBOX_NODE, `${SANDBOX_FIXTURES}/private-jobs.mjs`];
 
 function privateJobs<T>(body: Body, args: readonly string[], launch: Partial<LaunchOptions> = {}): { json: T; stderr: string } {
-  const run = body.run({ as: "root", command: [...FIXTURE, ...args], timeoutMs: 120_000, ...launch });
+  const run = body.run({ as: "root", direct: true, command: withControlRunner([...FIXTURE, ...args]), timeoutMs: 120_000, ...launch });
   const line = run.stdout.split("\n").find((l) => l.startsWith("{"));
   if (!line) throw new Error(`no JSON from the fixture (exit ${run.status}): ${run.stdout}\n${run.stderr}`);
   return { json: JSON.parse(line) as T, stderr: run.stderr };
