@@ -3,6 +3,7 @@
  * sandbox: a body as today's single-uid image leaves it, seeded by the
  * service itself, and one run of a mode whose JSON line is the result.
  */
+import { withControlRunner } from "./control-runner.ts";
 import { chownSync } from "node:fs";
 import * as assert from "uvu/assert";
 import { Body, IDS, type LaunchOptions, SANDBOX_FIXTURES, SANDBOX_NODE } from "./sandbox.ts";
@@ -41,6 +42,11 @@ export interface AgentResult {
   signal: string | null;
   stdout: string;
   stderr: string;
+}
+
+/** serviceJson, with the root-side control runner started beside the launch (test/helpers/control-runner.ts): for modes whose controls run as the agent's uid alone. */
+export function serviceJsonWithControls<T>(body: Body, args: readonly string[], launch: Partial<LaunchOptions> = {}): ServiceRun<T> {
+  return serviceJson<T>(body, args, { ...launch, direct: true, command: withControlRunner([...STAND_IN, ...args]) });
 }
 
 /** One spawnAgent call by the service (its "agent" mode), with spawnAgent's options. */

@@ -14,7 +14,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { rootTest } from "../helpers/privilege.ts";
 import { type Body, IDS, SANDBOX_FIXTURES, type LaunchOptions, inBody } from "../helpers/sandbox.ts";
-import { agentRun, seededBody, serviceJson } from "../helpers/stand-in.ts";
+import { agentRun, seededBody, serviceJsonWithControls } from "../helpers/stand-in.ts";
 import { LANDLOCK_LIES, SECCOMP_LIES, WITHOUT_LANDLOCK, WITHOUT_SECCOMP } from "../helpers/seccomp-wrap.ts";
 import { judgeProcesses, type Processes } from "../helpers/job-to-job.ts";
 import { seccompProgram } from "../../src/seccomp-filter.ts";
@@ -33,7 +33,7 @@ interface Confinement {
 }
 
 function confinement(body: Body, options: object = {}, launch: Partial<LaunchOptions> = {}): Confinement {
-  return serviceJson<Confinement>(body, ["confinement", JSON.stringify(options)], launch).json;
+  return serviceJsonWithControls<Confinement>(body, ["confinement", JSON.stringify(options)], launch).json;
 }
 
 const ATTEMPTS = `${SANDBOX_FIXTURES}/confinement-attempts.pl`;
@@ -289,7 +289,7 @@ rootTest(test, "/proc/self/comm is not writable (no write under /proc); prctl(PR
 
 rootTest(test, "one job cannot change another's limits, priority, scheduling or I/O priority, nor use MPTCP; network none leaves unix sockets; the control does it all", () => {
   inBody(seededBody(), (body) => {
-    judgeProcesses(serviceJson<Processes>(body, ["processes", "{}"]).json);
+    judgeProcesses(serviceJsonWithControls<Processes>(body, ["processes", "{}"]).json);
   });
 });
 
