@@ -86,16 +86,6 @@ export function writeLine(fd: 1 | 2, line: string): void {
   }
 }
 
-/** One "PROGRAM: warning: ..." line on stderr (the audit's Check with status "warn" is another thing: src/self-check/check.ts). */
-export function printWarning(what: string): void {
-  writeLine(2, `${programName}: warning: ${oneLine(what)}`);
-}
-
-/** One "PROGRAM: ..." line on stderr. */
-export function printInfo(what: string): void {
-  writeLine(2, `${programName}: ${oneLine(what)}`);
-}
-
 /** Prints the one line for an error and returns the exit code to use. */
 export function reportError(error: unknown): number {
   if (error instanceof Refusal) {

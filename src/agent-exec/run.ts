@@ -8,7 +8,8 @@
 import { writeFileSync } from "node:fs";
 import { type Identities, readIdentities } from "../accounts.ts";
 import { EXIT, STARTED_FD_VARIABLE, TOOLS } from "../constants.ts";
-import { type ProcessSession, readSession, readStatus } from "../os/proc-status.ts";
+import { type ProcessSession, readSession } from "../os/proc-stat.ts";
+import { readStatus } from "../os/proc-status.ts";
 import { osCall, Refusal } from "../report.ts";
 import { execReplace, prepareExec } from "../exec/replace.ts";
 import { uncarried } from "../exec/environment.ts";

@@ -16,10 +16,10 @@
 import { existsSync, lstatSync } from "node:fs";
 import { type Identities, readIdentities } from "../accounts.ts";
 import { privateGroupsOf } from "../private-groups.ts";
-import { SPAWNER_FD, SPAWNER_FD_VARIABLE, STATE_DIR, SYSTEM_PATH, TOOLS } from "../constants.ts";
+import { ENTRYPOINT_NAME, SPAWNER_FD, SPAWNER_FD_VARIABLE, STATE_DIR, SYSTEM_PATH, TOOLS } from "../constants.ts";
 import { execReplace, prepareExec } from "../exec/replace.ts";
 import { readStatus } from "../os/proc-status.ts";
-import { osCall, printInfo, printWarning } from "../report.ts";
+import { oneLine, osCall, writeLine } from "../report.ts";
 import { stageEnvironment } from "../stage/stage.ts";
 import { serviceCommandLine, setprivToCaplessServiceArgs, setprivToServiceArgs, SPAWNER_LINE, spawnerPairArgs, verifyCaplessStageArgs, verifyStageArgs } from "./drop.ts";
 import { classifyLaunch, type LaunchMode } from "./launch-check.ts";
@@ -106,4 +106,19 @@ export async function runEntrypoint(command: readonly string[]): Promise<never> 
   else if (staleLeases > 0) printInfo(`removed ${plural(staleLeases, "private-job lease")} a previous run left`);
   report(ids, launch, dropped, acls, state, workspace, started);
   return dropToServiceAndSpawner(ids, command, vetted, env);
+}
+
+/*
+ * The root start's notes, through report.ts's writer; here, not in report.ts,
+ * so that the resident spawner (which loads report.ts) does not load them.
+ */
+
+/** One "clankie-separate: warning: ..." line on stderr (the audit's Check with status "warn" is another thing: src/self-check/check.ts). */
+function printWarning(what: string): void {
+  writeLine(2, `${ENTRYPOINT_NAME}: warning: ${oneLine(what)}`);
+}
+
+/** One "clankie-separate: ..." line on stderr. */
+function printInfo(what: string): void {
+  writeLine(2, `${ENTRYPOINT_NAME}: ${oneLine(what)}`);
 }

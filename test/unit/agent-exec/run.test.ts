@@ -11,7 +11,7 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { checkSignalTarget, sessionPlan } from "../../../src/agent-exec/run.ts";
 import { EXIT } from "../../../src/constants.ts";
-import { parseStat, type ProcessSession } from "../../../src/os/proc-status.ts";
+import { parseStat, type ProcessSession } from "../../../src/os/proc-stat.ts";
 import { assertRefusal } from "../../helpers/refusal.ts";
 
 /** /proc/self/stat of a real process, a child of this test that the `wrap` command line puts in its session and group. */

@@ -4,7 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { parseStat, parseStatus, readSession, readStatus } from "../../../src/os/proc-status.ts";
+import { parseStat, readSession } from "../../../src/os/proc-stat.ts";
+import { parseStatus, readStatus } from "../../../src/os/proc-status.ts";
 import { creds, SERVICE_CREDENTIALS } from "../../helpers/credentials.ts";
 
 /** A /proc/<pid>/status as Linux 6.x prints it for the service (uid 1000, SETUID+SETGID). */
