@@ -96,6 +96,19 @@ for (const [what, kind, swap, untouched] of SWAPS) {
   });
 }
 
+test("a file removed between lstat and open: refused (65) as changed, not a failed call (71)", () => {
+  const root = tree("file");
+  try {
+    assertRefusal(() => walkTree(root, rules(() => rmSync(join(root, "victim"))), null), {
+      exitCode: EXIT.dataRefused,
+      what: `${root}/victim changed while it was being taken over (another process is writing this tree)`,
+      fix: "stop every other container that mounts this volume, then start again",
+    });
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
 /**
  * Past 32 levels the walk closes the fds of the shallower directories and
  * reopens each, on the way back up, as ".." of the child it just finished.
