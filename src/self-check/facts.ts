@@ -174,11 +174,10 @@ export async function readFacts(request: { probe: boolean }) {
   const excluded = mounts.ok ? excludedDirectories(mounts.value, IMAGE_WALK_SKIP) : new Set<string>();
   const scanning = mounts.ok ? attempt(PERL_FIX, () => startImageScan(excluded)) : mounts;
   // The ACLs below /state (src/layout/state-acl.ts): a second perl walk, read-only, beside both.
-  const stateMounts = mounts.ok ? mounts.value.map((m) => m.point).filter((point) => point.startsWith(`${STATE_DIR}/`)) : [];
-  const aclScanning = mounts.ok ? attempt(PERL_FIX, () => startStateAclWalk("list", STATE_DIR, { uid: serviceUid ?? -1, gid: -1 }, stateMounts)) : mounts;
+  const mountsBelow = (dir: string): string[] => (mounts.ok ? mounts.value.map((m) => m.point).filter((point) => point.startsWith(`${dir}/`)) : []);
+  const aclScanning = mounts.ok ? attempt(PERL_FIX, () => startStateAclWalk("list", STATE_DIR, { uid: serviceUid ?? -1, gid: -1 }, mountsBelow(STATE_DIR))) : mounts;
   // The default ACLs of /workspace's directories (the same walk, reading directories only), a third.
-  const workspaceMounts = mounts.ok ? mounts.value.map((m) => m.point).filter((point) => point.startsWith(`${WORKSPACE_DIR}/`)) : [];
-  const defaultsScanning = mounts.ok ? attempt(PERL_FIX, () => startStateAclWalk("defaults", WORKSPACE_DIR, { uid: -1, gid: -1 }, workspaceMounts)) : mounts;
+  const defaultsScanning = mounts.ok ? attempt(PERL_FIX, () => startStateAclWalk("defaults", WORKSPACE_DIR, { uid: -1, gid: -1 }, mountsBelow(WORKSPACE_DIR))) : mounts;
 
   /* 3. /state, /workspace, the image's programs, the kernel: read while perl walks. */
   const stateAudit = ids.ok ? attempt(ROOT_FIX, () => auditState(ids.value)) : ids;
