@@ -249,13 +249,13 @@ export function benchTreeWalk({ repo, work, plan, env }) {
     "### (b) Restart on the already-correct tree",
     "",
     `Goal: entrypoint at most ${GOAL_RESTART}x a \`find -xdev\` that fixes only what is wrong, on an identical already-correct copy. ` +
-      "The entrypoint walks /state as at every start (one lstat per entry from Node, after the ACL walk, perl, reads every entry's ACL attributes), " +
+      "The entrypoint walks /state as at every start (one perl walk, src/perl/state-acl.pl: an lstat and an lgetxattr per entry, owners, modes and ACLs judged together), " +
       "and every measured run's summary line says it checked every entry and fixed none (the benchmark checks it). " +
       "A read-only find scan that spared the walk on a fitting tree was removed (docs/architecture.md, \"The restart scan, removed\").",
     "",
     `Result: ${ms(epR.median)} against ${ms(findR.median)}, **${ratio(epR.median, findR.median)}**: goal ${verdict(metRestart)}. ` +
       `The entrypoint's own figure: ${selfReport(restartLines)} (the rest, about ${ms(epR.median - median(restartLines.map((l) => l.ms)))}, is the launch, the drop and the verification stage); 0 entries fixed in every run. ` +
-      `The entrypoint alone, by that figure (the ACL walk, the walk and the checks around them), is ${ratio(median(restartLines.map((l) => l.ms)), findR.median)} the find's whole command. ` +
+      `The entrypoint alone, by that figure (the walk and the checks around it), is ${ratio(median(restartLines.map((l) => l.ms)), findR.median)} the find's whole command. ` +
       `For scale, the floor of any one-thread Node walk, a Node process in the same launch that only lstats every entry (bench/lib/lstat-floor.mjs: no rules, no checks, no changes), ` +
       `takes ${ms(floorR.median)}, ${ratio(floorR.median, findR.median)} the find.`,
     "",

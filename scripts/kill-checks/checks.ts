@@ -38,19 +38,19 @@ export interface Check {
 
 /** What a check site looks like, per file: a match is one site (definitions excluded by SITE_EXCLUDE). */
 export const SITES: { stage: RegExp; shim: RegExp; grab: RegExp } = {
-  stage: /\brefuse\(|\busage\(|\bproc_failed\(|\$short->\(|\$fail->\(|\bpush @found\b|\bpush @stray\b/g,
+  stage: /\bstop\(65|\bchanged\(|\brefuse\(|\busage\(|\bproc_failed\(|\$short->\(|\$fail->\(|\bpush @found\b|\bpush @stray\b/g,
   // The spawner's refusals of a stop or a release are answers on the channel, not throws: the line its test names or leaves undefined.
-  shim: /\bthrow new Refusal\(|\bthrow usage\(|\bformatRefusal\(|\bprepareExec\(|\bgateExec\(|\bthrow changed(UnderUs)?\(|\? undefined : `clankie-agent-exec: /g,
+  shim: /\bthrow new Refusal\(|\bthrow stateRefusals\.\w+\(|\bthrow usage\(|\bformatRefusal\(|\bprepareExec\(|\bgateExec\(|\bthrow changed(UnderUs)?\(|\? undefined : `clankie-agent-exec: /g,
   // The spawner's grab (src/perl/spawn-grab.pl): its policy refusals (77); its 71s name a failed call, as osFailure does.
   grab: /\brefuse\(77,/g,
 };
 /** Lines that define a refusal helper or an exec gate rather than call it. */
-export const SITE_EXCLUDE = /^\s*sub (refuse|usage|proc_failed) |= sub \{|^export function (prepareExec|gateExec)\(/;
+export const SITE_EXCLUDE = /^\s*sub (refuse|usage|proc_failed|changed) |= sub \{|^export function (prepareExec|gateExec)\(/;
 /** The files whose sites must all be listed. */
 export const SCOPE = ["src/stage/stage.pl", "src/agent-exec/caller.ts", "src/agent-exec/cli.ts", "src/agent-exec/descriptors.ts", "src/agent-exec/main.ts", "src/agent-exec/plan.ts", "src/agent-exec/private-job.ts", "src/agent-exec/run.ts", "src/agent-exec/start.ts", "src/private-groups.ts", "src/service/private-release.ts",
   // The rest of what runs with privilege (the entrypoint, the layouts, the exec rules, the accounts) and the service's API.
   "src/entrypoint/cli.ts", "src/entrypoint/drop.ts", "src/entrypoint/launch-check.ts", "src/entrypoint/private-root.ts", "src/entrypoint/run.ts", "src/entrypoint/service-env.ts", "src/entrypoint/start.ts", "src/entrypoint/state-acl.ts", "src/entrypoint/state-layout.ts", "src/entrypoint/tree-walk.ts", "src/entrypoint/workspace-layout.ts",
-  "src/layout/marker.ts", "src/layout/rules.ts", "src/layout/state-acl.ts", "src/layout/state.ts", "src/layout/workspace.ts",
+  "src/layout/marker.ts", "src/layout/rules.ts", "src/layout/state-acl.ts", "src/layout/state.ts", "src/layout/state-rules.ts", "src/layout/workspace.ts", "src/perl/state-acl.pl",
   "src/exec/capture.ts", "src/exec/drop-capabilities.ts", "src/exec/environment.ts", "src/exec/replace.ts", "src/exec/rules.ts",
   "src/accounts.ts", "src/service/agent-start.ts", "src/service/agent-stop.ts", "src/system-exec.ts",
   // The resident spawner (issue 35): its requests and its grab of the holder's fds.
@@ -297,8 +297,8 @@ CHECKS.push(
   cut("entry.run.service-rules", "src/entrypoint/run.ts", "prepareExec({ command: command[0]!, args: [], env: {}, trustedUids: [0, ids.service.uid] }).path", { [ENTRY_SANDBOX]: ["a service command the agent could have written is refused before anything changes (exit 126)"] }, null, "command[0]!"),
 
   /* ---- the layouts: /state's rules and /workspace ---- */
-  cut("layout.state.device", "src/layout/state.ts", "throw new Refusal(EXIT.dataRefused, `${entry.path} is a device node`", { "test/unit/layout/state.test.ts": ["stateRules: a device node and a hard link to another uid's file are refused (65); control: a FIFO, the service's own hard link and a foreign file of one name are taken over"] }),
-  cut("layout.state.foreign-hard-link", "src/layout/state.ts", "throw new Refusal(\n        EXIT.dataRefused,\n        `${entry.path} is a hard link", { "test/unit/layout/state.test.ts": ["stateRules: a device node and a hard link to another uid's file are refused (65); control: a FIFO, the service's own hard link and a foreign file of one name are taken over"] }, "\n      );"),
+  cut("layout.state.device", "src/layout/state-rules.ts", "if (entry.kind === \"device\") throw stateRefusals.device(entry.path);", { "test/unit/layout/state.test.ts": ["stateRules: a device node and a hard link to another uid's file are refused (65); control: a FIFO, the service's own hard link and a foreign file of one name are taken over"] }, null, ""),
+  cut("layout.state.foreign-hard-link", "src/layout/state-rules.ts", "if (foreignHardLink(entry, uid)) throw stateRefusals.foreignHardLink(entry.path, entry.st.nlink, entry.st.uid);", { "test/unit/layout/state.test.ts": ["stateRules: a device node and a hard link to another uid's file are refused (65); control: a FIFO, the service's own hard link and a foreign file of one name are taken over"] }, null, ""),
   cut("entry.workspace.not-directory", "src/entrypoint/workspace-layout.ts", "throw new Refusal(EXIT.dataRefused, `${WORKSPACE_DIR} is not a directory`", { [ENTRY_SANDBOX]: ["/workspace or /state that is not a directory is refused (65, one line), nothing changed"] }),
 
   /* ---- the exec rules (src/exec/rules.ts), which every exec passes ---- */
@@ -355,15 +355,19 @@ CHECKS.push(
   /* ---- the /state walk ---- */
   cut("walk.open-changed", "src/entrypoint/tree-walk.ts", 'if (code === "ELOOP" || code === "ENOTDIR") throw changed(path);', WALK_TEST, null),
   cut("walk.open-other-inode", "src/entrypoint/tree-walk.ts", "    throw changed(path);\n", WALK_TEST, null, "\n"),
-  cut("walk.root-not-directory", "src/entrypoint/tree-walk.ts", "throw new Refusal(EXIT.dataRefused, `${root} is a ${kindOf(rootSt)}, not a directory`", { [ENTRY_SANDBOX]: ["/workspace or /state that is not a directory is refused (65, one line), nothing changed"] }),
-  cut("walk.child-link", "src/entrypoint/tree-walk.ts", 'if (code === "ELOOP") throw changedUnderUs(childPath(frame.path, name));', WALK_TEST, null),
-  cut("walk.file-not-file", "src/entrypoint/tree-walk.ts", "if (!st.isFile()) throw changedUnderUs(view.path);", WALK_TEST, null),
+  cut("walk.root-not-directory", "src/entrypoint/state-acl.ts", "if (!st.isDirectory()) throw new Refusal(EXIT.dataRefused, `${root} is a ${kindOf(st)}, not a directory`", { [ENTRY_SANDBOX]: ["/workspace or /state that is not a directory is refused (65, one line), nothing changed"] }),
   cut("walk.entry-gone", "src/entrypoint/tree-walk.ts", 'if (code === "ENOENT" || code === "ELOOP") throw changedUnderUs(view.path);', WALK_TEST, null),
   cut("walk.entry-swapped", "src/entrypoint/tree-walk.ts", "if (!sameInode(opened, st) || kindOf(opened) !== kind || opened.nlink !== st.nlink) throw changedUnderUs(view.path);", WALK_TEST, null),
   cut("walk.state-not-directory", "src/entrypoint/state-layout.ts", "if (!st.isDirectory()) throw new Refusal(EXIT.dataRefused, `${path} is a ${kindOf(st)}, not a directory`, fix);", { [ENTRY_SANDBOX]: ["a symlink planted as /state/agent, the agent's home, is refused (exit 65): its target is never given to the agent"] }, null),
-  cut("walk.acl-output", "src/entrypoint/state-acl.ts", "if (result.status === 0) throw new Refusal(EXIT.osError, `the removal of ACLs under ${root} printed what it should not", ACL_TEST),
-  cut("walk.acl-changed", "src/entrypoint/state-acl.ts", "throw new Refusal(EXIT.dataRefused, `${walk.changed} changed while its ACLs were being removed", ACL_TEST),
-  cut("walk.acl-failed", "src/entrypoint/state-acl.ts", "throw new Refusal(EXIT.osError, `the removal of ACLs under ${root} (perl) failed", ACL_TEST, ");", "return { stripped: 0, examples: [] };"),
+  cut("walk.acl-output", "src/entrypoint/state-acl.ts", "if (result.status === 0) throw new Refusal(EXIT.osError, `the walk of ${root} printed what it should not", ACL_TEST),
+  cut("walk.acl-changed", "src/entrypoint/state-acl.ts", "throw new Refusal(EXIT.dataRefused, `${walk.changed} changed while it was being taken over", ACL_TEST),
+  cut("walk.acl-failed", "src/entrypoint/state-acl.ts", "throw new Refusal(EXIT.osError, `the walk of ${root} (perl) failed", ACL_TEST, ");", ""),
+  // The perl walk's own refusals (src/perl/state-acl.pl), which the start's phase reports.
+  cut("walk.perl-device", "src/perl/state-acl.pl", 'stop(65, "D", pathOf($name, $shown)) if $type == 0020000 || $type == 0060000;', { [ENTRY_SANDBOX]: ["FIFOs do not block the walk and are taken over; device nodes in /state are refused"] }, null, ""),
+  cut("walk.perl-foreign-link", "src/perl/state-acl.pl", 'stop(65, "H", pathOf($name, $shown), $st[3], $st[4]) if $st[3] > 1 && $st[4] != $uid;', { [ENTRY_SANDBOX]: ["a hard link in /state to a file another uid owns is refused (exit 65), the file untouched"] }, null, ""),
+  cut("walk.perl-swapped", "src/perl/state-acl.pl", "changed($label) unless @o && $o[0] == $st[0] && $o[1] == $st[1] && ($o[2] & 0170000) == $type && ($type == $DIR || $o[3] == $st[3]);", { "test/unit/layout/state-acl.test.ts": ["a file swapped after lstat, a name gone or made a symlink before the open, a directory moved out from under the walk: each stops the walk (65), and nothing it did not look at is changed; control: no race, the same tree is fixed"] }, null, ""),
+  cut("walk.perl-open-gone", "src/perl/state-acl.pl", "changed($label) if $fix && ($! == 2 || $! == 20 || $! == 40); ", { "test/unit/layout/state-acl.test.ts": ["a file swapped after lstat, a name gone or made a symlink before the open, a directory moved out from under the walk: each stops the walk (65), and nothing it did not look at is changed; control: no race, the same tree is fixed"] }, null, ""),
+  cut("walk.perl-dotdot", "src/perl/state-acl.pl", "changed(undef) unless @p && $p[0] == $stack[-1][2] && $p[1] == $stack[-1][3];", { "test/unit/layout/state-acl.test.ts": ["a file swapped after lstat, a name gone or made a symlink before the open, a directory moved out from under the walk: each stops the walk (65), and nothing it did not look at is changed; control: no race, the same tree is fixed"] }, null, ""),
 
   /* ---- the service's API ---- */
   cut("api.stop-timeout", "src/service/agent-stop.ts", "throw new Refusal(EXIT.usage, `signalAgent: timeoutMs ${JSON.stringify(timeoutMs)}", STOP_TEST),

@@ -6,12 +6,12 @@
  * runs as node with only SETUID and SETGID. Everything that can refuse on a
  * fact of the launch refuses before the first change on disk.
  *
- *   checkLaunch -> readIdentities -> vetPrograms -> stripStateAcls
- *     -> secureState -> joinWorkspaceGroup -> shareWorkspace -> resetPrivateRoot
+ *   checkLaunch -> readIdentities -> vetPrograms -> secureState
+ *     -> joinWorkspaceGroup -> shareWorkspace -> resetPrivateRoot
  *     -> dropToServiceAndSpawner
  *
- * stripStateAcls (perl, state-acl.ts) removes every ACL below /state; then
- * secureState walks /state, at every start.
+ * secureState walks /state at every start, in one perl walk (state-acl.ts)
+ * that reads and fixes owners, modes and ACLs.
  */
 import { existsSync, lstatSync } from "node:fs";
 import { type Identities, readIdentities } from "../accounts.ts";
@@ -24,8 +24,8 @@ import { stageEnvironment } from "../stage/stage.ts";
 import { serviceCommandLine, setprivToCaplessServiceArgs, setprivToServiceArgs, SPAWNER_LINE, spawnerPairArgs, verifyCaplessStageArgs, verifyStageArgs } from "./drop.ts";
 import { classifyLaunch, type LaunchMode } from "./launch-check.ts";
 import { serviceEnvironment } from "./service-env.ts";
-import { secureState, type StateResult } from "./state-layout.ts";
-import { type AclResult, stripStateAcls } from "./state-acl.ts";
+import { secureState } from "./state-layout.ts";
+import type { StateWalkResult } from "./state-acl.ts";
 import { joinWorkspaceGroup, shareWorkspace, type WorkspaceResult } from "./workspace-layout.ts";
 import { resetPrivateRoot } from "./private-root.ts";
 
@@ -51,9 +51,8 @@ function vetPrograms(command: readonly string[], ids: Identities): { servicePath
 }
 
 /** One line for what was dropped or left alone, one for what was done. */
-function report(ids: Identities, launch: Extract<LaunchMode, { mode: "root" }>, dropped: readonly string[], acls: AclResult, result: StateResult, workspace: WorkspaceResult, started: bigint): void {
-  const state = result.stats;
-  if (acls.stripped > 0) printWarning(`ACLs were removed from ${acls.stripped} ${acls.stripped === 1 ? "entry" : "entries"} of ${STATE_DIR} (its layout is its mode bits), for example: ${acls.examples.join("; ")}`);
+function report(ids: Identities, launch: Extract<LaunchMode, { mode: "root" }>, dropped: readonly string[], state: StateWalkResult, workspace: WorkspaceResult, started: bigint): void {
+  if (state.stripped > 0) printWarning(`ACLs were removed from ${state.stripped} ${state.stripped === 1 ? "entry" : "entries"} of ${STATE_DIR} (its layout is its mode bits), for example: ${state.examples.join("; ")}`);
   if (launch.extraCapabilities.length > 0) printWarning(`capabilities beyond the six of ADR 0272 are dropped: ${launch.extraCapabilities.join(", ")}`);
   if (dropped.length > 0) printWarning(`variables that load code or are ours to set were removed from the service's environment: ${dropped.join(", ")}`);
   const skipped = [...state.skippedExamples, ...workspace.stats.skippedExamples];
@@ -97,14 +96,13 @@ export async function runEntrypoint(command: readonly string[]): Promise<never> 
   // The service's environment is computed (and refused) before any change on disk.
   const { env, dropped } = serviceEnvironment(process.env, ids);
   const vetted = vetPrograms(command, ids);
-  const acls = await stripStateAcls(ids);
-  const state = secureState(ids);
+  const state = await secureState(ids);
   joinWorkspaceGroup(ids);
   const workspace = shareWorkspace(ids, osCall("lstat", STATE_DIR, () => lstatSync(STATE_DIR).dev));
   const staleLeases = resetPrivateRoot(ids);
   if (staleLeases === "read-only") printWarning("/run is read-only: private jobs (--private-job) are refused; add --tmpfs /run:rw,exec,nosuid,nodev,mode=755 to the launch (docs/launch.md)");
   else if (staleLeases > 0) printInfo(`removed ${plural(staleLeases, "private-job lease")} a previous run left`);
-  report(ids, launch, dropped, acls, state, workspace, started);
+  report(ids, launch, dropped, state, workspace, started);
   return dropToServiceAndSpawner(ids, command, vetted, env);
 }
 

@@ -13,15 +13,8 @@
  *     O_PATH|O_NOFOLLOW, and the change is made on that fd's inode;
  *   - a name swapped between the lstat and the change is caught: the opened
  *     inode must have the lstat'ed device and inode number;
- *   - or there is no lstat: once a regular file needed a change (a first
- *     start), the next name readdir reports as a regular file (d_type) is
- *     opened first and judged by the fstat of that fd, the inode any change
- *     is made on (WalkState);
- *   - no FIFO or device is opened for reading (O_PATH does not open the
- *     file, open(2)); regular files are opened with O_NONBLOCK|O_NOCTTY. The
- *     one exception is a race: a FIFO or device renamed over a name between
- *     readdir reporting a regular file and the open-first; that open is
- *     non-blocking, takes no controlling terminal, and the entry is refused;
+ *   - nothing but a directory is opened for reading (O_PATH does not open
+ *     the file, open(2)): no FIFO blocks the walk and no device is touched;
  *   - depth costs no fd per level and is bounded by neither RLIMIT_NOFILE
  *     nor PATH_MAX: paths stay short, and the stack holds at most
  *     OPEN_LEVELS directory fds (the deepest; a directory stream hands out
@@ -71,9 +64,7 @@ import { type Decision, DEPTH_LIMIT, type EntryView, type Rules } from "../layou
 
 /** open(2) O_PATH on x86_64 and aarch64 (asm-generic/fcntl.h); Node does not export it. */
 const O_PATH = 0o10000000;
-const O_NOATIME = 0o1000000;
 const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
-const FILE_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY | O_NOATIME;
 const PATH_FLAGS = O_PATH | constants.O_NOFOLLOW;
 
 export interface WalkStats {
@@ -170,15 +161,6 @@ interface Walk<C> {
   mountParents: ReadonlySet<string>;
   /** The longest of them: a longer path is none of them, and is not hashed (a Set lookup flattens a path built level by level, a copy per level). */
   longestMountParent: number;
-  /**
-   * Whether the last regular file needed a change. On a first start nearly
-   * every file does, and then the next one is opened first and judged by the
-   * fstat(2) of that fd: open, fstat, fchown, fchmod, close, five calls
-   * instead of six (an lstat before the open). On a tree that mostly fits,
-   * one lstat is cheaper than an open, an fstat and a close, so the walk goes
-   * back to lstat first as soon as a file needed nothing.
-   */
-  openFirst: boolean;
 }
 
 /** Directories up to this st_size are listed at once; larger ones are streamed (about 50,000 names on tmpfs, 20 bytes per entry). */
@@ -346,7 +328,7 @@ function reopenParent<C>(parent: Frame<C>): void {
 }
 
 /** The first characters of a long display path (a chain thousands of levels deep is kilobytes of it). */
-function shortened(path: string): string {
+export function shortened(path: string): string {
   return path.length > 120 ? `${path.slice(0, 120)}...` : path;
 }
 
@@ -373,11 +355,8 @@ function decide<C>(rules: Rules<C>, view: EntryView, context: C, stats: WalkStat
 export function walkTree<C>(root: string, rules: Rules<C>, context: C, stats: WalkStats = newWalkStats()): WalkStats {
   const mounts = mountPointsBelow(root);
   const mountParents = new Set([...mounts].map(parentOf));
-  const rootSt = osCall("lstat", root, () => lstatSync(root));
-  if (!rootSt.isDirectory()) {
-    throw new Refusal(EXIT.dataRefused, `${root} is a ${kindOf(rootSt)}, not a directory`, `mount a volume (a directory) at ${root}`);
-  }
-  const top = openDirectoryAt(root, root, rootSt);
+  // The caller has checked that root is a directory (shareWorkspace): anything else there now is a change.
+  const top = openDirectoryAt(root, root, osCall("lstat", root, () => lstatSync(root)));
   const rootDecision = decide(rules, { path: root, name: Buffer.from(root), kind: "directory", st: top.st, depth: 0 }, context, stats);
   if (rootDecision.action === "fix") fixByFd(top.fd, top.st, rootDecision, { path: root }, stats);
   if (rootDecision.action !== "fix" || rootDecision.descend === undefined) {
@@ -385,7 +364,7 @@ export function walkTree<C>(root: string, rules: Rules<C>, context: C, stats: Wa
     return stats;
   }
   const longestMountParent = Math.max(0, ...[...mountParents].map((path) => path.length));
-  const walk: Walk<C> = { rules, stats, rootDev: top.st.dev, mounts, mountParents, longestMountParent, openFirst: false };
+  const walk: Walk<C> = { rules, stats, rootDev: top.st.dev, mounts, mountParents, longestMountParent };
   const stack: Frame<C>[] = [{ fd: top.fd, st: top.st, dir: openDir(top.fd, top.st, root), path: root, depth: 0, context: rootDecision.descend, holdsMounts: mountParents.has(root) }];
   // Entries are looked up relative to the working directory, moved onto each
   // directory's open fd (chdir through /proc/self/fd/N follows the fd, not a
@@ -416,8 +395,7 @@ export function walkTree<C>(root: string, rules: Rules<C>, context: C, stats: Wa
         continue;
       }
       const name = dirent.name;
-      // d_type (readdir(3)) says a regular file: it may be opened before it is judged.
-      const child = walk.openFirst && dirent.isFile() ? visitFileOpenedFirst(walk, frame, name) : visitEntry(walk, frame, name);
+      const child = visitEntry(walk, frame, name);
       if (child) {
         stack.push(child);
         closeDeepAncestor(stack);
@@ -457,52 +435,11 @@ function fixByFd<C>(fd: number, st: Stats, decision: Extract<Decision<C>, { acti
   return changed;
 }
 
-/** Whether the rules leave this entry to someone else; a rule's refusal means no (the entry is skipped, as before). */
-function prunedByRules<C>(rules: Rules<C>, view: EntryView, context: C): boolean {
-  try {
-    return rules(view, context).action === "prune";
-  } catch (error) {
-    if (error instanceof Refusal) return false;
-    throw error;
-  }
-}
-
-/** An entry on another filesystem (or a mount point): never entered or changed; skipped with a warning unless the rules leave it to someone else. */
+/** An entry on another filesystem (or a mount point): never entered or changed; skipped with a warning. */
 function onOtherFilesystem<C>(walk: Walk<C>, frame: Frame<C>, view: WalkEntry): boolean {
   if (view.st.dev === walk.rootDev && !(frame.holdsMounts && walk.mounts.has(view.path))) return false;
-  const pruned = prunedByRules(walk.rules, view, frame.context);
-  decide(() => (pruned ? { action: "prune" } : { action: "skip", reason: "another filesystem is mounted here; it was not entered" }), view, frame.context, walk.stats);
+  decide(() => ({ action: "skip", reason: "another filesystem is mounted here; it was not entered" }), view, frame.context, walk.stats);
   return true;
-}
-
-/**
- * A name readdir reported as a regular file, opened first
- * (O_RDONLY|O_NOFOLLOW|O_NONBLOCK|O_NOCTTY|O_NOATIME) and judged by the
- * fstat(2) of that fd, the inode any change is then made on. A symlink
- * there now fails the open (ELOOP); anything but a regular file behind the
- * fd is refused as changed since readdir.
- */
-function visitFileOpenedFirst<C>(walk: Walk<C>, frame: Frame<C>, name: string): undefined {
-  let fd: number;
-  try {
-    fd = openSync(fsName(name), FILE_FLAGS);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === "ENOENT") return undefined; // removed since readdir
-    if (code === "ELOOP") throw changedUnderUs(childPath(frame.path, name));
-    throw osFailure("open", childPath(frame.path, name), error);
-  }
-  try {
-    const st = osCall("fstat", childPath(frame.path, name), () => fstatSync(fd));
-    const view = new WalkEntry(frame.path, name, "file", st, frame.depth + 1);
-    if (!st.isFile()) throw changedUnderUs(view.path);
-    if (onOtherFilesystem(walk, frame, view)) return undefined;
-    const decision = decide(walk.rules, view, frame.context, walk.stats);
-    if (decision.action === "fix") walk.openFirst = fixByFd(fd, st, decision, view, walk.stats);
-  } finally {
-    closeSync(fd);
-  }
-  return undefined;
 }
 
 function visitEntry<C>(walk: Walk<C>, frame: Frame<C>, name: string): Frame<C> | undefined {
@@ -540,13 +477,11 @@ function visitEntry<C>(walk: Walk<C>, frame: Frame<C>, name: string): Frame<C> |
 
   const { uid, gid, mode } = wanted(decision, st);
   const needsChange = st.uid !== uid || st.gid !== gid || (mode !== undefined && (st.mode & 0o7777) !== mode);
-  if (kind === "file") walk.openFirst = needsChange;
   if (!needsChange) return undefined;
   // Open only what needs a change, and change the inode we opened, not the name.
-  const flags = kind === "file" ? FILE_FLAGS : PATH_FLAGS;
   let fd: number;
   try {
-    fd = openSync(fsName(name), flags);
+    fd = openSync(fsName(name), PATH_FLAGS);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === "ENOENT" || code === "ELOOP") throw changedUnderUs(view.path);
@@ -555,9 +490,7 @@ function visitEntry<C>(walk: Walk<C>, frame: Frame<C>, name: string): Frame<C> |
   try {
     const opened = fstatSync(fd);
     if (!sameInode(opened, st) || kindOf(opened) !== kind || opened.nlink !== st.nlink) throw changedUnderUs(view.path);
-    const changed =
-      kind === "file" ? applyByFd(fd, opened, uid, gid, mode ?? opened.mode & 0o7777, view) : applyByFd(fd, opened, uid, gid, kind === "symlink" ? undefined : mode, view, true);
-    if (changed) walk.stats.fixed++;
+    if (applyByFd(fd, opened, uid, gid, kind === "symlink" ? undefined : (mode ?? opened.mode & 0o7777), view, true)) walk.stats.fixed++;
   } finally {
     closeSync(fd);
   }

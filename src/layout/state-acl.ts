@@ -1,25 +1,29 @@
 /*
- * POSIX ACLs under /state (acl(5)). The layout is stated in mode bits, and
- * an ACL acts beside them where no mode test sees it: a default ACL on a
- * directory gives every file made in it later its named entries, whatever
- * the umask; on a file with an access ACL the mode's group bits are the
- * ACL's mask, not the owning group's permissions; and a named entry a mask
- * of 0 silences now acts again once anyone with the file's ownership adds a
- * group bit (chmod(2) sets the mask from them). find(1) has no ACL test and
- * Node no getxattr(2), so a perl walk (src/perl/state-acl.pl) reads the two
- * attributes they live in, system.posix_acl_access and
- * system.posix_acl_default, on every entry the layout covers:
+ * The walk of /state (src/perl/state-acl.pl): owners, modes and POSIX ACLs
+ * (acl(5)) read in one pass. The layout is stated in mode bits, and an ACL
+ * acts beside them where no mode test sees it: a default ACL on a directory
+ * gives every file made in it later its named entries, whatever the umask;
+ * on a file with an access ACL the mode's group bits are the ACL's mask, not
+ * the owning group's permissions; and a named entry a mask of 0 silences now
+ * acts again once anyone with the file's ownership adds a group bit
+ * (chmod(2) sets the mask from them). Node has no getxattr(2), so the walk
+ * is perl, and reads the two attributes they live in,
+ * system.posix_acl_access and system.posix_acl_default, on every entry the
+ * layout covers:
  *
- *   strip  (the entrypoint, at every start, as root): replaces each access
- *          ACL by its base entries, which the kernel keeps as the mode (the
- *          group bits become the owning group's permissions, cut by the
- *          mask, so nobody gains one), and removes each default ACL. After
- *          it, the mode bits are all there is, and the scan and the walk
- *          judge them as before.
+ *   fix    (the entrypoint, at every start, as root): makes every entry what
+ *          stateRules (src/layout/state.ts) want. Each access ACL is first
+ *          replaced by its base entries, which the kernel keeps as the mode
+ *          (the group bits become the owning group's permissions, cut by the
+ *          mask, so nobody gains one), and each default ACL removed; then
+ *          the owner and the mode are judged by the mode bits left.
  *   list   (the audit, read-only): every entry that carries an ACL.
+ *   defaults (the audit, read-only, of /workspace): every directory that
+ *          carries a default ACL, which sets the modes of what anyone later
+ *          creates in it, the service included (docs/security.md).
  *
- * Both leave the agent's home and mount points alone, as the walk does,
- * and enter no directory DEPTH_LIMIT levels down (src/layout/rules.ts).
+ * fix and list leave the agent's home alone; all three leave mount points
+ * alone and enter no directory DEPTH_LIMIT levels down (src/layout/rules.ts).
  */
 import { constants as fsConstants } from "node:fs";
 import { constants } from "node:os";
@@ -38,7 +42,7 @@ export const STATE_ACL_SCRIPT = STATE_ACL_TEMPLATE.trim();
 /** open(2) O_PATH on x86_64 and aarch64 (asm-generic/fcntl.h); Node does not export it. */
 const O_PATH = 0o10000000;
 
-export type AclWalkMode = "strip" | "list";
+export type AclWalkMode = "fix" | "list" | "defaults";
 
 /*
  * This architecture's system call numbers (src/os/syscalls.ts, syscallNumbers),
@@ -52,10 +56,19 @@ function builtInSyscalls(): SyscallNumbers {
   return __CLANKIE_SYSCALLS__;
 }
 
-/** Pure: perl's arguments after -e SCRIPT (`serviceUid`: strip leaves a hard link to another uid's file alone; list ignores it; `nr`: another architecture's numbers). */
-export function stateAclArgs(mode: AclWalkMode, root: string, serviceUid: number, nr: SyscallNumbers = builtInSyscalls()): string[] {
+/** The owner fix gives every entry (list ignores it). */
+export interface StateOwner {
+  uid: number;
+  gid: number;
+}
+
+/** Pure: perl's arguments after -e SCRIPT (`nr`: another architecture's numbers). */
+export function stateAclArgs(mode: AclWalkMode, root: string, owner: StateOwner, nr: SyscallNumbers = builtInSyscalls()): string[] {
   const dirFlags = fsConstants.O_RDONLY | fsConstants.O_DIRECTORY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK;
-  return [mode, root, STATE_LAYOUT.pruned, ...[serviceUid, nr.lgetxattr, nr.getxattr, nr.setxattr, nr.removexattr, dirFlags, O_PATH | fsConstants.O_NOFOLLOW, constants.errno.ENODATA, constants.errno.EOPNOTSUPP, DEPTH_LIMIT, SHOWN_PATH_BYTES].map(String)];
+  const fileFlags = fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK | fsConstants.O_NOCTTY;
+  // defaults is the audit's read of /workspace: nothing in it is left out.
+  const state = mode !== "defaults";
+  return [mode, root, state ? STATE_LAYOUT.pruned : "", state ? STATE_LAYOUT.release.name : "", ...[owner.uid, owner.gid, nr.lgetxattr, nr.getxattr, nr.setxattr, nr.removexattr, dirFlags, fileFlags, O_PATH | fsConstants.O_NOFOLLOW, constants.errno.ENODATA, constants.errno.EOPNOTSUPP, DEPTH_LIMIT, SHOWN_PATH_BYTES].map(String)];
 }
 
 /**
@@ -63,45 +76,15 @@ export function stateAclArgs(mode: AclWalkMode, root: string, serviceUid: number
  * mount points below it, as mountPointsBelow gives them). Throws (Refusal or
  * Error) when perl cannot be run under the exec rules.
  */
-export function startStateAclWalk(mode: AclWalkMode, root: string, serviceUid: number, mountPoints: Iterable<string>): Promise<CaptureResult> {
+export function startStateAclWalk(mode: AclWalkMode, root: string, owner: StateOwner, mountPoints: Iterable<string>): Promise<CaptureResult> {
   return startCapture({
     command: TOOLS.perl,
-    args: ["-e", STATE_ACL_SCRIPT, ...stateAclArgs(mode, root, serviceUid)],
+    args: ["-e", STATE_ACL_SCRIPT, ...stateAclArgs(mode, root, owner)],
     input: Buffer.concat([...mountPoints].map((point) => Buffer.from(`${point}\0`, "latin1"))),
-    // strip: no deadline of its own (a tree too big to read in time is too big to walk); list: the audit's.
-    timeoutMs: mode === "strip" ? 2 ** 31 - 1 : 120_000,
+    // fix: no deadline of its own (a tree too big to read in time is too big to walk); list and defaults: the audit's.
+    timeoutMs: mode === "fix" ? 2 ** 31 - 1 : 120_000,
     maxBytes: 64 << 20,
   });
-}
-
-/** One entry of an ACL (acl(5)): ACL_USER_OBJ, ACL_USER, ACL_GROUP_OBJ, ACL_GROUP, ACL_MASK, ACL_OTHER. */
-export interface AclEntry {
-  tag: "user::" | "user" | "group::" | "group" | "mask" | "other";
-  /** The uid or gid of a named entry. */
-  id?: number;
-  perm: string;
-}
-
-const TAGS: Readonly<Record<number, AclEntry["tag"]>> = { 1: "user::", 2: "user", 4: "group::", 8: "group", 0x10: "mask", 0x20: "other" };
-
-/** Pure: the value of a system.posix_acl_* attribute (posix_acl_xattr.h: a u32 version 2, then u16 tag, u16 perm, u32 id, little-endian). */
-export function decodeAcl(hex: string): AclEntry[] {
-  const data = Buffer.from(hex, "hex");
-  const entries: AclEntry[] = [];
-  for (let at = 4; at + 8 <= data.length; at += 8) {
-    const tag = TAGS[data.readUInt16LE(at)] ?? "other";
-    const p = data.readUInt16LE(at + 2);
-    const perm = `${p & 4 ? "r" : "-"}${p & 2 ? "w" : "-"}${p & 1 ? "x" : "-"}`;
-    entries.push(tag === "user" || tag === "group" ? { tag, id: data.readUInt32LE(at + 4), perm } : { tag, perm });
-  }
-  return entries;
-}
-
-/** Pure: the named entries, as getfacl(1) writes them ("user:1001:r--"); the base entries say nothing the mode does not. */
-export function namedEntries(hex: string): string[] {
-  return decodeAcl(hex)
-    .filter((e) => e.id !== undefined)
-    .map((e) => `${e.tag}:${e.id}:${e.perm}`);
 }
 
 export interface AclFound {
@@ -114,14 +97,22 @@ export interface AclFound {
 
 export interface AclWalk {
   visited: number;
-  /** strip: how many entries had ACLs removed; list: 0. */
+  /** fix: how many entries had ACLs removed; list: 0. */
   stripped: number;
-  /** Every entry with an ACL (list), or the first five stripped (strip). */
+  /** fix: entries judged by the layout, and how many of them were changed. */
+  checked: number;
+  fixed: number;
+  /** fix: entries left alone (another filesystem, or a directory at the depth limit), and the first five. */
+  skipped: number;
+  left: Array<{ path: string; why: "mount" | "deep" }>;
+  /** Every entry with an ACL (list), or the first five stripped (fix). */
   found: AclFound[];
-  /** What could not be read (list); in strip the walk stops at the first. */
+  /** What could not be read (list); in fix the walk stops at the first. */
   problems: Array<{ path: string; syscall: string; code: string }>;
-  /** strip: an entry that changed while the walk looked at it; the walk stopped there. */
+  /** fix: an entry that changed while the walk looked at it; the walk stopped there. */
   changed?: string;
+  /** fix: what the walk refused (a device node, a foreign hard link); the walk stopped there. */
+  refused?: { path: string; device: true } | { path: string; links: number; uid: number };
   /** Whether the walk ran to its end (its last record came). */
   complete: boolean;
 }
@@ -130,7 +121,7 @@ export interface AclWalk {
 export function parseAclWalk(stdout: Buffer): AclWalk {
   const fields = stdout.toString("latin1").split("\0");
   if (fields.pop() !== "") throw new Error("the ACL walk's output does not end with a complete field");
-  const walk: AclWalk = { visited: 0, stripped: 0, found: [], problems: [], complete: false };
+  const walk: AclWalk = { visited: 0, stripped: 0, checked: 0, fixed: 0, skipped: 0, left: [], found: [], problems: [], complete: false };
   const shown = (raw: string) => printablePath(Buffer.from(raw, "latin1"));
   const hex = (value: string): string => {
     if (!/^(?:[0-9a-f]{2})*$/.test(value)) throw new Error("the ACL walk printed a malformed attribute");
@@ -143,7 +134,7 @@ export function parseAclWalk(stdout: Buffer): AclWalk {
     return fields.slice(i - n, i);
   };
   while (i < fields.length) {
-    if (walk.complete || walk.changed !== undefined) throw new Error("the ACL walk printed records after its last one");
+    if (walk.complete || walk.changed !== undefined || walk.refused !== undefined) throw new Error("the ACL walk printed records after its last one");
     const tag = fields[i++];
     if (tag === "A") {
       const [raw, access, dflt] = take(3) as [string, string, string];
@@ -153,10 +144,17 @@ export function parseAclWalk(stdout: Buffer): AclWalk {
       walk.problems.push({ path: shown(raw), syscall, code: errnoName(errno) });
     } else if (tag === "X") {
       walk.changed = shown(take(1)[0]!);
+    } else if (tag === "D") {
+      walk.refused = { path: shown(take(1)[0]!), device: true };
+    } else if (tag === "H") {
+      const [raw, links, uid] = take(3) as [string, string, string];
+      walk.refused = { path: shown(raw), links: Number(links), uid: Number(uid) };
+    } else if (tag === "S") {
+      const [raw, why] = take(2) as [string, string];
+      if (why !== "mount" && why !== "deep") throw new Error(`the walk left an entry alone for an unknown reason ${JSON.stringify(why)}`);
+      walk.left.push({ path: shown(raw), why });
     } else if (tag === "V") {
-      const [visited, stripped] = take(2) as [string, string];
-      walk.visited = Number(visited);
-      walk.stripped = Number(stripped);
+      [walk.visited, walk.stripped, walk.checked, walk.fixed, walk.skipped] = take(5).map(Number) as [number, number, number, number, number];
       walk.complete = true;
     } else {
       throw new Error(`the ACL walk printed an unknown record ${JSON.stringify(tag)}`);

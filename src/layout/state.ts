@@ -24,10 +24,8 @@
  * 0755 and 0770 become 0755, 0660 becomes 0644, 0600 and 0700 stay as they
  * are. Only the release root itself is always 0755.
  */
-import type { Identities } from "../accounts.ts";
 import { EXIT, STATE_AGENT_NAME, STATE_INSTALL_NAME } from "../constants.ts";
 import { Refusal } from "../report.ts";
-import { type Decision, DEPTH_LIMIT, type EntryView } from "./rules.ts";
 
 export type StateZone = "top" | "private" | "release";
 
@@ -44,8 +42,9 @@ export const stateModes = {
 } as const;
 
 /**
- * The layout as data, which stateRules (the walk's and the audit's judge)
- * reads: the rules are stated once, here. (A read-only find(1) scan of a
+ * The layout as data, which stateRules (src/layout/state-rules.ts: the
+ * audit's judge) reads, and the start's walk (src/perl/state-acl.pl, held
+ * to these modes by test/unit/layout/state-acl.test.ts). (A read-only find(1) scan of a
  * restart, which stated them a second time as find expressions, was removed:
  * docs/architecture.md, "The restart scan, removed".)
  */
@@ -60,46 +59,9 @@ export const STATE_LAYOUT = {
   private: stateModes.private,
 } as const;
 
-/** Which part of the layout a top-level name of /state is in. */
-export function topLevelZone(name: Buffer): "pruned" | "release" | "private" {
-  if (name.equals(Buffer.from(STATE_LAYOUT.pruned))) return "pruned";
-  if (name.equals(Buffer.from(STATE_LAYOUT.release.name))) return "release";
-  return "private";
-}
-
-/** A file another user owns that has more than one name: changing it would change a file elsewhere. */
-function foreignHardLink(entry: EntryView, serviceUid: number): boolean {
-  return entry.kind !== "directory" && entry.st.nlink > 1 && entry.st.uid !== serviceUid;
-}
-
-export function stateRules(ids: Identities) {
-  const uid = ids.service.uid;
-  const gid = ids.service.gid;
-  return (entry: EntryView, zone: StateZone): Decision<StateZone> => {
-    if (entry.depth === 0) return { action: "fix", uid, gid, mode: STATE_LAYOUT.top, descend: "top" };
-    const top = zone === "top" ? topLevelZone(entry.name) : undefined;
-    // The agent's home is never walked: secureState takes over its top,
-    // whatever it is (a mount point of its own included) or refuses it.
-    if (top === "pruned") return { action: "prune" };
-    if (entry.kind === "device") {
-      throw new Refusal(EXIT.dataRefused, `${entry.path} is a device node`, `remove it (rm ${JSON.stringify(entry.path)}) and start again`);
-    }
-    if (foreignHardLink(entry, uid)) {
-      throw new Refusal(
-        EXIT.dataRefused,
-        `${entry.path} is a hard link (${entry.st.nlink} names) to a file owned by uid ${entry.st.uid}; taking it over would change that file everywhere`,
-        `remove it (rm ${JSON.stringify(entry.path)}) and start again`,
-      );
-    }
-    // Nothing below it is walked: closed (the private zone's rule, in the release too), whatever lies below stays out of the agent's reach.
-    if (entry.kind === "directory" && entry.depth >= DEPTH_LIMIT) return { action: "fix", uid, gid, mode: STATE_LAYOUT.private };
-    if (top === "release") {
-      if (entry.kind === "directory") return { action: "fix", uid, gid, mode: STATE_LAYOUT.release.root, descend: "release" };
-      return { action: "fix", uid, gid, mode: STATE_LAYOUT.release.below };
-    }
-    if (zone === "release") {
-      return { action: "fix", uid, gid, mode: STATE_LAYOUT.release.below, descend: entry.kind === "directory" ? "release" : undefined };
-    }
-    return { action: "fix", uid, gid, mode: STATE_LAYOUT.private, descend: entry.kind === "directory" ? "private" : undefined };
-  };
-}
+/** The two entries /state's rules refuse, by their display path (the start's walk and the audit state them alike). */
+export const stateRefusals = {
+  device: (path: string): Refusal => new Refusal(EXIT.dataRefused, `${path} is a device node`, `remove it (rm ${JSON.stringify(path)}) and start again`),
+  foreignHardLink: (path: string, links: number, uid: number): Refusal =>
+    new Refusal(EXIT.dataRefused, `${path} is a hard link (${links} names) to a file owned by uid ${uid}; taking it over would change that file everywhere`, `remove it (rm ${JSON.stringify(path)}) and start again`),
+};

@@ -29,7 +29,7 @@ import type { ProbeReport } from "./probe-agent.ts";
 import { judgeCapabilityHolders, judgeRootProcesses, judgeSpawner, judgeWorkspaceExecutables } from "./processes.ts";
 import { judgeCapabilities, judgeNoNewPrivs, judgeProcessIds } from "./service-process.ts";
 import { judgeAgentHome, judgeAgentVolume, judgeStateZone } from "./state.ts";
-import { judgeWorkspaceMarker, judgeWorkspaceTop } from "./workspace.ts";
+import { judgeWorkspaceDefaults, judgeWorkspaceMarker, judgeWorkspaceTop } from "./workspace.ts";
 
 type Values = { [K in keyof Facts]: Facts[K] extends { ok: true; value: infer T } | { ok: false } ? T : never };
 type Name = keyof Values;
@@ -72,6 +72,7 @@ export const CHECKS: readonly CheckSpec[] = [
   check({ id: "state.agent-volume", needs: ["stateTop", "agentHome", "mode"], judge: ({ stateTop, agentHome, mode }) => judgeAgentVolume(stateTop, agentHome, mode.mode) }),
   check({ id: "workspace.top", needs: ["ids", "workspaceTop", "stateTop", "mode"], what: "/workspace", judge: ({ ids, workspaceTop, stateTop, mode }) => judgeWorkspaceTop(ids, workspaceTop, stateTop.ok ? stateTop.value.dev : -1, mode.mode) }),
   check({ id: "workspace.marker", needs: ["ids", "workspaceTop", "marker", "mode"], what: "the layout marker", judge: ({ marker, workspaceTop, mode }) => judgeWorkspaceMarker(marker, workspaceTop, mode.mode) }),
+  check({ id: "workspace.default-acl", needs: ["workspaceAcls"], what: "/workspace", unread: "warn", judge: ({ workspaceAcls }) => judgeWorkspaceDefaults(workspaceAcls) }),
   check({ id: "image.executable", needs: ["running", "programs"], what: "this executable", judge: ({ running, programs }) => judgeExecutable(running, INSTALLED, programs) }),
   check({ id: "image.bundle", needs: ["bundle"], what: "the embedded bundle", judge: ({ bundle }) => judgeBundle(bundle) }),
   check({ id: "image.tools", needs: ["programs"], judge: ({ programs }) => judgeTools(programs) }),

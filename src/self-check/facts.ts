@@ -19,7 +19,7 @@ import { parsePasswd } from "../accounts.ts";
 import { builtInBundleSha256 } from "../build-info.ts";
 import { AGENT_EXEC_NAME, AGENT_HOME, ENTRYPOINT_NAME, GROUP_FILE, INSTALL_DIR, PASSWD_FILE, PRIVATE_DIR, SERVICE_USER, STATE_DIR, TOOLS, WORKSPACE_DIR } from "../constants.ts";
 import { embeddedHashes } from "../embedded-bundle.ts";
-import { runCapture } from "../exec/capture.ts";
+import { type CaptureResult, runCapture } from "../exec/capture.ts";
 import { checkTrustedExecutable } from "../exec/rules.ts";
 import { readMarkerText } from "../layout/marker.ts";
 import { type AclWalk, parseAclWalk, startStateAclWalk } from "../layout/state-acl.ts";
@@ -187,8 +187,10 @@ export async function readFacts(request: { probe: boolean }) {
   const excluded = mounts.ok ? excludedDirectories(mounts.value, IMAGE_WALK_SKIP) : new Set<string>();
   const scanning = mounts.ok ? attempt(PERL_FIX, () => startImageScan(excluded)) : mounts;
   // The ACLs below /state (src/layout/state-acl.ts): a second perl walk, read-only, beside both.
-  const stateMounts = mounts.ok ? mounts.value.map((m) => m.point).filter((point) => point.startsWith(`${STATE_DIR}/`)) : [];
-  const aclScanning = mounts.ok ? attempt(PERL_FIX, () => startStateAclWalk("list", STATE_DIR, serviceUid ?? -1, stateMounts)) : mounts;
+  const mountsBelow = (dir: string): string[] => (mounts.ok ? mounts.value.map((m) => m.point).filter((point) => point.startsWith(`${dir}/`)) : []);
+  const aclScanning = mounts.ok ? attempt(PERL_FIX, () => startStateAclWalk("list", STATE_DIR, { uid: serviceUid ?? -1, gid: -1 }, mountsBelow(STATE_DIR))) : mounts;
+  // The default ACLs of /workspace's directories (the same walk, reading directories only), a third.
+  const defaultsScanning = mounts.ok ? attempt(PERL_FIX, () => startStateAclWalk("defaults", WORKSPACE_DIR, { uid: -1, gid: -1 }, mountsBelow(WORKSPACE_DIR))) : mounts;
 
   /* 3. /state, /workspace, the image's programs, the kernel: read while perl walks. */
   const stateAudit = ids.ok ? attempt(ROOT_FIX, () => auditState(ids.value)) : ids;
@@ -238,14 +240,15 @@ export async function readFacts(request: { probe: boolean }) {
     const parsed = output.error !== undefined || output.status !== 0 ? undefined : attempt(PERL_FIX, () => parseImageScan(output.stdout, mounts.value, excluded));
     imageScan = parsed?.ok ? parsed : perlFailed(parsed?.error ?? captureFailure(output));
   }
-  let stateAcls: Fact<AclWalk>;
-  if (!aclScanning.ok) stateAcls = aclScanning;
-  else {
-    const output = await aclScanning.value;
+  const aclWalk = async (scanning: Fact<Promise<CaptureResult>>, root: string): Promise<Fact<AclWalk>> => {
+    if (!scanning.ok) return scanning;
+    const output = await scanning.value;
     const parsed = output.error !== undefined || output.status !== 0 ? undefined : attempt(PERL_FIX, () => parseAclWalk(output.stdout));
-    stateAcls = parsed?.ok && parsed.value.complete ? parsed : { ok: false, error: `the ACL walk of ${STATE_DIR} (perl) did not complete: ${parsed?.ok === false ? parsed.error : captureFailure(output)}`, fix: PERL_FIX };
-  }
+    return parsed?.ok && parsed.value.complete ? parsed : { ok: false, error: `the ACL walk of ${root} (perl) did not complete: ${parsed?.ok === false ? parsed.error : captureFailure(output)}`, fix: PERL_FIX };
+  };
+  const stateAcls = await aclWalk(aclScanning, STATE_DIR);
+  const workspaceAcls = await aclWalk(defaultsScanning, WORKSPACE_DIR);
   /** What the probe did; absent without --probe. */
   const probe = request.probe ? runProbe({ mode: mode.mode, self: own.creds, ids: ids.ok ? ids.value : undefined, servicePid: choice.entry.pid }) : undefined;
-  return { ...facts, imageScan, stateAcls, probe: known(probe) };
+  return { ...facts, imageScan, stateAcls, workspaceAcls, probe: known(probe) };
 }

@@ -1,7 +1,7 @@
 /*
  * /state against the layout contract of the root entrypoint. The contract is
  * not restated here: every entry is put to the entrypoint's own rules
- * (stateRules and stateModes of src/entrypoint/state-layout.ts), and an
+ * (stateRules of src/layout/state-rules.ts, stateModes), and an
  * entry breaks the contract when its owner, group or mode differs from what
  * those rules would set, or when the rules refuse it (a device node, a hard
  * link to another user's file) or could not reach it (another filesystem
@@ -17,8 +17,9 @@
 import type { Identities } from "../accounts.ts";
 import { AGENT_HOME, STATE_DIR, STATE_INSTALL_NAME } from "../constants.ts";
 import { DEPTH_LIMIT } from "../layout/rules.ts";
-import { stateModes, stateRules, type StateZone } from "../layout/state.ts";
-import { type AclFound, type AclWalk, namedEntries } from "../layout/state-acl.ts";
+import { stateModes, type StateZone } from "../layout/state.ts";
+import { stateRules } from "../layout/state-rules.ts";
+import type { AclFound, AclWalk } from "../layout/state-acl.ts";
 import { Refusal } from "../report.ts";
 import { bounded, cannotLook, fail, failUnlessSingle, octal, pass, plural, type Verdict, warn } from "./check.ts";
 import type { Lstat, Mode } from "./fact-types.ts";
@@ -140,6 +141,36 @@ const SINGLE_UID_NOTE = "this body runs single-uid, so the entrypoint has not ap
 function refusedFirst(violations: readonly StateViolation[]): string {
   const refused = violations.find((v) => v.fix !== undefined);
   return refused ? `${refused.fix}; then ${RESTART_FIX}` : RESTART_FIX;
+}
+
+/** One entry of an ACL (acl(5)): ACL_USER_OBJ, ACL_USER, ACL_GROUP_OBJ, ACL_GROUP, ACL_MASK, ACL_OTHER. */
+export interface AclEntry {
+  tag: "user::" | "user" | "group::" | "group" | "mask" | "other";
+  /** The uid or gid of a named entry. */
+  id?: number;
+  perm: string;
+}
+
+const TAGS: Readonly<Record<number, AclEntry["tag"]>> = { 1: "user::", 2: "user", 4: "group::", 8: "group", 0x10: "mask", 0x20: "other" };
+
+/** Pure: the value of a system.posix_acl_* attribute (posix_acl_xattr.h: a u32 version 2, then u16 tag, u16 perm, u32 id, little-endian). */
+export function decodeAcl(hex: string): AclEntry[] {
+  const data = Buffer.from(hex, "hex");
+  const entries: AclEntry[] = [];
+  for (let at = 4; at + 8 <= data.length; at += 8) {
+    const tag = TAGS[data.readUInt16LE(at)] ?? "other";
+    const p = data.readUInt16LE(at + 2);
+    const perm = `${p & 4 ? "r" : "-"}${p & 2 ? "w" : "-"}${p & 1 ? "x" : "-"}`;
+    entries.push(tag === "user" || tag === "group" ? { tag, id: data.readUInt32LE(at + 4), perm } : { tag, perm });
+  }
+  return entries;
+}
+
+/** Pure: the named entries, as getfacl(1) writes them ("user:1001:r--"); the base entries say nothing the mode does not. */
+export function namedEntries(hex: string): string[] {
+  return decodeAcl(hex)
+    .filter((e) => e.id !== undefined)
+    .map((e) => `${e.tag}:${e.id}:${e.perm}`);
 }
 
 /** Pure: one ACL as the check shows it: "/state (default ACL: user:1001:r--)". */

@@ -2,15 +2,19 @@
  * /workspace: its top against the entrypoint's rule (workspaceRules at depth
  * 0: node:clankie-workspace, group read/write/search, set-group-ID so new
  * entries inherit the group), and the layout marker the entrypoint writes in
- * /state once it has walked the tree. The tree itself is not walked: it is
- * the agent's to change, and the marker records that the entrypoint walked it.
+ * /state once it has walked the tree. The tree's modes are not judged: it
+ * is the agent's to change, and the marker records that the entrypoint walked
+ * it. Its directories' default ACLs are read (src/layout/state-acl.ts,
+ * "defaults"): one the agent set on its own directory sets the modes of what
+ * the service creates there, not the service's umask (docs/security.md).
  */
 import type { Identities } from "../accounts.ts";
 import { WORKSPACE_DIR, WORKSPACE_GROUP, WORKSPACE_LAYOUT_VERSION } from "../constants.ts";
 import { parseMarker, WORKSPACE_MARKER } from "../layout/marker.ts";
 import { workspaceRules } from "../layout/workspace.ts";
 import { kindOf } from "../os/file-kind.ts";
-import { cannotLook, fail, failUnlessSingle, octal, pass, type Verdict } from "./check.ts";
+import type { AclWalk } from "../layout/state-acl.ts";
+import { bounded, cannotLook, fail, failUnlessSingle, octal, pass, plural, type Verdict, warn } from "./check.ts";
 import type { Lstat, Mode } from "./fact-types.ts";
 
 const RESTART_FIX = "restart the container (docker restart CONTAINER): the root entrypoint gives /workspace its group and walks it again when the marker is stale";
@@ -61,4 +65,21 @@ export function judgeWorkspaceMarker(marker: { text: string } | { error: string 
     return complain(`the layout marker names another volume (dev ${parsed.dev} ino ${parsed.ino}; /workspace is dev ${top.dev} ino ${top.ino})`);
   }
   return pass(`layout marker version ${parsed.version} names this /workspace volume: the entrypoint walked it`, found);
+}
+
+/** Pure: the directories below /workspace that carry a default ACL (a warning: the tree is the agent's, and so is such an ACL). */
+export function judgeWorkspaceDefaults(walk: AclWalk): Verdict {
+  const dirs = walk.found.filter((f) => f.default !== "").map((f) => f.path);
+  const unread = walk.problems.map((p) => `${p.syscall} ${p.path}: ${p.code}`);
+  const found = { root: WORKSPACE_DIR, visited: walk.visited, defaultAcls: bounded(dirs), unreadable: bounded(unread) };
+  if (dirs.length > 0) {
+    const shown = dirs.slice(0, 3).join("; ") + (dirs.length > 3 ? `; and ${dirs.length - 3} more` : "");
+    return warn(
+      `${plural(dirs.length, "directory", "directories")} below ${WORKSPACE_DIR} carr${dirs.length === 1 ? "ies" : "y"} a default ACL, which sets the modes of what the service creates there instead of its umask (0660 and 2770 do not hold there): ${shown}`,
+      found,
+      "where a mode must hold, have the service set it after creating the entry (fs.chmod), or write in a directory of its own; remove such an ACL with setfacl -k DIR (docs/security.md)",
+    );
+  }
+  if (unread.length > 0) return warn(`could not read ${plural(unread.length, "directory", "directories")} below ${WORKSPACE_DIR}: ${unread.slice(0, 3).join("; ")}`, found, "run the audit as root (docker exec CONTAINER clankie-separate --self-check), which can read every entry");
+  return pass(`no directory below ${WORKSPACE_DIR} carries a default ACL (${walk.visited} entries read)`, found);
 }

@@ -65,6 +65,7 @@ import { CAPS, cgroupCounters, cgroupDir, containerId, countByUid, hostTasksOfUi
 import { checkStateLayout, countPrivate, listFiles, seedLargeTree, treeDigest } from "./helpers/volumes.ts";
 import { checkGitTrust } from "../helpers/git-trust.ts";
 import { collateralProblems, documentedCollateral, EVERYDAY, judgeEveryday, type EverydayResult, MODES, NEEDED_DENIALS } from "./helpers/everyday.ts";
+import { buildProblems } from "./helpers/everyday-builds.ts";
 import { judgeSampleService, SAMPLE_SERVICE } from "../helpers/sample-service.ts";
 import { FIXTURES, REPO } from "../helpers/paths.ts";
 import { AGAINST_PRIVATE } from "../helpers/private-jobs.ts";
@@ -754,7 +755,7 @@ itemTest(image, "8. everyday work: git both ways between the uids, and every eve
   const { state, workspace } = ensureBody();
   const tools = session.buildToolsImage();
   process.stdout.write(
-    `\n   tools: packages ${tools.debs.built ? `downloaded in ${tools.debs.seconds.toFixed(1)} s` : "cached"}; ` +
+    `\n   tools: base ${tools.base.built ? `built in ${tools.base.seconds.toFixed(1)} s` : "cached"}, ${(tools.base.bytes / 1e6).toFixed(0)} MB; ` +
       `tools image built in ${tools.build.seconds.toFixed(1)} s, ${(tools.build.bytes / 1e6).toFixed(0)} MB\n`,
   );
   // /var/tmp on a tmpfs of its own: under --read-only it is writable to no one, and the battery asks whether agent work may write where its uid may.
@@ -776,6 +777,8 @@ itemTest(image, "8. everyday work: git both ways between the uids, and every eve
   const documented = documentedCollateral(readFileSync(join(REPO, "README.md"), "utf8"));
   // Per mode: no stale listing, at most 2 collateral, each in README's list (its marker) with a workaround that works in that mode.
   assert.equal(collateralProblems(verdict, documented), [], "the everyday verdict per mode");
+  // The builds (pip wheel, pip install -e, a cargo workspace) and the JVM's temporary files: each works as the uid alone, and as stated in each mode.
+  assert.equal(buildProblems(results), [], "the builds and the JVM's temporary files");
   for (const mode of MODES) {
     for (const id of Object.keys(NEEDED_DENIALS[mode])) assert.ok(results.some((r) => r.id === id), `${mode}: the listed denial ${id} is an action of the battery`);
   }

@@ -356,12 +356,31 @@ rootTest(SelfCheck, "an ACL with a named entry below /state fails state.layout (
   });
 });
 
+rootTest(SelfCheck, "a default ACL the agent sets on its own directory in /workspace warns workspace.default-acl, naming it (the service's new files there would not be 0660); control: the same directory without it passes", () => {
+  inBody(seededBody(), (body) => {
+    // As the agent, through the shim: a directory of its own, then (or not) a default ACL that opens new files to other.
+    const agent = (script: string) => `/usr/local/sbin/clankie-agent-exec -- /bin/sh -c '${script}'`;
+    const control = parse(shDoctor(body, agent("mkdir -p /workspace/agent-dir/sub"), ["--json"]));
+    assertFailing(control, []);
+    const clean = check(control, "workspace.default-acl");
+    assert.is(clean.status, "pass", clean.summary);
+    assert.ok(clean.found.visited >= 3, "the walk read the directories below /workspace");
+    const planted = parse(shDoctor(body, agent("setfacl -d -m u::rwx,g::-,o::rw /workspace/agent-dir/sub && touch /workspace/agent-dir/sub/probe"), ["--json"]));
+    assertFailing(planted, []);
+    const acl = check(planted, "workspace.default-acl");
+    assert.is(acl.status, "warn");
+    assert.equal(acl.found.defaultAcls.shown, ["/workspace/agent-dir/sub"]);
+    assert.match(acl.summary, /^1 directory below \/workspace carries a default ACL, which sets the modes of what the service creates there instead of its umask \(0660 and 2770 do not hold there\): \/workspace\/agent-dir\/sub$/);
+    assert.match(acl.fix!, /setfacl -k/);
+  });
+});
+
 rootTest(SelfCheck, "text form: one line per check, failures first with their fix, then the verdict", () => {
   inBody(seededBody(), (body) => {
     const result = shDoctor(body, "touch /state/planted; chmod 0664 /state/planted", []);
     assert.is(result.status, 1);
     const out = result.stdout.trimEnd().split("\n");
-    assert.is(out.length, 33, result.stdout); // 32 checks without --probe (processes.spawner among them), and the verdict
+    assert.is(out.length, 34, result.stdout); // 33 checks without --probe (processes.spawner and workspace.default-acl among them), and the verdict
     assert.match(out[0]!, /^FAIL state\.layout: 1 entry breaks the layout contract: \/state\/planted \(file 0664 1000:1000, want 0600 1000:1000\); fix: restart the container/);
     const statuses = out.slice(0, -1).map((line) => line.split(" ")[0]);
     assert.equal(statuses, [...statuses].sort((a, b) => ["FAIL", "WARN", "PASS"].indexOf(a!) - ["FAIL", "WARN", "PASS"].indexOf(b!)));

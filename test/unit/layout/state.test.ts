@@ -4,7 +4,8 @@ import { linkSync, lstatSync, mkdtempSync, rmSync, writeFileSync } from "node:fs
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { spawnSync } from "node:child_process";
-import { stateModes, stateRules } from "../../../src/layout/state.ts";
+import { stateModes } from "../../../src/layout/state.ts";
+import { stateRules } from "../../../src/layout/state-rules.ts";
 import { kindOf } from "../../../src/os/file-kind.ts";
 import { EXIT } from "../../../src/constants.ts";
 import { assertRefusal } from "../../helpers/refusal.ts";

@@ -4,11 +4,11 @@ import * as assert from "uvu/assert";
 import { describeAcl, judgeStateEntry, judgeStateZone, type StateAudit } from "../../../src/self-check/state.ts";
 import type { AclWalk } from "../../../src/layout/state-acl.ts";
 import { WalkedEntry } from "../../../src/self-check/walk.ts";
-import { stateRules } from "../../../src/layout/state.ts";
+import { stateRules } from "../../../src/layout/state-rules.ts";
 import { ids, stats, walked } from "../../helpers/self-check-fixtures.ts";
 
 const State = suite("state");
-const NO_ACLS: AclWalk = { visited: 10, stripped: 0, found: [], problems: [], complete: true };
+const NO_ACLS: AclWalk = { visited: 10, stripped: 0, checked: 0, fixed: 0, skipped: 0, left: [], found: [], problems: [], complete: true };
 const stateZones = (a: StateAudit, mode: "separated" | "single-uid", acls: AclWalk = NO_ACLS) => [judgeStateZone(a, "layout", mode, acls), judgeStateZone(a, "release", mode, acls)];
 const rules = stateRules(ids);
 

@@ -2,7 +2,8 @@
 import { type Stats } from "node:fs";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { judgeWorkspaceMarker, judgeWorkspaceTop } from "../../../src/self-check/workspace.ts";
+import { judgeWorkspaceDefaults, judgeWorkspaceMarker, judgeWorkspaceTop } from "../../../src/self-check/workspace.ts";
+import type { AclWalk } from "../../../src/layout/state-acl.ts";
 import { ids, stats } from "../../helpers/self-check-fixtures.ts";
 
 const Workspace = suite("workspace");
@@ -24,6 +25,18 @@ Workspace("marker: current passes; missing, stale, malformed or another volume's
   assert.match(judgeWorkspaceMarker({ text: "junk" }, ok(top), "separated").summary, /malformed/);
   assert.is(judgeWorkspaceMarker({ error: "read x: ENOENT" }, ok(top), "separated").status, "fail");
   assert.is(judgeWorkspaceMarker({ error: "read x: ENOENT" }, ok(top), "single-uid").status, "warn");
+});
+
+Workspace("default-acl: a directory with a default ACL warns, named; an access ACL alone and a clean tree pass; an unreadable directory warns", () => {
+  const walk = (more: Partial<AclWalk>): AclWalk => ({ visited: 5, stripped: 0, checked: 0, fixed: 0, skipped: 0, left: [], found: [], problems: [], complete: true, ...more });
+  assert.is(judgeWorkspaceDefaults(walk({})).status, "pass");
+  assert.is(judgeWorkspaceDefaults(walk({ found: [{ path: "/workspace/a", access: "02", default: "" }] })).status, "pass");
+  const warned = judgeWorkspaceDefaults(walk({ found: [{ path: "/workspace/a", access: "", default: "02" }, { path: "/workspace/b", access: "02", default: "02" }] }));
+  assert.is(warned.status, "warn");
+  assert.match(warned.summary, /^2 directories below \/workspace carry a default ACL, .*: \/workspace\/a; \/workspace\/b$/);
+  const unread = judgeWorkspaceDefaults(walk({ problems: [{ path: "/workspace/x", syscall: "open", code: "EACCES" }] }));
+  assert.is(unread.status, "warn");
+  assert.match(unread.summary, /could not read 1 directory below \/workspace: open \/workspace\/x: EACCES/);
 });
 
 Workspace.run();

@@ -641,10 +641,23 @@ test("rt_sigprocmask that fails is refused (71): the command never starts with s
   refused(lying(base, [{ nr: NR.rtSigprocmask, arg: [0, 2], errno: EINVAL }]), 71, agentLine(`rt_sigprocmask failed: EINVAL; ${KERNEL_FIX}`));
 });
 
+/** The stage's request for a private job on the lease directory `lease`. */
+const privateRequest = (lease: string) => ({ ...base, confinement: confinementKeys({ ...NO_EXTRA_CONFINEMENT, privateDir: lease }, { topLevel: privateImageTree() }), privateDir: lease });
+
+/** A lease directory of this test process's (salted, so two tests never share one), and how to make it empty again. */
+function testLease(salt: number): { lease: string; fresh: () => void } {
+  const lease = `/run/clankie-private/${40 + ((process.pid + salt) % 50)}`;
+  const fresh = (): void => {
+    rmSync(lease, { recursive: true, force: true });
+    mkdirSync(lease, { recursive: true });
+  };
+  return { lease, fresh };
+}
+
 test("a private job whose HOME or TMPDIR cannot be made fresh is refused (77)", () => {
   const lease = "/run/clankie-private/98";
   if (existsSync(lease)) rmSync(lease, { recursive: true, force: true });
-  const request = { ...base, confinement: confinementKeys({ ...NO_EXTRA_CONFINEMENT, privateDir: lease }, { topLevel: privateImageTree() }), privateDir: lease };
+  const request = privateRequest(lease);
   refused(stage(request), 77, agentLine(`the private job cannot make ${lease}/home (ENOENT); spawn it again: each private job gets a fresh lease`));
 });
 
@@ -703,12 +716,8 @@ test("a path the service named that is missing is refused (77), one reached thro
 });
 
 rootTest(test, "a private job whose guard cannot be set up is refused: pidfd_open, pipe, either fork, the nested domain", () => {
-  const lease = `/run/clankie-private/${40 + ((process.pid + 7) % 50)}`;
-  const fresh = () => {
-    rmSync(lease, { recursive: true, force: true });
-    mkdirSync(lease, { recursive: true });
-  };
-  const request = { ...base, confinement: confinementKeys({ ...NO_EXTRA_CONFINEMENT, privateDir: lease }, { topLevel: privateImageTree() }), privateDir: lease };
+  const { lease, fresh } = testLease(7);
+  const request = privateRequest(lease);
   const fix = "try again when agent work has ended, or spawn with a higher --nproc";
   const cases: [Lie[], number, string][] = [
     [[{ nr: NR.pidfdOpen, errno: 1 }], 71, `pidfd_open of the private job failed: EPERM; ${PRIVATE_FIX}`],
@@ -730,12 +739,8 @@ rootTest(test, "a private job whose guard cannot be set up is refused: pidfd_ope
 });
 
 rootTest(test, "a private job whose oom_score_adj cannot be opened or read, whose guard's value reads wrong, or whose lease mark cannot be made, is refused", () => {
-  const lease = `/run/clankie-private/${40 + ((process.pid + 13) % 50)}`;
-  const fresh = () => {
-    rmSync(lease, { recursive: true, force: true });
-    mkdirSync(lease, { recursive: true });
-  };
-  const request = { ...base, confinement: confinementKeys({ ...NO_EXTRA_CONFINEMENT, privateDir: lease }, { topLevel: privateImageTree() }), privateDir: lease };
+  const { lease, fresh } = testLease(13);
+  const request = privateRequest(lease);
   const own = "/proc/self/oom_score_adj";
   const seven = join(mkdtempSync(join(tmpdir(), "verifier-")), "seven");
   writeFileSync(seven, "7\n");
