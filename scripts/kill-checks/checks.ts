@@ -37,12 +37,14 @@ export interface Check {
 }
 
 /** What a check site looks like, per file: a match is one site (definitions excluded by SITE_EXCLUDE). */
-export const SITES: { stage: RegExp; shim: RegExp; grab: RegExp } = {
+export const SITES: { stage: RegExp; shim: RegExp; grab: RegExp; audit: RegExp } = {
   stage: /\bstop\(65|\bchanged\(|\brefuse\(|\busage\(|\bproc_failed\(|\$short->\(|\$fail->\(|\bpush @found\b|\bpush @stray\b/g,
   // The spawner's refusals of a stop or a release are answers on the channel, not throws: the line its test names or leaves undefined.
   shim: /\bthrow new Refusal\(|\bthrow stateRefusals\.\w+\(|\bthrow usage\(|\bformatRefusal\(|\bprepareExec\(|\bgateExec\(|\bthrow changed(UnderUs)?\(|\? undefined : `clankie-agent-exec: /g,
   // The spawner's grab (src/perl/spawn-grab.pl): its policy refusals (77); its 71s name a failed call, as osFailure does.
   grab: /\brefuse\(77,/g,
+  // The audit's walk of /state (src/perl/state-audit.pl): each record of something the start would change, refuse or not reach.
+  audit: /\bfound\("/g,
 };
 /** Lines that define a refusal helper or an exec gate rather than call it. */
 export const SITE_EXCLUDE = /^\s*sub (refuse|usage|proc_failed|changed) |= sub \{|^export function (prepareExec|gateExec)\(/;
@@ -50,13 +52,17 @@ export const SITE_EXCLUDE = /^\s*sub (refuse|usage|proc_failed|changed) |= sub \
 export const SCOPE = ["src/stage/stage.pl", "src/agent-exec/caller.ts", "src/agent-exec/cli.ts", "src/agent-exec/descriptors.ts", "src/agent-exec/main.ts", "src/agent-exec/plan.ts", "src/agent-exec/private-job.ts", "src/agent-exec/run.ts", "src/agent-exec/start.ts", "src/private-groups.ts", "src/service/private-release.ts",
   // The rest of what runs with privilege (the entrypoint, the layouts, the exec rules, the accounts) and the service's API.
   "src/entrypoint/cli.ts", "src/entrypoint/drop.ts", "src/entrypoint/launch-check.ts", "src/entrypoint/private-root.ts", "src/entrypoint/run.ts", "src/entrypoint/service-env.ts", "src/entrypoint/start.ts", "src/entrypoint/state-acl.ts", "src/entrypoint/state-layout.ts", "src/entrypoint/tree-walk.ts", "src/entrypoint/workspace-layout.ts",
-  "src/layout/marker.ts", "src/layout/rules.ts", "src/layout/state-acl.ts", "src/layout/state.ts", "src/layout/state-rules.ts", "src/layout/workspace.ts", "src/perl/state-acl.pl",
+  "src/layout/marker.ts", "src/layout/rules.ts", "src/layout/state-acl.ts", "src/layout/state.ts", "src/layout/workspace.ts", "src/perl/state-acl.pl",
   "src/exec/capture.ts", "src/exec/drop-capabilities.ts", "src/exec/environment.ts", "src/exec/replace.ts", "src/exec/rules.ts",
   "src/accounts.ts", "src/service/agent-start.ts", "src/service/agent-stop.ts", "src/system-exec.ts",
   // The resident spawner (issue 35): its requests and its grab of the holder's fds.
-  "src/agent-exec/spawner.ts", "src/perl/spawn-grab.pl"];
+  "src/agent-exec/spawner.ts", "src/perl/spawn-grab.pl",
+  // The audit's dry run of the start's /state walk: what it finds is what the start would change or refuse.
+  "src/perl/state-audit.pl"];
 /** The spawner's grab, whose sites are its policy refusals only (SITES.grab). */
 const GRAB = "src/perl/spawn-grab.pl";
+/** The audit's part of the /state walk, whose sites are its findings (SITES.audit). */
+const AUDIT = "src/perl/state-audit.pl";
 
 /** [start, end) of the check's snippet in `text`, or a reason it cannot be cut. */
 export function snippetSpan(text: string, check: Check): { start: number; end: number; problem?: undefined } | { problem: string } {
@@ -96,7 +102,7 @@ export function syntaxProblem(file: string, text: string, transform: (code: stri
 
 /** Where each site of `file`'s text starts (comment lines and the helpers' own definitions left out). */
 export function checkSites(file: string, text: string): number[] {
-  const pattern = new RegExp((file === GRAB ? SITES.grab : file.endsWith(".pl") ? SITES.stage : SITES.shim).source, "g");
+  const pattern = new RegExp((file === GRAB ? SITES.grab : file === AUDIT ? SITES.audit : file.endsWith(".pl") ? SITES.stage : SITES.shim).source, "g");
   return [...text.matchAll(pattern)].flatMap((match) => {
     const line = text.slice(text.lastIndexOf("\n", match.index) + 1, text.indexOf("\n", match.index));
     return SITE_EXCLUDE.test(line) || /^\s*(#|\/\/|\*|\/\*|import )/.test(line) ? [] : [match.index];
@@ -297,8 +303,6 @@ CHECKS.push(
   cut("entry.run.service-rules", "src/entrypoint/run.ts", "prepareExec({ command: command[0]!, args: [], env: {}, trustedUids: [0, ids.service.uid] }).path", { [ENTRY_SANDBOX]: ["a service command the agent could have written is refused before anything changes (exit 126)"] }, null, "command[0]!"),
 
   /* ---- the layouts: /state's rules and /workspace ---- */
-  cut("layout.state.device", "src/layout/state-rules.ts", "if (entry.kind === \"device\") throw stateRefusals.device(entry.path);", { "test/unit/layout/state.test.ts": ["stateRules: a device node and a hard link to another uid's file are refused (65); control: a FIFO, the service's own hard link and a foreign file of one name are taken over"] }, null, ""),
-  cut("layout.state.foreign-hard-link", "src/layout/state-rules.ts", "if (foreignHardLink(entry, uid)) throw stateRefusals.foreignHardLink(entry.path, entry.st.nlink, entry.st.uid);", { "test/unit/layout/state.test.ts": ["stateRules: a device node and a hard link to another uid's file are refused (65); control: a FIFO, the service's own hard link and a foreign file of one name are taken over"] }, null, ""),
   cut("entry.workspace.not-directory", "src/entrypoint/workspace-layout.ts", "throw new Refusal(EXIT.dataRefused, `${WORKSPACE_DIR} is not a directory`", { [ENTRY_SANDBOX]: ["/workspace or /state that is not a directory is refused (65, one line), nothing changed"] }),
 
   /* ---- the exec rules (src/exec/rules.ts), which every exec passes ---- */
@@ -349,6 +353,8 @@ CHECKS.push(
  */
 const WALK_TEST: Record<string, string[]> = { "test/unit/entrypoint/tree-walk.test.ts": [] };
 const ACL_TEST: Record<string, string[]> = { "test/unit/entrypoint/state-acl.test.ts": [] };
+const AUDIT_TEST = "test/unit/self-check/state.test.ts";
+const AUDIT_REFUSED = "a device node, a hard link to another uid's file and a mount point are found with the start's own words, and the walk goes on; control: a FIFO, the service's own hard link and another uid's file of one name are judged by owner and mode";
 const STOP_TEST: Record<string, string[]> = { "test/unit/service/agent-stop.test.ts": [] };
 const API_TEST: Record<string, string[]> = { "test/unit/system-exec.test.ts": [] };
 CHECKS.push(
@@ -368,6 +374,14 @@ CHECKS.push(
   cut("walk.perl-swapped", "src/perl/state-acl.pl", "changed($label) unless @o && $o[0] == $st[0] && $o[1] == $st[1] && ($o[2] & 0170000) == $type && ($type == $DIR || $o[3] == $st[3]);", { "test/unit/layout/state-acl.test.ts": ["a file swapped after lstat, a name gone or made a symlink before the open, a directory moved out from under the walk: each stops the walk (65), and nothing it did not look at is changed; control: no race, the same tree is fixed"] }, null, ""),
   cut("walk.perl-open-gone", "src/perl/state-acl.pl", "changed($label) if $fix && ($! == 2 || $! == 20 || $! == 40); ", { "test/unit/layout/state-acl.test.ts": ["a file swapped after lstat, a name gone or made a symlink before the open, a directory moved out from under the walk: each stops the walk (65), and nothing it did not look at is changed; control: no race, the same tree is fixed"] }, null, ""),
   cut("walk.perl-dotdot", "src/perl/state-acl.pl", "changed(undef) unless @p && $p[0] == $stack[-1][2] && $p[1] == $stack[-1][3];", { "test/unit/layout/state-acl.test.ts": ["a file swapped after lstat, a name gone or made a symlink before the open, a directory moved out from under the walk: each stops the walk (65), and nothing it did not look at is changed; control: no race, the same tree is fixed"] }, null, ""),
+
+  /* ---- the audit's walk of /state (a dry run of the start's): what it finds ---- */
+  cut("audit.state.acl", AUDIT, 'found("A", $zone, $label, $a, $d) if length($a) || length($d);', { [AUDIT_TEST]: ["an ACL below /state is found in its zone, named as getfacl writes it; one on /state belongs to state.layout"] }, null, ""),
+  cut("audit.state.device", AUDIT, 'return found("M", $zone, $label, @st[2, 4, 5, 3], "", "device") if $type == 0020000 || $type == 0060000;', { [AUDIT_TEST]: [AUDIT_REFUSED] }, null, ""),
+  cut("audit.state.foreign-hard-link", AUDIT, 'return found("M", $zone, $label, @st[2, 4, 5, 3], "", "link") if $type != $DIR && $st[3] > 1 && $st[4] != $uid;', { [AUDIT_TEST]: [AUDIT_REFUSED] }, null, ""),
+  cut("audit.state.mount", AUDIT, 'found("M", $zone, $name, @st[2, 4, 5, 3], "", "mount");', { [AUDIT_TEST]: [AUDIT_REFUSED] }, null, ""),
+  cut("audit.state.mode-owner", AUDIT, 'found("M", $zone, $label, @st[2, 4, 5, 3], $type == $LINK ? "" : $want, "");', { [AUDIT_TEST]: ["what the start would change is found with the mode it would give, in its zone: private entries lose group and other bits and every special bit; the release keeps what group or other could read or run, for other too; the release root is 0755 and /state 0711"] }, null, ""),
+  cut("audit.state.deep", AUDIT, 'return found("S", $zone, $name, "deep") if $why eq "deep";', { [AUDIT_TEST]: ["a chain deeper than DEPTH_LIMIT of 255-byte names: every level to the limit judged, the one at the limit counted deep, nothing below it read; the output and the address space stay bounded (the control: each level's path kept dies under the same limit)"] }, null, ""),
 
   /* ---- the service's API ---- */
   cut("api.stop-timeout", "src/service/agent-stop.ts", "throw new Refusal(EXIT.usage, `signalAgent: timeoutMs ${JSON.stringify(timeoutMs)}", STOP_TEST),

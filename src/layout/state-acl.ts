@@ -17,12 +17,15 @@
  *          (the group bits become the owning group's permissions, cut by the
  *          mask, so nobody gains one), and each default ACL removed; then
  *          the owner and the mode are judged by the mode bits left.
- *   list   (the audit, read-only): every entry that carries an ACL.
+ *   audit  (the audit, read-only): a dry run of fix, every entry judged
+ *          as fix judges it, and what fix would change, refuse or leave
+ *          alone reported (src/perl/state-audit.pl, which the audit's
+ *          bundle alone carries, defines it and the next mode).
  *   defaults (the audit, read-only, of /workspace): every directory that
  *          carries a default ACL, which sets the modes of what anyone later
  *          creates in it, the service included (docs/security.md).
  *
- * fix and list leave the agent's home alone; all three leave mount points
+ * fix and audit leave the agent's home alone; all three leave mount points
  * alone and enter no directory DEPTH_LIMIT levels down (src/layout/rules.ts).
  */
 import { constants as fsConstants } from "node:fs";
@@ -42,7 +45,7 @@ export const STATE_ACL_SCRIPT = STATE_ACL_TEMPLATE.trim();
 /** open(2) O_PATH on x86_64 and aarch64 (asm-generic/fcntl.h); Node does not export it. */
 const O_PATH = 0o10000000;
 
-export type AclWalkMode = "fix" | "list" | "defaults";
+export type AclWalkMode = "fix" | "audit" | "defaults";
 
 /*
  * This architecture's system call numbers (src/os/syscalls.ts, syscallNumbers),
@@ -56,7 +59,7 @@ function builtInSyscalls(): SyscallNumbers {
   return __CLANKIE_SYSCALLS__;
 }
 
-/** The owner fix gives every entry (list ignores it). */
+/** The owner fix gives every entry, and the audit wants (defaults ignores it). */
 export interface StateOwner {
   uid: number;
   gid: number;
@@ -73,15 +76,18 @@ export function stateAclArgs(mode: AclWalkMode, root: string, owner: StateOwner,
 
 /**
  * Starts the walk of `root`, never entering `mountPoints` (display paths of
- * mount points below it, as mountPointsBelow gives them). Throws (Refusal or
- * Error) when perl cannot be run under the exec rules.
+ * mount points below it, as mountPointsBelow gives them); `readOnly` for
+ * audit and defaults: their part of the program (src/perl/state-audit.pl)
+ * and the most records of each kind and zone the audit prints. Throws
+ * (Refusal or Error) when perl cannot be run under the exec rules.
  */
-export function startStateAclWalk(mode: AclWalkMode, root: string, owner: StateOwner, mountPoints: Iterable<string>): Promise<CaptureResult> {
+export function startStateAclWalk(mode: AclWalkMode, root: string, owner: StateOwner, mountPoints: Iterable<string>, readOnly?: { part: string; keep: number }): Promise<CaptureResult> {
+  const program = readOnly ? `${STATE_ACL_SCRIPT}\n${readOnly.part.trim()}` : STATE_ACL_SCRIPT;
   return startCapture({
     command: TOOLS.perl,
-    args: ["-e", STATE_ACL_SCRIPT, ...stateAclArgs(mode, root, owner)],
+    args: ["-e", program, ...stateAclArgs(mode, root, owner), ...(readOnly ? [String(readOnly.keep)] : [])],
     input: Buffer.concat([...mountPoints].map((point) => Buffer.from(`${point}\0`, "latin1"))),
-    // fix: no deadline of its own (a tree too big to read in time is too big to walk); list and defaults: the audit's.
+    // fix: no deadline of its own (a tree too big to read in time is too big to walk); audit and defaults: the audit's.
     timeoutMs: mode === "fix" ? 2 ** 31 - 1 : 120_000,
     maxBytes: 64 << 20,
   });
@@ -97,7 +103,7 @@ export interface AclFound {
 
 export interface AclWalk {
   visited: number;
-  /** fix: how many entries had ACLs removed; list: 0. */
+  /** fix: how many entries had ACLs removed; audit: 0. */
   stripped: number;
   /** fix: entries judged by the layout, and how many of them were changed. */
   checked: number;
@@ -105,9 +111,9 @@ export interface AclWalk {
   /** fix: entries left alone (another filesystem, or a directory at the depth limit), and the first five. */
   skipped: number;
   left: Array<{ path: string; why: "mount" | "deep" }>;
-  /** Every entry with an ACL (list), or the first five stripped (fix). */
+  /** Entries with an ACL (audit: up to KEEP per zone; defaults: every one), or the first five stripped (fix). */
   found: AclFound[];
-  /** What could not be read (list); in fix the walk stops at the first. */
+  /** What could not be read (audit, defaults); in fix the walk stops at the first. */
   problems: Array<{ path: string; syscall: string; code: string }>;
   /** fix: an entry that changed while the walk looked at it; the walk stopped there. */
   changed?: string;
@@ -117,8 +123,13 @@ export interface AclWalk {
   complete: boolean;
 }
 
-/** Pure: the walk's output (NUL-terminated fields, src/perl/state-acl.pl). Throws on output it does not know. */
-export function parseAclWalk(stdout: Buffer): AclWalk {
+/**
+ * Pure: the walk's output (NUL-terminated fields, src/perl/state-acl.pl),
+ * the records of another part of the program (state-audit.pl's) read by
+ * `more`, by tag: how many fields, and what takes them. Throws on output it
+ * does not know.
+ */
+export function parseAclWalk(stdout: Buffer, more: Readonly<Record<string, { fields: number; read: (fields: string[]) => void }>> = {}): AclWalk {
   const fields = stdout.toString("latin1").split("\0");
   if (fields.pop() !== "") throw new Error("the ACL walk's output does not end with a complete field");
   const walk: AclWalk = { visited: 0, stripped: 0, checked: 0, fixed: 0, skipped: 0, left: [], found: [], problems: [], complete: false };
@@ -157,7 +168,9 @@ export function parseAclWalk(stdout: Buffer): AclWalk {
       [walk.visited, walk.stripped, walk.checked, walk.fixed, walk.skipped] = take(5).map(Number) as [number, number, number, number, number];
       walk.complete = true;
     } else {
-      throw new Error(`the ACL walk printed an unknown record ${JSON.stringify(tag)}`);
+      const reader = more[tag!];
+      if (reader === undefined) throw new Error(`the ACL walk printed an unknown record ${JSON.stringify(tag)}`);
+      reader.read(take(reader.fields));
     }
   }
   return walk;

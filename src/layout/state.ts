@@ -42,9 +42,9 @@ export const stateModes = {
 } as const;
 
 /**
- * The layout as data, which stateRules (src/layout/state-rules.ts: the
- * audit's judge) reads, and the start's walk (src/perl/state-acl.pl, held
- * to these modes by test/unit/layout/state-acl.test.ts). (A read-only find(1) scan of a
+ * The layout as data: the start's walk (src/perl/state-acl.pl, whose
+ * audit mode judges by the same `wanted`) is held to these modes by
+ * test/unit/self-check/state.test.ts, every mode in each zone. (A read-only find(1) scan of a
  * restart, which stated them a second time as find expressions, was removed:
  * docs/architecture.md, "The restart scan, removed".)
  */

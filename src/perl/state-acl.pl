@@ -2,22 +2,24 @@
 # that reads each entry's owner, mode and POSIX ACLs, because Node has no
 # getxattr(2) and ACLs live in the extended attributes system.posix_acl_access
 # and system.posix_acl_default (acl(5), xattr(7)).
-# Arguments: MODE (fix, list, or defaults: list's read of directories' default
-# ACLs alone, never looking at any other entry), ROOT, PRUNED (the one top-level name never
-# entered), RELEASE (the top-level name of the release root), then numbers:
+# Arguments: MODE (fix; audit and defaults, the read-only modes that
+# src/perl/state-audit.pl, appended to this program, defines), ROOT, PRUNED
+# (the one top-level name never entered), RELEASE (the top-level name of the
+# release root), then numbers:
 # the service's uid and gid, lgetxattr, getxattr, setxattr, removexattr, the
 # open flags of a directory (O_RDONLY|O_DIRECTORY|O_NOFOLLOW|O_NONBLOCK), of a
 # regular file (O_RDONLY|O_NOFOLLOW|O_NONBLOCK|O_NOCTTY) and of any other
 # entry (O_PATH|O_NOFOLLOW), ENODATA, EOPNOTSUPP, the depth limit (a
 # directory that many levels below ROOT is judged, and not entered) and the
-# most bytes of a path printed (a longer one is cut, and ends in "...").
+# most bytes of a path printed (a longer one is cut, and ends in "..."), and
+# the most records of each kind and zone the audit prints.
 # Standard input: mount points to leave alone, as NUL-terminated bytes.
 # Output, NUL-terminated fields:
 #   A path access default   an entry with an ACL: each attribute as hex, or
 #                           empty when absent (fix: as it was, then removed;
 #                           the first five only)
-#   P path syscall errno    an entry that could not be read (list), or changed
-#                           (fix: the last record, exit 71)
+#   P path syscall errno    an entry that could not be read (audit, defaults),
+#                           or changed (fix: the last record, exit 71)
 #   X path                  fix: an entry changed while it was looked at
 #                           (the last record, exit 65)
 #   D path                  fix: a device node (the last record, exit 65)
@@ -29,6 +31,7 @@
 #                           walked); the first five only
 #   V visited stripped checked fixed skipped
 #                           the last record: the walk ran to its end
+# (state-audit.pl adds the audit's records.)
 # fix makes every entry what src/layout/state.ts's stateRules want (owned by
 # the service, the modes of `wanted` below), every ACL removed first: the
 # access ACL is replaced by its three base entries, which the kernel stores
@@ -49,12 +52,11 @@
 # sysopen's handles without PerlIO's buffer layer: no lseek(2) and no
 # ioctl(TCGETS) on every file the walk opens (perlio(3perl), open.pm).
 BEGIN { ${^OPEN} = ":unix\0:unix" }
-my ($mode, $root, $pruned, $release, $uid, $gid, $lget, $get, $set, $remove, $dirFlags, $fileFlags, $pathFlags, $enodata, $enotsup, $limit, $shown) = @ARGV;
-my $fix = $mode eq "fix";
-my $dirsOnly = $mode eq "defaults";
+my ($mode, $root, $pruned, $release, $uid, $gid, $lget, $get, $set, $remove, $dirFlags, $fileFlags, $pathFlags, $enodata, $enotsup, $limit, $shown, $keep) = @ARGV;
+my ($fix, $audit, $dirsOnly) = map { $mode eq $_ } qw(fix audit defaults);
 my %skip;
 { local $/ = "\0"; binmode STDIN; while (my $x = <STDIN>) { chomp $x; $skip{$x} = 1 if length $x } }
-$_ += 0 for $uid, $gid, $lget, $get, $set, $remove, $dirFlags, $fileFlags, $pathFlags, $enodata, $enotsup, $limit, $shown;
+$_ += 0 for $uid, $gid, $lget, $get, $set, $remove, $dirFlags, $fileFlags, $pathFlags, $enodata, $enotsup, $limit, $shown, $keep;
 my $longestSkip = 0;
 for (keys %skip) { $longestSkip = length if length > $longestSkip }
 binmode STDOUT;
@@ -81,16 +83,18 @@ sub pathOf {
 sub stop { my ($code, @fields) = @_; print join("\0", @fields), "\0"; exit $code }
 sub problem { my ($name, $call) = @_; my $path = pathOf($name, $shown); stop(71, "P", $path, $call, $! + 0) if $fix; print "P\0$path\0$call\0", $! + 0, "\0" }
 sub changed { stop(65, "X", pathOf($_[0], $shown)) }
-sub skip { $skipped++; print "S\0", pathOf($_[0], $shown), "\0$_[1]\0" if $fix && $skipped <= 5 }
+# An entry fix leaves alone (`why`: mount, deep) in `zone`; the audit judges it (left, state-audit.pl).
+sub skip { $skipped++; return left(@_) if $audit; print "S\0", pathOf($_[0], $shown), "\0$_[1]\0" if $fix && $skipped <= 5 }
 
 # The mode the layout wants (src/layout/state.ts, stateModes; held equal by
-# test/unit/layout/state-acl.test.ts). Zones: 0 private, 1 in the release,
+# test/unit/self-check/state.test.ts through the audit mode). Zones: 0 private, 1 in the release,
 # 2 the release root's top-level name, 3 ROOT. A directory at the depth
 # limit is closed as private, in the release too.
+sub private { my ($zone, $dir, $depth) = @_; $zone == 0 || ($dir && $depth >= $limit) }
 sub wanted {
   my ($zone, $m, $dir, $depth) = @_;
   return 0711 if $zone == 3;
-  return $m & 0700 if $zone == 0 || ($dir && $depth >= $limit);
+  return $m & 0700 if private($zone, $dir, $depth);
   return 0755 if $zone == 2 && $dir;
   my $shared = (($m >> 3) | $m) & 05;
   return ($m & 0700) | ($shared << 3) | $shared;
@@ -163,16 +167,6 @@ sub openChecked {
   return ($fh, @o);
 }
 
-# list: one entry's ACLs, by its name in the working directory, lstat'ed as
-# @st or not yet (@st empty: a name in a directory with no subdirectory).
-sub judge {
-  my ($name, $label, @st) = @_;
-  return if @st && ($st[2] & 0170000) == $LINK;
-  my $a = $dirsOnly ? "" : attribute($lget, $name, $access, $label) // "";
-  my $d = @st && ($st[2] & 0170000) == $DIR ? attribute($lget, $name, $default, $label) // "" : "";
-  print "A\0", pathOf($label, $shown), "\0$a\0$d\0" if length($a) || length($d);
-}
-
 # fix: one entry that is not a directory. It is opened only when its owner,
 # its mode or an ACL differs from the layout.
 sub take {
@@ -188,16 +182,17 @@ sub take {
   settle($fh, $name, $zone, $depth, $acl, $file, @o);
 }
 
-# A directory (lstat'ed as @st): fix settles it; its names are read, and it is
-# made the working directory, unless it is at the depth limit. Returns its
-# names, or undef (not entered).
+# A directory (lstat'ed as @st): fix settles it (the audit judges it by its
+# name first, so that one it cannot open is judged too); its names are read,
+# and it is made the working directory, unless it is at the depth limit.
+# Returns its names, or undef (not entered).
 sub enter {
   my ($name, $label, $zone, $depth, @st) = @_;
+  judge($name, $label, $zone, $depth, @st) unless $fix;
   my ($fh, @o) = openChecked($name, $label, $dirFlags, @st);
   return undef unless $fh;
   settle($fh, $label, $zone, $depth, 1, 1, @o) if $fix;
-  judge($name, $label, @st) unless $fix;
-  if ($depth >= $limit) { skip($label, "deep"); return undef }
+  if ($depth >= $limit) { skip($label, "deep", $zone); return undef }
   my $h;
   unless (opendir $h, "/proc/self/fd/" . fileno($fh)) { problem($label, "readdir"); return undef }
   my @names = grep { $_ ne "." && $_ ne ".." } readdir $h;
@@ -208,14 +203,13 @@ sub enter {
 
 # A directory whose st_nlink is 2 has no subdirectory (each one's ".." is a
 # link to it; the kernel keeps the count on ext4, xfs and tmpfs, and where it
-# does not, as on btrfs and overlayfs, st_nlink is 1): list does not lstat
-# its names (a symlink's ACL attributes read as absent), which halves the
-# calls on a tree of files. fix lstats every name: it judges owners and modes.
+# does not, as on btrfs and overlayfs, st_nlink is 1): defaults does not
+# lstat its names. fix and audit lstat every name: they judge owners and modes.
 my @rst = lstat $root;
-stop(71, "P", pathOf($root, $shown), "lstat", $! + 0) unless @rst;
+problem($root, "lstat") unless @rst;
 my $visited = 1;
 $checked++;
-my $names = enter($root, $root, 3, 0, @rst);
+my $names = @rst ? enter($root, $root, 3, 0, @rst) : undef;
 @stack = ([$root, $names, @rst[0, 1], $rst[3] == 2, length $root, 0]) if $names;
 while (@stack) {
   my $frame = $stack[-1];
@@ -228,27 +222,26 @@ while (@stack) {
     next;
   }
   next if @stack == 1 && $name eq $pruned;
+  my $zone = @stack == 1 ? ($name eq $release ? 2 : 0) : $frame->[6];
   # A path only as long as a mount point can be one (mount points are never hashed at every level of a deep chain).
   my $length = $frame->[5] + ($frame->[5] == 1 ? 0 : 1) + length $name;
-  if ($length <= $longestSkip && $skip{pathOf($name, $longestSkip)}) { skip($name, "mount"); next }
+  if ($length <= $longestSkip && $skip{pathOf($name, $longestSkip)}) { skip($name, "mount", $zone); next }
   $visited++;
-  # list's common case inline: a name in such a directory with no access ACL.
   next if $dirsOnly && $frame->[4];
-  if (!$fix && $frame->[4]) { judge($name, $name) unless syscall($lget, $name, $access, 0, 0) < 0 && ($! == $enodata || $! == $enotsup || $! == 2); next }
   my @st = lstat $name;
   unless (@st) { $visited--; problem($name, "lstat") unless $! == 2; next }
-  if ($st[0] != $rst[0]) { skip($name, "mount"); next }
+  if ($st[0] != $rst[0]) { skip($name, "mount", $zone); next }
   $checked++;
-  my $zone = @stack == 1 ? ($name eq $release ? 2 : 0) : $frame->[6];
   if (($st[2] & 0170000) != $DIR) {
     # fix's common case inline: a private file of the service's, mode 0?00 (wanted), with no access ACL.
     next if $fix && !$zone && $st[4] == $uid && $st[5] == $gid && !($st[2] & 07077) && ($st[2] & 0170000) == 0100000
       && syscall($lget, $name, $access, 0, 0) < 0 && ($! == $enodata || $! == $enotsup);
-    $fix ? take($name, $zone, scalar @stack, @st) : $dirsOnly || judge($name, $name, @st);
+    $fix ? take($name, $zone, scalar @stack, @st) : $dirsOnly || judge($name, $name, $zone, scalar @stack, @st);
     next;
   }
   my $depth = @stack;
   my $children = enter($name, $name, $zone, $depth, @st);
   push @stack, [$name, $children, @st[0, 1], $st[3] == 2, $length, $zone ? 1 : 0] if $children;
 }
+tally() if $audit;
 print "V\0$visited\0$stripped\0$checked\0$fixed\0$skipped\0";

@@ -56,9 +56,24 @@ export function cannotLook(what: string, reason: string, fix: string, status: "w
   return { status, summary: `could not check ${what}: ${reason}`, found: { error: reason }, fix };
 }
 
-/** At most 50 items, and how many there were: output stays bounded when a tree is wrong everywhere. */
-export function bounded<T>(items: readonly T[]): { count: number; shown: T[] } {
-  return { count: items.length, shown: items.slice(0, 50) };
+/** The most items a check shows of a list (the /state walk prints no more of each kind). */
+export const SHOWN_ITEMS = 50;
+
+/** At most SHOWN_ITEMS items, and how many there were (`count`, where more were found than kept): output stays bounded when a tree is wrong everywhere. */
+export function bounded<T>(items: readonly T[], count: number = items.length): { count: number; shown: T[] } {
+  return { count, shown: items.slice(0, SHOWN_ITEMS) };
+}
+
+/** Something a walk could not read: the walk goes on and the check reports it. */
+export interface WalkProblem {
+  path: string;
+  syscall: string;
+  code: string;
+}
+
+/** The problems as the checks list them: "lstat /state/x: EACCES". */
+export function problemLines(problems: readonly WalkProblem[]): string[] {
+  return problems.map((p) => `${p.syscall} ${p.path}: ${p.code}`);
 }
 
 /** How a program that ran ended: the capture's error (ETIMEDOUT, ENOBUFS), its signal, or its exit status. */

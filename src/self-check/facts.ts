@@ -1,7 +1,7 @@
 /*
  * The snapshot: every fact the audit judges, read once, each a value or the
  * reason it could not be read (with the fix for that). The readers are here
- * and in the few modules they name (walk.ts and state.ts for /state,
+ * and in the few modules they name (state.ts for /state,
  * image-scan.ts for the image walk, probe.ts for the probe); the judges of
  * checks.ts only ever see these values. Nothing here writes: the audit reads
  * /proc, /etc/passwd and /etc/group, /state, the top of /workspace and the
@@ -34,7 +34,7 @@ import { KERNEL_SETTINGS } from "./kernel.ts";
 import { boundaryOf, classifyMode } from "./mode.ts";
 import { runProbe } from "./probe.ts";
 import { parseProcessStatus, parseSeccompStatus, type ProcessEntry, readProcessTable } from "./process-table.ts";
-import { auditState } from "./state.ts";
+import { parseStateWalk, READ_ONLY_WALK, releasePresent, type StateAudit, startStateAudit } from "./state.ts";
 import { resolveAccounts } from "./accounts.ts";
 import type { BuiltInHash, Lstat, PrivateRoot, Program, Readable } from "./fact-types.ts";
 
@@ -126,7 +126,6 @@ export function captureFailure(result: { path: string; status: number | null; si
 }
 
 const ACCOUNTS_FIX = "fix the accounts check first";
-const ROOT_FIX = "run the audit as root";
 const PROC_FIX = "mount /proc in the container";
 const INSTALLED_FIX = "run the installed executable";
 const PERL_FIX = "keep perl-base in the image (it is Essential in Debian): the audit walks the image and reads security.capability through it";
@@ -139,7 +138,7 @@ function unread(error: string, fix: string): Fact<never> {
   return { ok: false, error, fix };
 }
 
-/** Reads every fact once. The image walk (perl) starts first, after the process table, and runs beside the /state walk. */
+/** Reads every fact once. The perl walks (the image, /state, /workspace's default ACLs) start after the process table, and run beside each other and the rest. */
 export async function readFacts(request: { probe: boolean }) {
   /* 1. Who is asking, and which process stands for the body. */
   const selfStatus = readFileSync("/proc/self/status", "latin1");
@@ -182,18 +181,17 @@ export async function readFacts(request: { probe: boolean }) {
     exes.set(entry.pid, readable(() => readlinkSync(`/proc/${entry.pid}/exe`, "latin1"), failedCall("readlink", `/proc/${entry.pid}/exe`)));
   }
 
-  /* 2. The image walk, started now so that it runs beside the /state walk. */
+  /* 2. The perl walks, started now so that they run beside each other and the reads below. */
   const mounts = attempt(PROC_FIX, () => parseMountinfo(readFileSync("/proc/self/mountinfo", "latin1")));
   const excluded = mounts.ok ? excludedDirectories(mounts.value, IMAGE_WALK_SKIP) : new Set<string>();
   const scanning = mounts.ok ? attempt(PERL_FIX, () => startImageScan(excluded)) : mounts;
-  // The ACLs below /state (src/layout/state-acl.ts): a second perl walk, read-only, beside both.
+  // /state (src/self-check/state.ts): the start's walk of it, read-only, owners, modes and ACLs in one pass.
   const mountsBelow = (dir: string): string[] => (mounts.ok ? mounts.value.map((m) => m.point).filter((point) => point.startsWith(`${dir}/`)) : []);
-  const aclScanning = mounts.ok ? attempt(PERL_FIX, () => startStateAclWalk("list", STATE_DIR, { uid: serviceUid ?? -1, gid: -1 }, mountsBelow(STATE_DIR))) : mounts;
+  const stateScanning = !ids.ok ? ids : mounts.ok ? attempt(PERL_FIX, () => startStateAudit(ids.value, mountsBelow(STATE_DIR))) : mounts;
   // The default ACLs of /workspace's directories (the same walk, reading directories only), a third.
-  const defaultsScanning = mounts.ok ? attempt(PERL_FIX, () => startStateAclWalk("defaults", WORKSPACE_DIR, { uid: -1, gid: -1 }, mountsBelow(WORKSPACE_DIR))) : mounts;
+  const defaultsScanning = mounts.ok ? attempt(PERL_FIX, () => startStateAclWalk("defaults", WORKSPACE_DIR, { uid: -1, gid: -1 }, mountsBelow(WORKSPACE_DIR), READ_ONLY_WALK)) : mounts;
 
-  /* 3. /state, /workspace, the image's programs, the kernel: read while perl walks. */
-  const stateAudit = ids.ok ? attempt(ROOT_FIX, () => auditState(ids.value)) : ids;
+  /* 3. /workspace, the image's programs, the kernel: read while perl walks. */
   const stateTop = lstatOf(STATE_DIR);
   const running = attempt(INSTALLED_FIX, () => readlinkSync("/proc/self/exe"));
   const programs = new Map<string, Program>();
@@ -211,7 +209,6 @@ export async function readFacts(request: { probe: boolean }) {
     judged: known({ ...choice, self: isSelf, environ, relation: relationTo(table, own.pid, choice.entry.pid) }),
     mode: known(mode),
     boundary: known(boundary),
-    stateAudit,
     stateTop: known(stateTop),
     agentHome: known(lstatOf(AGENT_HOME)),
     workspaceTop: known(lstatOf(WORKSPACE_DIR)),
@@ -240,15 +237,16 @@ export async function readFacts(request: { probe: boolean }) {
     const parsed = output.error !== undefined || output.status !== 0 ? undefined : attempt(PERL_FIX, () => parseImageScan(output.stdout, mounts.value, excluded));
     imageScan = parsed?.ok ? parsed : perlFailed(parsed?.error ?? captureFailure(output));
   }
-  const aclWalk = async (scanning: Fact<Promise<CaptureResult>>, root: string): Promise<Fact<AclWalk>> => {
+  const aclWalk = async <W extends AclWalk>(scanning: Fact<Promise<CaptureResult>>, root: string, parse: (stdout: Buffer) => W): Promise<Fact<W>> => {
     if (!scanning.ok) return scanning;
     const output = await scanning.value;
-    const parsed = output.error !== undefined || output.status !== 0 ? undefined : attempt(PERL_FIX, () => parseAclWalk(output.stdout));
-    return parsed?.ok && parsed.value.complete ? parsed : { ok: false, error: `the ACL walk of ${root} (perl) did not complete: ${parsed?.ok === false ? parsed.error : captureFailure(output)}`, fix: PERL_FIX };
+    const parsed = output.error !== undefined || output.status !== 0 ? undefined : attempt(PERL_FIX, () => parse(output.stdout));
+    return parsed?.ok && parsed.value.complete ? parsed : { ok: false, error: `the walk of ${root} (perl) did not complete: ${parsed?.ok === false ? parsed.error : captureFailure(output)}`, fix: PERL_FIX };
   };
-  const stateAcls = await aclWalk(aclScanning, STATE_DIR);
-  const workspaceAcls = await aclWalk(defaultsScanning, WORKSPACE_DIR);
+  const stateWalk = await aclWalk(stateScanning, STATE_DIR, parseStateWalk);
+  const stateAudit: Fact<StateAudit> = stateWalk.ok ? known({ root: STATE_DIR, walk: stateWalk.value, releasePresent: releasePresent() }) : stateWalk;
+  const workspaceAcls = await aclWalk(defaultsScanning, WORKSPACE_DIR, (stdout) => parseAclWalk(stdout));
   /** What the probe did; absent without --probe. */
   const probe = request.probe ? runProbe({ mode: mode.mode, self: own.creds, ids: ids.ok ? ids.value : undefined, servicePid: choice.entry.pid }) : undefined;
-  return { ...facts, imageScan, stateAcls, workspaceAcls, probe: known(probe) };
+  return { ...facts, imageScan, stateAudit, workspaceAcls, probe: known(probe) };
 }

@@ -32,10 +32,9 @@ import { syscallNumbers } from "../os/syscalls.ts";
 import { STATE_DIR, TOOLS, WORKSPACE_DIR } from "../constants.ts";
 import { errnoName } from "../os/errno.ts";
 import { namesOf } from "../os/capabilities.ts";
-import { octal } from "./check.ts";
+import { octal, type WalkProblem } from "./check.ts";
 import type { Mount } from "../os/mountinfo.ts";
 import { printablePath } from "../report.ts";
-import type { WalkProblem } from "./walk.ts";
 
 export interface PrivilegedFile {
   path: string;

@@ -7,10 +7,9 @@
 import { STATE_DIR, TOOLS, WORKSPACE_DIR } from "../constants.ts";
 import { type AssetHashes, ENTRYPOINT_ASSET, PRIVATE_JOB_ASSET, SELF_CHECK_ASSET } from "../embedded-bundle.ts";
 import type { Mount } from "../os/mountinfo.ts";
-import { bounded, fail, pass, plural, type Verdict, warn } from "./check.ts";
+import { bounded, fail, pass, plural, problemLines, type Verdict, warn } from "./check.ts";
 import type { BuiltInHash, Mode, Program } from "./fact-types.ts";
 import { hasOption, type ImageScan, mountOf, type PrivilegedFile } from "./image-scan.ts";
-import { problemLines } from "./walk.ts";
 
 const REBUILD_FIX = "rebuild the image from this project's Dockerfile: it installs the executable root-owned, mode 0755, under both names";
 

@@ -1,29 +1,28 @@
 /*
- * /state against the layout contract of the root entrypoint. The contract is
- * not restated here: every entry is put to the entrypoint's own rules
- * (stateRules of src/layout/state-rules.ts, stateModes), and an
- * entry breaks the contract when its owner, group or mode differs from what
- * those rules would set, or when the rules refuse it (a device node, a hard
- * link to another user's file) or could not reach it (another filesystem
- * mounted inside /state). The agent's home is pruned by the rules, as the
- * entrypoint never walks it, also when it is a mount of its own; its top is
- * checked on its own, and whether it shares /state's filesystem too.
+ * /state against the layout contract of the root entrypoint, from one
+ * read-only perl walk (src/layout/state-acl.ts, mode audit): a dry run of the
+ * start's own walk, which judges every entry as the start does and reports
+ * what the start would change (an owner, a mode, an ACL), refuse (a device
+ * node, a hard link to another user's file) or could not reach (another
+ * filesystem mounted inside /state, a directory at the depth limit). The
+ * agent's home is left alone, as the start leaves it; its top is checked on
+ * its own, and whether it shares /state's filesystem too.
  *
  * The layout is its mode bits, and no entry may carry a POSIX ACL beside
- * them (src/layout/state-acl.ts): every ACL the read-only perl walk found
- * breaks the contract of its zone, named entries shown as getfacl(1) writes
- * them. Each start removes them.
+ * them: every ACL found breaks the contract of its zone, named entries shown
+ * as getfacl(1) writes them. Each start removes them.
  */
+import { lstatSync } from "node:fs";
 import type { Identities } from "../accounts.ts";
 import { AGENT_HOME, STATE_DIR, STATE_INSTALL_NAME } from "../constants.ts";
+import type { CaptureResult } from "../exec/capture.ts";
 import { DEPTH_LIMIT } from "../layout/rules.ts";
-import { stateModes, type StateZone } from "../layout/state.ts";
-import { stateRules } from "../layout/state-rules.ts";
-import type { AclFound, AclWalk } from "../layout/state-acl.ts";
-import { Refusal } from "../report.ts";
-import { bounded, cannotLook, fail, failUnlessSingle, octal, pass, plural, type Verdict, warn } from "./check.ts";
+import { stateModes, stateRefusals } from "../layout/state.ts";
+import { type AclFound, type AclWalk, parseAclWalk, type StateOwner, startStateAclWalk } from "../layout/state-acl.ts";
+import STATE_AUDIT_PART from "../perl/state-audit.pl";
+import { bounded, cannotLook, failUnlessSingle, fail, octal, pass, plural, problemLines, SHOWN_ITEMS, type Verdict, warn } from "./check.ts";
 import type { Lstat, Mode } from "./fact-types.ts";
-import { problemLines, walkReadOnly, type WalkedEntry, type WalkProblem } from "./walk.ts";
+import { printablePath } from "../report.ts";
 
 export interface StateViolation {
   path: string;
@@ -31,97 +30,80 @@ export interface StateViolation {
   mode: string;
   uid: number;
   gid: number;
-  /** What the rules would set; absent when the rules refuse the entry. */
+  /** What the start would set; absent when it refuses the entry or cannot reach it. */
   want?: { uid: number; gid: number; mode?: string };
-  /** Why the rules refuse or cannot reach it. */
+  /** Why the start refuses or cannot reach it. */
   reason?: string;
-  /** The entrypoint's own fix for a refused entry. */
+  /** The start's own fix for a refused entry. */
   fix?: string;
 }
 
-export interface StateAudit {
-  root: string;
-  checked: number;
-  /** Outside the release root. */
-  layout: StateViolation[];
-  /** /state/install and below. */
-  release: StateViolation[];
-  releasePresent: boolean;
-  problems: WalkProblem[];
-  /** Entries outside the release that differ from the layout only by group bits of node's own group (the service's umask). */
-  umaskGroupBits: number;
-  /** Directories DEPTH_LIMIT levels down in each zone: judged, nothing below them read (the entrypoint leaves it alone too). */
-  deep?: Record<"layout" | "release", { count: number; examples: string[] }>;
+/** An entry the start would change (`want`: the mode it would give, absent for a symlink) or refuse, or a mount point it never enters. */
+export interface WrongEntry {
+  path: string;
+  /** Its st_mode (type and permission bits), owner and link count. */
+  mode: number;
+  uid: number;
+  gid: number;
+  links: number;
+  want?: number;
+  why: "" | "device" | "link" | "mount";
 }
 
-function describe(entry: WalkedEntry): Omit<StateViolation, "want" | "reason" | "fix"> {
-  return { path: entry.path, kind: entry.kind, mode: octal(entry.st.mode), uid: entry.st.uid, gid: entry.st.gid };
+/** The audit's walk: the records it kept (SHOWN_ITEMS of each kind per zone) and how many there were, per zone ([the rest, the release root]); umask: entries excused as the service's umask's group bits. */
+export interface StateWalk extends AclWalk {
+  wrong: WrongEntry[];
+  tally: { wrong: [number, number]; acls: [number, number]; deep: [number, number]; umask: number };
+}
+
+/** The walk's findings, and whether the release root exists. */
+export interface StateAudit {
+  root: string;
+  walk: StateWalk;
+  releasePresent: boolean;
+}
+
+/** The read-only modes of the walk (audit, and defaults for /workspace), which this bundle alone carries. */
+export const READ_ONLY_WALK = { part: STATE_AUDIT_PART, keep: SHOWN_ITEMS } as const;
+
+/** Pure: the audit's walk from its output (src/perl/state-audit.pl's M and T records beside the walk's own). Throws on output it does not know. */
+export function parseStateWalk(stdout: Buffer): StateWalk {
+  const wrong: WrongEntry[] = [];
+  let tally: StateWalk["tally"] = { wrong: [0, 0], acls: [0, 0], deep: [0, 0], umask: 0 };
+  const readWrong = ([raw, mode, uid, gid, links, want, why]: string[]): void => {
+    if (why !== "" && why !== "device" && why !== "link" && why !== "mount") throw new Error(`the walk found an entry wrong for an unknown reason ${JSON.stringify(why)}`);
+    wrong.push({ path: printablePath(Buffer.from(raw!, "latin1")), mode: Number(mode), uid: Number(uid), gid: Number(gid), links: Number(links), ...(want === "" ? {} : { want: Number(want) }), why });
+  };
+  const readTally = (fields: string[]): void => {
+    const [m0, m1, a0, a1, s0, s1, umask] = fields.map(Number) as [number, number, number, number, number, number, number];
+    tally = { wrong: [m0, m1], acls: [a0, a1], deep: [s0, s1], umask };
+  };
+  const walk = parseAclWalk(stdout, { M: { fields: 7, read: readWrong }, T: { fields: 7, read: readTally } });
+  return { ...walk, wrong, tally };
+}
+
+/** Starts the walk of `root` as the audit's (mode audit), mount points below it left alone; the owner is the service's. */
+export function startStateAudit(ids: Identities, mountPoints: Iterable<string>, root: string = STATE_DIR): Promise<CaptureResult> {
+  return startStateAclWalk("audit", root, { uid: ids.service.uid, gid: ids.service.gid }, mountPoints, READ_ONLY_WALK);
+}
+
+/** Whether `root`'s release root exists (any kind: the walk judges what it is). */
+export function releasePresent(root: string = STATE_DIR): boolean {
+  return lstatSync(`${root}/${STATE_INSTALL_NAME}`, { throwIfNoEntry: false }) !== undefined;
 }
 
 const MOUNTED_INSIDE = "another filesystem is mounted here; the entrypoint does not enter it";
+const KINDS: Readonly<Record<number, string>> = { 0o040000: "directory", 0o100000: "file", 0o120000: "symlink", 0o010000: "fifo", 0o140000: "socket" };
 
-/**
- * Pure given the entry: what the entrypoint's rules say about it. Returns
- * the violation (if any) and the zone to descend with (if any).
- */
-export function judgeStateEntry(
-  rules: ReturnType<typeof stateRules>,
-  entry: WalkedEntry,
-  zone: StateZone,
-): { violation?: StateViolation; descend?: StateZone; pruned?: boolean; umaskGroupBits?: boolean } {
-  const violation = (why: Pick<StateViolation, "want" | "reason" | "fix">): { violation: StateViolation } => ({ violation: { ...describe(entry), ...why } });
-  let decision;
-  try {
-    decision = rules(entry, zone);
-  } catch (error) {
-    if (!(error instanceof Refusal)) throw error;
-    return violation(entry.otherDevice ? { reason: MOUNTED_INSIDE } : { reason: error.message, fix: error.fix });
+/** Pure: one entry the walk found wrong, as the check shows it: what it is, and what the start would make it or why it refuses it. */
+export function violationOf(entry: WrongEntry, owner: StateOwner): StateViolation {
+  const seen = { path: entry.path, kind: KINDS[entry.mode & 0o170000] ?? "device", mode: octal(entry.mode), uid: entry.uid, gid: entry.gid };
+  if (entry.why === "mount") return { ...seen, reason: MOUNTED_INSIDE };
+  if (entry.why !== "") {
+    const refusal = entry.why === "device" ? stateRefusals.device(entry.path) : stateRefusals.foreignHardLink(entry.path, entry.links, entry.uid);
+    return { ...seen, reason: refusal.message, fix: refusal.fix };
   }
-  // A mount point the rules leave to someone else (the agent's home) is not a fault; any other is.
-  if (decision.action === "prune") return { pruned: true };
-  if (entry.otherDevice) return violation({ reason: MOUNTED_INSIDE });
-  if (decision.action === "skip") return violation({ reason: decision.reason });
-  const current = entry.st.mode & 0o7777;
-  const uid = decision.uid < 0 ? entry.st.uid : decision.uid;
-  const gid = decision.gid < 0 ? entry.st.gid : decision.gid;
-  // A symlink's own mode means nothing and is never changed (tree-walk.ts).
-  const mode = entry.kind === "symlink" ? undefined : decision.mode ? decision.mode(current) : current;
-  const descend = entry.kind === "directory" ? decision.descend : undefined;
-  // What the service's umask (0007) leaves on an entry it created since the start: group bits of
-  // node's own group, which the agent is not in (accounts). Not a fault; the next start removes them.
-  if (decision.mode === stateModes.private && entry.st.uid === uid && entry.st.gid === gid && mode !== current && (current & ~0o070) === mode) {
-    return { descend, umaskGroupBits: true };
-  }
-  if (entry.st.uid !== uid || entry.st.gid !== gid || (mode !== undefined && mode !== current)) {
-    return { ...violation({ want: { uid, gid, ...(mode !== undefined ? { mode: octal(mode) } : {}) } }), descend };
-  }
-  return { descend };
-}
-
-/** Walks /state once, read-only. */
-export function auditState(ids: Identities, root: string = STATE_DIR): StateAudit {
-  const rules = stateRules(ids);
-  const audit: StateAudit = { root, checked: 0, layout: [], release: [], releasePresent: false, problems: [], umaskGroupBits: 0 };
-  audit.checked = walkReadOnly<StateZone>(
-    root,
-    "top",
-    (entry, zone) => {
-      const verdict = judgeStateEntry(rules, entry, zone);
-      const releaseTop = zone === "top" && entry.name.equals(Buffer.from(STATE_INSTALL_NAME));
-      if (releaseTop) audit.releasePresent = true;
-      const inRelease = zone === "release" || releaseTop;
-      if (verdict.violation) (inRelease ? audit.release : audit.layout).push(verdict.violation);
-      if (verdict.umaskGroupBits) audit.umaskGroupBits++;
-      if (entry.kind === "directory" && entry.depth >= DEPTH_LIMIT) {
-        audit.deep ??= { layout: { count: 0, examples: [] }, release: { count: 0, examples: [] } };
-        const deep = audit.deep[inRelease ? "release" : "layout"];
-        if (deep.count++ < 3) deep.examples.push(shortened(entry.path));
-      }
-      return verdict.descend;
-    },
-    audit.problems,
-  );
-  return audit;
+  return { ...seen, want: { uid: owner.uid, gid: owner.gid, ...(entry.want !== undefined ? { mode: octal(entry.want) } : {}) } };
 }
 
 /** The first characters of a long path (one DEPTH_LIMIT levels down is kilobytes of it). */
@@ -129,10 +111,10 @@ function shortened(path: string): string {
   return path.length > 120 ? `${path.slice(0, 120)}...` : path;
 }
 
-/** The first three, as "path (kind mode uid:gid, want mode uid:gid)" or with the reason the rules refuse it. */
-function examples(violations: readonly StateViolation[]): string {
+/** The first three of `count`, as "path (kind mode uid:gid, want mode uid:gid)" or with the reason the start refuses it. */
+function examples(violations: readonly StateViolation[], count: number): string {
   const shown = violations.slice(0, 3).map(({ path, kind, mode, uid, gid, reason, want }) => `${path} (${kind} ${mode} ${uid}:${gid}${reason ? `: ${reason}` : `, want ${want!.mode ? `${want!.mode} ` : ""}${want!.uid}:${want!.gid}`})`).join("; ");
-  return violations.length > 3 ? `${shown}; and ${violations.length - 3} more` : shown;
+  return count > 3 ? `${shown}; and ${count - 3} more` : shown;
 }
 
 const RESTART_FIX = "restart the container (docker restart CONTAINER): at every separated start the root entrypoint puts /state back under its layout";
@@ -183,51 +165,53 @@ export function describeAcl(found: AclFound): string {
   return `${found.path} (${[...part("ACL", found.access), ...part("default ACL", found.default)].join("; ")})`;
 }
 
-/** Pure: state.layout ("layout") or state.release ("release") from the one walk and the ACL walk. */
-export function judgeStateZone(audit: StateAudit, zone: "layout" | "release", mode: Mode, acls: AclWalk): Verdict {
+/** Pure: state.layout ("layout") or state.release ("release") from the walk; `owner` the service's, which the start gives every entry. */
+export function judgeStateZone(audit: StateAudit, zone: "layout" | "release", mode: Mode, owner: StateOwner): Verdict {
+  const { walk } = audit;
   const releaseRoot = `${audit.root}/${STATE_INSTALL_NAME}`;
   const release = zone === "release";
+  const at = release ? 1 : 0;
+  const inZone = (p: { path: string }): boolean => (p.path === releaseRoot || p.path.startsWith(`${releaseRoot}/`)) === release;
   // A problem with the root itself leaves both unchecked.
-  const inRelease = (p: { path: string }): boolean => p.path === audit.root || p.path === releaseRoot || p.path.startsWith(`${releaseRoot}/`);
-  const ours = (p: { path: string }): boolean => (release ? inRelease(p) : p.path === audit.root || !inRelease(p));
-  // An entry both walks could not read is one entry: the mode walk's problem says it.
-  const seen = new Set(audit.problems.map((p) => p.path));
-  const problems = problemLines([...audit.problems, ...acls.problems.filter((p) => !seen.has(p.path))].filter(ours));
-  const violations = release ? audit.release : audit.layout;
-  // An ACL on /state itself belongs to state.layout, as /state does.
-  const withAcl = acls.found.filter((f) => (release ? f.path !== audit.root && inRelease(f) : !inRelease(f) || f.path === audit.root)).map(describeAcl);
-  const deep = audit.deep?.[zone];
+  const problems = problemLines(walk.problems.filter((p) => p.path === audit.root || inZone(p)));
+  // The walk's records, at most SHOWN_ITEMS of each kind per zone, and its counts of them.
+  const violations = walk.wrong.filter(inZone).map((entry) => violationOf(entry, owner));
+  const violationCount = walk.tally.wrong[at];
+  const withAcl = walk.found.filter(inZone).map(describeAcl);
+  const aclCount = walk.tally.acls[at];
+  const deep = { count: walk.tally.deep[at], examples: walk.left.filter((left) => left.why === "deep" && inZone(left)).slice(0, 3).map((left) => shortened(left.path)) };
+  const umask = walk.tally.umask;
   const found = {
     root: release ? releaseRoot : audit.root,
-    checked: audit.checked,
-    violations: bounded(violations),
-    acls: bounded(withAcl),
+    checked: walk.visited,
+    violations: bounded(violations, violationCount),
+    acls: bounded(withAcl, aclCount),
     unreadable: bounded(problems),
-    ...(release ? {} : { umaskGroupBits: audit.umaskGroupBits }),
-    ...(deep !== undefined && deep.count > 0 ? { deep } : {}),
+    ...(release ? {} : { umaskGroupBits: umask }),
+    ...(deep.count > 0 ? { deep } : {}),
   };
-  if (violations.length > 0 || withAcl.length > 0) {
-    const broken = violations.length > 0 ? [`${plural(violations.length, "entry", "entries")}${release ? " of the release root" : ""} break${violations.length === 1 ? "s" : ""} the layout contract: ${examples(violations)}`] : [];
-    const shown = withAcl.slice(0, 3).join("; ") + (withAcl.length > 3 ? `; and ${withAcl.length - 3} more` : "");
-    const acl = withAcl.length > 0 ? [`${plural(withAcl.length, "entry", "entries")}${release ? " of the release root" : ""} carr${withAcl.length === 1 ? "ies an ACL" : "y ACLs"}, which the layout does not allow (its mode bits are all the access there may be): ${shown}`] : [];
+  if (violationCount > 0 || aclCount > 0) {
+    const broken = violationCount > 0 ? [`${plural(violationCount, "entry", "entries")}${release ? " of the release root" : ""} break${violationCount === 1 ? "s" : ""} the layout contract: ${examples(violations, violationCount)}`] : [];
+    const shown = withAcl.slice(0, 3).join("; ") + (aclCount > 3 ? `; and ${aclCount - 3} more` : "");
+    const acl = aclCount > 0 ? [`${plural(aclCount, "entry", "entries")}${release ? " of the release root" : ""} carr${aclCount === 1 ? "ies an ACL" : "y ACLs"}, which the layout does not allow (its mode bits are all the access there may be): ${shown}`] : [];
     return failUnlessSingle(mode === "single-uid", [...broken, ...acl].join("; "), found, refusedFirst(violations), SINGLE_UID_NOTE);
   }
   if (problems.length > 0) {
     const summary = `could not read ${plural(problems.length, "entry", "entries")} under ${audit.root}: ${problems.slice(0, 3).join("; ")}`;
     return fail(summary, found, "run the audit as root (docker exec CONTAINER clankie-separate --self-check), which can read every entry");
   }
-  if (deep !== undefined && deep.count > 0) {
-    const at = `${plural(deep.count, "directory", "directories")} ${DEPTH_LIMIT} levels deep ${deep.count === 1 ? "was" : "were"} not read below (the entrypoint leaves what lies deeper alone, closed to the agent at that directory)`;
-    return warn(`${at}: ${deep.examples.join("; ")}`, found, "remove what lies that deep (rm -rf the chain): no service needs it");
+  if (deep.count > 0) {
+    const where = `${plural(deep.count, "directory", "directories")} ${DEPTH_LIMIT} levels deep ${deep.count === 1 ? "was" : "were"} not read below (the entrypoint leaves what lies deeper alone, closed to the agent at that directory)`;
+    return warn(`${where}: ${deep.examples.join("; ")}`, found, "remove what lies that deep (rm -rf the chain): no service needs it");
   }
   if (release && !audit.releasePresent) {
     return warn(`no release root at ${releaseRoot}`, found, "install the release under /state/install (the service's updater does), or ignore this if the service runs the release built into the image");
   }
   const since =
-    !release && audit.umaskGroupBits > 0
-      ? ` (${audit.umaskGroupBits} made by the service since the start keep${audit.umaskGroupBits === 1 ? "s" : ""} its umask's group bits, of node's own group: the agent is not in it, and the next start removes them)`
+    !release && umask > 0
+      ? ` (${umask} made by the service since the start keep${umask === 1 ? "s" : ""} its umask's group bits, of node's own group: the agent is not in it, and the next start removes them)`
       : "";
-  return pass(`${audit.checked} entries checked; every one ${release ? "of the release root " : ""}follows the layout contract, and none carries an ACL${since}`, found);
+  return pass(`${walk.visited} entries checked; every one ${release ? "of the release root " : ""}follows the layout contract, and none carries an ACL${since}`, found);
 }
 
 /** Pure: /state/agent, a directory of the agent, mode 0700; never walked inside. */

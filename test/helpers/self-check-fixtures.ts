@@ -1,7 +1,7 @@
 /* Fixtures for the audit's pure judges: the image's identities, process credentials, lstat results, walked entries. */
 import type { Stats } from "node:fs";
 import { resolveIdentities } from "../../src/accounts.ts";
-import { WalkedEntry } from "../../src/self-check/walk.ts";
+import type { StateWalk } from "../../src/self-check/state.ts";
 import { DEFAULT_GROUP, DEFAULT_PASSWD } from "./sandbox.ts";
 
 export const ids = resolveIdentities(DEFAULT_PASSWD, DEFAULT_GROUP);
@@ -25,8 +25,9 @@ export function stats(kind: Kind, mode: number, uid = 1000, gid = 1000, extra: P
     isSocket: () => false,
   } as unknown as Stats;
 }
-export function walked(path: string, kind: Kind, mode: number, depth: number, uid = 1000, extra: Partial<{ nlink: number; otherDevice: boolean }> = {}): WalkedEntry {
-  return new WalkedEntry(path, path.slice(path.lastIndexOf("/") + 1), kind, stats(kind, mode, uid, uid, extra), depth, extra.otherDevice ?? false);
+/** What a perl walk of /state or /workspace printed (src/self-check/state.ts, parseStateWalk): a complete walk of 10 entries that found nothing, with `more`. */
+export function walkOf(more: Partial<StateWalk> = {}): StateWalk {
+  return { visited: 10, stripped: 0, checked: 0, fixed: 0, skipped: 0, left: [], found: [], problems: [], wrong: [], tally: { wrong: [0, 0], acls: [0, 0], deep: [0, 0], umask: 0 }, complete: true, ...more };
 }
 
 /** A /proc/self/mountinfo (proc(5)) of a container: a tmpfs root, /usr read-only, the two volumes, pseudo filesystems, an escaped space. */

@@ -12,7 +12,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { syscallNumbers } from "../../../src/os/syscalls.ts";
 import { parseAclWalk, STATE_ACL_SCRIPT, stateAclArgs } from "../../../src/layout/state-acl.ts";
-import { decodeAcl, namedEntries } from "../../../src/self-check/state.ts";
+import { decodeAcl, namedEntries, parseStateWalk, READ_ONLY_WALK } from "../../../src/self-check/state.ts";
 import { DEPTH_LIMIT, SHOWN_PATH_BYTES } from "../../../src/layout/rules.ts";
 
 const test = suite("state-acl");
@@ -34,13 +34,15 @@ test("decodeAcl: posix_acl_xattr entries, named ones with their id; namedEntries
 
 test("stateAclArgs: the mode, the root, the pruned name, the release root's name, the service's uid and gid, then x86-64's numbers and flags", () => {
   assert.equal(stateAclArgs("fix", "/state", { uid: 1000, gid: 1000 }, syscallNumbers("x64")), ["fix", "/state", "agent", "install", "1000", "1000", "192", "191", "188", "197", "198656", String(0o400000 | 0o4000 | 0o400), String(0o10000000 | 0o400000), "61", "95", "4096", "8192"]);
-  assert.equal(stateAclArgs("list", "/state", { uid: 1000, gid: 1000 }, syscallNumbers("arm64")).slice(6, 10), ["9", "8", "5", "14"]);
+  assert.equal(stateAclArgs("audit", "/state", { uid: 1000, gid: 1000 }, syscallNumbers("arm64")).slice(6, 10), ["9", "8", "5", "14"]);
 });
 
 test("parseAclWalk: records in order, bytes shown printable; a record after the last, an unknown one or bad hex throws", () => {
   const fields = (...items: (string | Buffer)[]) => Buffer.concat(items.map((item) => Buffer.concat([Buffer.from(item as string), Buffer.from([0])])));
-  const out = fields("A", "/state", "", NAMED, "P", "/state/x", "lgetxattr", "13", "A", Buffer.from([0x2f, 0x73, 0x74, 0x61, 0x74, 0x65, 0x2f, 0xff]), NAMED, "", "V", "12", "2", "11", "3", "0");
-  const walk = parseAclWalk(out);
+  const out = fields("A", "/state", "", NAMED, "P", "/state/x", "lgetxattr", "13", "A", Buffer.from([0x2f, 0x73, 0x74, 0x61, 0x74, 0x65, 0x2f, 0xff]), NAMED, "", "Q", "one", "two", "V", "12", "2", "11", "3", "0");
+  const more: string[][] = [];
+  const walk = parseAclWalk(out, { Q: { fields: 2, read: (fields) => more.push(fields) } });
+  assert.equal(more, [["one", "two"]], "another part's record, read by its reader");
   assert.equal(walk, {
     visited: 12,
     stripped: 2,
@@ -78,13 +80,17 @@ function hasAcl(path: string): boolean {
 
 const OWNER = { uid: process.getuid!(), gid: process.getgid!() };
 
-function walk(mode: "fix" | "list", root: string, skip: string[] = []): ReturnType<typeof parseAclWalk> & { status: number | null } {
-  const run = spawnSync("/usr/bin/perl", ["-e", STATE_ACL_SCRIPT, ...stateAclArgs(mode, root, OWNER)], { env: {}, input: skip.map((p) => `${p}\0`).join("") });
+/** The program and arguments of `mode`: fix is the start's program; audit is the audit's, state-audit.pl appended, with its record limit. */
+const programOf = (mode: "fix" | "audit", root: string): string[] =>
+  mode === "fix" ? ["-e", STATE_ACL_SCRIPT, ...stateAclArgs(mode, root, OWNER)] : ["-e", `${STATE_ACL_SCRIPT}\n${READ_ONLY_WALK.part.trim()}`, ...stateAclArgs(mode, root, OWNER), String(READ_ONLY_WALK.keep)];
+
+function walk(mode: "fix" | "audit", root: string, skip: string[] = []): ReturnType<typeof parseAclWalk> & { status: number | null } {
+  const run = spawnSync("/usr/bin/perl", programOf(mode, root), { env: {}, input: skip.map((p) => `${p}\0`).join("") });
   assert.is(String(run.stderr), "");
-  return { ...parseAclWalk(run.stdout), status: run.status };
+  return { ...(mode === "fix" ? parseAclWalk : parseStateWalk)(run.stdout), status: run.status };
 }
 
-test("the perl walk: list reads every ACL; fix keeps each base entry (the owning group's cut by the mask), removes the rest, never through a symlink, the agent's home or a mount point", () => {
+test("the perl walk: audit reads every ACL; fix keeps each base entry (the owning group's cut by the mask), removes the rest, never through a symlink, the agent's home or a mount point", () => {
   const root = mkdtempSync(join(tmpdir(), "clankie-acl-"));
   const outside = mkdtempSync(join(tmpdir(), "clankie-acl-outside-"));
   try {
@@ -113,7 +119,7 @@ test("the perl walk: list reads every ACL; fix keeps each base entry (the owning
       linkSync(join(outside, "foreign"), p("install/foreign"));
     }
 
-    const listed = walk("list", root, [p("mounted")]);
+    const listed = walk("audit", root, [p("mounted")]);
     assert.is(listed.status, 0);
     assert.equal(listed.found.map((f) => [f.path.slice(root.length), f.access !== "", f.default !== ""]).sort(), [
       ["", false, true],
@@ -124,7 +130,7 @@ test("the perl walk: list reads every ACL; fix keeps each base entry (the owning
     ]);
     assert.equal(listed.problems, []);
     assert.is(listed.stripped, 0);
-    assert.ok(hasAcl(root), "list changes nothing");
+    assert.ok(hasAcl(root), "audit changes nothing");
 
     let before = 0;
     if (asRoot) {
@@ -146,7 +152,7 @@ test("the perl walk: list reads every ACL; fix keeps each base entry (the owning
     assert.ok(hasAcl(p("agent")), "the agent's home is not entered");
     assert.ok(hasAcl(p("mounted")), "a mount point is left alone");
     assert.ok(hasAcl(join(outside, "target")), "a symlink is not followed");
-    assert.equal(walk("list", root, [p("mounted")]).found.map((f) => f.path), [], "fix left nothing for list to find");
+    assert.equal(walk("audit", root, [p("mounted")]).found.map((f) => f.path), [], "fix left nothing for audit to find");
   } finally {
     rmSync(root, { recursive: true, force: true });
     rmSync(outside, { recursive: true, force: true });
@@ -167,19 +173,19 @@ test("the perl walk below DEPTH_LIMIT of 255-byte names: the directory at the li
   const root = mkdtempSync(join(tmpdir(), "clankie-acl-deep-"));
   try {
     plantLongChain(root, DEPTH_LIMIT + 10, [DEPTH_LIMIT, DEPTH_LIMIT + 1]);
-    const run = (mode: "fix" | "list") => {
-      const result = spawnSync("prlimit", [`--as=${PERL_AS}`, "/usr/bin/perl", "-e", STATE_ACL_SCRIPT, ...stateAclArgs(mode, root, OWNER)], { env: {}, input: "", maxBuffer: 64 << 20 });
+    const run = (mode: "fix" | "audit") => {
+      const result = spawnSync("prlimit", [`--as=${PERL_AS}`, "/usr/bin/perl", ...programOf(mode, root)], { env: {}, input: "", maxBuffer: 64 << 20 });
       assert.is(String(result.stderr), "");
       assert.is(result.status, 0);
-      return parseAclWalk(result.stdout);
+      return (mode === "fix" ? parseAclWalk : parseStateWalk)(result.stdout);
     };
     const atLimit = `${`${root}${`/${"a".repeat(255)}`.repeat(DEPTH_LIMIT)}`.slice(0, SHOWN_PATH_BYTES)}...`;
-    const listed = run("list");
+    const listed = run("audit");
     assert.is(listed.visited, DEPTH_LIMIT + 1);
     assert.equal(listed.found.map((f) => f.path), [atLimit]);
     const stripped = run("fix");
     assert.is(stripped.stripped, 1);
-    assert.equal(run("list").found, [], "the ACL at the limit is gone; the one below it was never read");
+    assert.equal(run("audit").found, [], "the ACL at the limit is gone; the one below it was never read");
     // The control: a perl that keeps each level's path, as the walk did, dies under the same limit.
     const control = spawnSync("prlimit", [`--as=${PERL_AS}`, "/usr/bin/perl", "-e", 'my ($p, @paths) = (""); for (1..$ARGV[0]) { $p .= "/" . ("a" x 255); push @paths, $p }', String(DEPTH_LIMIT + 10)], { encoding: "utf8" });
     assert.not.equal(control.status, 0);

@@ -1,15 +1,6 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { linkSync, lstatSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { spawnSync } from "node:child_process";
 import { stateModes } from "../../../src/layout/state.ts";
-import { stateRules } from "../../../src/layout/state-rules.ts";
-import { kindOf } from "../../../src/os/file-kind.ts";
-import { EXIT } from "../../../src/constants.ts";
-import { assertRefusal } from "../../helpers/refusal.ts";
-import { imageIdentities } from "../../helpers/identities.ts";
 import { assertModes, octal } from "../../helpers/modes.ts";
 
 test("fixed modes: /state traversable but not listable, the release root 0755, the agent's home 0700", () => {
@@ -57,44 +48,6 @@ test("no rule ever leaves a set-user-ID, set-group-ID, or group/other write bit"
       const result = rule(mode);
       assert.is(result & 0o7022, 0, `${octal(mode)} -> ${octal(result)}`);
     }
-  }
-});
-
-test("stateRules: a device node and a hard link to another uid's file are refused (65); control: a FIFO, the service's own hard link and a foreign file of one name are taken over", () => {
-  const ids = imageIdentities();
-  const rules = stateRules(ids);
-  // Real entries as lstat(2) reports them; the uid that owns them is this test's, the service uid is another (or the same, for the control).
-  const dir = mkdtempSync(join(tmpdir(), "state-rules-"));
-  try {
-    const file = join(dir, "file");
-    writeFileSync(file, "x");
-    linkSync(file, join(dir, "link"));
-    const fifo = join(dir, "fifo");
-    assert.is(spawnSync("/usr/bin/mkfifo", [fifo]).status, 0);
-    const single = join(dir, "single");
-    writeFileSync(single, "y");
-    const view = (path: string, name: string) => {
-      const st = lstatSync(path);
-      return { path: `/state/data/${name}`, name: Buffer.from(name), kind: kindOf(st), st, depth: 2 };
-    };
-    const owner = lstatSync(file).uid;
-    const foreign = owner === ids.service.uid ? { ...ids, service: { ...ids.service, uid: owner + 1 } } : ids;
-    const own = { ...ids, service: { ...ids.service, uid: owner } };
-    assertRefusal(() => stateRules(foreign)(view("/dev/null", "null"), "private"), { exitCode: EXIT.dataRefused, what: "/state/data/null is a device node", fix: 'remove it (rm "/state/data/null") and start again' });
-    const linked = view(file, "file");
-    assert.is(linked.st.nlink, 2);
-    assertRefusal(() => stateRules(foreign)(linked, "private"), {
-      exitCode: EXIT.dataRefused,
-      what: `/state/data/file is a hard link (2 names) to a file owned by uid ${owner}; taking it over would change that file everywhere`,
-      fix: 'remove it (rm "/state/data/file") and start again',
-    });
-    // The control: each is taken over (closed to the service's owner bits).
-    assert.is(stateRules(own)(linked, "private").action, "fix");
-    assert.is(stateRules(foreign)(view(single, "single"), "private").action, "fix");
-    assert.is(stateRules(foreign)(view(fifo, "fifo"), "private").action, "fix");
-    assert.is(rules(view(single, "single"), "release").action, "fix");
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
   }
 });
 

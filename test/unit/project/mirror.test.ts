@@ -35,7 +35,6 @@ export const UNTESTED_ALONE: Record<string, string> = {
   "stage/sections.ts": "the format of stage.pl's sections: stage/stage.test.ts and stage/stage-source.test.ts cut by it",
   "entrypoint/run.ts": BLACK_BOX,
   "entrypoint/state-layout.ts": "chown and chmod as root over a planted tree: test/sandbox/entrypoint.test.ts; its walk is layout/state-acl.ts's",
-  "layout/state-rules.ts": "the audit's statement of /state's rules: layout/state.test.ts, with the modes they apply",
   "entrypoint/workspace-layout.ts": "chown and chmod as root: test/sandbox/entrypoint.test.ts; its rules are layout/workspace.ts's",
   "entrypoint/private-root.ts": "a root-owned rename and removal at start: test/sandbox/private-jobs.test.ts (the next start's cleanup)",
   "service/private-release.ts": "the release after a private job ends, through the real shim: test/sandbox/private-jobs.test.ts",
@@ -46,7 +45,7 @@ export const UNTESTED_ALONE: Record<string, string> = {
   "help.ts": "text: test/cli/binary.test.ts checks that --help lists both roles, their options and every exit code",
   "layout/rules.ts": "the walk's per-entry rule type: entrypoint/tree-walk.test.ts",
   "os/errno.ts": "a lookup in Node's errno table: self-check/confinement.test.ts, image-scan.test.ts and layout/state-acl.test.ts read its names",
-  "os/file-kind.ts": "lstat's kind: the walks' tests (entrypoint/tree-walk, self-check/walk)",
+  "os/file-kind.ts": "lstat's kind: the walk's tests (entrypoint/tree-walk)",
 };
 
 function files(dir: string, suffix: string): string[] {

@@ -16,6 +16,7 @@ import { stageSource } from "../../../src/stage/stage-source.ts";
 import { IMAGE_SCAN_SCRIPT } from "../../../src/self-check/image-scan.ts";
 import { CONFINEMENT_ATTEMPTS_SCRIPT } from "../../../src/self-check/probe-agent.ts";
 import { STATE_ACL_SCRIPT } from "../../../src/layout/state-acl.ts";
+import { READ_ONLY_WALK } from "../../../src/self-check/state.ts";
 import SPAWN_GRAB from "../../../src/perl/spawn-grab.pl";
 import SPAWNER_PAIR from "../../../src/perl/spawner-pair.pl";
 
@@ -27,6 +28,7 @@ const PROGRAMS: Record<string, { source: string; flags: string[] }> = {
   "stage/stage.pl (the service's alone, as the entrypoint carries it)": { source: stageSource(process.arch, ["service"]), flags: ["-T", "-C0"] },
   "perl/image-scan.pl": { source: IMAGE_SCAN_SCRIPT, flags: [] },
   "perl/state-acl.pl": { source: STATE_ACL_SCRIPT, flags: [] },
+  "perl/state-audit.pl": { source: `${STATE_ACL_SCRIPT}\n${READ_ONLY_WALK.part}`, flags: [] },
   "perl/probe-confinement.pl": { source: CONFINEMENT_ATTEMPTS_SCRIPT, flags: [] },
   "perl/spawn-grab.pl": { source: SPAWN_GRAB, flags: [] },
   "perl/spawner-pair.pl": { source: SPAWNER_PAIR, flags: [] },

@@ -4,7 +4,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { judgeWorkspaceDefaults, judgeWorkspaceMarker, judgeWorkspaceTop } from "../../../src/self-check/workspace.ts";
 import type { AclWalk } from "../../../src/layout/state-acl.ts";
-import { ids, stats } from "../../helpers/self-check-fixtures.ts";
+import { ids, stats, walkOf } from "../../helpers/self-check-fixtures.ts";
 
 const Workspace = suite("workspace");
 const ok = (st: Stats) => ({ ok: true as const, value: st });
@@ -28,7 +28,7 @@ Workspace("marker: current passes; missing, stale, malformed or another volume's
 });
 
 Workspace("default-acl: a directory with a default ACL warns, named; an access ACL alone and a clean tree pass; an unreadable directory warns", () => {
-  const walk = (more: Partial<AclWalk>): AclWalk => ({ visited: 5, stripped: 0, checked: 0, fixed: 0, skipped: 0, left: [], found: [], problems: [], complete: true, ...more });
+  const walk = (more: Partial<AclWalk>): AclWalk => walkOf({ visited: 5, ...more });
   assert.is(judgeWorkspaceDefaults(walk({})).status, "pass");
   assert.is(judgeWorkspaceDefaults(walk({ found: [{ path: "/workspace/a", access: "02", default: "" }] })).status, "pass");
   const warned = judgeWorkspaceDefaults(walk({ found: [{ path: "/workspace/a", access: "", default: "02" }, { path: "/workspace/b", access: "02", default: "02" }] }));
