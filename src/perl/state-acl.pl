@@ -233,8 +233,8 @@ while (@stack) {
   if ($st[0] != $rst[0]) { skip($name, "mount", $zone); next }
   $checked++;
   if (($st[2] & 0170000) != $DIR) {
-    # fix's common case inline: a private file of the service's, mode 0?00 (wanted), with no access ACL.
-    next if $fix && !$zone && $st[4] == $uid && $st[5] == $gid && !($st[2] & 07077) && ($st[2] & 0170000) == 0100000
+    # The common case inline, for fix and the audit alike: a private file of the service's, mode 0?00 (wanted), with no access ACL.
+    next if !$dirsOnly && !$zone && $st[4] == $uid && $st[5] == $gid && !($st[2] & 07077) && ($st[2] & 0170000) == 0100000
       && syscall($lget, $name, $access, 0, 0) < 0 && ($! == $enodata || $! == $enotsup);
     $fix ? take($name, $zone, scalar @stack, @st) : $dirsOnly || judge($name, $name, $zone, scalar @stack, @st);
     next;
