@@ -138,7 +138,7 @@ function unread(error: string, fix: string): Fact<never> {
   return { ok: false, error, fix };
 }
 
-/** Reads every fact once. The perl walks (the image, /state, /workspace's default ACLs) start after the process table, and run beside each other and the rest. */
+/** Reads every fact once. The perl walks (/state, the image, /workspace's default ACLs) start after the process table, and run beside each other and the rest. */
 export async function readFacts(request: { probe: boolean }) {
   /* 1. Who is asking, and which process stands for the body. */
   const selfStatus = readFileSync("/proc/self/status", "latin1");
@@ -181,13 +181,13 @@ export async function readFacts(request: { probe: boolean }) {
     exes.set(entry.pid, readable(() => readlinkSync(`/proc/${entry.pid}/exe`, "latin1"), failedCall("readlink", `/proc/${entry.pid}/exe`)));
   }
 
-  /* 2. The perl walks, started now so that they run beside each other and the reads below. */
+  /* 2. The perl walks, started now (after the process table, which their processes are not in) so that they run beside each other and the reads below. */
   const mounts = attempt(PROC_FIX, () => parseMountinfo(readFileSync("/proc/self/mountinfo", "latin1")));
-  const excluded = mounts.ok ? excludedDirectories(mounts.value, IMAGE_WALK_SKIP) : new Set<string>();
-  const scanning = mounts.ok ? attempt(PERL_FIX, () => startImageScan(excluded)) : mounts;
-  // /state (src/self-check/state.ts): the start's walk of it, read-only, owners, modes and ACLs in one pass.
+  // /state (src/self-check/state.ts): the start's walk of it, read-only, owners, modes and ACLs in one pass; first, as the longest on a large /state.
   const mountsBelow = (dir: string): string[] => (mounts.ok ? mounts.value.map((m) => m.point).filter((point) => point.startsWith(`${dir}/`)) : []);
   const stateScanning = !ids.ok ? ids : mounts.ok ? attempt(PERL_FIX, () => startStateAudit(ids.value, mountsBelow(STATE_DIR))) : mounts;
+  const excluded = mounts.ok ? excludedDirectories(mounts.value, IMAGE_WALK_SKIP) : new Set<string>();
+  const scanning = mounts.ok ? attempt(PERL_FIX, () => startImageScan(excluded)) : mounts;
   // The default ACLs of /workspace's directories (the same walk, reading directories only), a third.
   const defaultsScanning = mounts.ok ? attempt(PERL_FIX, () => startStateAclWalk("defaults", WORKSPACE_DIR, { uid: -1, gid: -1 }, mountsBelow(WORKSPACE_DIR), READ_ONLY_WALK)) : mounts;
 
