@@ -156,11 +156,12 @@ sub settle {
 
 # Opens `name` (lstat'ed as @st) O_NOFOLLOW with `flags`, checked to be that
 # inode still; a name moved or replaced since lstat (ENOENT 2, ENOTDIR 20,
-# ELOOP 40: the same numbers on every Linux architecture) is a change.
+# ELOOP 40: the same numbers on every Linux architecture) is a change (the
+# audit: a name gone is no entry left to judge, as when lstat finds none).
 sub openChecked {
   my ($name, $label, $flags, @st) = @_;
   my $fh;
-  unless (sysopen($fh, $name, $flags)) { changed($label) if $fix && ($! == 2 || $! == 20 || $! == 40); problem($label, "open"); return undef }
+  unless (sysopen($fh, $name, $flags)) { changed($label) if $fix && ($! == 2 || $! == 20 || $! == 40); problem($label, "open") unless $! == 2; return undef }
   my @o = stat $fh;
   my $type = $st[2] & 0170000;
   changed($label) unless @o && $o[0] == $st[0] && $o[1] == $st[1] && ($o[2] & 0170000) == $type && ($type == $DIR || $o[3] == $st[3]);

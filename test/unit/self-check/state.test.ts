@@ -298,6 +298,26 @@ Walk("a chain deeper than DEPTH_LIMIT of 255-byte names: every level to the limi
   }
 });
 
+Walk("a directory removed between the walk's lstat and its open is no entry to judge, not a problem; control: one the walk may not open is a problem", () => {
+  const root = tree();
+  try {
+    mkdirSync(join(root, "victim"), { mode: 0o700 });
+    const program = `${STATE_ACL_SCRIPT}\n${READ_ONLY_WALK.part.trim()}`;
+    // strace(1) fails the walk's openat(2) of the name `victim` as the kernel does for a name gone (ENOENT), or one it may not open (EACCES).
+    const run = (errno: string) => {
+      const result = spawnSync("strace", ["-qq", "-f", "-o", "/dev/null", "-e", "trace=openat", "-e", `inject=openat:error=${errno}`, "-P", "victim", "/usr/bin/perl", "-e", program, ...stateAclArgs("audit", root, ids.service), String(READ_ONLY_WALK.keep)], { input: "" });
+      assert.is(result.status, 0, String(result.stderr));
+      return parseStateWalk(result.stdout);
+    };
+    const gone = run("ENOENT");
+    assert.ok(gone.complete);
+    assert.equal(gone.problems, []);
+    assert.equal(run("EACCES").problems, [{ path: join(root, "victim"), syscall: "open", code: "EACCES" }]);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
 Walk("nothing under the walked tree changes: modes, owners, ACLs and times stay", async () => {
   const root = tree();
   try {
