@@ -1,8 +1,8 @@
 /*
  * The /state walk of the start: one perl walk (src/layout/state-acl.ts) that
- * makes every entry what stateRules want, its owner, its mode and no ACL
- * (an ACL removed before its mode is judged: the mode bits are all the access
- * there is after it). It runs at every start; on a /state that fits it
+ * makes every entry what the layout (src/layout/state.ts) wants, its owner,
+ * its mode and no ACL (an ACL removed before its mode is judged: the mode
+ * bits are all the access there is after it). It runs at every start; on a /state that fits it
  * changes nothing. A default ACL the single-uid era's agent set on /state
  * would make every file the service writes later readable by the agent's
  * named entry, so the ACLs are read on every entry, at every start.

@@ -12,7 +12,7 @@
  * layout covers:
  *
  *   fix    (the entrypoint, at every start, as root): makes every entry what
- *          stateRules (src/layout/state.ts) want. Each access ACL is first
+ *          the layout (src/layout/state.ts) wants. Each access ACL is first
  *          replaced by its base entries, which the kernel keeps as the mode
  *          (the group bits become the owning group's permissions, cut by the
  *          mask, so nobody gains one), and each default ACL removed; then

@@ -32,7 +32,7 @@
 #   V visited stripped checked fixed skipped
 #                           the last record: the walk ran to its end
 # (state-audit.pl adds the audit's records.)
-# fix makes every entry what src/layout/state.ts's stateRules want (owned by
+# fix makes every entry what src/layout/state.ts's layout wants (owned by
 # the service, the modes of `wanted` below), every ACL removed first: the
 # access ACL is replaced by its three base entries, which the kernel stores
 # as the mode (the group bits become the owning group's entry, not the mask,
