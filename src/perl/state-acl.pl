@@ -87,9 +87,9 @@ sub changed { stop(65, "X", pathOf($_[0], $shown)) }
 sub skip { $skipped++; return left(@_) if $audit; print "S\0", pathOf($_[0], $shown), "\0$_[1]\0" if $fix && $skipped <= 5 }
 
 # The mode the layout wants (src/layout/state.ts, stateModes; held equal by
-# test/unit/self-check/state.test.ts through the audit mode). Zones: 0 private, 1 in the release,
-# 2 the release root's top-level name, 3 ROOT. A directory at the depth
-# limit is closed as private, in the release too.
+# test/unit/self-check/state.test.ts through the audit mode). Zones: 0
+# private, 1 in the release, 2 the release root's top-level name, 3 ROOT. A
+# directory at the depth limit is closed as private, in the release too.
 sub private { my ($zone, $dir, $depth) = @_; $zone == 0 || ($dir && $depth >= $limit) }
 sub wanted {
   my ($zone, $m, $dir, $depth) = @_;
