@@ -5,7 +5,8 @@
  * killed mid-job, another node process and a job reaching for the channel,
  * and a burst of 50. Judged by /proc and the exit statuses.
  */
-import { chownSync } from "node:fs";
+import { chmodSync, chownSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { rootTest } from "../helpers/privilege.ts";
@@ -140,6 +141,41 @@ rootTest(test, "the spawner started without its channel (CLANKIE_SPAWNER_FD unse
       assert.is(run.stderr, line, `CLANKIE_SPAWNER_FD=${fd}`);
       assert.is(run.status, 64);
     }
+  } finally {
+    body.cleanup();
+  }
+});
+
+rootTest(test, "a program of the spawner's chain made writable after the launch (setpriv 0757) is refused before each start (126, one line): a node-uid process that plants a program there gets nothing started; control: the same spawn before the change runs as the agent", async () => {
+  const body = new Body();
+  try {
+    chownSync(body.state, IDS.service, IDS.service);
+    chownSync(body.workspace, IDS.service, IDS.service);
+    // A copy of setpriv, root's, bound over /usr/bin/setpriv: 0755 when the launch checks it, 0757 once the control has run.
+    const setpriv = join(body.dir, "setpriv");
+    writeFileSync(setpriv, readFileSync("/usr/bin/setpriv"), { mode: 0o755 });
+    const child = body.start({ as: "root", command: [SANDBOX_NODE, FIXTURE, "chain-rules"], binds: [[setpriv, "/usr/bin/setpriv", "rw"]] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout!.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+    child.stderr!.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+    const ended = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+    const deadline = Date.now() + 60_000;
+    while (!existsSync(join(body.workspace, "ready")) && Date.now() < deadline && child.exitCode === null) await new Promise((r) => setTimeout(r, 25));
+    chmodSync(setpriv, 0o757);
+    writeFileSync(join(body.workspace, "go"), "");
+    const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
+    const status = await ended;
+    clearTimeout(timer);
+    assert.is(status, 0, `${stdout}\n${stderr}`);
+    const out = JSON.parse(stdout.split("\n").find((text) => text.startsWith("{")) ?? "{}") as { control: { exitCode: number; stdout: string }; planted: { exitCode: number; stdout: string; stderr: string; started: boolean; refused: boolean }; ran: string };
+    assert.equal({ exitCode: out.control.exitCode, stdout: out.control.stdout }, { exitCode: 0, stdout: String(IDS.agent) }, "control: before the change the spawn runs as the agent");
+    // Without the spawner's gate the planted program ran as node with CapEff 00000000000000c0, and its setuid(0) succeeded.
+    assert.is(out.ran, "ENOENT", `the planted program ran: ${out.ran}`);
+    assert.equal(
+      { exitCode: out.planted.exitCode, started: out.planted.started, refused: out.planted.refused, stdout: out.planted.stdout, stderr: out.planted.stderr },
+      { exitCode: 126, started: false, refused: true, stdout: "", stderr: "clankie-agent-exec: refusing to execute /usr/bin/setpriv: /usr/bin/setpriv is writable by group or other (mode 757); install programs that root or the service run in a root-owned directory that only root can write (for example /usr/local/bin)" },
+    );
   } finally {
     body.cleanup();
   }
