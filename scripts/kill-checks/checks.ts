@@ -405,7 +405,7 @@ const SPAWNER = "src/agent-exec/spawner.ts";
 const SPAWNER_RAW: Record<string, string[]> = { "test/sandbox/spawner.test.ts": ["another node process that holds the channel gets no more than the service could ask: no command but agent work, no holder but a capless one of the service's, no socket but that holder's, no stop or release of a job the spawner did not start; control: a request the service could send runs as the agent"] };
 CHECKS.push(
   cut("spawner.fd-variable", SPAWNER, "throw new Refusal(EXIT.usage, `${SPAWNER_FD_VARIABLE} is not an fd of 3 or more`", { "test/sandbox/spawner.test.ts": ['the spawner started without its channel (CLANKIE_SPAWNER_FD unset or below 3): refused in one line (64) before it reads anything'] }),
-  cut("spawner.chain-rules", SPAWNER, "gateExec({ command: plan.chain[0]!, args: plan.chain, trustedUids: [0] });", { "test/sandbox/spawner.test.ts": [] }, null, ""),
+  cut("spawner.chain-rules", SPAWNER, "gateExec({ command: plan.chain[0]!, args: plan.chain, trustedUids: [0] });", { "test/sandbox/spawner.test.ts": ["a program of the spawner's chain made writable after the launch (setpriv 0757) is refused before each start (126, one line): a node-uid process that plants a program there gets nothing started; control: the same spawn before the change runs as the agent"] }, null, ""),
   cut("spawner.not-a-command", SPAWNER, "throw new Refusal(EXIT.usage, `a spawn request names ${argv[0]}, not a command`", SPAWNER_RAW),
   cut("spawner.refusal-line", SPAWNER, "formatRefusal(error.message, error.fix)", SPAWNER_RAW, null, "error.message"),
   cut("spawner.signal-not-started", SPAWNER, "pgid !== undefined && jobs.has(pgid) ? undefined :", SPAWNER_RAW, "spawnAgent started`", "undefined"),

@@ -359,7 +359,7 @@ const MUST_CONFINE: Record<string, string> = {
 itemTest(image, "3b. confinement: what the uid does not guard is denied to agent work and possible to the agent's uid alone", () => {
   needImage();
   const { state, workspace } = ensureBody();
-  const run = session.run({ name: "confinement", flags: RECOMMENDED_FLAGS, state, workspace, command: ["node", STAND_IN, "confinement"], timeoutMs: 180_000 });
+  const run = session.run({ name: "confinement", flags: RECOMMENDED_FLAGS, controls: true, state, workspace, command: ["node", STAND_IN, "confinement"], timeoutMs: 180_000 });
   const line = run.stdout.split("\n").find((l) => l.startsWith("{"));
   assert.ok(line, `the service printed its results (exit ${run.status}):\n${run.stdout}\n${run.stderr}`);
   const result = JSON.parse(line!) as { confined: Record<string, string>; control: Record<string, string>; open: Record<string, string>; confinedExit: number; confinedStderr: string; controlStderr: string };
@@ -398,7 +398,7 @@ itemTest(image, "3c. one job against another: limits, priority, scheduling, I/O 
   needImage();
   const { state, workspace } = ensureBody();
   const itemStarted = Date.now();
-  const run = session.run({ name: "processes", flags: RECOMMENDED_FLAGS, state, workspace, command: ["node", STAND_IN, "processes", "{}"], timeoutMs: 180_000 });
+  const run = session.run({ name: "processes", flags: RECOMMENDED_FLAGS, controls: true, state, workspace, command: ["node", STAND_IN, "processes", "{}"], timeoutMs: 180_000 });
   const result = jsonLine<Processes>(run, "the service");
   process.stdout.write(`\n${processesTable(result).map((r) => `   ${r}`).join("\n")}\n   job B before ${JSON.stringify(result.before)}\n   after the control ${JSON.stringify(result.afterControl)}\n   3c: ${((Date.now() - itemStarted) / 1000).toFixed(1)} s\n`);
   judgeProcesses(result);
@@ -479,7 +479,7 @@ itemTest(image, "3e. the stop under attack: a job's prlimit of its signal stages
   const control = raced(
     "the control",
     () => jsonLine<{ hits: number[]; once: string; aliveLater: unknown; error?: string }>(
-      session.run({ name: "stop-control", flags: RECOMMENDED_FLAGS, state, workspace, command: ["node", `${REPO_MOUNT}/test/fixtures/agent-stop.mjs`, "control-attacked"], timeoutMs: 120_000 }),
+      session.run({ name: "stop-control", flags: RECOMMENDED_FLAGS, controls: true, state, workspace, command: ["node", `${REPO_MOUNT}/test/fixtures/agent-stop.mjs`, "control-attacked"], timeoutMs: 120_000 }),
       "agent-stop.mjs control-attacked",
     ),
     (c) => c.hits.length > 0 && c.aliveLater !== null,
@@ -499,7 +499,7 @@ itemTest(image, "3e. the stop under attack: a job's prlimit of its signal stages
 itemTest(image, "3f. private jobs: another job, private or not, cannot reach private job B's files, socket or process; the agent uid with B's group can; B's lease ends with it", () => {
   needImage();
   const { state, workspace } = ensureBody();
-  const run = session.run({ name: "private-jobs", flags: RECOMMENDED_FLAGS, state, workspace, command: ["node", `${REPO_MOUNT}/test/fixtures/private-jobs.mjs`, "attacks"], timeoutMs: 180_000 });
+  const run = session.run({ name: "private-jobs", flags: RECOMMENDED_FLAGS, controls: true, state, workspace, command: ["node", `${REPO_MOUNT}/test/fixtures/private-jobs.mjs`, "attacks"], timeoutMs: 180_000 });
   const line = run.stdout.split("\n").find((l) => l.startsWith("{"));
   assert.ok(line, `the service printed its results (exit ${run.status}):\n${run.stdout}\n${run.stderr}`);
   const r = JSON.parse(line!) as { a: Record<string, string>; a2: Record<string, string>; control: Record<string, string>; controlStderr: string; bOwn: Record<string, string>; b: { stderr: string; release: { exitCode: number } }; after: string[]; holdersAfter: number; today: Record<string, string> };
@@ -759,7 +759,7 @@ itemTest(image, "8. everyday work: git both ways between the uids, and every eve
       `tools image built in ${tools.build.seconds.toFixed(1)} s, ${(tools.build.bytes / 1e6).toFixed(0)} MB\n`,
   );
   // /var/tmp on a tmpfs of its own: under --read-only it is writable to no one, and the battery asks whether agent work may write where its uid may.
-  const flags = { flags: RECOMMENDED_FLAGS, extra: ["--tmpfs", "/var/tmp:rw,exec,nosuid,nodev,mode=1777"], state, workspace, image: session.toolsImage };
+  const flags = { flags: RECOMMENDED_FLAGS, extra: ["--tmpfs", "/var/tmp:rw,exec,nosuid,nodev,mode=1777"], state, workspace, image: session.toolsImage, controls: true };
 
   const gitStarted = Date.now();
   const git = session.run({ name: "git-trust", ...flags, timeoutMs: 300_000, command: ["node", `${REPO_MOUNT}/test/fixtures/git-trust-service.mjs`, "/workspace/git"] });

@@ -358,8 +358,9 @@ rootTest(SelfCheck, "an ACL with a named entry below /state fails state.layout (
 
 rootTest(SelfCheck, "a default ACL the agent sets on its own directory in /workspace warns workspace.default-acl, naming it (the service's new files there would not be 0660); control: the same directory without it passes", () => {
   inBody(seededBody(), (body) => {
-    // As the agent, through the shim: a directory of its own, then (or not) a default ACL that opens new files to other.
-    const agent = (script: string) => `/usr/local/sbin/clankie-agent-exec -- /bin/sh -c '${script}'`;
+    // As the agent, through the spawner (the service's spawnAgent, from a node child of the sh service): a directory of its own, then (or not) a default ACL that opens new files to other.
+    const spawn = `import { spawnAgent } from "${SANDBOX_REPO}/dist/lib/system-exec.js"; const r = await spawnAgent("/bin/sh", ["-c", process.argv.at(-1)], { stdio: "inherit", reject: false }); process.exitCode = r.exitCode ?? 1;`;
+    const agent = (script: string) => `${SANDBOX_NODE} --input-type=module -e '${spawn}' -- '${script}'`;
     const control = parse(shDoctor(body, agent("mkdir -p /workspace/agent-dir/sub"), ["--json"]));
     assertFailing(control, []);
     const clean = check(control, "workspace.default-acl");

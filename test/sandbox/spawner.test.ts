@@ -5,7 +5,8 @@
  * killed mid-job, another node process and a job reaching for the channel,
  * and a burst of 50. Judged by /proc and the exit statuses.
  */
-import { chownSync } from "node:fs";
+import { chmodSync, chownSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { rootTest } from "../helpers/privilege.ts";
@@ -14,12 +15,12 @@ import { Body, IDS, SANDBOX_FIXTURES, SANDBOX_NODE } from "../helpers/sandbox.ts
 const test = suite("spawner");
 const FIXTURE = `${SANDBOX_FIXTURES}/spawner-service.mjs`;
 
-function launch(scenario: string, fixture = FIXTURE): { status: number | null; out: Record<string, unknown>; stdout: string; stderr: string } {
+function launch(scenario: string, fixture = FIXTURE, args: readonly string[] = []): { status: number | null; out: Record<string, unknown>; stdout: string; stderr: string } {
   const body = new Body();
   try {
     chownSync(body.state, IDS.service, IDS.service);
     chownSync(body.workspace, IDS.service, IDS.service);
-    const run = body.run({ as: "root", command: [SANDBOX_NODE, fixture, scenario], timeoutMs: 120_000 });
+    const run = body.run({ as: "root", command: [SANDBOX_NODE, fixture, scenario, ...args], timeoutMs: 120_000 });
     const line = run.stdout.split("\n").find((text) => text.startsWith("{")) ?? "{}";
     return { status: run.status, out: JSON.parse(line) as Record<string, unknown>, stdout: run.stdout, stderr: run.stderr };
   } finally {
@@ -46,7 +47,13 @@ rootTest(test, "the service holds no capability in any set, the bounding set inc
   assert.equal(lines.slice(-4), ["0", "1", "2", "3"], result.stdout);
 });
 
-rootTest(test, "the spawner killed mid-job: the job's promise and the next spawn end with one line (71), and the body exits 71", () => {
+rootTest(test, "the spawner killed mid-job: the job's promise and the next spawn end with one line (71), and the body exits 71; control: the same job stopped by kill() with the spawner alive, the next spawn runs and the body lives on", () => {
+  const control = launch("spawner-killed", FIXTURE, ["control"]);
+  assert.is(control.status, 0, `${JSON.stringify(control.out)}\n${control.stderr}`);
+  const stopped = control.out.running as { exitCode: number | undefined; signal: string | null; stderr: string };
+  assert.equal({ exitCode: stopped.exitCode, signal: stopped.signal, stderr: stopped.stderr }, { exitCode: undefined, signal: "SIGTERM", stderr: "" }, JSON.stringify(control.out));
+  assert.equal((control.out.next as { exitCode: number; refused: boolean }).exitCode, 0, JSON.stringify(control.out));
+  assert.not.ok(control.stderr.includes("the spawner has ended"), control.stderr);
   const r = launch("spawner-killed");
   assert.is(r.status, 71, `${JSON.stringify(r.out)}\n${r.stderr}`);
   const line = "clankie-agent-exec: the spawner has ended (its channel closed): no agent work can start or be stopped; restart the body (the launcher's restart policy does, as the service exits now)";
@@ -60,21 +67,25 @@ rootTest(test, "the spawner killed mid-job: the job's promise and the next spawn
   assert.ok(r.stderr.includes(line), r.stderr);
 });
 
-rootTest(test, "the service killed mid-job: the spawner ends the job's group and exits", () => {
-  const body = new Body();
-  try {
-    chownSync(body.state, IDS.service, IDS.service);
-    chownSync(body.workspace, IDS.service, IDS.service);
-    const run = body.run({ as: "root", direct: true, command: ["/usr/bin/perl", `${SANDBOX_FIXTURES}/spawner-harness.pl`, SANDBOX_NODE, FIXTURE, "service-killed"], timeoutMs: 60_000 });
-    assert.is(run.status, 0, `${run.stdout}\n${run.stderr}`);
-    const out = JSON.parse(run.stdout) as { serviceSignal: number; job: number; jobGone: number; spawnerGone: number };
-    assert.is(out.serviceSignal, 9, run.stdout);
-    assert.is(out.jobGone, 1, `the job ${out.job} still runs`);
-    assert.is(out.spawnerGone, 1, "the spawner still runs");
-  } finally {
-    body.cleanup();
-  }
-});
+for (const [scenario, how, signal, code] of [["service-killed", "killed (SIGKILL)", 9, 0], ["service-exits", "exits (process.exit(0))", 0, 0]] as const) {
+  rootTest(test, `the service ${how} with two jobs running: the spawner ends every job's group and exits; control: each job still ran a moment after it started`, () => {
+    const body = new Body();
+    try {
+      chownSync(body.state, IDS.service, IDS.service);
+      chownSync(body.workspace, IDS.service, IDS.service);
+      const run = body.run({ as: "root", direct: true, command: ["/usr/bin/perl", `${SANDBOX_FIXTURES}/spawner-harness.pl`, SANDBOX_NODE, FIXTURE, scenario], timeoutMs: 60_000 });
+      assert.is(run.status, 0, `${run.stdout}\n${run.stderr}`);
+      const out = JSON.parse(run.stdout) as { serviceSignal: number; serviceCode: number; jobs: number[]; aliveBefore: number; jobsGone: number; spawnerGone: number };
+      assert.equal({ signal: out.serviceSignal, code: out.serviceCode }, { signal, code }, run.stdout);
+      assert.is(out.aliveBefore, 1, `control: the jobs ${out.jobs.join(",")} ran before the service ended`);
+      assert.is(out.jobs.length, 2, run.stdout);
+      assert.is(out.jobsGone, 2, `of the jobs ${out.jobs.join(",")}, ${out.jobsGone} ended`);
+      assert.is(out.spawnerGone, 1, "the spawner still runs");
+    } finally {
+      body.cleanup();
+    }
+  });
+}
 
 rootTest(test, "an fd the launch left open in the spawner (20, not close-on-exec) reaches no job: the grab closes it", () => {
   const body = new Body();
@@ -143,6 +154,72 @@ rootTest(test, "the spawner started without its channel (CLANKIE_SPAWNER_FD unse
   } finally {
     body.cleanup();
   }
+});
+
+rootTest(test, "a program of the spawner's chain made writable after the launch (setpriv 0757) is refused before each start (126, one line): a node-uid process that plants a program there gets nothing started; control: the same spawn before the change runs as the agent", async () => {
+  const body = new Body();
+  try {
+    chownSync(body.state, IDS.service, IDS.service);
+    chownSync(body.workspace, IDS.service, IDS.service);
+    // A copy of setpriv, root's, bound over /usr/bin/setpriv: 0755 when the launch checks it, 0757 once the control has run.
+    const setpriv = join(body.dir, "setpriv");
+    writeFileSync(setpriv, readFileSync("/usr/bin/setpriv"), { mode: 0o755 });
+    const child = body.start({ as: "root", command: [SANDBOX_NODE, FIXTURE, "chain-rules"], binds: [[setpriv, "/usr/bin/setpriv", "rw"]] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout!.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+    child.stderr!.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+    const ended = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+    const deadline = Date.now() + 60_000;
+    while (!existsSync(join(body.workspace, "ready")) && Date.now() < deadline && child.exitCode === null) await new Promise((r) => setTimeout(r, 25));
+    chmodSync(setpriv, 0o757);
+    writeFileSync(join(body.workspace, "go"), "");
+    const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
+    const status = await ended;
+    clearTimeout(timer);
+    assert.is(status, 0, `${stdout}\n${stderr}`);
+    const out = JSON.parse(stdout.split("\n").find((text) => text.startsWith("{")) ?? "{}") as { control: { exitCode: number; stdout: string }; planted: { exitCode: number; stdout: string; stderr: string; started: boolean; refused: boolean }; ran: string };
+    assert.equal({ exitCode: out.control.exitCode, stdout: out.control.stdout }, { exitCode: 0, stdout: String(IDS.agent) }, "control: before the change the spawn runs as the agent");
+    // Without the spawner's gate the planted program ran as node with CapEff 00000000000000c0, and its setuid(0) succeeded.
+    assert.is(out.ran, "ENOENT", `the planted program ran: ${out.ran}`);
+    assert.equal(
+      { exitCode: out.planted.exitCode, started: out.planted.started, refused: out.planted.refused, stdout: out.planted.stdout, stderr: out.planted.stderr },
+      { exitCode: 126, started: false, refused: true, stdout: "", stderr: "clankie-agent-exec: refusing to execute /usr/bin/setpriv: /usr/bin/setpriv is writable by group or other (mode 757); install programs that root or the service run in a root-owned directory that only root can write (for example /usr/local/bin)" },
+    );
+  } finally {
+    body.cleanup();
+  }
+});
+
+rootTest(test, "doctor reports a dead spawner: processes.spawner fails (no spawner runs, no agent work can start) with the fix to restart the body; control: the same doctor beside a live spawner passes it", () => {
+  // The service is a shell that runs the audit as its child, as doctor does; it first kills the spawner (SIGKILL, as node may: same uid) and waits until no process runs its command line.
+  const script = [
+    "spawner() { for p in /proc/[0-9]*; do [ \"$(tr '\\0' ' ' < \"$p/cmdline\" 2>/dev/null)\" = 'clankie-agent-exec --spawner ' ] && echo \"${p#/proc/}\"; done; }",
+    'if [ "$1" = kill ]; then kill -KILL $(spawner); while [ -n "$(spawner)" ]; do sleep 0.05; done; fi',
+    "/usr/local/sbin/clankie-separate --self-check --json",
+    "exit 0",
+  ].join("\n");
+  const audit = (mode: string): { status: string; summary: string; fix: string | null; found: { spawners: { pid: number }[] } } => {
+    const body = new Body();
+    try {
+      const run = body.run({ as: "root", command: ["/bin/sh", "-c", script, "doctor", mode], timeoutMs: 120_000 });
+      assert.is(run.status, 0, run.stderr);
+      const doc = JSON.parse(run.stdout.slice(run.stdout.indexOf("{"))) as { mode: string; checks: { id: string; status: string; summary: string; fix: string | null; found: { spawners: { pid: number }[] } }[] };
+      assert.is(doc.mode, "separated", run.stdout);
+      return doc.checks.find((c) => c.id === "processes.spawner")!;
+    } finally {
+      body.cleanup();
+    }
+  };
+  const live = audit("control");
+  assert.is(live.status, "pass", live.summary);
+  assert.is(live.found.spawners.length, 1);
+  assert.match(live.summary, /^one spawner \(pid \d+\) holds exactly SETUID, SETGID in every set, with NoNewPrivs$/);
+  const dead = audit("kill");
+  assert.equal(
+    { status: dead.status, summary: dead.summary, fix: dead.fix, spawners: dead.found.spawners },
+    { status: "fail", summary: "no spawner runs: no agent work can start (want exactly one)", fix: "restart the body: the root phase starts the one spawner beside the service (docs/launch.md)", spawners: [] },
+  );
 });
 
 rootTest(test, "50 spawns at once: every one started and correct", () => {

@@ -136,6 +136,20 @@ export interface RunOptions {
   extra?: readonly string[];
   /** Another image than the session's (the tools image). */
   image?: string;
+  /**
+   * Start the tests' root-side control runner (test/fixtures/control-runner.pl)
+   * beside the launch, as the sandbox's withControlRunner does: the controls
+   * that show an attack works for the agent's uid alone need setpriv as root,
+   * which the capless service cannot run. The entrypoint stays
+   * clankie-separate, exec'd as PID 1 by the shell that starts the runner.
+   */
+  controls?: boolean;
+}
+
+/** The launch of the image's entrypoint with the control runner started first, as root (RunOptions.controls). */
+export const CONTROL_RUNNER_LAUNCH = ["--entrypoint", "/bin/sh"];
+export function withControlRunnerCommand(command: readonly string[]): string[] {
+  return ["-c", `/usr/bin/perl ${REPO_MOUNT}/test/fixtures/control-runner.pl serve /tmp/clankie-test-control.sock & exec /usr/local/sbin/clankie-separate "$@"`, "sh", ...command];
 }
 
 export class Session {
@@ -286,8 +300,9 @@ export class Session {
       ...(options.state ? ["-v", `${options.state}:/state`] : []),
       ...(options.workspace ? ["-v", `${options.workspace}:/workspace`] : []),
       "-v", `${REPO}:${REPO_MOUNT}:ro`,
+      ...(options.controls ? CONTROL_RUNNER_LAUNCH : []),
       options.image ?? this.image,
-      ...options.command,
+      ...(options.controls ? withControlRunnerCommand(options.command) : options.command),
     ];
   }
 
