@@ -38,13 +38,12 @@ export function serviceCommandLine(command: readonly string[], path: string, pid
 }
 
 /**
- * The verification stage, as the service: checks what the drop asked for,
- * sets the service's umask (constants.ts, SERVICE_UMASK: what it creates is
- * never other's), then execs `line` (the service command, or tini running it).
+ * The verification stage, as node: checks what the drop asked for (node's
+ * ids and groups, `caps` in every set and as the whole bounding set,
+ * NoNewPrivs), sets the service's umask (constants.ts, SERVICE_UMASK: what
+ * it creates is never other's), then execs `line`.
  */
-export function verifyStageArgs(ids: Identities, line: { path: string; argv: readonly string[] }): string[] {
-  // What the drop asks for: the service's ids and groups, SETUID+SETGID in every set, NoNewPrivs.
-  const caps = maskOf(SERVICE_CAPABILITIES);
+function verifyNodeStageArgs(ids: Identities, line: { path: string; argv: readonly string[] }, caps: bigint): string[] {
   return stageArgv({
     program: ENTRYPOINT_NAME,
     role: "service",
@@ -58,6 +57,10 @@ export function verifyStageArgs(ids: Identities, line: { path: string; argv: rea
   });
 }
 
+/** The verification stage with SETUID+SETGID (ADR 0272's service; now the resident spawner's drop), then `line`. */
+export function verifyStageArgs(ids: Identities, line: { path: string; argv: readonly string[] }): string[] {
+  return verifyNodeStageArgs(ids, line, maskOf(SERVICE_CAPABILITIES));
+}
 
 /*
  * The service beside a resident spawner (src/agent-exec/spawner.ts; docs/
@@ -84,19 +87,9 @@ export function setprivToCaplessServiceArgs(ids: Identities, next: readonly stri
   ];
 }
 
-/** The verification stage for the capless service: the service's ids, 0 in every capability set and the bounding set, NoNewPrivs. */
+/** The verification stage for the capless service: 0 in every capability set and the bounding set, then `line` (the service command, or tini running it). */
 export function verifyCaplessStageArgs(ids: Identities, line: { path: string; argv: readonly string[] }): string[] {
-  return stageArgv({
-    program: ENTRYPOINT_NAME,
-    role: "service",
-    uid: ids.service.uid,
-    gid: ids.service.gid,
-    groups: ids.serviceGroups,
-    caps: { inh: 0n, prm: 0n, eff: 0n, amb: 0n },
-    bounding: 0n,
-    umask: SERVICE_UMASK,
-    action: line,
-  });
+  return verifyNodeStageArgs(ids, line, 0n);
 }
 
 /** The spawner's command line after its drop: the executable under the shim's name, --spawner. */
