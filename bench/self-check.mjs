@@ -161,7 +161,7 @@ export async function benchSelfCheck({ repo, work, plan, env }) {
       `Result: **${ms(fig.median)}** (median of the whole command) with ${entries.toLocaleString("en-US")} entries below /state and the image's /usr ` +
         `(${baseUsrEntries.toLocaleString("en-US")} entries; the audit visited ${visitedOf(seenImage.doc).toLocaleString("en-US")} on the image's filesystems): goal ${verdict(met)}. ` +
         `With the host's /usr instead (${usrEntries.toLocaleString("en-US")} entries, ${visitedOf(seenFull.doc).toLocaleString("en-US")} visited): ${ms(host.median)}; ` +
-        `the same with an empty /state: ${ms(ref.median)}. The image walk (perl) runs beside the /state walk (Node), one per CPU, so the audit takes about the longer of the two. ` +
+        `the same with an empty /state: ${ms(ref.median)}. The image walk and the /state walk (both perl) run side by side, one per CPU, so the audit takes about the longer of the two. ` +
         `One audit of each outside hyperfine (a wall time as measured from Node): ${ms(seenImage.wall)}, ${ms(seenFull.wall)}, ${ms(seenEmpty.wall)}.`,
       "",
       `How: three bodies started for real in the launch sandbox (bwrap + setpriv as for the tree walk; the entrypoint took /state over, dropped to node and runs \`sleep\` as the service). ` +
