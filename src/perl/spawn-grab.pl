@@ -21,11 +21,14 @@
 # ("-": none, the grab's own fds are the chain's, as for a stop's signal
 # stage), the holder's socket name, node's uid, oom_score_adj ("" keeps it),
 # the fds to take ("0,1,2,17"), then "--" and the chain's argv.
-use strict;
-use warnings;
-use Socket qw(AF_UNIX SOCK_STREAM SOL_SOCKET SO_PEERCRED SCM_RIGHTS pack_sockaddr_un);
-# MSG_CMSG_CLOEXEC: linux/socket.h; F_DUPFD_CLOEXEC: F_LINUX_SPECIFIC_BASE + 6, linux/fcntl.h; a cmsghdr's header on LP64: cmsg(3).
-use constant { HOLDER_WAIT_S => 20, CONNECT_RETRY_S => 0.002, CMSG_HEADER => 16, SAID_MAX => 16, MSG_CMSG_CLOEXEC => 0x40000000, F_DUPFD_CLOEXEC => 1030 };
+#
+# It loads no module, as the stage loads none (loading Socket.pm costs more
+# than perl's own start, on every spawn: docs/benchmarks.md): the constants
+# are Linux's, written out.
+# AF_UNIX, SOCK_STREAM (linux/net.h), SOL_SOCKET, SO_PEERCRED, SCM_RIGHTS, MSG_CMSG_CLOEXEC: linux/socket.h,
+# asm-generic/socket.h; F_DUPFD_CLOEXEC: F_LINUX_SPECIFIC_BASE + 6, linux/fcntl.h; a cmsghdr's header on LP64: cmsg(3).
+sub AF_UNIX () { 1 } sub SOCK_STREAM () { 1 } sub SOL_SOCKET () { 1 } sub SO_PEERCRED () { 17 } sub SCM_RIGHTS () { 1 }
+sub HOLDER_WAIT_S () { 20 } sub CONNECT_RETRY_S () { 0.002 } sub CMSG_HEADER () { 16 } sub SAID_MAX () { 16 } sub MSG_CMSG_CLOEXEC () { 0x40000000 } sub F_DUPFD_CLOEXEC () { 1030 }
 
 my $program = "clankie-agent-exec";
 sub refuse { my ($code, $text) = @_; syswrite STDERR, "$program: $text\n"; exit $code }
@@ -55,7 +58,8 @@ sub take {
   # The holder binds its socket as it starts, perhaps after this request reached the spawner: connect(2) is refused until then.
   socket(my $s, AF_UNIX, SOCK_STREAM, 0) or refuse(71, "socket AF_UNIX failed: errno " . ($! + 0) . "; report this");
   my $until = time + HOLDER_WAIT_S;
-  until (connect($s, pack_sockaddr_un("\0$name"))) {
+  # An abstract address (unix(7)): sun_family, then the name with its leading NUL, its length exactly the name's.
+  until (connect($s, pack("S", AF_UNIX) . "\0$name")) {
     time < $until && -e "/proc/$holder" or refuse(71, "connect to the job's holder $holder failed: errno " . ($! + 0) . "; $gone");
     select(undef, undef, undef, CONNECT_RETRY_S);
   }

@@ -28,14 +28,18 @@ import { syscallNumbers } from "../os/syscalls.ts";
  * lays them out, cmsg(3)), or, when one is not open here (a keepFds entry
  * without its stdio), that fd's number and no fd; then it reads one line on its control fd and ends as
  * it says. A line that comes first (a refused request) ends the wait. Inherits
- * nothing else of the service's.
+ * nothing else of the service's. It loads no module, as the grab loads none
+ * (loading Socket.pm costs more than perl's own start, on every spawn): Linux's
+ * constants (linux/net.h, linux/socket.h, asm-generic/socket.h) written out,
+ * and the abstract address as unix(7) lays it out (sun_family, then the name
+ * with its leading NUL, unpadded), as the grab connects to it.
  */
 export const HOLDER_PROGRAM = String.raw`
-use Socket qw(AF_UNIX SOCK_STREAM SOL_SOCKET SO_PEERCRED SCM_RIGHTS pack_sockaddr_un);
+sub AF_UNIX () { 1 } sub SOCK_STREAM () { 1 } sub SOL_SOCKET () { 1 } sub SO_PEERCRED () { 17 } sub SCM_RIGHTS () { 1 }
 my ($ctl, $name, $sendmsg) = @ARGV;
 open(my $c, "<&=", $ctl) or exit 71;
 socket(my $l, AF_UNIX, SOCK_STREAM, 0) or exit 71;
-bind($l, pack_sockaddr_un("\0$name")) && listen($l, 8) or exit 71;
+bind($l, pack("S", AF_UNIX) . "\0$name") && listen($l, 8) or exit 71;
 while (1) {
   my $r = ""; vec($r, $ctl, 1) = 1; vec($r, fileno $l, 1) = 1;
   select($r, undef, undef, undef) > 0 or next;
