@@ -7,6 +7,7 @@
 // then the rows beyond the ADR (what the uid alone does not guard), each
 // beside its control: the same attempt by the agent's uid alone.
 import { chownSync } from "node:fs";
+import { withControlRunner } from "../test/helpers/control-runner.ts";
 import { Body, IDS, SANDBOX_FIXTURES, SANDBOX_NODE } from "../test/helpers/sandbox.ts";
 
 if (process.geteuid?.() !== 0) {
@@ -26,7 +27,8 @@ try {
   const run = body.run({ as: "root", command: [...service, "model"] });
   process.stdout.write(run.stderr);
   process.stdout.write("\n4. Beyond the ADR: the same service starts job B and tries what the uid alone does not guard.\n\n");
-  const beyond = body.run({ as: "root", command: [SANDBOX_NODE, `${SANDBOX_FIXTURES}/beyond-adr-service.mjs`], timeoutMs: 120_000 });
+  // Each row's control (the agent's uid alone) is started by the launch's root side: the service holds no capability (README, "Tests and benchmarks").
+  const beyond = body.run({ as: "root", direct: true, command: withControlRunner([SANDBOX_NODE, `${SANDBOX_FIXTURES}/beyond-adr-service.mjs`]), timeoutMs: 120_000 });
   process.stdout.write(beyond.stderr.split("\n").filter((line) => !line.startsWith("clankie-separate: separated:")).join("\n"));
   process.exitCode = run.status === 0 && beyond.status === 0 ? 0 : 1;
 } finally {
