@@ -13,7 +13,7 @@
  * (proc(5)): processes it could not read are counted, never passed over.
  */
 import { AGENT_EXEC_NAME, AGENT_EXEC_PATH, SERVICE_CAPABILITIES, SPAWNER_FLAG, WORKSPACE_DIR } from "../constants.ts";
-import { capabilitySets, SERVICE_MASK } from "./service-process.ts";
+import { capabilitySets, SERVICE_MASK, showSet } from "./service-process.ts";
 import { namesOf } from "../os/capabilities.ts";
 import type { ProcessEntry } from "./process-table.ts";
 import { bounded, fail, failUnlessSingle, pass, plural, type Verdict, warn } from "./check.ts";
@@ -104,7 +104,7 @@ function descendants(table: readonly ProcessEntry[], pid: number): Set<number> {
  */
 export function judgeSpawner(table: readonly ProcessEntry[], serviceUid: number, cmdlines: ReadonlyMap<number, readonly string[]>, mode: Mode): Verdict {
   const spawners = spawnersOf(table, serviceUid, cmdlines);
-  const found = { spawners: spawners.map((entry) => ({ pid: entry.pid, ppid: entry.ppid, sets: capabilitySets(entry.creds).map(([name, mask]) => `${name} ${namesOf(mask).join(",") || "none"}`), noNewPrivs: entry.creds.noNewPrivs ? 1 : 0 })) };
+  const found = { spawners: spawners.map((entry) => ({ pid: entry.pid, ppid: entry.ppid, sets: capabilitySets(entry.creds).map(showSet), noNewPrivs: entry.creds.noNewPrivs ? 1 : 0 })) };
   if (mode !== "separated") {
     if (spawners.length === 0) return pass("no spawner: no agent uid is configured", found);
     return fail(`${plural(spawners.length, "spawner")} running in a body that is not separated`, found, "restart the body with the launch of ADR 0272 (docs/launch.md)");
@@ -113,7 +113,7 @@ export function judgeSpawner(table: readonly ProcessEntry[], serviceUid: number,
     return fail(`${spawners.length === 0 ? "no spawner runs: no agent work can start" : `${spawners.length} spawners run: only the root phase starts one`} (want exactly one)`, found, "restart the body: the root phase starts the one spawner beside the service (docs/launch.md)");
   }
   const spawner = spawners[0]!;
-  const wrong = capabilitySets(spawner.creds).filter(([, mask]) => mask !== SERVICE_MASK).map(([name, mask]) => `${name} ${namesOf(mask).join(",") || "none"}`);
+  const wrong = capabilitySets(spawner.creds).filter(([, mask]) => mask !== SERVICE_MASK).map(showSet);
   if (!spawner.creds.noNewPrivs) wrong.push("NoNewPrivs 0");
   if (wrong.length > 0) return fail(`the spawner (pid ${spawner.pid}): ${wrong.join("; ")} (want exactly ${SERVICE_CAPABILITIES.join(", ")} in every set, NoNewPrivs 1)`, found, "restart the body with the launch of ADR 0272 (docs/launch.md)");
   return pass(`one spawner (pid ${spawner.pid}) holds exactly ${SERVICE_CAPABILITIES.join(", ")} in every set, with NoNewPrivs`, found);

@@ -34,6 +34,11 @@ export function capabilitySets(creds: ProcessCredentials): Array<[string, Capabi
   return [["CapInh", creds.capInh], ["CapPrm", creds.capPrm], ["CapEff", creds.capEff], ["CapAmb", creds.capAmb], ["CapBnd", creds.capBnd]];
 }
 
+/** One capability set as the audit's lines show it: "CapEff setuid,setgid", or "CapEff none". */
+export function showSet([name, mask]: [string, CapabilityMask]): string {
+  return `${name} ${namesOf(mask).join(",") || "none"}`;
+}
+
 function sets(creds: ProcessCredentials): Record<string, { mask: string; names: string[] }> {
   return Object.fromEntries(capabilitySets(creds).map(([name, mask]) => [name, { mask: formatMask(mask), names: namesOf(mask) }]));
 }
@@ -82,9 +87,7 @@ export function judgeCapabilities(judged: JudgedProcess, mode: Mode): Verdict {
   // Separated: the service holds nothing, the bounding set included; the spawner holds SETUID and SETGID (processes.spawner).
   const want = formatMask(0n);
   found.want = { CapInh: want, CapPrm: want, CapEff: want, CapAmb: want, CapBnd: want, names: [] };
-  const wrong = Object.entries(sets(creds))
-    .filter(([, set]) => set.mask !== want)
-    .map(([name, set]) => `${name} ${set.names.join(",") || "none"}`);
+  const wrong = capabilitySets(creds).filter(([, mask]) => formatMask(mask) !== want).map(showSet);
   if (wrong.length > 0) return fail(`pid ${judged.pid}: ${wrong.join("; ")} (want no capability in any set: the spawner starts agent work)`, found, LAUNCH_FIX);
   return pass(`pid ${judged.pid} holds no capability in any set, the bounding set included`, found);
 }
