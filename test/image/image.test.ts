@@ -442,9 +442,7 @@ function raced<T>(what: string, once: () => T, landed: (t: T) => boolean): { res
  * refuses its prlimit64 (it names another pid), so the stages deliver and
  * the force-kill ends the job after its timeout. The control is the same
  * attack by the agent's uid alone (agent-stop.mjs's attacker, no filter)
- * on one stage: the limit lands, the stage fails and the job runs on. The
- * sandbox test (test/sandbox/agent-stop.test.ts) shows that a stop under an
- * attack that lands is retried until it gets through.
+ * on one stage: the limit lands, the stage fails and the job runs on.
  */
 /*
  * The attack on the stop route (test/fixtures/stop-attacker.pl, the sandbox
