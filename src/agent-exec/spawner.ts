@@ -63,7 +63,7 @@ export type SpawnerRequest =
 export type SpawnerReply =
   | { t: "started"; id: number; pid: number }
   | { t: "exit"; id: number; code: number | null; signal: string | null; line: string }
-  | { t: "done"; seq: number; code: number | null; stderr: string };
+  | { t: "done"; seq: number; code: number | null; signal: string | null; stderr: string };
 
 /** A refusal or failure as the shim's one line and exit code. */
 function asLine(error: unknown): { code: number; line: string } {
@@ -149,13 +149,13 @@ export function runSpawner(): Promise<number> {
 
   /** A stop or a release: refused (`refusal`), or the child `begin` starts, whose exit status and stderr are the answer. */
   const answer = (seq: number, refusal: string | undefined, begin: () => ChildProcess): void => {
-    const failed = (error: unknown): void => send({ t: "done", seq, code: asLine(error).code, stderr: asLine(error).line });
-    if (refusal !== undefined) return send({ t: "done", seq, code: EXIT.dataRefused, stderr: refusal });
+    const failed = (error: unknown): void => send({ t: "done", seq, code: asLine(error).code, signal: null, stderr: asLine(error).line });
+    if (refusal !== undefined) return send({ t: "done", seq, code: EXIT.dataRefused, signal: null, stderr: refusal });
     try {
       const child = begin();
       const said = collect(child);
       child.once("error", failed);
-      child.once("close", (code) => send({ t: "done", seq, code, stderr: said() }));
+      child.once("close", (code, signal) => send({ t: "done", seq, code, signal, stderr: said() }));
     } catch (error) {
       failed(error);
     }

@@ -262,8 +262,7 @@ type TryOutcome = { kind: "delivered"; result: Result } | { kind: "gone"; ended:
 
 /** One signal stage, judged by how it ended. */
 async function trySignal(signal: NodeJS.Signals, route: SignalRoute, abort?: AbortSignal): Promise<TryOutcome | undefined> {
-  type Ended = StageOutcome & { signal?: string };
-  const attempt: Promise<Ended> = route(signal);
+  const attempt: Promise<StageOutcome> = route(signal);
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<"late">((done) => (timer = setTimeout(done, TRY_TIMEOUT_MS, "late")));
   // Given up (signalAgent's signal or timeoutMs): stop waiting for this stage; it ends on its own.

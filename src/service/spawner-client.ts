@@ -79,6 +79,8 @@ export const SPAWNER_LOST_EXIT_MS = 1_000;
 /** What a stop or a release got back: as the signal stage's run. */
 export interface StageOutcome {
   exitCode: number | undefined;
+  /** The signal that ended the stage (exitCode undefined then). */
+  signal?: string | undefined;
   stderr: string;
   message?: string;
 }
@@ -100,7 +102,7 @@ interface PendingJob {
 type Reply =
   | { t: "started"; id: number; pid: number }
   | { t: "exit"; id: number; code: number | null; signal: string | null; line: string }
-  | { t: "done"; seq: number; code: number | null; stderr: string };
+  | { t: "done"; seq: number; code: number | null; signal: string | null; stderr: string };
 
 const NO_SPAWNER = `clankie-agent-exec: no spawner: this body runs single-uid and no agent uid (${AGENT_USER}) is configured; start the container as root with the flags of ADR 0272 (docs/launch.md), which start the spawner beside the service`;
 
@@ -178,7 +180,7 @@ export class SpawnerChannel {
       const done = this.#waits.get(reply.seq);
       this.#waits.delete(reply.seq);
       this.#hold();
-      done?.({ exitCode: reply.code ?? undefined, stderr: reply.stderr });
+      done?.({ exitCode: reply.code ?? undefined, signal: reply.signal ?? undefined, stderr: reply.stderr });
       return;
     }
     const job = this.#jobs.get(reply.id);

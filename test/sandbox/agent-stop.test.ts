@@ -1,16 +1,17 @@
 /*
  * Stopping agent work: spawnAgent's timeout, cancelSignal, killSignal,
- * forceKillAfterDelay and kill(), run by a stand-in service after a real ADR
- * launch, against the real shim. The service (node) cannot signal the agent
- * uid, so every stop must go through `clankie-agent-exec --signal`. Judged by
- * the kernel (the command's /proc/<pid> entry and its process group, read
- * inside the body) and by wall time, with generous bounds; each control runs
- * the same shim command line with plain execa and finds the command still
- * running long after its timeout, cancel or kill.
+ * forceKillAfterDelay and kill(), and signalAgent, run by a stand-in service
+ * after a real ADR launch. The service (node, no capability) cannot signal
+ * the agent uid, so every stop is a request to the resident spawner, whose
+ * signal stage delivers it as the agent. Judged by the kernel (the command's
+ * /proc/<pid> entry and its process group, read inside the body) and by wall
+ * time, with generous bounds. The attacked scenarios replay an agent-uid
+ * attacker that spoils signal stages, to test the stop's retries.
  */
 import { chownSync } from "node:fs";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
+import { withControlRunner } from "../helpers/control-runner.ts";
 import { rootTest } from "../helpers/privilege.ts";
 import { Body, IDS, SANDBOX_FIXTURES, SANDBOX_NODE } from "../helpers/sandbox.ts";
 
@@ -41,13 +42,14 @@ interface Outcome {
 }
 
 /** Runs one scenario of test/fixtures/agent-stop.mjs as the service of a fresh ADR launch. */
-function scenario(name: string): Outcome & { launchMs: number } {
+function scenario(name: string, controls = false): Outcome & { launchMs: number } {
   const body = new Body();
   try {
     chownSync(body.state, IDS.service, IDS.service);
     chownSync(body.workspace, IDS.service, IDS.service);
     const started = Date.now();
-    const run = body.run({ as: "root", command: [SANDBOX_NODE, `${SANDBOX_FIXTURES}/agent-stop.mjs`, name], timeoutMs: 90_000 });
+    const service = [SANDBOX_NODE, `${SANDBOX_FIXTURES}/agent-stop.mjs`, name];
+    const run = controls ? body.run({ as: "root", direct: true, command: withControlRunner(service), timeoutMs: 120_000 }) : body.run({ as: "root", command: service, timeoutMs: 90_000 });
     const launchMs = Date.now() - started;
     assert.is(run.status, 0, `${name}: exit ${run.status}\n${run.stdout}\n${run.stderr}`);
     const outcome = JSON.parse(run.stdout) as Outcome;
@@ -209,6 +211,64 @@ rootTest(test, "signalAgent given the service's own process group: refused by th
     assert.equal({ name: r.name, exitCode: r.exitCode, gone: r.gone }, { name: "AgentSignalError", exitCode: 65, gone: true }, JSON.stringify(r));
     assert.is(r.line, `clankie-agent-exec: no running job of the spawner's leads process group ${o.pgid}; pass the pid of a job spawnAgent started`);
   }
+});
+
+/*
+ * The stop's retries. An agent-uid process outside every job (started by
+ * the launch's control runner as root, as agent work with no guard could
+ * run) kills each signal stage whose command line names what it matches,
+ * once the stage runs as the agent and before its kill(2). One stage alone
+ * is then not delivered (the control: image item 3e's control-attacked,
+ * the job runs on).
+ */
+interface Attacked {
+  hits: number[];
+  aliveAfter: { uid: number; name: string } | null;
+  pending?: boolean;
+  name?: string;
+  tries?: number;
+  reason?: string;
+}
+
+/** An attacked scenario, run again (3 runs at most) while `lost` says the attacker lost its race with a stage it was meant to kill (a loaded host), as image item 3e does. */
+function attacked(name: string, lost: (o: Outcome & Attacked) => boolean): Outcome & Attacked {
+  let o = scenario(name, true) as unknown as Outcome & Attacked;
+  for (let run = 2; run <= 3 && lost(o); run++) o = scenario(name, true) as unknown as Outcome & Attacked;
+  return o;
+}
+
+rootTest(test, "kill() whose first two SIGTERM stages are spoiled: the third try delivers it, long before the force-kill", () => {
+  const o = attacked("retried", (x) => x.hits.length < 2);
+  assert.is(o.hits.length, 2, JSON.stringify(o));
+  assertStopped(o, "SIGTERM");
+  assert.is(o.isForcefullyTerminated, false, "SIGTERM arrived; no force-kill was needed");
+  assert.ok(o.wallMs < 4500, `settled ${o.wallMs} ms after the spawn, before the 5000 ms force-kill was due`);
+});
+
+rootTest(test, "a timeout whose SIGTERM no stage delivers: the force-kill ends the job after forceKillAfterDelay", () => {
+  const o = attacked("undelivered-term", (x) => x.signal === "SIGTERM");
+  assert.ok(o.hits.length >= 1, JSON.stringify(o));
+  assertStopped(o, "SIGKILL");
+  assert.is(o.timedOut, true);
+  assert.is(o.isForcefullyTerminated, true);
+  assert.ok(o.wallMs >= 4300 && o.wallMs < 15_000, `ran ${o.wallMs} ms (timeout 4000 + force 300)`);
+});
+
+rootTest(test, "no stage delivers and no force-kill follows: the promise rejects with AgentStopError after 12 tries, the job still running", () => {
+  const o = attacked("stop-error", (x) => x.hits.length < 12 && x.name === undefined);
+  assert.is(o.name, "AgentStopError", JSON.stringify(o));
+  assert.is(o.tries, 12);
+  assert.is(o.reason, "the signal stage was killed by SIGKILL");
+  assert.is(o.hits.length, 12, "every try was spoiled");
+  assert.equal(o.aliveAfter, { uid: IDS.agent, name: "sleep" }, "the job ran on");
+  assert.is(o.alive, false, "ended afterwards by a SIGKILL no one spoiled");
+});
+
+rootTest(test, "signalAgent by hand, no stage delivers: AgentStopError after 12 tries, the job still running", () => {
+  const o = attacked("signal-agent-attacked", (x) => (x.acted as { name: string | null }).name !== "AgentStopError" && x.hits.length < 12) as Outcome & Attacked & { acted: { name: string | null; tries: number | null; reason: string | null } };
+  assert.equal(o.acted, { name: "AgentStopError", tries: 12, reason: "the signal stage was killed by SIGKILL" }, JSON.stringify(o));
+  assert.is(o.hits.length, 12, "every try's stage was killed");
+  assert.equal(o.aliveAfter, { uid: IDS.agent, name: "sleep" }, "the job ran on");
 });
 
 test.run();
