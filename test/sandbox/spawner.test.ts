@@ -1,7 +1,7 @@
 /*
  * The resident spawner beside a capless service (src/agent-exec/spawner.ts,
  * src/service/spawner-client.ts), after a real ADR launch in the launch
- * sandbox: what the service holds, the spawner killed mid-job, the service
+ * sandbox: what the service holds, the spawner killed or stopped mid-job, the service
  * killed mid-job, another node process and a job reaching for the channel,
  * and a burst of 50. Judged by /proc and the exit statuses.
  */
@@ -64,6 +64,20 @@ rootTest(test, "the spawner killed mid-job: the job's promise and the next spawn
   assert.is(next.exitCode, 71);
   assert.is(next.refused, true);
   assert.equal(next.refusal, { code: 71, line });
+  assert.ok(r.stderr.includes(line), r.stderr);
+});
+
+rootTest(test, "the spawner hung (stopped) before a spawn: the spawn ends with one line (71) after 30 s without an answer, and the body exits 71; control: the spawner resumed after 1 s, the same spawn runs", () => {
+  const control = launch("spawner-hung", FIXTURE, ["control"]);
+  assert.is(control.status, 0, `${JSON.stringify(control.out)}\n${control.stderr}`);
+  assert.equal((control.out.result as { exitCode: number; started: boolean }).exitCode, 0, JSON.stringify(control.out));
+  const r = launch("spawner-hung");
+  assert.is(r.status, 71, `${JSON.stringify(r.out)}\n${r.stderr}`);
+  const line = "clankie-agent-exec: the spawner did not answer a spawn within 30000 ms (hung): no agent work can start or be stopped; restart the body (the launcher's restart policy does, as the service exits now)";
+  const result = r.out.result as { exitCode: number; stderr: string; refused: boolean };
+  assert.is(result.exitCode, 71, JSON.stringify(r.out));
+  assert.is(result.stderr, line);
+  assert.ok((r.out.ms as number) >= 30_000 && (r.out.ms as number) < 45_000, `ended after ${r.out.ms as number} ms`);
   assert.ok(r.stderr.includes(line), r.stderr);
 });
 
