@@ -5,10 +5,10 @@
  * the agent uid, so every stop is a request to the resident spawner, whose
  * signal stage delivers it as the agent. Judged by the kernel (the command's
  * /proc/<pid> entry and its process group, read inside the body) and by wall
- * time, with generous bounds. The attacked scenarios replay an agent-uid
- * attacker that spoils signal stages, to test the stop's retries.
+ * time, with generous bounds. The filled scenarios make every signal stage
+ * fail for a while, as agent work can, to test the stop's retries.
  */
-import { chownSync } from "node:fs";
+import { chownSync, readdirSync, readFileSync } from "node:fs";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { withControlRunner } from "../helpers/control-runner.ts";
@@ -42,14 +42,15 @@ interface Outcome {
 }
 
 /** Runs one scenario of test/fixtures/agent-stop.mjs as the service of a fresh ADR launch. */
-function scenario(name: string, controls = false): Outcome & { launchMs: number } {
+function scenario(name: string, controls = false, nproc?: { limit: number; job: number }): Outcome & { launchMs: number } {
   const body = new Body();
   try {
     chownSync(body.state, IDS.service, IDS.service);
     chownSync(body.workspace, IDS.service, IDS.service);
     const started = Date.now();
-    const service = [SANDBOX_NODE, `${SANDBOX_FIXTURES}/agent-stop.mjs`, name];
-    const run = controls ? body.run({ as: "root", direct: true, command: withControlRunner(service), timeoutMs: 120_000 }) : body.run({ as: "root", command: service, timeoutMs: 90_000 });
+    const service = [SANDBOX_NODE, `${SANDBOX_FIXTURES}/agent-stop.mjs`, name, ...(nproc ? [String(nproc.job)] : [])];
+    const wrap = nproc ? ["/usr/bin/prlimit", `--nproc=${nproc.limit}:${nproc.limit}`, "--"] : [];
+    const run = controls ? body.run({ as: "root", direct: true, wrap, command: withControlRunner(service), timeoutMs: 120_000 }) : body.run({ as: "root", command: service, timeoutMs: 90_000 });
     const launchMs = Date.now() - started;
     assert.is(run.status, 0, `${name}: exit ${run.status}\n${run.stdout}\n${run.stderr}`);
     const outcome = JSON.parse(run.stdout) as Outcome;
@@ -214,15 +215,16 @@ rootTest(test, "signalAgent given the service's own process group: refused by th
 });
 
 /*
- * The stop's retries. An agent-uid process outside every job (started by
- * the launch's control runner as root, as agent work with no guard could
- * run) kills each signal stage whose command line names what it matches,
- * once the stage runs as the agent and before its kill(2). One stage alone
- * is then not delivered (the control: image item 3e's control-attacked,
- * the job runs on).
+ * The stop's retries. Agent work outside every job (started by the launch's
+ * control runner as root, as agent work with no guard could run) fills the
+ * agent uid's process count up to the launch's RLIMIT_NPROC, lowered for
+ * these runs, and holds it: a signal stage's setpriv then cannot exec its
+ * perl (EAGAIN after the uid change), so no stage delivers until the filler
+ * lets go. The control is every stop scenario above: the same stops,
+ * unfilled, are delivered by the first stage.
  */
-interface Attacked {
-  hits: number[];
+interface Filled {
+  filler: string;
   aliveAfter: { uid: number; name: string } | null;
   pending?: boolean;
   name?: string;
@@ -230,44 +232,57 @@ interface Attacked {
   reason?: string;
 }
 
-/** An attacked scenario, run again (3 runs at most) while `lost` says the attacker lost its race with a stage it was meant to kill (a loaded host), as image item 3e does. */
-function attacked(name: string, lost: (o: Outcome & Attacked) => boolean): Outcome & Attacked {
-  let o = scenario(name, true) as unknown as Outcome & Attacked;
-  for (let run = 2; run <= 3 && lost(o); run++) o = scenario(name, true) as unknown as Outcome & Attacked;
-  return o;
+/** Tasks (threads included: RLIMIT_NPROC counts them) of `uid` on this host, whose pid namespace holds the sandbox's. */
+function tasksOf(uid: number): number {
+  let n = 0;
+  for (const pid of readdirSync("/proc").filter((name) => /^\d+$/.test(name))) {
+    try {
+      if (Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, "latin1"))![1]) === uid) n += readdirSync(`/proc/${pid}/task`).length;
+    } catch {}
+  }
+  return n;
 }
 
-rootTest(test, "kill() whose first two SIGTERM stages are spoiled: the third try delivers it, long before the force-kill", () => {
-  const o = attacked("retried", (x) => x.hits.length < 2);
-  assert.is(o.hits.length, 2, JSON.stringify(o));
+/** A filled scenario: the launch's limit well above what node's and the agent's uids run on this host now (other containers' included), the job's --nproc between. */
+function filled(name: string): Outcome & Filled {
+  const [node, agent] = [tasksOf(IDS.service), tasksOf(IDS.agent)];
+  const limit = Math.max(node + 200, agent + 300);
+  return scenario(name, true, { limit, job: agent + 100 }) as unknown as Outcome & Filled;
+}
+
+const FULL = /^\d+ 11$/; // the filler's children, then EAGAIN: fork(2) refused at the limit
+
+rootTest(test, "kill() while no signal stage can run: retried until one delivers SIGTERM once the filler lets go, long before the force-kill", () => {
+  const o = filled("retried");
+  assert.match(o.filler, FULL, JSON.stringify(o));
   assertStopped(o, "SIGTERM");
-  assert.is(o.isForcefullyTerminated, false, "SIGTERM arrived; no force-kill was needed");
-  assert.ok(o.wallMs < 4500, `settled ${o.wallMs} ms after the spawn, before the 5000 ms force-kill was due`);
+  assert.is(o.isForcefullyTerminated, false, "SIGTERM arrived before the force-kill (due 5000 ms after the stop) was needed");
 });
 
-rootTest(test, "a timeout whose SIGTERM no stage delivers: the force-kill ends the job after forceKillAfterDelay", () => {
-  const o = attacked("undelivered-term", (x) => x.signal === "SIGTERM");
-  assert.ok(o.hits.length >= 1, JSON.stringify(o));
+rootTest(test, "kill() whose SIGTERM no stage delivers in 12 tries: the force-kill ends the job when it is due", () => {
+  const o = filled("undelivered-term");
+  assert.match(o.filler, FULL, JSON.stringify(o));
   assertStopped(o, "SIGKILL");
-  assert.is(o.timedOut, true);
+  assert.is(o.timedOut, false);
   assert.is(o.isForcefullyTerminated, true);
-  assert.ok(o.wallMs >= 4300 && o.wallMs < 15_000, `ran ${o.wallMs} ms (timeout 4000 + force 300)`);
+  assert.ok(o.wallMs >= 9000 && o.wallMs < 25_000, `ran ${o.wallMs} ms (the force-kill due 9000 ms after the stop)`);
 });
 
 rootTest(test, "no stage delivers and no force-kill follows: the promise rejects with AgentStopError after 12 tries, the job still running", () => {
-  const o = attacked("stop-error", (x) => x.hits.length < 12 && x.name === undefined);
+  const o = filled("stop-error");
+  assert.match(o.filler, FULL, JSON.stringify(o));
   assert.is(o.name, "AgentStopError", JSON.stringify(o));
   assert.is(o.tries, 12);
-  assert.is(o.reason, "the signal stage was killed by SIGKILL");
-  assert.is(o.hits.length, 12, "every try was spoiled");
+  assert.match(o.reason!, /^the signal stage exited \d+: /);
   assert.equal(o.aliveAfter, { uid: IDS.agent, name: "sleep" }, "the job ran on");
-  assert.is(o.alive, false, "ended afterwards by a SIGKILL no one spoiled");
+  assert.is(o.alive, false, "ended afterwards by a SIGKILL once the filler let go");
 });
 
 rootTest(test, "signalAgent by hand, no stage delivers: AgentStopError after 12 tries, the job still running", () => {
-  const o = attacked("signal-agent-attacked", (x) => (x.acted as { name: string | null }).name !== "AgentStopError" && x.hits.length < 12) as Outcome & Attacked & { acted: { name: string | null; tries: number | null; reason: string | null } };
-  assert.equal(o.acted, { name: "AgentStopError", tries: 12, reason: "the signal stage was killed by SIGKILL" }, JSON.stringify(o));
-  assert.is(o.hits.length, 12, "every try's stage was killed");
+  const o = filled("signal-agent-attacked") as Outcome & Filled & { acted: { name: string | null; tries: number | null; reason: string | null } };
+  assert.match(o.filler, FULL, JSON.stringify(o));
+  assert.equal({ name: o.acted.name, tries: o.acted.tries }, { name: "AgentStopError", tries: 12 }, JSON.stringify(o));
+  assert.match(o.acted.reason!, /^the signal stage exited \d+: /);
   assert.equal(o.aliveAfter, { uid: IDS.agent, name: "sleep" }, "the job ran on");
 });
 
