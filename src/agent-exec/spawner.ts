@@ -50,8 +50,10 @@ declare const __CLANKIE_SYSCALLS__: SyscallNumbers;
  * resident process that answers bursts would keep the high-water mark for
  * its life. At a growth factor of 1 they keep their first size; V8 reads the
  * flag at each resize, so setting it at start is enough (v8.setFlagsFromString).
+ * --optimize-for-size makes V8 grow the old generation less between
+ * collections (docs/benchmarks.md has what it saves).
  */
-const YOUNG_GENERATION_FLAGS = "--semi-space-growth-factor=1";
+const V8_MEMORY_FLAGS = "--semi-space-growth-factor=1 --optimize-for-size";
 
 /** What the service sends (one JSON object a line). */
 export type SpawnerRequest =
@@ -98,7 +100,7 @@ function collect(child: ChildProcess): () => string {
 }
 
 export function runSpawner(): Promise<number> {
-  setFlagsFromString(YOUNG_GENERATION_FLAGS);
+  setFlagsFromString(V8_MEMORY_FLAGS);
   const ids = readIdentities();
   checkCaller(readStatus(), ids);
   const fd = Number(process.env[SPAWNER_FD_VARIABLE]);
