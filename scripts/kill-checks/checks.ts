@@ -21,7 +21,9 @@
 // An entry: id; file; find, an exact snippet found once in the file; to,
 // when given, the end of the cut (the first occurrence after find, included);
 // replace (default: nothing); tests, per test file the names of the tests to
-// run (every test of the file when the list is empty).
+// run (every test of the file when the list is empty); guard, for an entry
+// that is no site but a guard that refuses nothing (the grab's reaping of
+// what a job leaves), cut and killed the same way.
 
 import { spawnSync } from "node:child_process";
 import { protocolPerl } from "../../src/stage/protocol.ts";
@@ -34,6 +36,8 @@ export interface Check {
   replace?: string;
   /** Per test file, the names of the tests to run; an empty list runs every test of the file. */
   tests: Record<string, string[]>;
+  /** Not a site: a guard that refuses nothing (the grab's reaping), cut the same way and killed by its tests. */
+  guard?: true;
 }
 
 /** What a check site looks like, per file: a match is one site (definitions excluded by SITE_EXCLUDE). */
@@ -49,14 +53,14 @@ export const SITES: { stage: RegExp; shim: RegExp; grab: RegExp; audit: RegExp }
 /** Lines that define a refusal helper or an exec gate rather than call it. */
 export const SITE_EXCLUDE = /^\s*sub (refuse|usage|proc_failed|changed) |= sub \{|^export function (prepareExec|gateExec)\(/;
 /** The files whose sites must all be listed. */
-export const SCOPE = ["src/stage/stage.pl", "src/agent-exec/caller.ts", "src/agent-exec/cli.ts", "src/agent-exec/descriptors.ts", "src/agent-exec/main.ts", "src/agent-exec/plan.ts", "src/agent-exec/private-job.ts", "src/agent-exec/run.ts", "src/agent-exec/start.ts", "src/private-groups.ts", "src/service/private-release.ts",
+export const SCOPE = ["src/stage/stage.pl", "src/agent-exec/caller.ts", "src/agent-exec/cli.ts", "src/agent-exec/run-args.ts", "src/agent-exec/descriptors.ts", "src/agent-exec/main.ts", "src/agent-exec/plan.ts", "src/agent-exec/private-job.ts", "src/agent-exec/run.ts", "src/agent-exec/start.ts", "src/private-groups.ts", "src/service/private-release.ts",
   // The rest of what runs with privilege (the entrypoint, the layouts, the exec rules, the accounts) and the service's API.
   "src/entrypoint/cli.ts", "src/entrypoint/drop.ts", "src/entrypoint/launch-check.ts", "src/entrypoint/private-root.ts", "src/entrypoint/run.ts", "src/entrypoint/service-env.ts", "src/entrypoint/start.ts", "src/entrypoint/state-acl.ts", "src/entrypoint/state-layout.ts", "src/entrypoint/tree-walk.ts", "src/entrypoint/workspace-layout.ts",
   "src/layout/marker.ts", "src/layout/rules.ts", "src/layout/state-acl.ts", "src/layout/state.ts", "src/layout/workspace.ts", "src/perl/state-acl.pl",
   "src/exec/capture.ts", "src/exec/drop-capabilities.ts", "src/exec/environment.ts", "src/exec/replace.ts", "src/exec/rules.ts",
   "src/accounts.ts", "src/service/agent-start.ts", "src/service/agent-stop.ts", "src/system-exec.ts",
   // The resident spawner (issue 35): its requests and its grab of the holder's fds.
-  "src/agent-exec/spawner.ts", "src/perl/spawn-grab.pl",
+  "src/agent-exec/spawner.ts", "src/perl/spawn-grab.pl", "src/service/spawner-client.ts",
   // The audit's dry run of the start's /state walk: what it finds is what the start would change or refuse.
   "src/perl/state-audit.pl"];
 /** The spawner's grab, whose sites are its policy refusals only (SITES.grab). */
@@ -234,20 +238,20 @@ CHECKS.push(
   shim("caller.no-new-privs", "src/agent-exec/caller.ts", 'throw new Refusal(EXIT.launchRefused, "NoNewPrivs is not set for the service"', CALLER_TEST),
 
   /* ---- the shim: its command line ---- */
-  shim("cli.started-fd-kept", "src/agent-exec/cli.ts", "throw usage(AGENT_EXEC_NAME, `${STARTED_FD_VARIABLE}=${fd} is also a --keep-fd`", CLI_TEST),
+  shim("cli.started-fd-kept", "src/agent-exec/run-args.ts", "throw usage(AGENT_EXEC_NAME, `${STARTED_FD_VARIABLE}=${fd} is also a --keep-fd`", CLI_TEST),
   shim("cli.signal-name", "src/agent-exec/cli.ts", "throw usage(program, `--signal needs one of", CLI_TEST),
   shim("cli.signal-option", "src/agent-exec/cli.ts", "throw usage(program, `unknown option ${JSON.stringify(name)} with --signal`", CLI_TEST),
   shim("cli.signal-pgid", "src/agent-exec/cli.ts", 'throw usage(program, "--signal needs --pgid"', CLI_TEST),
   shim("cli.cleanup-alone", "src/agent-exec/cli.ts", 'throw usage(program, "--private-cleanup takes no other option"', CLI_TEST),
-  shim("cli.extra-path", "src/agent-exec/cli.ts", 'throw usage(program, `${option} ${JSON.stringify(value ?? "")} ${problem}`', CLI_TEST),
-  shim("cli.allow-write-state", "src/agent-exec/cli.ts", "throw usage(program, `--allow-write ${JSON.stringify(path)} ${unsafe}`", CLI_TEST),
-  shim("cli.cwd", "src/agent-exec/cli.ts", "throw usage(program, `--cwd needs an absolute directory", CLI_TEST),
-  shim("cli.env-name", "src/agent-exec/cli.ts", "throw usage(program, `--env needs a variable name", CLI_TEST),
-  shim("cli.env-code", "src/agent-exec/cli.ts", "throw usage(program, `--env ${value}: variables that load code are never passed`", CLI_TEST),
-  shim("cli.flag-value", "src/agent-exec/cli.ts", "throw usage(program, `${name} takes no value`", CLI_TEST),
-  shim("cli.unknown-option", "src/agent-exec/cli.ts", "throw usage(program, `unknown option ${JSON.stringify(name)}`, `put", CLI_TEST),
-  shim("cli.dashes-before", "src/agent-exec/cli.ts", "throw usage(program, `missing -- before the command ${", CLI_TEST),
-  shim("cli.dashes", "src/agent-exec/cli.ts", 'throw usage(program, "missing -- before the command"', CLI_TEST),
+  shim("cli.extra-path", "src/agent-exec/run-args.ts", 'throw usage(program, `${option} ${JSON.stringify(value ?? "")} ${problem}`', CLI_TEST),
+  shim("cli.allow-write-state", "src/agent-exec/run-args.ts", "throw usage(program, `--allow-write ${JSON.stringify(path)} ${unsafe}`", CLI_TEST),
+  shim("cli.cwd", "src/agent-exec/run-args.ts", "throw usage(program, `--cwd needs an absolute directory", CLI_TEST),
+  shim("cli.env-name", "src/agent-exec/run-args.ts", "throw usage(program, `--env needs a variable name", CLI_TEST),
+  shim("cli.env-code", "src/agent-exec/run-args.ts", "throw usage(program, `--env ${value}: variables that load code are never passed`", CLI_TEST),
+  shim("cli.flag-value", "src/agent-exec/run-args.ts", "throw usage(program, `${name} takes no value`", CLI_TEST),
+  shim("cli.unknown-option", "src/agent-exec/run-args.ts", "throw usage(program, `unknown option ${JSON.stringify(name)}`, `put", CLI_TEST),
+  shim("cli.dashes-before", "src/agent-exec/run-args.ts", "throw usage(program, `missing -- before the command ${", CLI_TEST),
+  shim("cli.dashes", "src/agent-exec/run-args.ts", 'throw usage(program, "missing -- before the command"', CLI_TEST),
 
   /* ---- the shim: kept fds ---- */
   shim("fds.handed-open", "src/agent-exec/descriptors.ts", "throw new Refusal(EXIT.usage, `${what}: fd ${fd} is not open`", { "test/unit/agent-exec/descriptors.test.ts": ["checkHandedDescriptor: a kept fd or the started marker that is not open, or is close-on-exec, is refused (64)"] }),
@@ -402,15 +406,19 @@ CHECKS.push(
 
 /* ---- the resident spawner (issue 35): what a request may ask, and its grab of the holder's fds ---- */
 const SPAWNER = "src/agent-exec/spawner.ts";
+const CLONE_PLAIN: Record<string, string[]> = { "test/sandbox/private-guard.test.ts": ["clone(CLONE_PARENT) from a plain job on a kernel without seccomp filters: the clones are made, and their parent, the job's grab, reaps them while the job runs; no zombie of the agent's anywhere, then or after"] };
 const SPAWNER_RAW: Record<string, string[]> = { "test/sandbox/spawner.test.ts": ["another node process that holds the channel gets no more than the service could ask: no command but agent work, no holder but a capless one of the service's, no socket but that holder's, no stop or release of a job the spawner did not start; control: a request the service could send runs as the agent"] };
 CHECKS.push(
   cut("spawner.fd-variable", SPAWNER, "throw new Refusal(EXIT.usage, `${SPAWNER_FD_VARIABLE} is not an fd of 3 or more`", { "test/sandbox/spawner.test.ts": ['the spawner started without its channel (CLANKIE_SPAWNER_FD unset or below 3): refused in one line (64) before it reads anything'] }),
   cut("spawner.chain-rules", SPAWNER, "gateExec({ command: plan.chain[0]!, args: plan.chain, trustedUids: [0] });", { "test/sandbox/spawner.test.ts": ["a program of the spawner's chain made writable after the launch (setpriv 0757) is refused before each start (126, one line): a node-uid process that plants a program there gets nothing started; control: the same spawn before the change runs as the agent"] }, null, ""),
-  cut("spawner.not-a-command", SPAWNER, "throw new Refusal(EXIT.usage, `a spawn request names ${argv[0]}, not a command`", SPAWNER_RAW),
   cut("spawner.refusal-line", SPAWNER, "formatRefusal(error.message, error.fix)", SPAWNER_RAW, null, "error.message"),
   cut("spawner.signal-not-started", SPAWNER, "pgid !== undefined && jobs.has(pgid) ? undefined :", SPAWNER_RAW, "spawnAgent started`", "undefined"),
   cut("spawner.release-not-ended", SPAWNER, "endedPrivate.delete(request.pid) ? undefined :", SPAWNER_RAW, "once`", "undefined"),
   cut("grab.holder-uid", GRAB, "(@ids == 4 && !grep { $_ != $uid } @ids) or refuse(77,", SPAWNER_RAW, "agent work\");", ""),
   cut("grab.holder-caps", GRAB, "($f{$set} // \"x\") =~ /\\A0+\\z/ or refuse(77,", SPAWNER_RAW, "agent work\");", ""),
   cut("grab.holder-socket", GRAB, "($pid // 0) == $holder && ($peer // -1) == $uid or refuse(77,", SPAWNER_RAW, "agent work\");", ""),
+  // Not refusals: the job's parent is the grab, which reaps what clone(CLONE_PARENT) gives it (the chain exec'd in place, or only the job waited for, leaves them as zombies).
+  { ...cut("client.stop-awaits-pid", "src/service/spawner-client.ts", "if (job !== undefined && !job.answered) return new Promise(", { "test/sandbox/agent-stop.test.ts": ["kill() right after the spawn stops the command"] }, ");"), guard: true },
+  { ...cut("grab.job-parent", GRAB, "unless ($holder eq \"-\") {", CLONE_PLAIN, "  take();\n}", "take() unless $holder eq \"-\";"), guard: true },
+  { ...cut("grab.reaps", GRAB, "my $gone = waitpid(-1, 0);", CLONE_PLAIN, null, "my $gone = waitpid($job, 0);"), guard: true },
 );

@@ -15,7 +15,8 @@ import { execReplace, prepareExec } from "../exec/replace.ts";
 import { uncarried } from "../exec/environment.ts";
 import { resolveCommand } from "../exec/rules.ts";
 import { checkCaller } from "./caller.ts";
-import { type AgentExecRequest, parseStartedFd } from "./cli.ts";
+import type { AgentExecRequest } from "./cli.ts";
+import { parseStartedFd } from "./run-args.ts";
 import { closeStrayDescriptors } from "./descriptors.ts";
 import { agentExec, type AgentChain, type PrivateJobLease } from "./plan.ts";
 

@@ -8,10 +8,11 @@
  *
  * A spawn: the service starts a capless holder (src/service/spawner-client.ts)
  * with the job's stdio, kept fds and started marker, and names its pid. The
- * spawner parses the request as the shim's command line (cli.ts), plans the
- * chain (plan.ts), and starts, as its child in a session of its own,
+ * spawner parses the request as a command's options (run-args.ts), plans the
+ * chain (plan.ts), and starts the grab, which forks the job in a session of
+ * its own and stays its parent (reaping what clone(CLONE_PARENT) gives it):
  *
- *   perl spawn-grab.pl -> setpriv (to the agent) -> perl, the stage -> COMMAND
+ *   perl spawn-grab.pl, forked -> setpriv (to the agent) -> perl, the stage -> COMMAND
  *
  * where the grab takes the holder's fds by SCM_RIGHTS on the holder's socket: the job's
  * streams go from the service to the job, never through the spawner. A
@@ -38,7 +39,7 @@ import { formatRefusal, OsFailure, Refusal } from "../report.ts";
 import { stageEnvironment } from "../stage/stage.ts";
 import GRAB from "../perl/spawn-grab.pl";
 import { checkCaller } from "./caller.ts";
-import { parseAgentExecArgs, parseStartedFd } from "./cli.ts";
+import { parseRunArgs, parseStartedFd } from "./run-args.ts";
 import { agentExec } from "./plan.ts";
 
 /** This architecture's numbers, defined by build.mjs (scripts/text-modules.mjs under plain Node): the table's module stays out of the spawner. */
@@ -76,8 +77,8 @@ function asLine(error: unknown): { code: number; line: string } {
 
 /** The chain's argv and environment for one spawn request, and what the grab takes and sets first. Throws the shim's refusals. */
 export function planSpawn(ids: Identities, argv: readonly string[], env: Record<string, string>): { chain: string[]; env: Record<string, string>; fds: number[]; oom: string; privateJob: boolean } {
-  const request = parseAgentExecArgs(argv);
-  if (request.kind !== "run") throw new Refusal(EXIT.usage, `a spawn request names ${argv[0]}, not a command`, "send a command after --, as spawnAgent does");
+  // The options of a command and the command: a request for the shim's other actions (--signal, --private-cleanup) names an unknown option.
+  const request = parseRunArgs(argv);
   const startedFd = parseStartedFd(env[STARTED_FD_VARIABLE], request.keepFds);
   const fds = [0, 1, 2, ...request.keepFds, ...(startedFd === undefined ? [] : [startedFd])];
   // A private job's lease changes groups: the per-job private shim does that, in a child, never here.
@@ -90,7 +91,7 @@ export function planSpawn(ids: Identities, argv: readonly string[], env: Record<
 /** perl's argv for the grab (src/perl/spawn-grab.pl), then the chain. */
 export function grabArgs(holder: readonly [number | "-", string], serviceUid: number, plan: { chain: readonly string[]; fds: readonly number[]; oom: string }): string[] {
   const n = __CLANKIE_SYSCALLS__;
-  return ["-e", GRAB, String(n.recvmsg), String(n.dup3), String(n.fcntl), String(n.close), String(holder[0]), holder[1], String(serviceUid), plan.oom, plan.fds.join(","), "--", ...plan.chain];
+  return ["-e", GRAB, String(n.recvmsg), String(n.dup3), String(n.fcntl), String(n.close), String(n.setsid), String(holder[0]), holder[1], String(serviceUid), plan.oom, plan.fds.join(","), "--", ...plan.chain];
 }
 
 function collect(child: ChildProcess): () => string {
@@ -112,9 +113,9 @@ export function runSpawner(): Promise<number> {
   const endedPrivate = new Set<number>();
 
   /** Starts `chain` through the grab, which takes the job's fds from `holder` (its pid and socket; "-": keeps its own 0-2) and closes every other fd the spawner holds before the chain. */
-  const throughGrab = (holder: readonly [number | "-", string], plan: { chain: string[]; env: Record<string, string>; fds: readonly number[]; oom: string }, detached: boolean): ChildProcess => {
+  const throughGrab = (holder: readonly [number | "-", string], plan: { chain: string[]; env: Record<string, string>; fds: readonly number[]; oom: string }): ChildProcess => {
     gateExec({ command: plan.chain[0]!, args: plan.chain, trustedUids: [0] });
-    return startChild({ command: TOOLS.perl, args: grabArgs(holder, ids.service.uid, plan), env: plan.env, trustedUids: [0], stderr: "pipe", detached });
+    return startChild({ command: TOOLS.perl, args: grabArgs(holder, ids.service.uid, plan), env: plan.env, trustedUids: [0], stdout: holder[0] === "-" ? "ignore" : "pipe", stderr: "pipe" });
   };
 
   const start = (request: Extract<SpawnerRequest, { t: "spawn" }>): void => {
@@ -123,22 +124,26 @@ export function runSpawner(): Promise<number> {
     try {
       const plan = planSpawn(ids, request.argv, request.env);
       privateJob = plan.privateJob;
-      child = throughGrab([request.holder, String(request.socket)], plan, true);
+      child = throughGrab([request.holder, String(request.socket)], plan);
     } catch (error) {
       send({ t: "exit", id: request.id, ...asLine(error), signal: null });
       return;
     }
     const said = collect(child);
     child.once("error", (error) => send({ t: "exit", id: request.id, ...asLine(error), signal: null }));
-    if (child.pid === undefined) return;
-    const pid = child.pid;
-    jobs.add(pid);
-    byId.set(request.id, pid);
-    send({ t: "started", id: request.id, pid });
-    child.once("exit", (code, signal) => {
-      jobs.delete(pid);
+    // The grab forks the job, says its pid, and ends as the job ended (src/perl/spawn-grab.pl).
+    let pid: number | undefined;
+    createInterface({ input: child.stdout!, crlfDelay: Infinity }).on("line", (line) => {
+      if (pid !== undefined || !/^P \d+$/.test(line)) return;
+      pid = Number(line.slice(2));
+      jobs.add(pid);
+      byId.set(request.id, pid);
+      send({ t: "started", id: request.id, pid });
+    });
+    child.once("close", (code, signal) => {
+      if (pid !== undefined) jobs.delete(pid);
+      if (pid !== undefined && privateJob) endedPrivate.add(pid);
       byId.delete(request.id);
-      if (privateJob) endedPrivate.add(pid);
       send({ t: "exit", id: request.id, code, signal, line: said() });
     });
   };
@@ -146,7 +151,7 @@ export function runSpawner(): Promise<number> {
   const OWN_STDIO = { fds: [0, 1, 2], oom: "" };
   const signalStage = (pgid: number, signal: string): ChildProcess => {
     const planned = agentExec(ids, { keepFds: [], action: { signal, pgid } }, {}, []);
-    return throughGrab(["-", ""], { chain: planned.argv, env: planned.env, ...OWN_STDIO }, false);
+    return throughGrab(["-", ""], { chain: planned.argv, env: planned.env, ...OWN_STDIO });
   };
 
   /** A stop or a release: refused (`refusal`), or the child `begin` starts, whose exit status and stderr are the answer. */
@@ -178,7 +183,7 @@ export function runSpawner(): Promise<number> {
     }
     if (request.t === "release") {
       const refusal = endedPrivate.delete(request.pid) ? undefined : `clankie-agent-exec: process ${request.pid} is no ended private job of the spawner's; release only a private job's own pid, once`;
-      answer(request.seq, refusal, () => throughGrab(["-", ""], { chain: [AGENT_EXEC_PATH, "--private-cleanup", String(request.pid)], env: {}, ...OWN_STDIO }, false));
+      answer(request.seq, refusal, () => throughGrab(["-", ""], { chain: [AGENT_EXEC_PATH, "--private-cleanup", String(request.pid)], env: {}, ...OWN_STDIO }));
     }
   });
   // The service has exited: no one will read a job's outcome or stop it. End every job's group, as the agent, then exit.

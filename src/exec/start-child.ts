@@ -14,14 +14,14 @@ import { gateExec } from "./rules.ts";
 export type { ChildProcess };
 
 export interface ChildRequest extends ExecRequest {
+  /** stdout piped back to the spawner (what the grab says of a job), else ignored. */
+  stdout?: "pipe" | "ignore";
   /** stderr piped back to the spawner (the stage's one line), else ignored. */
   stderr: "pipe" | "ignore";
-  /** A session and process group of its own (setsid(2) before the exec). */
-  detached: boolean;
 }
 
 /** Starts the program as a child, as prepareExec (replace.ts) would exec it (PATH forced to SYSTEM_PATH); never a shell. */
 export function startChild(request: ChildRequest): ChildProcess {
   const path = gateExec(request);
-  return spawn(path, request.args, { argv0: request.argv0 ?? request.command, env: { ...request.env, PATH: SYSTEM_PATH }, stdio: ["ignore", "ignore", request.stderr], detached: request.detached, shell: false });
+  return spawn(path, request.args, { argv0: request.argv0 ?? request.command, env: { ...request.env, PATH: SYSTEM_PATH }, stdio: ["ignore", request.stdout ?? "ignore", request.stderr], shell: false });
 }

@@ -17,7 +17,17 @@
 # Only those fds cross the exec: every other fd the grab holds (what the
 # spawner's Node or its launch left without close-on-exec) is closed first.
 #
-# argv: recvmsg dup3 fcntl close (this architecture's numbers), holder pid
+# A job's chain is not the spawner's child: the grab forks it, in a session
+# of its own, and stays its parent until it ends, reaping every child the
+# job gives it with clone(CLONE_PARENT), which only the seccomp filter
+# refuses and Node, reaping only what it spawned, would leave as zombies.
+# It tells the spawner the job's pid (which leads its process group) on
+# stdout, "P PID", and ends as the job ended: with its exit code, or killed
+# by its signal. It keeps SETUID and SETGID while it waits: a process of
+# node's uid holding fewer capabilities cannot ptrace it to forge either
+# (ptrace(2)).
+#
+# argv: recvmsg dup3 fcntl close setsid (this architecture's numbers), holder pid
 # ("-": none, the grab's own fds are the chain's, as for a stop's signal
 # stage), the holder's socket name, node's uid, oom_score_adj ("" keeps it),
 # the fds to take ("0,1,2,17"), then "--" and the chain's argv.
@@ -25,16 +35,21 @@
 # It loads no module, as the stage loads none (loading Socket.pm costs more
 # than perl's own start, on every spawn: docs/benchmarks.md): the constants
 # are Linux's, written out.
-# AF_UNIX, SOCK_STREAM (linux/net.h), SOL_SOCKET, SO_PEERCRED, SCM_RIGHTS, MSG_CMSG_CLOEXEC: linux/socket.h,
+# WNOHANG (linux/wait.h); AF_UNIX, SOCK_STREAM (linux/net.h), SOL_SOCKET, SO_PEERCRED, SCM_RIGHTS, MSG_CMSG_CLOEXEC: linux/socket.h,
 # asm-generic/socket.h; F_DUPFD_CLOEXEC: F_LINUX_SPECIFIC_BASE + 6, linux/fcntl.h; a cmsghdr's header on LP64: cmsg(3).
 sub AF_UNIX () { 1 } sub SOCK_STREAM () { 1 } sub SOL_SOCKET () { 1 } sub SO_PEERCRED () { 17 } sub SCM_RIGHTS () { 1 }
-sub HOLDER_WAIT_S () { 20 } sub CONNECT_RETRY_S () { 0.002 } sub CMSG_HEADER () { 16 } sub SAID_MAX () { 16 } sub MSG_CMSG_CLOEXEC () { 0x40000000 } sub F_DUPFD_CLOEXEC () { 1030 }
+sub WNOHANG () { 1 } sub HOLDER_WAIT_S () { 20 } sub CONNECT_RETRY_S () { 0.002 } sub CMSG_HEADER () { 16 } sub SAID_MAX () { 16 } sub MSG_CMSG_CLOEXEC () { 0x40000000 } sub F_DUPFD_CLOEXEC () { 1030 }
 
 my $program = "clankie-agent-exec";
 sub refuse { my ($code, $text) = @_; syswrite STDERR, "$program: $text\n"; exit $code }
-my ($recvmsg, $dup3, $fcntl, $close, $holder, $name, $uid, $oom, $fds, $dash, @chain) = @ARGV;
+my ($recvmsg, $dup3, $fcntl, $close, $setsid, $holder, $name, $uid, $oom, $fds, $dash, @chain) = @ARGV;
 $dash eq "--" && @chain or refuse(64, "spawner's grab: bad arguments; report this");
-take() unless $holder eq "-";
+unless ($holder eq "-") {
+  my $job = fork // refuse(71, "fork failed: errno " . ($! + 0) . "; raise the container's process limit");
+  parent($job) if $job;
+  syscall($setsid) > 0 or refuse(71, "setsid failed: errno " . ($! + 0) . "; report this");
+  take();
+}
 my %job = map { $_ => 1 } split /,/, $fds;
 opendir(my $dir, "/proc/self/fd") or refuse(71, "opendir /proc/self/fd failed: errno " . ($! + 0) . "; mount /proc in the container");
 syscall($close, $_ + 0) for grep { /\A\d+\z/ && !$job{$_} } readdir $dir;
@@ -44,6 +59,18 @@ if ($oom ne "") {
   close $adj or refuse(71, "write /proc/self/oom_score_adj failed: errno " . ($! + 0) . "; pass an --oom-score-adj the kernel accepts");
 }
 exec { $chain[0] } @chain or refuse(126, "exec $chain[0] failed: errno " . ($! + 0) . "; report this");
+
+# The job's parent: reaps every child until the job has ended, then ends as
+# it did (Node's spawn left every signal's disposition at its default).
+sub parent {
+  my ($job, $status) = @_;
+  syswrite STDOUT, "P $job\n";
+  until (defined $status) { my $gone = waitpid(-1, 0); $gone > 0 or refuse(71, "waitpid failed: errno " . ($! + 0) . "; report this"); $status = $? if $gone == $job }
+  1 while waitpid(-1, WNOHANG) > 0;
+  exit($status >> 8) unless $status & 127;
+  kill $status & 127, $$;
+  refuse(71, "the job was killed by signal " . ($status & 127) . ", which did not end its grab; report this");
+}
 
 # The job's fds, from the holder's socket, at their own numbers.
 sub take {

@@ -50,7 +50,7 @@ export function judgeWorkspaceExecutables(table: readonly ProcessEntry[], servic
   const unreadable: Array<{ pid: number; name: string; error: string }> = [];
   for (const entry of mine) {
     const exe = exes.get(entry.pid);
-    // Not read on purpose: the spawner, whose exe link is closed to the audit (processes.spawner judges it).
+    // Not read on purpose: the spawner and what it runs holding SETUID and SETGID (a running job's grab), whose exe links are closed to the audit (processes.spawner and processes.capabilities judge them).
     if (exe === undefined) continue;
     // A kernel thread or a process that exited has no link; only a refusal matters.
     if (!exe.ok) {
@@ -79,6 +79,11 @@ export function isSpawnerCommand(cmdline: readonly string[] | undefined): boolea
 /** The spawners: processes of the service uid running clankie-agent-exec --spawner. */
 export function spawnersOf(table: readonly ProcessEntry[], serviceUid: number, cmdlines: ReadonlyMap<number, readonly string[]>): ProcessEntry[] {
   return ofUid(table, serviceUid, []).filter((entry) => isSpawnerCommand(cmdlines.get(entry.pid)));
+}
+
+/** The spawners and every process below them (the grabs, each running job's parent, and the chains they start). */
+export function spawnedTree(table: readonly ProcessEntry[], serviceUid: number, cmdlines: ReadonlyMap<number, readonly string[]>): Set<number> {
+  return new Set(spawnersOf(table, serviceUid, cmdlines).flatMap((spawner) => [...descendants(table, spawner.pid)]));
 }
 
 /** A process and every descendant of it in the table. */
@@ -133,7 +138,7 @@ export function judgeCapabilityHolders(table: readonly ProcessEntry[], serviceUi
   // The service and what is above it are judged by process.capabilities (none held); the audit and what started it.
   const expected = new Set([...lineage(table, judgedPid), ...lineage(table, selfPid)]);
   // The spawner and the chains it starts (the grab, setpriv, a private job's shim) hold at most SETUID and SETGID.
-  const spawned = new Set(spawnersOf(table, serviceUid, cmdlines).flatMap((spawner) => [...descendants(table, spawner.pid)]));
+  const spawned = spawnedTree(table, serviceUid, cmdlines);
   const holders = ofUid(table, serviceUid, [...expected])
     .map((entry) => ({ entry, held: entry.creds.capPrm | entry.creds.capEff | entry.creds.capAmb, exe: exes.get(entry.pid) }))
     .filter(({ entry, held }) => held !== 0n && !(spawned.has(entry.pid) && (held & ~SERVICE_MASK) === 0n))

@@ -96,6 +96,8 @@ interface PendingJob {
   ctl: number;
   record: JobRecord;
   answered: boolean;
+  /** Stops asked before the spawner's first answer: sent once it has come (the job's pid is known, or the job has ended). */
+  stops: (() => void)[];
   timer: NodeJS.Timeout;
 }
 
@@ -155,6 +157,7 @@ export class SpawnerChannel {
         for (const stream of job.holder.stdio) if (stream && !stream.destroyed) stream.destroy();
       }, PIPE_DRAIN_MS));
       this.#end(id, `x ${EXIT.osError} ${line}`);
+      for (const stop of job.stops.splice(0)) stop();
     }
     for (const [seq, done] of this.#waits) {
       this.#waits.delete(seq);
@@ -187,6 +190,7 @@ export class SpawnerChannel {
     if (job === undefined) return;
     job.answered = true;
     clearTimeout(job.timer);
+    for (const stop of job.stops.splice(0)) stop();
     if (reply.t === "started") job.record.pid = reply.pid;
     else this.#end(reply.id, reply.signal !== null ? `k ${reply.signal}` : `x ${reply.code ?? EXIT.osError} ${reply.line}`);
   }
@@ -205,7 +209,7 @@ export class SpawnerChannel {
       if (job !== undefined && !job.answered) this.#lose(`clankie-agent-exec: the spawner did not answer a spawn within ${SPAWNER_REPLY_MS} ms (hung): no agent work can start or be stopped; restart the body (the launcher's restart policy does, as the service exits now)`);
     }, SPAWNER_REPLY_MS);
     timer.unref();
-    this.#jobs.set(id, { holder, ctl, record, answered: false, timer });
+    this.#jobs.set(id, { holder, ctl, record, answered: false, stops: [], timer });
     if (this.#lost !== undefined) this.#end(id, `x ${this.#lost.code} ${this.#lost.line}`);
     else this.#send({ t: "spawn", id, holder: holder.pid, socket, argv, env });
     return record;
@@ -222,6 +226,9 @@ export class SpawnerChannel {
 
   /** A stop, delivered by the spawner's signal stage as the agent to the job's process group: by the request's id (spawnAgent) or a pgid (signalAgent). */
   signal(target: { job: number } | { pgid: number }, signal: NodeJS.Signals): Promise<StageOutcome> {
+    // The spawner learns a job's pid from its grab, after the spawn request: a stop of the job waits for the spawner's first answer on it.
+    const job = "job" in target ? this.#jobs.get(target.job) : undefined;
+    if (job !== undefined && !job.answered) return new Promise((done) => job.stops.push(() => done(this.signal(target, signal))));
     return this.#wait({ t: "signal", signal, ...target });
   }
 

@@ -163,10 +163,18 @@ function shDoctor(body: Body, plant: string, args: string[], options: { extra?: 
 
 /** The stand-in service is node, starting the audit through the package's runSelfCheck as the real service does. */
 const NODE_DOCTOR = `
-import { runSelfCheck } from "${SANDBOX_REPO}/dist/lib/system-exec.js";
+import { readFileSync } from "node:fs";
+import { runSelfCheck, spawnAgent } from "${SANDBOX_REPO}/dist/lib/system-exec.js";
 if (process.env.DOCTOR_GROUPS) process.setgroups(process.env.DOCTOR_GROUPS.split(",").map(Number));
 if (process.env.DOCTOR_DECLARE) process.env.CLANKIE_BOUNDARY = "complete";
+// DOCTOR_JOB: an agent job runs through the audit; its parent's status goes to stderr.
+const job = process.env.DOCTOR_JOB ? spawnAgent("/usr/bin/sleep", ["30"], { reject: false }) : undefined;
+for (let i = 0; job && i < 200 && job.pid === undefined; i++) await new Promise((go) => setTimeout(go, 25));
+const parent = job?.pid && readFileSync("/proc/" + job.pid + "/status", "latin1").match(/^PPid:\\s+(\\d+)/m)[1];
 const r = await runSelfCheck(process.argv.slice(2), { reject: false, pass: ["CLANKIE_BOUNDARY"] });
+if (job) process.stderr.write("job's parent: " + readFileSync("/proc/" + parent + "/status", "latin1").split("\\n").filter((l) => /^(Name|Uid|CapPrm|CapEff|CapAmb):/.test(l)).join(" ").replace(/\\s+/g, " ") + "\\n");
+job?.kill();
+await job;
 process.stdout.write(r.stdout);
 process.stderr.write(r.stderr);
 process.exitCode = r.exitCode;
@@ -694,6 +702,16 @@ rootTest(SelfCheck, "node doctor through runSelfCheck: --probe verifies from ins
     assert.match(audit.doc.boundary.source!, /handed to this audit by the service/);
     const confinedWarnings = CONFINED_PROBES.filter((id) => check(audit, id).status === "warn");
     assert.equal(withStatus(audit, "warn"), [...SANDBOX_WARNINGS.filter((id) => id !== "boundary"), ...confinedWarnings].sort());
+  });
+});
+
+rootTest(SelfCheck, "doctor while a job runs: the job's parent, its grab (perl, node's uid, exactly SETUID and SETGID, its exe closed to the audit), passes processes.capabilities and processes.workspace-exe", () => {
+  inBody(seededBody(), (body) => {
+    const run = nodeDoctor(body, ["--json"], { DOCTOR_JOB: "1" });
+    assert.match(run.stderr, new RegExp(`job's parent: Name: perl Uid: ${IDS.service} ${IDS.service} ${IDS.service} ${IDS.service} CapPrm: 0+c0 CapEff: 0+c0 CapAmb: 0+c0`), run.stderr);
+    const audit = parse(run);
+    assertFailing(audit, []);
+    for (const id of ["processes.capabilities", "processes.workspace-exe", "processes.spawner"]) assert.is(check(audit, id).status, "pass", `${id}: ${check(audit, id).summary}`);
   });
 });
 

@@ -129,7 +129,7 @@ rootTest(test, "another node process that holds the channel gets no more than th
   assert.is(r.status, 0, `${r.stdout}\n${r.stderr}`);
   type Answer = { code: number | null; signal: null; line: string };
   const o = r.out as { [name in "notCommand" | "holderAgent" | "holderSpawner" | "otherSocket" | "signalOwnGroup" | "signalSpawner" | "releaseUnknown" | "control"]: Answer } & { self: number; spawner: number; named: number; other: number; agentJob: number | null; spawnerAlive: boolean };
-  assert.equal(o.notCommand, { code: 64, signal: null, line: "clankie-agent-exec: a spawn request names --signal, not a command; send a command after --, as spawnAgent does" }, JSON.stringify(o));
+  assert.equal(o.notCommand, { code: 64, signal: null, line: 'clankie-agent-exec: unknown option "--signal"; put the command after --: clankie-agent-exec [OPTIONS] -- COMMAND [ARG...] (see clankie-agent-exec --help)' }, JSON.stringify(o));
   assert.ok(o.agentJob !== null, "the agent's job ran");
   assert.equal(o.holderAgent, { code: 77, signal: null, line: `clankie-agent-exec: the job's holder ${o.agentJob} is not the service's uid ${IDS.service}; only the service's own children hand stdio to agent work` });
   assert.is(o.holderSpawner.code, 77);

@@ -1,7 +1,8 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { extraPathProblem } from "../../../src/confinement.ts";
-import { type AgentExecRequest, parseAgentExecArgs, parseStartedFd } from "../../../src/agent-exec/cli.ts";
+import { type AgentExecRequest, parseAgentExecArgs } from "../../../src/agent-exec/cli.ts";
+import { parseStartedFd } from "../../../src/agent-exec/run-args.ts";
 import { EXIT } from "../../../src/constants.ts";
 import { type Accepts, assertRefusal, catchRefusal, type Refuses } from "../../helpers/refusal.ts";
 

@@ -26,6 +26,7 @@ export const UNTESTED_ALONE: Record<string, string> = {
   "agent-exec/start.ts": BLACK_BOX,
   "agent-exec/spawner.ts": "the resident spawner: run as the built executable beside a capless service by test/sandbox/spawner.test.ts (and every spawnAgent test), where the kernel is the judge",
   "service/spawner-client.ts": "the service's channel to the spawner and the job's holder: run against the real spawner by test/sandbox/spawner.test.ts, agent-exec, agent-stop and private-jobs",
+  "agent-exec/run-args.ts": "a command's options, apart from cli.ts so that the spawner does not carry the shim's other actions: tested in test/unit/agent-exec/cli.test.ts, through parseAgentExecArgs, and its parseStartedFd there too",
   "os/proc-stat.ts": "parseStat and readSession, apart from proc-status.ts so that the spawner does not load them: tested in test/unit/os/proc-status.test.ts",
   "exec/start-child.ts": "the spawner's child start (one spawn call behind the exec gate): exercised by every spawn in test/sandbox",
   "os/fd-line.ts": "one line out and back on a socket: exercised by the probe through the spawner, test/sandbox/self-check.test.ts",
