@@ -109,6 +109,7 @@ export function runSpawner(): Promise<number> {
   const channel = new Socket({ fd, readable: true, writable: true });
   const send = (reply: SpawnerReply): void => void channel.write(`${JSON.stringify(reply)}\n`);
   const jobs = new Set<number>(); // pids (each leads its process group), while running
+  const unannounced = new Set<Promise<void>>(); // grabs that have not said their job's pid yet
   const byId = new Map<number, number>();
   const endedPrivate = new Set<number>();
 
@@ -133,8 +134,14 @@ export function runSpawner(): Promise<number> {
     child.once("error", (error) => send({ t: "exit", id: request.id, ...asLine(error), signal: null }));
     // The grab forks the job, says its pid, and ends as the job ended (src/perl/spawn-grab.pl).
     let pid: number | undefined;
+    let announce = (): void => {};
+    const announced = new Promise<void>((said) => (announce = said));
+    unannounced.add(announced);
+    void announced.then(() => unannounced.delete(announced));
+    child.once("close", () => announce());
     createInterface({ input: child.stdout!, crlfDelay: Infinity }).on("line", (line) => {
       if (pid !== undefined || !/^P \d+$/.test(line)) return;
+      announce();
       pid = Number(line.slice(2));
       jobs.add(pid);
       byId.set(request.id, pid);
@@ -186,9 +193,10 @@ export function runSpawner(): Promise<number> {
       answer(request.seq, refusal, () => throughGrab(["-", ""], { chain: [AGENT_EXEC_PATH, "--private-cleanup", String(request.pid)], env: {}, ...OWN_STDIO }));
     }
   });
-  // The service has exited: no one will read a job's outcome or stop it. End every job's group, as the agent, then exit.
+  // The service has exited: no one will read a job's outcome or stop it. Once every grab has said its job's pid, end every job's group, as the agent, then exit.
   return new Promise((done) => {
-    channel.once("close", () => {
+    channel.once("close", async () => {
+      await Promise.all(unannounced);
       const ending = [...jobs].map((pgid) => new Promise<void>((ended) => {
         try {
           signalStage(pgid, "SIGKILL").once("close", () => ended()).once("error", () => ended());
