@@ -91,7 +91,7 @@ export function planSpawn(ids: Identities, argv: readonly string[], env: Record<
 /** perl's argv for the grab (src/perl/spawn-grab.pl), then the chain. */
 export function grabArgs(holder: readonly [number | "-", string], serviceUid: number, plan: { chain: readonly string[]; fds: readonly number[]; oom: string }): string[] {
   const n = __CLANKIE_SYSCALLS__;
-  return ["-e", GRAB, String(n.recvmsg), String(n.dup3), String(n.fcntl), String(n.close), String(n.setsid), String(holder[0]), holder[1], String(serviceUid), plan.oom, plan.fds.join(","), "--", ...plan.chain];
+  return ["-e", GRAB, String(n.recvmsg), String(n.dup3), String(n.fcntl), String(n.close), String(n.setsid), String(n.exitGroup), String(holder[0]), holder[1], String(serviceUid), plan.oom, plan.fds.join(","), "--", ...plan.chain];
 }
 
 function collect(child: ChildProcess): () => string {

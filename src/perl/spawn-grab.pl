@@ -27,7 +27,7 @@
 # node's uid holding fewer capabilities cannot ptrace it to forge either
 # (ptrace(2)).
 #
-# argv: recvmsg dup3 fcntl close setsid (this architecture's numbers), holder pid
+# argv: recvmsg dup3 fcntl close setsid exit_group (this architecture's numbers), holder pid
 # ("-": none, the grab's own fds are the chain's, as for a stop's signal
 # stage), the holder's socket name, node's uid, oom_score_adj ("" keeps it),
 # the fds to take ("0,1,2,17"), then "--" and the chain's argv.
@@ -42,7 +42,7 @@ sub WNOHANG () { 1 } sub HOLDER_WAIT_S () { 20 } sub CONNECT_RETRY_S () { 0.002 
 
 my $program = "clankie-agent-exec";
 sub refuse { my ($code, $text) = @_; syswrite STDERR, "$program: $text\n"; exit $code }
-my ($recvmsg, $dup3, $fcntl, $close, $setsid, $holder, $name, $uid, $oom, $fds, $dash, @chain) = @ARGV;
+my ($recvmsg, $dup3, $fcntl, $close, $setsid, $exit_group, $holder, $name, $uid, $oom, $fds, $dash, @chain) = @ARGV;
 $dash eq "--" && @chain or refuse(64, "spawner's grab: bad arguments; report this");
 unless ($holder eq "-") {
   my $job = fork // refuse(71, "fork failed: errno " . ($! + 0) . "; raise the container's process limit");
@@ -67,7 +67,8 @@ sub parent {
   syswrite STDOUT, "P $job\n";
   until (defined $status) { my $gone = waitpid(-1, 0); $gone > 0 or refuse(71, "waitpid failed: errno " . ($! + 0) . "; report this"); $status = $? if $gone == $job }
   1 while waitpid(-1, WNOHANG) > 0;
-  exit($status >> 8) unless $status & 127;
+  # exit_group(2) itself: perl's own exit would first tear its interpreter down, on the path from the job's end to its report.
+  syscall($exit_group, $status >> 8) unless $status & 127;
   kill $status & 127, $$;
   refuse(71, "the job was killed by signal " . ($status & 127) . ", which did not end its grab; report this");
 }
