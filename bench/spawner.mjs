@@ -14,25 +14,11 @@
  *   node --import ./scripts/text-modules.mjs bench/spawner.mjs [ROUNDS] [PAIRS]
  *                                                default 7 rounds, 2 pairs
  */
-import { spawnSync } from "node:child_process";
 import { chownSync } from "node:fs";
 import { loadAverage } from "./lib/machine.mjs";
+import { evictFromPageCache, evictionNote } from "./lib/page-cache.mjs";
 import { Body, IDS, SANDBOX_NODE, SANDBOX_REPO } from "../test/helpers/sandbox.ts";
 
-/**
- * The executable's pages as a body finds them. Right after build.mjs wrote it,
- * the page cache holds the file as that one write left it, and a process that
- * maps it gets more of it resident: a Node 24 single executable of one line
- * held a VmRSS of 56.4 MB so, and 39.7 MB once its cached pages were dropped
- * or in a copy made by cp (the same bytes). A body's executable comes from its
- * image's layer, read in by the kernel: so the cached pages are dropped first
- * (dd iflag=nocache, posix_fadvise(POSIX_FADV_DONTNEED); pages a running
- * process maps stay).
- */
-function dropCachedPages(path) {
-  const r = spawnSync("/bin/dd", [`if=${path}`, "iflag=nocache", "count=0", "status=none"]);
-  if (r.status !== 0) throw new Error(`dd iflag=nocache ${path}: ${r.stderr}`);
-}
 
 const rounds = Number(process.argv[2] ?? 7);
 const pairs = Number(process.argv[3] ?? 2);
@@ -40,7 +26,10 @@ const body = new Body();
 try {
   chownSync(body.state, IDS.service, IDS.service);
   chownSync(body.workspace, IDS.service, IDS.service);
-  dropCachedPages(new URL("../dist/clankie-agent-exec", import.meta.url).pathname);
+  // The executable's pages as a body finds them (bench/lib/page-cache.mjs): cached as build.mjs wrote it, a
+  // process that maps it gets more of it resident (a one-line Node 24 single executable: VmRSS 56.4 MB, against
+  // 39.7 MB once evicted), which the spawner's RSS below would count.
+  const evicted = evictFromPageCache([new URL("../dist/clankie-agent-exec", import.meta.url).pathname]);
   const loadBefore = loadAverage();
   const run = body.run({ as: "root", direct: true, command: ["/usr/bin/perl", `${SANDBOX_REPO}/bench/spawner/pair.pl`, SANDBOX_NODE, `${SANDBOX_REPO}/bench/spawner/driver.mjs`, String(rounds), String(pairs)], timeoutMs: 1_800_000 });
   if (run.status !== 0) throw new Error(`the sandbox exited ${run.status}: ${run.stderr}`);
@@ -70,6 +59,8 @@ try {
     }),
     "",
     `spawner VmRSS (RssAnon) in MB at 0, 250, 500, 750 and 1,000 spawns of /bin/true: ${sides.filter((s) => s.mode === "spawner").map((s) => s.rss.map((r) => `${f(r.rss)} (${f(r.anon)})`).join(", ")).join("; ")}`,
+    "",
+    evictionNote(evicted),
   ];
   process.stdout.write(`${lines.join("\n")}\n`);
 } finally {
