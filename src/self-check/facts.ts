@@ -28,7 +28,7 @@ import { codeOf, Refusal } from "../report.ts";
 import { howItEnded, octal, reasonOf, saying } from "./check.ts";
 import { type ConfinementFacts, LANDLOCK_ABI_SCRIPT, type LandlockFact, parseLandlockAnswer, SECCOMP_ACTIONS_FILE } from "./confinement.ts";
 import { excludedDirectories, IMAGE_WALK_SKIP, type ImageScan, parseImageScan, startImageScan } from "./image-scan.ts";
-import { isSpawnerCommand, spawnedTree } from "./processes.ts";
+import { isSpawnerCommand, spawnedTree, usableCapabilities } from "./processes.ts";
 import { chooseJudged, handedDownByService, parseEnviron, relationTo } from "./judged.ts";
 import { KERNEL_SETTINGS } from "./kernel.ts";
 import { boundaryOf, classifyMode } from "./mode.ts";
@@ -178,7 +178,7 @@ export async function readFacts(request: { probe: boolean }) {
   const spawned = serviceUid === undefined ? new Set<number>() : spawnedTree(table, serviceUid, cmdlines);
   for (const entry of table) {
     // The exe links of the spawner and of what it runs holding a capability (a running job's grab, its parent) are closed to the audit: processes.spawner and processes.capabilities judge them.
-    const closed = isSpawnerCommand(cmdlines.get(entry.pid)) || (spawned.has(entry.pid) && (entry.creds.capPrm | entry.creds.capEff | entry.creds.capAmb) !== 0n);
+    const closed = isSpawnerCommand(cmdlines.get(entry.pid)) || (spawned.has(entry.pid) && usableCapabilities(entry.creds) !== 0n);
     if (entry.pid === own.pid || serviceUid === undefined || !entry.creds.uids.some((uid) => uid === serviceUid) || closed) continue;
     exes.set(entry.pid, readable(() => readlinkSync(`/proc/${entry.pid}/exe`, "latin1"), failedCall("readlink", `/proc/${entry.pid}/exe`)));
   }

@@ -14,7 +14,7 @@
  */
 import { AGENT_EXEC_NAME, AGENT_EXEC_PATH, SERVICE_CAPABILITIES, SPAWNER_FLAG, WORKSPACE_DIR } from "../constants.ts";
 import { capabilitySets, SERVICE_MASK, showSet } from "./service-process.ts";
-import { namesOf } from "../os/capabilities.ts";
+import { type CapabilityMask, namesOf } from "../os/capabilities.ts";
 import type { ProcessEntry } from "./process-table.ts";
 import { bounded, fail, failUnlessSingle, pass, plural, type Verdict, warn } from "./check.ts";
 import type { Mode, Readable } from "./fact-types.ts";
@@ -81,6 +81,11 @@ export function spawnersOf(table: readonly ProcessEntry[], serviceUid: number, c
   return ofUid(table, serviceUid, []).filter((entry) => isSpawnerCommand(cmdlines.get(entry.pid)));
 }
 
+/** The capabilities a process can use now or pass on through exec: its permitted, effective and ambient sets. */
+export function usableCapabilities(creds: ProcessEntry["creds"]): CapabilityMask {
+  return creds.capPrm | creds.capEff | creds.capAmb;
+}
+
 /** The spawners and every process below them (the grabs, each running job's parent, and the chains they start). */
 export function spawnedTree(table: readonly ProcessEntry[], serviceUid: number, cmdlines: ReadonlyMap<number, readonly string[]>): Set<number> {
   return new Set(spawnersOf(table, serviceUid, cmdlines).flatMap((spawner) => [...descendants(table, spawner.pid)]));
@@ -140,7 +145,7 @@ export function judgeCapabilityHolders(table: readonly ProcessEntry[], serviceUi
   // The spawner and the chains it starts (the grab, setpriv, a private job's shim) hold at most SETUID and SETGID.
   const spawned = spawnedTree(table, serviceUid, cmdlines);
   const holders = ofUid(table, serviceUid, [...expected])
-    .map((entry) => ({ entry, held: entry.creds.capPrm | entry.creds.capEff | entry.creds.capAmb, exe: exes.get(entry.pid) }))
+    .map((entry) => ({ entry, held: usableCapabilities(entry.creds), exe: exes.get(entry.pid) }))
     .filter(({ entry, held }) => held !== 0n && !(spawned.has(entry.pid) && (held & ~SERVICE_MASK) === 0n))
     .map(({ entry, held, exe }) => ({ pid: entry.pid, ppid: entry.ppid, name: entry.name, exe: exe?.ok ? exe.value : null, capabilities: namesOf(held), ...(exe && !exe.ok ? { error: exe.error } : {}) }));
   const found = { uid: serviceUid, service: judgedPid, leftOut: [...expected].sort((a, b) => a - b), holders: bounded(holders) };
