@@ -132,13 +132,13 @@ export function runSpawner(): Promise<number> {
     }
     const said = collect(child);
     child.once("error", (error) => send({ t: "exit", id: request.id, ...asLine(error), signal: null }));
+    if (child.pid === undefined) return;
     // The grab forks the job, says its pid, and ends as the job ended (src/perl/spawn-grab.pl).
     let pid: number | undefined;
     let announce = (): void => {};
     const announced = new Promise<void>((said) => (announce = said));
     unannounced.add(announced);
     void announced.then(() => unannounced.delete(announced));
-    child.once("close", () => announce());
     createInterface({ input: child.stdout!, crlfDelay: Infinity }).on("line", (line) => {
       if (pid !== undefined || !/^P \d+$/.test(line)) return;
       announce();
@@ -148,6 +148,7 @@ export function runSpawner(): Promise<number> {
       send({ t: "started", id: request.id, pid });
     });
     child.once("close", (code, signal) => {
+      announce(); // a grab that ended without a pid (refused before its fork)
       if (pid !== undefined) jobs.delete(pid);
       if (pid !== undefined && privateJob) endedPrivate.add(pid);
       byId.delete(request.id);
