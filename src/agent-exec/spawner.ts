@@ -136,7 +136,7 @@ export function runSpawner(): Promise<number> {
     // The grab forks the job, says its pid, and ends as the job ended (src/perl/spawn-grab.pl).
     let pid: number | undefined;
     let announce = (): void => {};
-    const announced = new Promise<void>((said) => (announce = said));
+    const announced = new Promise<void>((resolve) => (announce = resolve));
     unannounced.add(announced);
     void announced.then(() => unannounced.delete(announced));
     createInterface({ input: child.stdout!, crlfDelay: Infinity }).on("line", (line) => {
