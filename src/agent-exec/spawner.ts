@@ -52,9 +52,13 @@ declare const __CLANKIE_SYSCALLS__: SyscallNumbers;
  * its life. At a growth factor of 1 they keep their first size; V8 reads the
  * flag at each resize, so setting it at start is enough (v8.setFlagsFromString).
  * --optimize-for-size makes V8 grow the old generation less between
- * collections (docs/benchmarks.md has what it saves).
+ * collections. --no-maglev and --no-opt keep the spawner's functions in the
+ * interpreter and baseline code: its JavaScript per spawn is a parse, a plan
+ * and a few writes, and the optimizing compilers' own pages and zones
+ * (resident once used) cost more memory than they save time
+ * (docs/benchmarks.md has what each flag saves).
  */
-const V8_MEMORY_FLAGS = "--semi-space-growth-factor=1 --optimize-for-size";
+const V8_MEMORY_FLAGS = "--semi-space-growth-factor=1 --optimize-for-size --no-maglev --no-opt";
 
 /** What the service sends (one JSON object a line). */
 export type SpawnerRequest =
