@@ -65,8 +65,8 @@ export const WORKSPACE_LAYOUT_VERSION = 1;
 export const ROOT_CAPABILITIES = ["CHOWN", "DAC_OVERRIDE", "FOWNER", "SETPCAP", "SETUID", "SETGID"] as const;
 /** The launcher flags of ADR 0272 (docker run): root, every capability dropped but the six, NoNewPrivs. */
 export const ADR_LAUNCH_FLAGS: readonly string[] = ["--user", "0:0", "--cap-drop", "ALL", ...ROOT_CAPABILITIES.flatMap((cap) => ["--cap-add", cap]), "--security-opt", "no-new-privileges"];
-/** What the service keeps: only what starting agent work needs. */
-export const SERVICE_CAPABILITIES = ["SETUID", "SETGID"] as const;
+/** What the spawner keeps: only what starting agent work needs (ADR 0272 gave them to the service, which in this build holds none). */
+export const SPAWNER_CAPABILITIES = ["SETUID", "SETGID"] as const;
 
 /** Agent containment defaults (clankie-agent-exec --nproc / --oom-score-adj). */
 export const AGENT_DEFAULT_NPROC = 512;

@@ -34,8 +34,9 @@ clankie-separate [--] SERVICE-COMMAND [ARG...]
   The image's ENTRYPOINT. Started as any uid but 0 it execs the service
   command unchanged. Started as root with the flags of ADR 0272,
     docker run ${ADR_LAUNCH_FLAGS.join(" ")}
-  it makes /state service-only, gives /workspace the clankie-workspace group, and
-  drops to node keeping only SETUID and SETGID, with umask 0007.
+  it makes /state service-only, gives /workspace the clankie-workspace group,
+  starts the spawner as node keeping only SETUID and SETGID, and runs the
+  service as node with no capability, with umask 0007.
 
 clankie-separate --self-check [--json] [--probe]
   Audits the body: mode, process, users, /state, /workspace, image,
@@ -99,13 +100,15 @@ clankie-agent-exec --spawner
 
 clankie-agent-exec --private-cleanup PID
   Ends the lease of private job PID once it has exited: kills what still
-  holds its group, removes its directory. spawnAgent calls it. Refused
-  (exit ${EXIT.busy}) while a process with that pid holds the lease's group: the
-  job has not ended, or its pid went to a new private job.
+  holds its group, removes its directory. The spawner runs it when a private
+  job has ended. Refused (exit ${EXIT.busy}) while a process with that pid holds the
+  lease's group: the job has not ended, or its pid went to a new private job.
 
 clankie-agent-exec --signal SIGNAL --pgid PGID
-  Delivers SIGNAL to the agent's process group PGID, as the agent. The way to
-  stop a job: kill(1) from another agent job answers EPERM (its own domain).
+  Delivers SIGNAL to the agent's process group PGID, as the agent: the signal
+  stage the spawner runs for signalAgent and for spawnAgent's stops (kill(),
+  timeout, cancelSignal). The way to stop a job: kill(1) from another agent
+  job answers EPERM (its own domain).
 
 Both: --help, --version. --version prints the program and Node versions and
 the bundle's SHA-256 recorded at build time; --self-check recomputes it from

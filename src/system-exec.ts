@@ -59,13 +59,15 @@ export interface SystemExecOptions extends Omit<ExecaOptions, "env" | "extendEnv
 }
 
 /**
- * Refuses execa's uid and gid options: with the service's CAP_SETUID, Node
- * would setuid(2) the child to any uid before the exec, root included.
+ * Refuses execa's uid and gid options: Node would setuid(2) the child before
+ * the exec. The service holds no CAP_SETUID, so it would fail; refused so
+ * that no child of this package runs as another uid by any route, whoever
+ * calls it (ADR 0272's service, which held the capability, got any uid).
  */
 function refuseIdentityOptions(options: object, where: string): void {
   for (const name of ["uid", "gid"]) {
     if (Object.hasOwn(options, name)) {
-      throw new Refusal(EXIT.usage, `${where}: the ${name} option is not accepted: it would start the child as another ${name === "uid" ? "user" : "group"} with the service's CAP_SETUID/CAP_SETGID`, `remove ${name}; agent work runs as the agent through spawnAgent`);
+      throw new Refusal(EXIT.usage, `${where}: the ${name} option is not accepted: this package never starts a child as another ${name === "uid" ? "user" : "group"}`, `remove ${name}; agent work runs as the agent through spawnAgent`);
     }
   }
 }
@@ -98,7 +100,7 @@ export function systemExec<OptionsType extends SystemExecOptions = {}>(command: 
   refuseUnsupportedOptions(options, "systemExec");
   const { env, pass, trustedUids, ...rest } = options as SystemExecOptions;
   // The environment first: a name that loads code (env or pass) is refused
-  // (64), as setpriv would read it while it still holds SETUID and SETGID.
+  // (64) before anything starts (src/exec/environment.ts).
   const childEnv = buildEnvironment({ from: process.env, pass, set: env });
   const path = gateExec({ command, args, trustedUids: trustedUids ?? [...new Set([0, process.geteuid!()])] });
   gateExec({ command: TOOLS.setpriv, args: [], trustedUids: [0] });
@@ -236,19 +238,20 @@ export function agentExecArguments(command: string, args: readonly string[], opt
 }
 
 /**
- * Starts model-directed work as clankie-agent through the shim. The child is
- * the agent's own process (the shim execs into it), spawned detached: it
- * leads a new session and process group, pgid = child.pid. Generic over its
+ * Starts model-directed work as clankie-agent through the spawner, which runs
+ * the shim's parser, plan and stage for it. child.pid is the job's: the
+ * agent's own process once the chain has exec'd into the command, leading a
+ * new session and process group, pgid = child.pid. Generic over its
  * options as execa is: `lines: true` gives string[] output, `encoding:
  * "buffer"` bytes, and so on.
  *
  * Every signal execa would send (timeout, cancelSignal, killSignal,
- * forceKillAfterDelay, child.kill()) goes through the shim to that process
- * group: see routeKillsThroughShim.
+ * forceKillAfterDelay, child.kill()) goes through the spawner's signal stage
+ * to that process group: see routeKillsThroughShim.
  *
  * The outcome, result or error, carries AgentStart: whether the command
- * started, or the shim refused it (src/service/agent-start.ts). For that the
- * shim gets one more stdio pipe, the started marker, at fd 17 or the first
+ * started, or the shim's checks refused it (src/service/agent-start.ts). For
+ * that the job gets one more stdio pipe, the started marker, at fd 17 or the first
  * fd after the service's own stdio, named in its environment
  * (CLANKIE_STARTED_FD; the agent's variables are all carried, so none of
  * them can name it).

@@ -234,8 +234,8 @@ CHECKS.push(
   shim("caller.root", "src/agent-exec/caller.ts", 'throw new Refusal(EXIT.launchRefused, "started by root"', CALLER_TEST),
   shim("caller.agent", "src/agent-exec/caller.ts", "throw new Refusal(EXIT.launchRefused, `started by the agent uid", CALLER_TEST),
   shim("caller.uid", "src/agent-exec/caller.ts", "throw new Refusal(EXIT.launchRefused, `started by uid", CALLER_TEST),
-  shim("caller.capabilities", "src/agent-exec/caller.ts", "throw new Refusal(\n      EXIT.launchRefused,\n      `the service holds no", CALLER_TEST, "\n    );"),
-  shim("caller.no-new-privs", "src/agent-exec/caller.ts", 'throw new Refusal(EXIT.launchRefused, "NoNewPrivs is not set for the service"', CALLER_TEST),
+  shim("caller.capabilities", "src/agent-exec/caller.ts", "throw new Refusal(\n      EXIT.launchRefused,\n      `the caller holds no", CALLER_TEST, "\n    );"),
+  shim("caller.no-new-privs", "src/agent-exec/caller.ts", 'throw new Refusal(EXIT.launchRefused, "NoNewPrivs is not set for the caller"', CALLER_TEST),
 
   /* ---- the shim: its command line ---- */
   shim("cli.started-fd-kept", "src/agent-exec/run-args.ts", "throw usage(AGENT_EXEC_NAME, `${STARTED_FD_VARIABLE}=${fd} is also a --keep-fd`", CLI_TEST),
@@ -391,7 +391,7 @@ CHECKS.push(
   cut("api.stop-timeout", "src/service/agent-stop.ts", "throw new Refusal(EXIT.usage, `signalAgent: timeoutMs ${JSON.stringify(timeoutMs)}", STOP_TEST),
   cut("api.stop-abort-signal", "src/service/agent-stop.ts", 'throw new Refusal(EXIT.usage, "signalAgent: the signal option is not an AbortSignal"', STOP_TEST),
   cut("api.signal-name", "src/service/agent-stop.ts", "throw new Refusal(EXIT.usage, `${where} ${JSON.stringify(signal)}: the shim delivers only", API_TEST),
-  cut("api.identity-options", "src/system-exec.ts", "throw new Refusal(EXIT.usage, `${where}: the ${name} option is not accepted: it would start", API_TEST),
+  cut("api.identity-options", "src/system-exec.ts", "throw new Refusal(EXIT.usage, `${where}: the ${name} option is not accepted: this package never starts", API_TEST),
   cut("api.unsupported-options", "src/system-exec.ts", "throw new Refusal(EXIT.usage, `${where}: the ${name} option is not accepted: this package starts only", API_TEST),
   cut("api.spawn-shim-gone", "src/system-exec.ts", 'throw new Refusal(EXIT.usage, "spawnAgent: the shim option is gone', API_TEST),
   cut("api.signal-shim-gone", "src/service/agent-stop.ts", 'throw new Refusal(EXIT.usage, "signalAgent: the shim option is gone', STOP_TEST),

@@ -1,33 +1,36 @@
 /*
- * Who may call the shim: only the service uid, holding
- * SETUID and SETGID, with NoNewPrivs set. Pure.
+ * Who may run clankie-agent-exec: only node's uid holding SETUID and SETGID,
+ * with NoNewPrivs set, which in a separated body is the spawner the root
+ * phase starts and the private job's shim it starts in turn; the service
+ * holds no capability (docs/security.md, "The service holds no capability").
+ * Pure.
  */
 import type { Identities } from "../accounts.ts";
 import { maskOf, namesOf } from "../os/capabilities.ts";
-import { AGENT_USER, EXIT, SERVICE_CAPABILITIES, SERVICE_USER } from "../constants.ts";
+import { AGENT_USER, EXIT, SPAWNER_CAPABILITIES, SERVICE_USER } from "../constants.ts";
 import type { ProcessCredentials } from "../os/proc-status.ts";
 import { Refusal } from "../report.ts";
 
 export function checkCaller(status: ProcessCredentials, ids: Identities): void {
   const uid = status.uids[1];
   if (status.uids.some((id) => id === 0)) {
-    throw new Refusal(EXIT.launchRefused, "started by root", `clankie-agent-exec is for the service; as an operator use: docker exec --user ${SERVICE_USER} CONTAINER clankie-agent-exec ...`);
+    throw new Refusal(EXIT.launchRefused, "started by root", "clankie-agent-exec runs under the spawner, which the root phase starts as node; start agent work from the service (spawnAgent)");
   }
   if (status.uids.some((id) => id === ids.agent.uid)) {
     throw new Refusal(EXIT.launchRefused, `started by the agent uid ${ids.agent.uid}`, "agent work cannot start agent work through the shim; run the program directly");
   }
   if (status.uids.some((id) => id !== ids.service.uid)) {
-    throw new Refusal(EXIT.launchRefused, `started by uid ${uid}, not the service uid ${ids.service.uid} (${SERVICE_USER})`, `run it as ${SERVICE_USER}`);
+    throw new Refusal(EXIT.launchRefused, `started by uid ${uid}, not the service uid ${ids.service.uid} (${SERVICE_USER})`, "it runs only under the spawner; start agent work from the service (spawnAgent)");
   }
-  const missing = maskOf(SERVICE_CAPABILITIES) & ~(status.capEff & status.capPrm);
+  const missing = maskOf(SPAWNER_CAPABILITIES) & ~(status.capEff & status.capPrm);
   if (missing !== 0n) {
     throw new Refusal(
       EXIT.launchRefused,
-      `the service holds no ${namesOf(missing).join(", ")}: this body runs single-uid and no agent uid (${AGENT_USER}) is configured`,
-      "start the container as root with the flags of ADR 0272 (docs/launch.md) so that clankie-separate hands the service SETUID and SETGID",
+      `the caller holds no ${namesOf(missing).join(", ")}: only the spawner runs clankie-agent-exec, and only a body started as root with the flags of ADR 0272 has one`,
+      `start agent work from the service (spawnAgent), which asks the spawner; a single-uid body configures no agent uid (${AGENT_USER}): start the container as root with the flags of ADR 0272 (docs/launch.md)`,
     );
   }
   if (!status.noNewPrivs) {
-    throw new Refusal(EXIT.launchRefused, "NoNewPrivs is not set for the service", "add --security-opt no-new-privileges to docker run");
+    throw new Refusal(EXIT.launchRefused, "NoNewPrivs is not set for the caller", "add --security-opt no-new-privileges to docker run");
   }
 }

@@ -2,7 +2,7 @@
  * Pure builders for the agent's exec chain and environment, so that the exact
  * argv is unit-tested without privileges:
  *
- *   shim (service uid, SETUID+SETGID)
+ *   the spawner's grab (node, SETUID+SETGID)
  *    -> setpriv --reuid --regid --groups --inh-caps=-all --ambient-caps=-all
  *                                   capabilities(7): lowering the inheritable
  *                                   set lowers the ambient set; with both

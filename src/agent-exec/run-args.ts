@@ -52,7 +52,7 @@ export function parseRunArgs(argv: readonly string[]): RunRequest {
       cwd = value;
     } else if (name === "--env") {
       if (value === undefined || !ENV_NAME.test(value)) throw usage(program, `--env needs a variable name, got ${JSON.stringify(value ?? "")}`, "give the NAME only: its value is taken from the shim's environment, never from argv");
-      // The shim and setpriv run as the service with SETUID and SETGID
+      // The spawner's chain and setpriv run as node with SETUID and SETGID
       // before the switch: a variable that loads code must never reach them.
       if (isCodeLoadingVariable(value)) throw usage(program, `--env ${value}: variables that load code are never passed`, "do not pass it; set what the agent needs inside its own command");
       env.push(value);

@@ -132,7 +132,7 @@ export function signalPlan(request: Extract<AgentExecRequest, { kind: "signal" }
   };
 }
 
-/** --private-cleanup PID: the end of the lease job PID held (spawnAgent calls it when the job has ended). */
+/** --private-cleanup PID: the end of the lease job PID held (the spawner runs it when the job has ended). */
 export function runPrivateCleanup(request: Extract<AgentExecRequest, { kind: "private-cleanup" }>, jobs?: PrivateJobs): number {
   const { releaseJobLease } = privateJobs(jobs);
   const ids = checkedIdentities();

@@ -1,6 +1,7 @@
 /*
- * Phase: drop from root to the service uid. Pure argv builders, so that the
- * exact setpriv(1) command line is unit-tested without privileges.
+ * Phase: the two drops from root to node, the spawner's and the service's.
+ * Pure argv builders, so that the exact setpriv(1) command lines are
+ * unit-tested without privileges.
  *
  * capabilities(7): when all of a process's uids become non-zero, the kernel
  * clears its permitted, effective and ambient sets unless keep-caps is set;
@@ -8,17 +9,18 @@
  * which survives execve(2) of a file without file capabilities. The bounding
  * set is shrunk while we still hold CAP_SETPCAP. setpriv exits 0 even when an
  * ambient raise failed, so the verification stage (src/stage/), in the
- * process setpriv became, re-reads /proc/self/status before the service runs.
+ * process setpriv became, re-reads /proc/self/status before the spawner or
+ * the service runs.
  */
 import type { Identities } from "../accounts.ts";
 import { maskOf, setprivCapList } from "../os/capabilities.ts";
-import { AGENT_EXEC_NAME, AGENT_EXEC_PATH, ENTRYPOINT_NAME, SERVICE_CAPABILITIES, SERVICE_UMASK, SPAWNER_FLAG, TOOLS } from "../constants.ts";
+import { AGENT_EXEC_NAME, AGENT_EXEC_PATH, ENTRYPOINT_NAME, SPAWNER_CAPABILITIES, SERVICE_UMASK, SPAWNER_FLAG, TOOLS } from "../constants.ts";
 import SPAWNER_PAIR from "../perl/spawner-pair.pl";
 import { stageArgv } from "../stage/stage.ts";
 
-/** setpriv argv (without argv[0]) that becomes the service and runs `next`. */
-export function setprivToServiceArgs(ids: Identities, next: readonly string[]): string[] {
-  const caps = setprivCapList(SERVICE_CAPABILITIES);
+/** setpriv argv (without argv[0]) that becomes the spawner (node, SETUID and SETGID in every set: what ADR 0272 gave the service) and runs `next`. */
+export function setprivToSpawnerArgs(ids: Identities, next: readonly string[]): string[] {
+  const caps = setprivCapList(SPAWNER_CAPABILITIES);
   return [
     `--reuid=${ids.service.uid}`,
     `--regid=${ids.service.gid}`,
@@ -59,7 +61,7 @@ function verifyNodeStageArgs(ids: Identities, line: { path: string; argv: readon
 
 /** The verification stage with SETUID+SETGID (ADR 0272's service; now the resident spawner's drop), then `line`. */
 export function verifyStageArgs(ids: Identities, line: { path: string; argv: readonly string[] }): string[] {
-  return verifyNodeStageArgs(ids, line, maskOf(SERVICE_CAPABILITIES));
+  return verifyNodeStageArgs(ids, line, maskOf(SPAWNER_CAPABILITIES));
 }
 
 /*

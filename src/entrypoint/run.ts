@@ -2,8 +2,9 @@
  * clankie-separate [--] SERVICE-COMMAND...  (the image's ENTRYPOINT)
  *
  * Started as any uid but 0 (today's launch): exec the service command as
- * given. Started as root: the phases below, in this order, then the service
- * runs as node with only SETUID and SETGID. Everything that can refuse on a
+ * given. Started as root: the phases below, in this order, then the spawner
+ * runs as node with only SETUID and SETGID, and the service as node with no
+ * capability. Everything that can refuse on a
  * fact of the launch refuses before the first change on disk.
  *
  *   checkLaunch -> readIdentities -> vetPrograms -> secureState
@@ -21,7 +22,7 @@ import { execReplace, prepareExec } from "../exec/replace.ts";
 import { readStatus } from "../os/proc-status.ts";
 import { oneLine, osCall, writeLine } from "../report.ts";
 import { stageEnvironment } from "../stage/stage.ts";
-import { serviceCommandLine, setprivToCaplessServiceArgs, setprivToServiceArgs, SPAWNER_LINE, spawnerPairArgs, verifyCaplessStageArgs, verifyStageArgs } from "./drop.ts";
+import { serviceCommandLine, setprivToCaplessServiceArgs, setprivToSpawnerArgs, SPAWNER_LINE, spawnerPairArgs, verifyCaplessStageArgs, verifyStageArgs } from "./drop.ts";
 import { classifyLaunch, type LaunchMode } from "./launch-check.ts";
 import { serviceEnvironment } from "./service-env.ts";
 import { secureState } from "./state-layout.ts";
@@ -76,7 +77,7 @@ function report(ids: Identities, launch: Extract<LaunchMode, { mode: "root" }>, 
 function dropToServiceAndSpawner(ids: Identities, command: readonly string[], vetted: { servicePath: string; tini: boolean }, env: Record<string, string>): never {
   // execve(2) keeps the pid: the service's pid is ours, so tini knows here whether it will be PID 1.
   const line = serviceCommandLine(command, vetted.servicePath, process.pid, vetted.tini);
-  const spawner = [TOOLS.setpriv, ...setprivToServiceArgs(ids, verifyStageArgs(ids, SPAWNER_LINE))];
+  const spawner = [TOOLS.setpriv, ...setprivToSpawnerArgs(ids, verifyStageArgs(ids, SPAWNER_LINE))];
   const service = [TOOLS.setpriv, ...setprivToCaplessServiceArgs(ids, verifyCaplessStageArgs(ids, line))];
   const channel = { [SPAWNER_FD_VARIABLE]: String(SPAWNER_FD) };
   return execReplace({

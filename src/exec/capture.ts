@@ -33,9 +33,9 @@ export interface CaptureRequest {
   /**
    * Start the program through `setpriv --inh-caps=-all --ambient-caps=-all`
    * (drop-capabilities.ts), as systemExec does: started by a holder of
-   * ambient capabilities (the audit under the service: SETUID and SETGID),
-   * it holds none. Root keeps its own (capabilities(7): a uid 0 execve
-   * takes the bounding set).
+   * ambient capabilities, it holds none. The audit under the service holds
+   * none to pass on (the service holds none); root keeps its own
+   * (capabilities(7): a uid 0 execve takes the bounding set).
    */
   dropCapabilities?: boolean;
 }

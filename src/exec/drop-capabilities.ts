@@ -1,12 +1,14 @@
 /*
- * What a program the service starts for itself holds: nothing. The entrypoint
- * hands the service SETUID and SETGID as ambient capabilities (ADR 0272), and
- * capabilities(7) keeps the ambient set across execve(2) for a non-root,
- * non-set-user-ID program: P'(ambient) = P(ambient), P'(permitted) =
- * (P(inheritable) & F(inheritable)) | (F(permitted) & P(bounding)) |
- * P'(ambient). A child started by plain child_process or execa therefore
- * runs with CapPrm, CapEff and CapAmb 0xc0, and `setpriv --reuid=0` makes
- * it root.
+ * What a program the service starts for itself holds: nothing. The service
+ * holds no capability, its bounding set included (docs/security.md, "The
+ * service holds no capability"), so its children hold none either way; this
+ * drop is a guard for a caller that does hold ambient capabilities, as ADR
+ * 0272's service did (SETUID and SETGID). capabilities(7) keeps the ambient
+ * set across execve(2) for a non-root, non-set-user-ID program: P'(ambient) =
+ * P(ambient), P'(permitted) = (P(inheritable) & F(inheritable)) |
+ * (F(permitted) & P(bounding)) | P'(ambient). A child of such a caller
+ * started by plain child_process or execa runs with CapPrm, CapEff and CapAmb
+ * 0xc0, and `setpriv --reuid=0` makes it root.
  *
  * So every systemExec child is started through
  *
@@ -20,12 +22,10 @@
  * not report (it does not report a failed ambient raise) cannot leave one
  * behind. With both empty, the execve(2) of a program without file
  * capabilities leaves permitted and effective empty; NoNewPrivs (which the entrypoint requires)
- * and the image's stripped set-user-ID bits keep the bounding set's
- * SETUID and SETGID out of reach for good. Only the shim (spawnAgent,
- * signalAgent) and the audit (runSelfCheck), root-owned programs of this
- * package that check their caller, are started with the service's
- * capabilities; the audit starts its image walk through this drop in turn
- * (startCapture's dropCapabilities), as it walks agent-writable /tmp. Pure.
+ * and the image's stripped set-user-ID bits keep what the caller's bounding
+ * set still holds out of reach for good. The audit starts its image walk
+ * through this drop in turn (startCapture's dropCapabilities), as it walks
+ * agent-writable /tmp. Pure.
  */
 import { TOOLS } from "../constants.ts";
 

@@ -103,10 +103,11 @@ export function uncarried(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
 
 /*
  * A name that loads code is refused whether its value is copied (`pass`) or
- * given (`set`): the first program to read it is often one that holds the
- * service's SETUID and SETGID. systemExec's child is setpriv until it has
- * dropped them (ld.so loaded an LD_PRELOAD library into it, then into the
- * program); runSelfCheck's is the audit, which keeps them.
+ * given (`set`): ld.so loads an LD_PRELOAD library into systemExec's setpriv,
+ * then into the program, and into the audit runSelfCheck starts. The service
+ * holds no capability, but a library the agent planted would still run as
+ * node, with the service's access to /state; the root phase's programs run
+ * as root.
  *
  * So is a name with "=" (or none): the environment is a list of NAME=VALUE
  * strings, and Node writes each as name + "=" + value, so the name

@@ -16,9 +16,10 @@
  * Debian; the run goes through startCapture (root-owned perl, fixed PATH,
  * allowlisted environment, so no PERL5OPT) and the capability drop of
  * systemExec (src/exec/drop-capabilities.ts): the walk lists agent-writable
- * /tmp, and under the service the audit holds SETUID and SETGID, which a
- * walk that only reads never needs (run by root, it keeps root's own, and
- * with them the directories only DAC_OVERRIDE can list).
+ * /tmp, and a walk that only reads needs no capability: under the service
+ * the audit holds none to lose (the drop is a guard), and run by root it
+ * keeps root's own, and with them the directories only DAC_OVERRIDE can
+ * list.
  *
  * What the walk may do: opendir, readdir, lstat, lgetxattr. It never opens a
  * file, never follows a symlink (only what lstat calls a directory is

@@ -124,15 +124,17 @@ export function judgeFileCapabilities(scan: ImageScan): Verdict {
 }
 
 /*
- * The service keeps CAP_SETUID and CAP_SETGID for its whole life, so code
- * running as node can become uid 0 (setresuid(0)). That process has no
+ * The spawner keeps CAP_SETUID and CAP_SETGID for the body's life (the
+ * service holds none), so code that takes it over can become uid 0
+ * (setresuid(0)). That process has no
  * DAC_OVERRIDE, CHOWN or FOWNER, but it owns every root-owned file and
  * directory by uid: on a writable root it can rewrite /etc/passwd, the tools
  * the shim runs, and this executable, which runs as root with the launch's
  * six capabilities at the next start of the same container (docker restart
  * keeps the writable layer). A read-only root leaves it nothing to change but
  * the volumes and /tmp. Measured in docs/security.md, "The service's
- * remaining power". A recommendation, never a failure.
+ * remaining power" (of ADR 0272's service, which held the two). A
+ * recommendation, never a failure.
  */
 export function judgeReadOnlyRoot(mounts: readonly Mount[], mode: Mode): Verdict {
   const root = mountOf(mounts, "/");
@@ -142,7 +144,7 @@ export function judgeReadOnlyRoot(mounts: readonly Mount[], mode: Mode): Verdict
   if (hasOption(root, "ro")) return pass("/ is mounted read-only: uid 0 without DAC_OVERRIDE, which the spawner's SETUID reaches, has no root-owned file to change outside the volumes and /tmp", found);
   const why =
     mode === "single-uid"
-      ? "once the service holds SETUID and SETGID (the separated launch) it can become uid 0, which owns every root-owned file there"
+      ? "in the separated launch the spawner holds SETUID and SETGID, and code that takes it over can become uid 0, which owns every root-owned file there"
       : "the spawner's SETUID and SETGID let code that takes it over become uid 0, which, without DAC_OVERRIDE, still owns every root-owned file and directory there: /etc/passwd, the tools the spawner runs, and this executable, which runs as root at the next start of this container";
   return warn(`/ is writable (${root.fstype}, rw): ${why}`, found, fix);
 }

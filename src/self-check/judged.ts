@@ -1,7 +1,7 @@
 /*
  * Which process stands for the body. The audit may run as the service's
  * child (doctor), as a `docker exec` process outside the service's tree
- * (root, or node without the service's capabilities), or as the body's only
+ * (root, or node without the service's channel to the spawner), or as the body's only
  * process (a legacy launch). Its own credentials say how it was started, not
  * what the body is, so it judges the service: the first process of the
  * service uid met walking the tree down from pid 1 (tini, which only reaps

@@ -1,14 +1,15 @@
 /*
  * Which body this is, judged by the service process (not by the audit's own
- * process, whose credentials depend on how it was started: `docker exec`
- * hands neither the service's capabilities nor NoNewPrivs, moby#37667), and
- * the boundary label ADR 0272 requires of increment 1. Pure.
+ * process, whose credentials depend on how it was started: `docker exec` as
+ * root holds root's, and on some engines no NoNewPrivs, moby#37667), and the
+ * boundary label ADR 0272 requires of increment 1. Pure.
  *
  *   separated      the entrypoint dropped to the service: uid node in all four
- *                  ids, exactly SETUID and SETGID in every capability set,
- *                  NoNewPrivs, and CLANKIE_SEPARATION=1 in its environment
- *   single-uid     today's body: the service holds neither capability nor
- *                  the marker, and no agent uid is configured
+ *                  ids, no capability in any set (the spawner holds SETUID
+ *                  and SETGID), NoNewPrivs, and CLANKIE_SEPARATION=1 in its
+ *                  environment (unread: a spawner runs beside it)
+ *   single-uid     today's body: the service holds no capability and has no
+ *                  marker (unread: no spawner runs); no agent uid is configured
  *   misconfigured  anything in between, or a service running as root
  */
 import type { Identities } from "../accounts.ts";

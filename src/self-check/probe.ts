@@ -1,29 +1,28 @@
 /*
- * --probe: turns "configured" into "verified". The audit starts
+ * --probe: turns "configured" into "verified". The audit asks the service
+ * that started it (runSelfCheck, on the fd CLANKIE_PROBE_FD names) to start
  *
- *   clankie-agent-exec --env CLANKIE_PROBE_SERVICE_PID --env CLANKIE_PROBE_SOCKET -- clankie-separate --probe-agent
+ *   clankie-separate --probe-agent   (with CLANKIE_PROBE_SERVICE_PID and CLANKIE_PROBE_SOCKET)
  *
- * the way the service starts agent work, waits for it, and judges the
+ * through spawnAgent, the way the service starts agent work, and judges the
  * report the probe prints from inside the agent (probe-agent.ts). Only the
- * service may call the shim (it needs SETUID, SETGID and NoNewPrivs), so the
- * probe runs when the audit is the service's child (doctor); from
- * `docker exec` it cannot, and says so.
+ * service can ask the spawner (it alone holds the channel), so the probe
+ * runs when the audit is the service's child (doctor); from `docker exec`
+ * it cannot, and says so.
  */
 import { randomBytes } from "node:crypto";
 import { createServer, type Server } from "node:net";
 import { agentGroups, type Identities } from "../accounts.ts";
 import { namesOf } from "../os/capabilities.ts";
 import { askLine } from "../os/fd-line.ts";
-import { AGENT_EXEC_PATH, ENTRYPOINT_NAME, INSTALL_DIR, PROBE_AGENT_FLAG, PROBE_FD_VARIABLE } from "../constants.ts";
+import { AGENT_EXEC_PATH, PROBE_FD_VARIABLE } from "../constants.ts";
 import type { ProcessCredentials } from "../os/proc-status.ts";
-import { Refusal } from "../report.ts";
-import { type CaptureRequest, type CaptureResult, runCapture } from "../exec/capture.ts";
-import { buildEnvironment, carried } from "../exec/environment.ts";
+import type { CaptureResult } from "../exec/capture.ts";
 import { fail, firstLine, howItEnded, pass, plural, reasonOf, saying, type Verdict, warn } from "./check.ts";
 import type { Mode } from "./fact-types.ts";
 import type { SeccompStatus } from "./process-table.ts";
-import { SERVICE_MASK, sameSet } from "./service-process.ts";
-import { type Attempt, PROBE_SERVICE_PID_VARIABLE, PROBE_SOCKET_VARIABLE, type ProbeReport } from "./probe-agent.ts";
+import { sameSet } from "./service-process.ts";
+import { type Attempt, type ProbeReport } from "./probe-agent.ts";
 
 /** What became of the probe: the reader's outcome, judged by the checks below. */
 export type ProbeRun =
@@ -35,30 +34,10 @@ export type ProbeRun =
   | { kind: "unreadable"; error: string; stdout: string }
   | { kind: "ran"; report: ProbeReport };
 
-const DOCTOR_FIX = "run the probe as the service: have the service start clankie-separate --self-check --probe as its own child (doctor does); docker exec, even --user node, gets neither SETUID/SETGID nor NoNewPrivs (moby#37667)";
+const DOCTOR_FIX = "run the probe from the service with runSelfCheck([\"--probe\"]) (doctor does): only the service holds the channel to the spawner, so an audit started by docker exec, as root or as node, cannot start agent work";
 
-export function probeRequest(servicePid: number, socketName?: string): CaptureRequest {
-  const socket = socketName ? ["--env", PROBE_SOCKET_VARIABLE] : [];
-  return {
-    command: AGENT_EXEC_PATH,
-    args: ["--env", PROBE_SERVICE_PID_VARIABLE, ...socket, "--", `${INSTALL_DIR}/${ENTRYPOINT_NAME}`, PROBE_AGENT_FLAG],
-    // Carried, as spawnAgent hands the shim the agent's environment (src/exec/environment.ts).
-    from: {},
-    env: carried(buildEnvironment({ from: process.env, set: { [PROBE_SERVICE_PID_VARIABLE]: String(servicePid), ...(socketName ? { [PROBE_SOCKET_VARIABLE]: socketName } : {}) } })),
-    trustedUids: [0],
-    timeoutMs: 30_000,
-    maxBytes: 1 << 20,
-  };
-}
-
-/** Pure: who may start the probe (the shim's own caller rule, agent-exec/caller.ts). */
-export function probeBlocker(self: ProcessCredentials, ids: Identities): string | undefined {
-  if (self.uids.some((uid) => uid !== ids.service.uid)) return `this audit runs as uid ${self.uids.join(",")}, not the service uid ${ids.service.uid}`;
-  const missing = namesOf(SERVICE_MASK & ~(self.capEff & self.capPrm));
-  if (missing.length > 0) return `this audit does not hold ${missing.join(", ")}`;
-  if (!self.noNewPrivs) return "this audit runs without NoNewPrivs";
-  return undefined;
-}
+/** Why this audit cannot start the probe: the service that started it (runSelfCheck) did not hand it the relay. */
+export const NO_RELAY = `this audit was not started by the service through runSelfCheck (no ${PROBE_FD_VARIABLE})`;
 
 const HEX = /^0x[0-9a-f]{16}$/;
 const ids4 = (value: unknown): boolean => Array.isArray(value) && value.every((n) => Number.isInteger(n) && n >= 0);
@@ -182,29 +161,13 @@ export function judgeProbeAttempt(spec: AttemptCheck, report: ProbeReport, confi
   return (!confined || offered ? fail : warn)(`the agent CAN ${spec.what}: ${attempt.detail}`, { ...attempt }, confined && offered ? UNCONFINED_FIX : spec.fix);
 }
 
-/** Starts the probe through the shim, when it can start at all; the reader of the probe fact. */
+/** Starts the probe through the service that started this audit, when it can start at all; the reader of the probe fact. */
 export function runProbe(at: { mode: Mode; self: ProcessCredentials; ids: Identities | undefined; servicePid: number }): ProbeRun {
   if (at.mode === "single-uid") return { kind: "single-uid" };
   if (!at.ids) return { kind: "no-ids" };
   const relay = process.env[PROBE_FD_VARIABLE];
-  if (relay !== undefined) return runProbeThroughService(Number(relay), at.servicePid);
-  const blocker = probeBlocker(at.self, at.ids);
-  if (blocker) return { kind: "blocked", blocker, self: at.self };
-  let result: CaptureResult;
-  const socket = listenAbstract();
-  try {
-    result = runCapture(probeRequest(at.servicePid, socket?.name));
-  } catch (error) {
-    return { kind: "unstartable", error: reasonOf(error), fix: error instanceof Refusal ? error.fix : "check the installed executable (image.executable)" };
-  } finally {
-    socket?.server.close();
-  }
-  if (result.error !== undefined || result.status !== 0) return { kind: "failed", result };
-  try {
-    return { kind: "ran", report: parseProbeReport(result.stdout.toString("utf8")) };
-  } catch (error) {
-    return { kind: "unreadable", error: reasonOf(error), stdout: result.stdout.toString("utf8") };
-  }
+  if (relay === undefined) return { kind: "blocked", blocker: NO_RELAY, self: at.self };
+  return runProbeThroughService(Number(relay), at.servicePid);
 }
 
 /**

@@ -8,12 +8,13 @@
  *     executable lies under /workspace (the service never executes content
  *     the agent can write);
  *   - processes.capabilities: any process of the service uid, other than the
- *     service, the audit and the shim's chain, that holds a capability.
+ *     service, the audit and the spawner's chains (holding at most SETUID
+ *     and SETGID), that holds a capability.
  * Reading another process's executable link needs ptrace read access
  * (proc(5)): processes it could not read are counted, never passed over.
  */
-import { AGENT_EXEC_NAME, AGENT_EXEC_PATH, SERVICE_CAPABILITIES, SPAWNER_FLAG, WORKSPACE_DIR } from "../constants.ts";
-import { capabilitySets, SERVICE_MASK, showSet } from "./service-process.ts";
+import { AGENT_EXEC_NAME, AGENT_EXEC_PATH, SPAWNER_CAPABILITIES, SPAWNER_FLAG, WORKSPACE_DIR } from "../constants.ts";
+import { capabilitySets, SPAWNER_MASK, showSet } from "./service-process.ts";
 import { type CapabilityMask, namesOf } from "../os/capabilities.ts";
 import type { ProcessEntry } from "./process-table.ts";
 import { bounded, fail, failUnlessSingle, pass, plural, type Verdict, warn } from "./check.ts";
@@ -70,7 +71,6 @@ export function judgeWorkspaceExecutables(table: readonly ProcessEntry[], servic
   return pass(`no process of uid ${serviceUid} runs an executable under ${WORKSPACE_DIR} (${mine.length} checked)`, found);
 }
 
-/** The shim's own chain holds SETUID and SETGID for a moment, as the service's uid, before setpriv drops them (src/agent-exec/plan.ts). */
 /** The resident spawner's command line (src/agent-exec/spawner.ts), as the root phase starts it. */
 export function isSpawnerCommand(cmdline: readonly string[] | undefined): boolean {
   return cmdline !== undefined && cmdline.length === 2 && (cmdline[0] === AGENT_EXEC_PATH || cmdline[0] === AGENT_EXEC_NAME) && cmdline[1] === SPAWNER_FLAG;
@@ -123,21 +123,21 @@ export function judgeSpawner(table: readonly ProcessEntry[], serviceUid: number,
     return fail(`${spawners.length === 0 ? "no spawner runs: no agent work can start" : `${spawners.length} spawners run: only the root phase starts one`} (want exactly one)`, found, "restart the body: the root phase starts the one spawner beside the service (docs/launch.md)");
   }
   const spawner = spawners[0]!;
-  const wrong = capabilitySets(spawner.creds).filter(([, mask]) => mask !== SERVICE_MASK).map(showSet);
+  const wrong = capabilitySets(spawner.creds).filter(([, mask]) => mask !== SPAWNER_MASK).map(showSet);
   if (!spawner.creds.noNewPrivs) wrong.push("NoNewPrivs 0");
-  if (wrong.length > 0) return fail(`the spawner (pid ${spawner.pid}): ${wrong.join("; ")} (want exactly ${SERVICE_CAPABILITIES.join(", ")} in every set, NoNewPrivs 1)`, found, "restart the body with the launch of ADR 0272 (docs/launch.md)");
-  return pass(`one spawner (pid ${spawner.pid}) holds exactly ${SERVICE_CAPABILITIES.join(", ")} in every set, with NoNewPrivs`, found);
+  if (wrong.length > 0) return fail(`the spawner (pid ${spawner.pid}): ${wrong.join("; ")} (want exactly ${SPAWNER_CAPABILITIES.join(", ")} in every set, NoNewPrivs 1)`, found, "restart the body with the launch of ADR 0272 (docs/launch.md)");
+  return pass(`one spawner (pid ${spawner.pid}) holds exactly ${SPAWNER_CAPABILITIES.join(", ")} in every set, with NoNewPrivs`, found);
 }
 
 /*
- * ADR 0272: the service holds SETUID and SETGID for one thing, starting agent
- * work. Any other process of its uid that holds a capability in its
- * permitted, effective or ambient set (a child started with execa or
- * child_process, which inherits the ambient set, capabilities(7)) can use
- * it: setresuid(0) makes it uid 0. Left out: the service and the processes
- * above it (tini), the audit and the processes that started it, and the
- * shim's chain, known by its executable. A holder whose executable cannot be
- * read is not passed over.
+ * No process of the service's uid holds a capability but the spawner and the
+ * chains it starts (the grab, setpriv, a private job's shim), and those at
+ * most SETUID and SETGID: the service holds none (ADR 0272 let it keep both;
+ * this body goes further, docs/security.md). Any other process of that uid
+ * holding one in its permitted, effective or ambient set can use it:
+ * setresuid(0) makes it uid 0. Left out: the service and the processes above
+ * it (tini), and the audit and the processes that started it, which
+ * process.capabilities judges.
  */
 export function judgeCapabilityHolders(table: readonly ProcessEntry[], serviceUid: number, judgedPid: number, selfPid: number, exes: ReadonlyMap<number, Readable<string>>, cmdlines: ReadonlyMap<number, readonly string[]> = new Map()): Verdict {
   // The service and what is above it are judged by process.capabilities (none held); the audit and what started it.
@@ -146,7 +146,7 @@ export function judgeCapabilityHolders(table: readonly ProcessEntry[], serviceUi
   const spawned = spawnedTree(table, serviceUid, cmdlines);
   const holders = ofUid(table, serviceUid, [...expected])
     .map((entry) => ({ entry, held: usableCapabilities(entry.creds), exe: exes.get(entry.pid) }))
-    .filter(({ entry, held }) => held !== 0n && !(spawned.has(entry.pid) && (held & ~SERVICE_MASK) === 0n))
+    .filter(({ entry, held }) => held !== 0n && !(spawned.has(entry.pid) && (held & ~SPAWNER_MASK) === 0n))
     .map(({ entry, held, exe }) => ({ pid: entry.pid, ppid: entry.ppid, name: entry.name, exe: exe?.ok ? exe.value : null, capabilities: namesOf(held), ...(exe && !exe.ok ? { error: exe.error } : {}) }));
   const found = { uid: serviceUid, service: judgedPid, leftOut: [...expected].sort((a, b) => a - b), holders: bounded(holders) };
   if (holders.length === 0) return pass(`no process of uid ${serviceUid} but the spawner and the chains it starts holds a capability (the service, pid ${judgedPid}, holds none)`, found);
@@ -154,6 +154,6 @@ export function judgeCapabilityHolders(table: readonly ProcessEntry[], serviceUi
   return fail(
     `${plural(holders.length, "process", "processes")} of uid ${serviceUid} besides the service hold${holders.length === 1 ? "s" : ""} capabilities: ${list}${holders.length > 5 ? ", ..." : ""}; each can make itself uid 0 (setresuid)`,
     found,
-    "end them, and start the service's programs through systemExec (clankie-separate/system-exec), which starts them without capabilities: the service holds SETUID and SETGID for one thing, starting agent work through clankie-agent-exec (ADR 0272)",
+    "end them, and restart the body: only the root phase starts a process of this uid with capabilities (the spawner, docs/security.md); the service and what it runs hold none",
   );
 }

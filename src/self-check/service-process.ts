@@ -4,24 +4,25 @@
  *
  *   separated (and misconfigured, which means to be):
  *     uid and gid of node in all four slots, node's groups (with
- *     clankie-workspace), exactly SETUID and SETGID in CapInh, CapPrm,
- *     CapEff, CapAmb and CapBnd, NoNewPrivs 1 (the verification stage of
- *     the entrypoint checked the same before the service ran)
+ *     clankie-workspace), no capability in CapInh, CapPrm, CapEff, CapAmb
+ *     or CapBnd (beyond ADR 0272: the spawner holds SETUID and SETGID,
+ *     processes.spawner), NoNewPrivs 1 (the verification stage of the
+ *     entrypoint checked the same before the service ran)
  *   single-uid (today's launch, --user node --cap-drop ALL):
  *     not root, no capability held; an empty bounding set and NoNewPrivs
  *     are recommended
  */
 import type { Identities } from "../accounts.ts";
 import { type CapabilityMask, maskOf, namesOf } from "../os/capabilities.ts";
-import { ADR_LAUNCH_FLAGS, SERVICE_CAPABILITIES } from "../constants.ts";
+import { ADR_LAUNCH_FLAGS, SPAWNER_CAPABILITIES } from "../constants.ts";
 import type { ProcessCredentials } from "../os/proc-status.ts";
 import { fail, pass, type Verdict, warn } from "./check.ts";
 import type { Mode } from "./fact-types.ts";
 import type { ProcessEntry } from "./process-table.ts";
 
 type JudgedProcess = Pick<ProcessEntry, "pid" | "name" | "creds">;
-/** What the separated service holds in every set: SETUID and SETGID (ADR 0272). */
-export const SERVICE_MASK = maskOf(SERVICE_CAPABILITIES);
+/** What the spawner holds in every set: SETUID and SETGID (what ADR 0272 gave the service). */
+export const SPAWNER_MASK = maskOf(SPAWNER_CAPABILITIES);
 const LAUNCH_FIX = `start the container as ADR 0272 says (docker run ${ADR_LAUNCH_FLAGS.join(" ")}) with clankie-separate as the entrypoint, and do not change the service's credentials`;
 
 /** A mask as /proc prints it, with 0x: the audit's JSON and the probe's report carry masks so. */

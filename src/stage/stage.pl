@@ -32,7 +32,7 @@ sub EXIT_NOT_FOUND () { 127 }
 
 my $AGENT_WHAT = 'the agent process is not what was asked:';
 my $AGENT_FIX = 'do not start agent work on this body; run clankie-separate --self-check --probe and report its output';
-my $SERVICE_WHAT = 'after the drop to the service the kernel reports';
+my $SERVICE_WHAT = 'after the drop to node the kernel reports';
 my $SERVICE_FIX = 'check that the launch has --cap-add SETPCAP, SETUID and SETGID and that the kernel supports ambient capabilities (Linux 4.3+)';
 my $CONFINEMENT_FIX = 'run agent work on a kernel with Landlock ABI 6 or later (Linux 6.12+, lsm= including landlock) under an engine whose seccomp profile allows landlock_create_ruleset, landlock_add_rule and landlock_restrict_self (Docker 20.10.18+), or spawn without --strict-confinement to run it under the uid boundary alone';
 my $PRIVATE_FIX = 'run private jobs on a kernel with Landlock ABI 6 or later (Linux 6.12+, lsm= including landlock) where seccomp filters can be installed: without both, a private job is refused';

@@ -14,7 +14,7 @@
  * The command's environment crosses setpriv and perl under other names
  * (stageEnvironment): each variable NAME=VALUE as CLANKIE_ENV_NAME=VALUE, and
  * the stage hands the command exactly those, named back, and nothing else.
- * setpriv runs with the service's SETUID and SETGID, and perl before the
+ * setpriv runs with the spawner's SETUID and SETGID, and perl before the
  * confinement: neither reads a variable of the command's. The agent's
  * environment is the service's to extend (--env) with values that model
  * output may choose, and glibc reads LANGUAGE, LC_*, LOCPATH and more: with

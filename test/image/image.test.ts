@@ -234,7 +234,7 @@ itemTest(image, "1. today's launch (no --user): the service runs as node, no age
 
   const shim = docker(["exec", "--user", "node", today, "/usr/local/sbin/clankie-agent-exec", "--", "/bin/true"]);
   assert.is(shim.status, 77, `the shim refuses: ${shim.stderr}`);
-  assert.match(shim.stderr, /^clankie-agent-exec: the service holds no SETGID, SETUID: this body runs single-uid and no agent uid \(clankie-agent\) is configured; [^\n]+\n$/);
+  assert.match(shim.stderr, /^clankie-agent-exec: the caller holds no SETGID, SETUID: only the spawner runs clankie-agent-exec, and only a body started as root with the flags of ADR 0272 has one; [^\n]+\n$/);
   session.remove(today);
 
   // A second start of today's body changes nothing on either volume.
@@ -592,7 +592,7 @@ itemTest(image, "5. doctor: --self-check --json --probe run by the service passe
   const event = waitFor("the doctor's run", () => eventOf(doctor, "doctor"), 90_000);
 
   // The premise of the second half (moby#37667): a docker exec process is not
-  // the body. It holds none of the service's capabilities.
+  // the body. It holds no capability (as the service holds none) and no channel to the spawner.
   const exec = docker(["exec", "--user", "node", doctor, "cat", "/proc/self/status"]);
   assert.is(/^CapEff:\s+(\S+)$/m.exec(exec.stdout)?.[1], CAPS.none, "a docker exec process holds no capability");
   const service = find(processesOf(doctor), "service", (p) => p.uid === SERVICE && p.cmdline === `node ${BODY_SERVICE} doctor`);
@@ -852,7 +852,7 @@ itemTest(image, "k8s. docs/launch.md's Kubernetes manifest under podman kube pla
       return undefined;
     }, 120_000, 250);
 
-    // The body separated: pid 1 is tini as the service, the service holds SETUID+SETGID only, no process is root.
+    // The body separated: pid 1 is tini as the service, the service holds no capability, no process is root.
     const init = readProc(pm.initPid(container))!;
     assert.is(init.nspid, 1);
     assert.ok(runsFile(init.pid, "/usr/bin/tini"), "pid 1 is tini");

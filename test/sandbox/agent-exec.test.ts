@@ -197,8 +197,8 @@ rootTest(test, "a fork bomb under --nproc leaves the service able to start proce
 });
 
 const refusals: [string, Partial<LaunchOptions>, string][] = [
-  ["root", { as: "root", direct: true, command: ["/usr/local/sbin/clankie-agent-exec", "--", "/bin/true"] }, "clankie-agent-exec: started by root; clankie-agent-exec is for the service; as an operator use: docker exec --user node CONTAINER clankie-agent-exec ..."],
-  ["a single-uid body", { as: "node", direct: true, command: ["/usr/local/sbin/clankie-agent-exec", "--", "/bin/true"] }, "clankie-agent-exec: the service holds no SETGID, SETUID: this body runs single-uid and no agent uid (clankie-agent) is configured; start the container as root with the flags of ADR 0272 (docs/launch.md) so that clankie-separate hands the service SETUID and SETGID"],
+  ["root", { as: "root", direct: true, command: ["/usr/local/sbin/clankie-agent-exec", "--", "/bin/true"] }, "clankie-agent-exec: started by root; clankie-agent-exec runs under the spawner, which the root phase starts as node; start agent work from the service (spawnAgent)"],
+  ["a single-uid body", { as: "node", direct: true, command: ["/usr/local/sbin/clankie-agent-exec", "--", "/bin/true"] }, "clankie-agent-exec: the caller holds no SETGID, SETUID: only the spawner runs clankie-agent-exec, and only a body started as root with the flags of ADR 0272 has one; start agent work from the service (spawnAgent), which asks the spawner; a single-uid body configures no agent uid (clankie-agent): start the container as root with the flags of ADR 0272 (docs/launch.md)"],
 ];
 for (const [who, launch, message] of refusals) {
   rootTest(test, `refused when called by ${who} (exit 77, one line)`, () => {

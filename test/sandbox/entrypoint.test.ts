@@ -721,7 +721,7 @@ rootTest(test, "the verification stage refuses a process that is not what the dr
     const stage = verifyStageArgs(imageIdentities(), { path: "/bin/true", argv: ["true"] });
     const run = body.run({ as: "node", command: stage, direct: true });
     assert.is(run.status, 70);
-    assert.is(run.stderr, "clankie-separate: after the drop to the service the kernel reports groups none (want 1000,1002); CapInh 0x0 (want 0xc0); CapPrm 0x0 (want 0xc0); CapEff 0x0 (want 0xc0); CapAmb 0x0 (want 0xc0); CapBnd 0x0 (want 0xc0); NoNewPrivs 0 (want 1); check that the launch has --cap-add SETPCAP, SETUID and SETGID and that the kernel supports ambient capabilities (Linux 4.3+)\n");
+    assert.is(run.stderr, "clankie-separate: after the drop to node the kernel reports groups none (want 1000,1002); CapInh 0x0 (want 0xc0); CapPrm 0x0 (want 0xc0); CapEff 0x0 (want 0xc0); CapAmb 0x0 (want 0xc0); CapBnd 0x0 (want 0xc0); NoNewPrivs 0 (want 1); check that the launch has --cap-add SETPCAP, SETUID and SETGID and that the kernel supports ambient capabilities (Linux 4.3+)\n");
   });
 });
 

@@ -132,9 +132,9 @@ process.stdout.write(JSON.stringify(out) + "\\n");`;
     const run = body.run({ as: "root", command: [SANDBOX_NODE, "--input-type=module", "-e", script], timeoutMs: 60_000 });
     assert.is(run.status, 0, run.stderr);
     const out = JSON.parse(run.stdout) as string[];
-    assert.is(out[0], "systemExec: the uid option is not accepted: it would start the child as another user with the service's CAP_SETUID/CAP_SETGID");
-    assert.is(out[1], "systemExec: the gid option is not accepted: it would start the child as another group with the service's CAP_SETUID/CAP_SETGID");
-    assert.is(out[2], "spawnAgent: the uid option is not accepted: it would start the child as another user with the service's CAP_SETUID/CAP_SETGID");
+    assert.is(out[0], "systemExec: the uid option is not accepted: this package never starts a child as another user");
+    assert.is(out[1], "systemExec: the gid option is not accepted: this package never starts a child as another group");
+    assert.is(out[2], "spawnAgent: the uid option is not accepted: this package never starts a child as another user");
   } finally {
     body.cleanup();
   }

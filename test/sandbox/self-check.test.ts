@@ -429,11 +429,11 @@ rootTest(SelfCheck, "faults the service can plant in /state, /workspace and its 
 });
 
 /*
- * What processes.capabilities is about, as the control: a program the
- * service starts the way execa and child_process do inherits its ambient
- * SETUID and SETGID (capabilities(7)) and becomes uid 0 with setpriv; started
- * capability-free (as systemExec is to start them) it cannot. The audit flags
- * the first kind beside the service and passes the second.
+ * What processes.capabilities is about. A program the service starts holds
+ * nothing, as the service holds nothing, and cannot become uid 0 with
+ * setpriv. The control is ADR 0272's shape, made by hand: a service holding
+ * ambient SETUID and SETGID, whose plain child inherits them (capabilities(7))
+ * and could become uid 0. The audit passes the first and flags the second.
  */
 rootTest(SelfCheck, "processes.capabilities: a child of the service holds nothing and cannot become uid 0, and the check passes past the spawner; a process of node's uid that holds SETUID+SETGID beside a service (ADR 0272's shape, made by hand) fails it", () => {
   inBody(seededBody(), (body) => {
@@ -456,8 +456,9 @@ rootTest(SelfCheck, "processes.capabilities: a child of the service holds nothin
 
 /*
  * The image walk lists /tmp, which every agent job writes. The audit started
- * by the service holds the service's SETUID and SETGID (CapEff 0xc0); the
- * walk reads only, so it starts through systemExec's capability drop. A
+ * by the service holds nothing (under ADR 0272's shape it held the service's
+ * SETUID and SETGID); the walk reads only, and starts through systemExec's
+ * capability drop all the same. A
  * poller inside the body finds the walker (perl, its program in argv) while
  * it runs and prints its /proc status and its parent's (the audit).
  */
@@ -559,9 +560,10 @@ rootTest(SelfCheck, "image faults fail exactly their checks: a group-writable ex
 });
 
 /*
- * What the service's SETUID and SETGID give code running as node: it becomes
- * uid 0 with setpriv, still without DAC_OVERRIDE, CHOWN or FOWNER, and owns
- * every root-owned file on a writable root. bubblewrap's root is a tmpfs, as
+ * What SETUID and SETGID would give code running as node (ADR 0272's service;
+ * in this build the spawner): it becomes uid 0 with setpriv, still without
+ * DAC_OVERRIDE, CHOWN or FOWNER, and owns every root-owned file on a writable
+ * root. The service here holds neither, and its setpriv fails. bubblewrap's root is a tmpfs, as
  * writable as a container's layer; /opt/etc/passwd is a root-owned 0644 file
  * on it (--file from stdin). With a read-only / (--read-only) the same writes
  * fail with EROFS, and image.read-only-root passes.
@@ -813,16 +815,17 @@ rootTest(SelfCheck, "docker exec as root and as node judge the service, not them
     assert.is(check(root, "processes.workspace-exe").status, "warn");
     assert.is(check(root, "processes.root").status, "pass");
     assertFailing(root, ["probe"]);
-    assert.match(check(root, "probe").summary, /this audit runs as uid 0,0,0,0, not the service uid 1000/);
-    assert.match(check(root, "probe").fix!, /moby#37667/);
+    assert.is(check(root, "probe").summary, "cannot start the probe: this audit was not started by the service through runSelfCheck (no CLANKIE_PROBE_FD)");
+    assert.match(check(root, "probe").fix!, /^run the probe from the service with runSelfCheck/);
 
-    const node = parse(execInto(running, "node", [AUDIT, "--self-check", "--json"]));
+    const node = parse(execInto(running, "node", [AUDIT, "--self-check", "--json", "--probe"]));
     assert.is(node.doc.mode, "separated");
     assert.is(node.doc.judged.pid, root.doc.judged.pid);
     assert.equal(node.doc.auditor.capabilities, []);
     assert.is(node.doc.auditor.noNewPrivs, 0);
-    assert.is(check(node, "process.capabilities").status, "pass", "the body is judged by the service's capabilities, not the exec's");
-    assertFailing(node, []);
+    assert.is(check(node, "process.capabilities").status, "pass", "the body is judged by the service's credentials, not the exec's");
+    assertFailing(node, ["probe"]);
+    assert.is(check(node, "probe").summary, check(root, "probe").summary, "node holds no channel to the spawner either");
   } finally {
     running.stop();
     body.cleanup();

@@ -125,7 +125,7 @@ shim("spawnAgent refuses the shim option (64) before anything starts: every spaw
 
 shim("systemExec, runSelfCheck and spawnAgent refuse execa's uid and gid options (64) before anything starts", () => {
   const fix = (name: string) => `remove ${name}; agent work runs as the agent through spawnAgent`;
-  const what = (where: string, name: string) => `${where}: the ${name} option is not accepted: it would start the child as another ${name === "uid" ? "user" : "group"} with the service's CAP_SETUID/CAP_SETGID`;
+  const what = (where: string, name: string) => `${where}: the ${name} option is not accepted: this package never starts a child as another ${name === "uid" ? "user" : "group"}`;
   const asAny = (o: object) => o as never;
   assertRefusal(() => systemExec("/bin/true", [], asAny({ uid: 0 })), { exitCode: EXIT.usage, what: what("systemExec", "uid"), fix: fix("uid") });
   assertRefusal(() => systemExec("/bin/true", [], asAny({ gid: 0 })), { exitCode: EXIT.usage, what: what("systemExec", "gid"), fix: fix("gid") });
@@ -138,7 +138,7 @@ shim("a code-loading variable cannot be named for the agent (it would reach prli
 });
 
 shim("systemExec and runSelfCheck refuse a code-loading name in env, as in pass (64), before anything starts; control: the same call with another name runs", async () => {
-  // setpriv (systemExec's first program) and the audit (runSelfCheck's) hold the service's SETUID and SETGID when ld.so reads LD_PRELOAD.
+  // ld.so reads LD_PRELOAD in setpriv (systemExec's first program) and in the audit (runSelfCheck's): a library the agent planted would run as node (under ADR 0272's shape, with the service's SETUID and SETGID).
   const dir = mkdtempSync(join(tmpdir(), "clankie-env-"));
   try {
     const marker = join(dir, "ran");
@@ -165,7 +165,7 @@ shim("systemExec and runSelfCheck refuse a code-loading name in env, as in pass 
 shim("systemExec refuses a program the exec rules refuse (126) before anything starts; control: a shell of the system runs it", async () => {
   const dir = mkdtempSync(join(tmpdir(), "clankie-gate-"));
   try {
-    // A script in a directory others may write (the temporary directory): what runs would be anyone's, with the service's SETUID and SETGID held by setpriv.
+    // A script in a directory others may write (the temporary directory): what runs would be anyone's, as node, with the service's access to /state.
     const marker = join(dir, "ran");
     const program = join(dir, "program");
     writeFileSync(program, `#!/bin/sh\necho ran > ${marker}\n`);

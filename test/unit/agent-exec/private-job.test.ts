@@ -2,7 +2,7 @@
  * src/agent-exec/private-job.ts, the parts that run without privilege: the
  * image a private job may read, the cleanup chain, and the pool's rules as
  * the lease and the release apply them (first, before anything on disk).
- * The lease itself, as the service with CAP_SETGID over /run/clankie-private:
+ * The lease itself, as the private shim with the spawner's CAP_SETGID over /run/clankie-private:
  * test/sandbox/private-jobs.test.ts.
  */
 import { test } from "uvu";

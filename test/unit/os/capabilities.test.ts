@@ -1,7 +1,7 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { CAPABILITY_NAMES, capabilityBit, maskOf, namesOf, setprivCapList } from "../../../src/os/capabilities.ts";
-import { ROOT_CAPABILITIES, SERVICE_CAPABILITIES } from "../../../src/constants.ts";
+import { ROOT_CAPABILITIES, SPAWNER_CAPABILITIES } from "../../../src/constants.ts";
 
 // Bit numbers from linux/capability.h, written out independently of src/.
 const KERNEL_BITS: ReadonlyArray<readonly [string, number]> = [
@@ -51,7 +51,7 @@ test("maskOf: the launcher's six and the service's two, as the kernel prints the
   // CHOWN 0, DAC_OVERRIDE 1, FOWNER 3, SETGID 6, SETUID 7, SETPCAP 8
   assert.is(maskOf(ROOT_CAPABILITIES), 0x1cbn);
   // /proc/<pid>/status of a process holding SETUID and SETGID shows 00000000000000c0
-  assert.is(maskOf(SERVICE_CAPABILITIES), 0xc0n);
+  assert.is(maskOf(SPAWNER_CAPABILITIES), 0xc0n);
   assert.is(maskOf([]), 0n);
   assert.is(maskOf(["CHECKPOINT_RESTORE"]), 1n << 40n);
   assert.is(maskOf(["setuid", "SETUID", "cap_setuid"]), 0x80n);
@@ -90,7 +90,7 @@ test("namesOf and maskOf are inverse for known capabilities", () => {
 });
 
 test("setprivCapList: the spelling setpriv(1) takes", () => {
-  assert.is(setprivCapList(SERVICE_CAPABILITIES), "-all,+setuid,+setgid");
+  assert.is(setprivCapList(SPAWNER_CAPABILITIES), "-all,+setuid,+setgid");
   assert.is(setprivCapList([]), "-all");
   assert.is(setprivCapList(["DAC_OVERRIDE"]), "-all,+dac_override");
 });

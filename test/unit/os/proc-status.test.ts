@@ -8,7 +8,7 @@ import { parseStat, readSession } from "../../../src/os/proc-stat.ts";
 import { parseStatus, readStatus } from "../../../src/os/proc-status.ts";
 import { creds, SERVICE_CREDENTIALS } from "../../helpers/credentials.ts";
 
-/** A /proc/<pid>/status as Linux 6.x prints it for the service (uid 1000, SETUID+SETGID). */
+/** A /proc/<pid>/status as Linux 6.x prints it for the spawner (uid 1000, SETUID+SETGID). */
 const SERVICE_STATUS = [
   "Name:\tnode",
   "Umask:\t0022",

@@ -63,7 +63,7 @@ Image("read-only root: the mount at / with rw warns, naming what uid 0 owns ther
   assert.is(writable.status, "warn");
   assert.match(writable.summary, /^\/ is writable \(tmpfs, rw\): the spawner's SETUID and SETGID let code that takes it over become uid 0, which, without DAC_OVERRIDE, still owns every root-owned file/);
   assert.match(writable.fix!, /^run the container with --read-only --tmpfs \/tmp/);
-  assert.match(judgeReadOnlyRoot(parseMountinfo(MOUNTINFO), "single-uid").summary, /once the service holds SETUID and SETGID/);
+  assert.match(judgeReadOnlyRoot(parseMountinfo(MOUNTINFO), "single-uid").summary, /in the separated launch the spawner holds SETUID and SETGID, and code that takes it over can become uid 0/);
   const readOnly = judgeReadOnlyRoot(parseMountinfo(MOUNTINFO.replace("/ / rw,", "/ / ro,")), "separated");
   assert.equal([readOnly.status, readOnly.found.options], ["pass", ["ro", "nosuid", "nodev", "relatime"]]);
   // A later mount over / (bubblewrap's remount) decides.

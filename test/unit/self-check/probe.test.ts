@@ -1,8 +1,8 @@
-/* The probe: what the audit runs, who may run it, its report parsed, and the probe's checks of the list judged from a report. */
+/* The probe: who may start it, its report parsed, and the probe's checks of the list judged from a report. */
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import type { ProcessCredentials } from "../../../src/os/proc-status.ts";
-import { judgeProbeRun, judgeProbeSeccomp, parseProbeReport, probeBlocker, probeRequest } from "../../../src/self-check/probe.ts";
+import { judgeProbeRun, judgeProbeSeccomp, parseProbeReport, runProbe } from "../../../src/self-check/probe.ts";
 import { parseConfinementAttempts, type ProbeReport } from "../../../src/self-check/probe-agent.ts";
 import type { Identities } from "../../../src/accounts.ts";
 import type { Check } from "../../../src/self-check/check.ts";
@@ -45,25 +45,18 @@ const agentReport: ProbeReport = {
 };
 const SERVICE_SECCOMP = { mode: "2", filters: 1 };
 
-Probe("the request goes through the shim with the service's pid in the environment, never argv, carried as spawnAgent's are", () => {
-  const request = probeRequest(14);
-  assert.is(request.command, "/usr/local/sbin/clankie-agent-exec");
-  assert.equal(request.args, ["--env", "CLANKIE_PROBE_SERVICE_PID", "--", "/usr/local/sbin/clankie-separate", "--probe-agent"]);
-  assert.is(request.env!.CLANKIE_ENV_CLANKIE_PROBE_SERVICE_PID, "14");
-  assert.equal(Object.keys(request.env!).filter((name) => !name.startsWith("CLANKIE_ENV_")), []);
-  assert.equal(request.from, {});
-  assert.equal(request.trustedUids, [0]);
-  const withSocket = probeRequest(14, "clankie-probe-1-ab");
-  assert.equal(withSocket.args, ["--env", "CLANKIE_PROBE_SERVICE_PID", "--env", "CLANKIE_PROBE_SOCKET", "--", "/usr/local/sbin/clankie-separate", "--probe-agent"]);
-  assert.is(withSocket.env!.CLANKIE_ENV_CLANKIE_PROBE_SOCKET, "clankie-probe-1-ab");
-});
-
-Probe("only the service, with SETUID, SETGID and NoNewPrivs, may start it", () => {
-  const service: ProcessCredentials = { uids: [1000, 1000, 1000, 1000], gids: [1000, 1000, 1000, 1000], groups: [1000, 1002], capInh: 0xc0n, capPrm: 0xc0n, capEff: 0xc0n, capAmb: 0xc0n, capBnd: 0xc0n, noNewPrivs: true };
-  assert.is(probeBlocker(service, ids), undefined);
-  assert.match(probeBlocker({ ...service, uids: [0, 0, 0, 0] }, ids)!, /uid 0,0,0,0, not the service uid 1000/);
-  assert.match(probeBlocker({ ...service, capEff: 0n }, ids)!, /does not hold SETGID, SETUID/);
-  assert.match(probeBlocker({ ...service, noNewPrivs: false }, ids)!, /without NoNewPrivs/);
+Probe("only an audit the service started through runSelfCheck can start it: without the relay's fd it is blocked, and doctor's fix names runSelfCheck", () => {
+  const service: ProcessCredentials = { uids: [1000, 1000, 1000, 1000], gids: [1000, 1000, 1000, 1000], groups: [1000, 1002], capInh: 0n, capPrm: 0n, capEff: 0n, capAmb: 0n, capBnd: 0n, noNewPrivs: true };
+  assert.is(process.env.CLANKIE_PROBE_FD, undefined);
+  for (const self of [service, { ...service, uids: [0, 0, 0, 0] } satisfies ProcessCredentials]) {
+    const run = runProbe({ mode: "separated", self, ids, servicePid: 14 });
+    assert.equal(run, { kind: "blocked", blocker: "this audit was not started by the service through runSelfCheck (no CLANKIE_PROBE_FD)", self });
+    const verdict = judgeProbeRun(run);
+    assert.is(verdict.status, "fail");
+    assert.is(verdict.summary, "cannot start the probe: this audit was not started by the service through runSelfCheck (no CLANKIE_PROBE_FD)");
+    assert.match(verdict.fix!, /^run the probe from the service with runSelfCheck\(\["--probe"\]\) \(doctor does\)/);
+  }
+  assert.equal(runProbe({ mode: "single-uid", self: service, ids, servicePid: 14 }), { kind: "single-uid" });
 });
 
 Probe("a denied agent passes every probe check", () => {

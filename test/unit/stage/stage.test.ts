@@ -172,7 +172,7 @@ test("several differences are named in one line", () => {
 
 test("the service's wording and fix", () => {
   const result = stage(asService({ ...base, bounding: 0xc0n }));
-  refused(result, 70, `clankie-separate: after the drop to the service the kernel reports CapBnd 0x${base.bounding.toString(16)} (want 0xc0); ${SERVICE_FIX}`);
+  refused(result, 70, `clankie-separate: after the drop to node the kernel reports CapBnd 0x${base.bounding.toString(16)} (want 0xc0); ${SERVICE_FIX}`);
 });
 
 test("umask and working directory are set before the exec; a directory it cannot enter refuses (exit 77)", () => {
