@@ -1,12 +1,15 @@
 /*
- * Agent spawn: the shim, run as the service inside the launch
- * sandbox (the sandbox's service command is a script that runs hyperfine), and
+ * Agent spawn: the shim, run inside the launch sandbox as what runs it in a
+ * body (node holding SETUID and SETGID in every set, NoNewPrivs: the
+ * spawner's credentials; the service holds none since the resident spawner,
+ * so the launch's root side starts the script with setpriv, as the root
+ * phase starts the spawner, rather than through the entrypoint), and
  * what stays resident once the agent's command runs; and, in the same
  * hyperfine run, what the confinement (Landlock domain, seccomp filter)
  * adds to the chain after the shim.
  *
  * The shim's chain (src/agent-exec/plan.ts):
- *   clankie-agent-exec (service)  -> setpriv
+ *   clankie-agent-exec (node, SETUID+SETGID)  -> setpriv
  *   -> perl -T -e STAGE (agent, src/stage/; it sets RLIMIT_NPROC and calls setsid(2)) -> COMMAND
  * The run measures the whole call and the chain from setpriv on, with and
  * without the verification stage; the shim's own share and the verification
@@ -31,6 +34,8 @@ import { stageArgv, stageProgram } from "../src/stage/stage.ts";
 import { confinementKeys, NO_EXTRA_CONFINEMENT } from "../src/confinement.ts";
 
 const SHIM = "/usr/local/sbin/clankie-agent-exec";
+/** What the shim's caller holds in a body: node with SETUID and SETGID in every set (the root phase's drop to the spawner, src/entrypoint/drop.ts). */
+const AS_SHIM_CALLER = ["/usr/bin/setpriv", `--reuid=${IDS.service}`, `--regid=${IDS.service}`, `--groups=${IDS.service},${IDS.workspace}`, "--inh-caps=-all,+setuid,+setgid", "--ambient-caps=-all,+setuid,+setgid", "--bounding-set=-all,+setuid,+setgid", "--"];
 const AGENT_IDS = [`--reuid=${IDS.agent}`, `--regid=${IDS.agent}`, `--groups=${IDS.agent},${IDS.workspace}`];
 /** What the shim execs (plan.ts agentChainArgv, default --nproc 512 and --cwd /workspace). */
 const TOOLS_CHAIN = ["/usr/bin/setpriv", ...AGENT_IDS, "--inh-caps=-all", "--ambient-caps=-all", "--"];
@@ -123,7 +128,7 @@ async function probeResidentMemory({ body, scripts, results, env }) {
       "wait",
     ],
   });
-  const argv = body.argv({ command: ["/opt/bench/probe.sh"], binds: [[scripts, "/opt/bench", "ro"], [results, "/opt/results", "rw"]] });
+  const argv = body.argv({ direct: true, command: [...AS_SHIM_CALLER, "/opt/bench/probe.sh"], binds: [[scripts, "/opt/bench", "ro"], [results, "/opt/results", "rw"]] });
   const child = spawn(argv[0], argv.slice(1), { env, stdio: ["ignore", "inherit", "inherit"] });
   const exited = new Promise((resolve) => child.on("exit", (code, signal) => resolve(code ?? signal)));
   let line;
@@ -223,12 +228,13 @@ export async function benchAgentExec({ repo, work, plan, env }) {
     ],
   });
   const launch = body.argv({
-    command: ["/opt/bench/hyperfine.sh"],
+    direct: true,
+    command: [...AS_SHIM_CALLER, "/opt/bench/hyperfine.sh"],
     binds: [[scripts, "/opt/bench", "ro"], [results, "/opt/results", "rw"], [emptySeaDir, "/opt/empty-sea", "ro"], [oneBundleDir, "/opt/one-bundle", "ro"]],
   });
   // The executables compared, as the sandbox binds them (SANDBOX_NODE is the repository's own node_modules).
   const resident = evictFromPageCache([nodeBinary, join(repo, "dist/clankie-separate"), emptySea, oneBundleShim]);
-  process.stdout.write(`\n== agent spawn: the shim as the service, in the sandbox (load average ${loadAverage()})\n`);
+  process.stdout.write(`\n== agent spawn: the shim as node with SETUID and SETGID, in the sandbox (load average ${loadAverage()})\n`);
   const load = loadAverage();
   run(launch[0], launch.slice(1), { env });
   const res = readHyperfineJson(jsonOf(specs), commands);
@@ -254,8 +260,8 @@ export async function benchAgentExec({ repo, work, plan, env }) {
   const markdown = [
     "## Agent spawn: the shim",
     "",
-    "Run as the service (uid 1000, SETUID and SETGID ambient, NoNewPrivs) inside the launch sandbox: the sandbox's service command is " +
-      "/opt/bench/hyperfine.sh, so the entrypoint starts, drops to node and hands over to a hyperfine that runs the commands below.",
+    "Run inside the launch sandbox as what runs the shim in a body: node (uid 1000) with SETUID and SETGID in every set and NoNewPrivs, the spawner's credentials " +
+      "(the service holds none since the resident spawner). The launch's root side starts /opt/bench/hyperfine.sh through that setpriv, as the root phase starts the spawner, and the script runs hyperfine over the commands below.",
     "",
     `Result: \`clankie-agent-exec -- /bin/true\` ${ms(full.median)}, **${ratio(full.median, node.median)} \`node -e 0\`** (${ms(node.median)}) ` +
       `and ${ratio(full.median, setpriv.median)} a bare \`setpriv\` (${ms(setpriv.median)}). Goal: at most ${GOAL}x \`node -e 0\`: ` +
@@ -305,7 +311,7 @@ export async function benchAgentExec({ repo, work, plan, env }) {
       "the machine's speed drifts within seconds, and one hyperfine run, which runs every run of one command before the next command, would charge that drift to one side of a ratio. " +
       "Each round starts one command later than the round before, so that no command always runs first or last in its round.",
     "",
-    "The service script (/opt/bench/hyperfine.sh, bound read-only with /opt/bench/stage.pl and stage-unconfined.pl, the stage's program with and without its confinement step; /opt/results is bound read-write for the JSON). " +
+    "The script (/opt/bench/hyperfine.sh, bound read-only with /opt/bench/stage.pl and stage-unconfined.pl, the stage's program with and without its confinement step; /opt/results is bound read-write for the JSON). " +
       "Its first line closes fds above 2 that it inherited: the benchmark's own caller may leak some into every child (here a pipe at fd 251), " +
       "a container's service would not have them, and without that line the chain measured without the shim is refused by the verification stage (exit 70, `inherited fds 251`). " +
       "The shim closes such fds itself, so its own figure does not depend on this line.",

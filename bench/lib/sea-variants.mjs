@@ -67,7 +67,8 @@ export function buildOneBundleShim({ repo, dir, nodeBinary }) {
   mkdirSync(dir, { recursive: true });
   const main = join(dir, "every-role.cjs");
   const bundle = (name) => readFileSync(join(repo, ".build", `${name}.cjs`), "utf8");
-  writeFileSync(main, `${bundle("clankie-separate")};\n${bundle("clankie-self-check")};\n${bundle("clankie-private-job")};\n(${bundle("clankie-agent-exec")})(require, module, exports, __filename, __dirname);\n`);
+  // The spawner's bundle (clankie-agent-exec.cjs) runs only --spawner; a command line after -- is the private-job bundle's (build.mjs), so that one is called.
+  writeFileSync(main, `${bundle("clankie-separate")};\n${bundle("clankie-self-check")};\n${bundle("clankie-agent-exec")};\n(${bundle("clankie-private-job")})(require, module, exports, __filename, __dirname);\n`);
   return buildOne({
     repo,
     dir,
