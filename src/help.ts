@@ -96,7 +96,7 @@ clankie-agent-exec --spawner
   channel at fd CLANKIE_SPAWNER_FD. The one path to agent work: it starts
   only what the service asks, and stops and releases only jobs it started.
   Run by the service or by docker exec --user node, every form is refused
-  (77: the caller holds no SETUID, SETGID).
+  (77: the caller holds no SETGID, SETUID).
 
 clankie-agent-exec --private-cleanup PID
   Ends the lease of private job PID once it has exited: kills what still
@@ -105,10 +105,11 @@ clankie-agent-exec --private-cleanup PID
   lease's group: the job has not ended, or its pid went to a new private job.
 
 clankie-agent-exec --signal SIGNAL --pgid PGID
-  Delivers SIGNAL to the agent's process group PGID, as the agent: the signal
-  stage the spawner runs for signalAgent and for spawnAgent's stops (kill(),
-  timeout, cancelSignal). The way to stop a job: kill(1) from another agent
-  job answers EPERM (its own domain).
+  Delivers SIGNAL to the agent's process group PGID, as the agent. Run by
+  hand it is refused (77) like every form but --spawner; the service stops
+  a job with signalAgent or kill() (timeout, cancelSignal), which the
+  spawner delivers through the same signal stage. The way to stop a job:
+  kill(1) from another agent job answers EPERM (its own domain).
 
 Both: --help, --version. --version prints the program and Node versions and
 the bundle's SHA-256 recorded at build time; --self-check recomputes it from

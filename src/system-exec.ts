@@ -67,7 +67,7 @@ export interface SystemExecOptions extends Omit<ExecaOptions, "env" | "extendEnv
 function refuseIdentityOptions(options: object, where: string): void {
   for (const name of ["uid", "gid"]) {
     if (Object.hasOwn(options, name)) {
-      throw new Refusal(EXIT.usage, `${where}: the ${name} option is not accepted: this package never starts a child as another ${name === "uid" ? "user" : "group"}`, `remove ${name}; agent work runs as the agent through spawnAgent`);
+      throw new Refusal(EXIT.usage, `${where}: the ${name} option is not accepted: this package sets no child's ${name === "uid" ? "user" : "group"} from execa's options`, `remove ${name}; agent work runs as the agent through spawnAgent`);
     }
   }
 }
@@ -110,7 +110,7 @@ export function systemExec<OptionsType extends SystemExecOptions = {}>(command: 
 
 export type SelfCheckOptions = Omit<SystemExecOptions, "trustedUids">;
 
-/** How long the probe may run, as the audit gave it when it started the shim itself (src/self-check/probe.ts). */
+/** How long the probe may run before runSelfCheck's relay reports it timed out. */
 const PROBE_TIMEOUT_MS = 30_000;
 
 /**

@@ -167,7 +167,7 @@ export const CHECKS: Check[] = [
 
   /* ---- stage.pl: [cleanup] the end of a private job's lease ---- */
   stage("cleanup.group", String.raw` or usage("group=$group is not among groups=$want{groups}")`, ["a cleanup stage asked to end a group it does not hold is refused (64) before it looks at a process"]),
-  stage("cleanup.keep-appearing", String.raw`  refuse(EXIT_OS_ERROR, "processes holding group $group keep appearing", "stop the private job (clankie-agent-exec --signal KILL --pgid PGID) and try again");`, ["the cleanup stage: a holder of the group it cannot end is refused (71) after 4 s, never left holding it"]),
+  stage("cleanup.keep-appearing", String.raw`  refuse(EXIT_OS_ERROR, "processes holding group $group keep appearing", "stop the private job from the service (signalAgent(PGID, 'SIGKILL')) and try again");`, ["the cleanup stage: a holder of the group it cannot end is refused (71) after 4 s, never left holding it"]),
   {
     ...stage("cleanup.guard-fired", String.raw`      refuse(EXIT_BUSY, "the guard of the private job in $want{lease} ended before its job (killed by the OOM killer or a signal), so what the job started may run on unseen", "the lease stays and its group out of the pool; restart the container to get it back") unless guard_fired();`, []),
     tests: { "test/sandbox/private-guard.test.ts": ["a private job whose guard was killed before the job ended: its release fails (75, one line), the lease stays and the next private job is refused (75); the control, not killed, is released (0)"] },
@@ -231,7 +231,7 @@ const shim = (id: string, file: string, find: string, tests: Record<string, stri
 
 CHECKS.push(
   /* ---- the shim: its caller ---- */
-  shim("caller.root", "src/agent-exec/caller.ts", 'throw new Refusal(EXIT.launchRefused, "started by root"', CALLER_TEST),
+  shim("caller.root", "src/agent-exec/caller.ts", 'throw new Refusal(EXIT.launchRefused, "started by root:', CALLER_TEST),
   shim("caller.agent", "src/agent-exec/caller.ts", "throw new Refusal(EXIT.launchRefused, `started by the agent uid", CALLER_TEST),
   shim("caller.uid", "src/agent-exec/caller.ts", "throw new Refusal(EXIT.launchRefused, `started by uid", CALLER_TEST),
   shim("caller.capabilities", "src/agent-exec/caller.ts", "throw new Refusal(\n      EXIT.launchRefused,\n      `the caller holds no", CALLER_TEST, "\n    );"),
@@ -391,7 +391,7 @@ CHECKS.push(
   cut("api.stop-timeout", "src/service/agent-stop.ts", "throw new Refusal(EXIT.usage, `signalAgent: timeoutMs ${JSON.stringify(timeoutMs)}", STOP_TEST),
   cut("api.stop-abort-signal", "src/service/agent-stop.ts", 'throw new Refusal(EXIT.usage, "signalAgent: the signal option is not an AbortSignal"', STOP_TEST),
   cut("api.signal-name", "src/service/agent-stop.ts", "throw new Refusal(EXIT.usage, `${where} ${JSON.stringify(signal)}: the shim delivers only", API_TEST),
-  cut("api.identity-options", "src/system-exec.ts", "throw new Refusal(EXIT.usage, `${where}: the ${name} option is not accepted: this package never starts", API_TEST),
+  cut("api.identity-options", "src/system-exec.ts", "throw new Refusal(EXIT.usage, `${where}: the ${name} option is not accepted: this package sets no child's", API_TEST),
   cut("api.unsupported-options", "src/system-exec.ts", "throw new Refusal(EXIT.usage, `${where}: the ${name} option is not accepted: this package starts only", API_TEST),
   cut("api.spawn-shim-gone", "src/system-exec.ts", 'throw new Refusal(EXIT.usage, "spawnAgent: the shim option is gone', API_TEST),
   cut("api.signal-shim-gone", "src/service/agent-stop.ts", 'throw new Refusal(EXIT.usage, "signalAgent: the shim option is gone', STOP_TEST),

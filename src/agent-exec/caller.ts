@@ -11,23 +11,26 @@ import { AGENT_USER, EXIT, SPAWNER_CAPABILITIES, SERVICE_USER } from "../constan
 import type { ProcessCredentials } from "../os/proc-status.ts";
 import { Refusal } from "../report.ts";
 
+/** The fix of every refusal of a caller that is not the spawner. */
+const FROM_THE_SERVICE = "start agent work from the service (spawnAgent)";
+
 export function checkCaller(status: ProcessCredentials, ids: Identities): void {
   const uid = status.uids[1];
   if (status.uids.some((id) => id === 0)) {
-    throw new Refusal(EXIT.launchRefused, "started by root", "clankie-agent-exec runs under the spawner, which the root phase starts as node; start agent work from the service (spawnAgent)");
+    throw new Refusal(EXIT.launchRefused, "started by root: only the spawner, as node, runs clankie-agent-exec", FROM_THE_SERVICE);
   }
   if (status.uids.some((id) => id === ids.agent.uid)) {
-    throw new Refusal(EXIT.launchRefused, `started by the agent uid ${ids.agent.uid}`, "agent work cannot start agent work through the shim; run the program directly");
+    throw new Refusal(EXIT.launchRefused, `started by the agent uid ${ids.agent.uid}: agent work cannot start agent work through clankie-agent-exec`, "run the program directly");
   }
   if (status.uids.some((id) => id !== ids.service.uid)) {
-    throw new Refusal(EXIT.launchRefused, `started by uid ${uid}, not the service uid ${ids.service.uid} (${SERVICE_USER})`, "it runs only under the spawner; start agent work from the service (spawnAgent)");
+    throw new Refusal(EXIT.launchRefused, `started by uid ${uid}, not the service uid ${ids.service.uid} (${SERVICE_USER}): only the spawner runs clankie-agent-exec`, FROM_THE_SERVICE);
   }
   const missing = maskOf(SPAWNER_CAPABILITIES) & ~(status.capEff & status.capPrm);
   if (missing !== 0n) {
     throw new Refusal(
       EXIT.launchRefused,
       `the caller holds no ${namesOf(missing).join(", ")}: only the spawner runs clankie-agent-exec, and only a body started as root with the flags of ADR 0272 has one`,
-      `start agent work from the service (spawnAgent), which asks the spawner; a single-uid body configures no agent uid (${AGENT_USER}): start the container as root with the flags of ADR 0272 (docs/launch.md)`,
+      `start agent work from the service (spawnAgent), in a body started as root with the flags of ADR 0272 (docs/launch.md), which configures the agent uid ${AGENT_USER}`,
     );
   }
   if (!status.noNewPrivs) {

@@ -56,7 +56,7 @@ declare const __CLANKIE_SYSCALLS__: SyscallNumbers;
  * interpreter and baseline code: its JavaScript per spawn is a parse, a plan
  * and a few writes, and the optimizing compilers' own pages and zones
  * (resident once used) cost more memory than they save time
- * (docs/benchmarks.md has what each flag saves).
+ * (docs/benchmarks.md has what the first two save, and the last two together).
  */
 const V8_MEMORY_FLAGS = "--semi-space-growth-factor=1 --optimize-for-size --no-maglev --no-opt";
 

@@ -34,10 +34,10 @@ export type ProbeRun =
   | { kind: "unreadable"; error: string; stdout: string }
   | { kind: "ran"; report: ProbeReport };
 
-const DOCTOR_FIX = "run the probe from the service with runSelfCheck([\"--probe\"]) (doctor does): only the service holds the channel to the spawner, so an audit started by docker exec, as root or as node, cannot start agent work";
+const DOCTOR_FIX = "run the probe with runSelfCheck([\"--probe\"]) in the service process itself, which holds the channel to the spawner (doctor does): an audit started by docker exec, as root or as node, cannot start agent work";
 
-/** Why this audit cannot start the probe: the service that started it (runSelfCheck) did not hand it the relay. */
-export const NO_RELAY = `this audit was not started by the service through runSelfCheck (no ${PROBE_FD_VARIABLE})`;
+/** Why this audit cannot start the probe: no runSelfCheck in a process holding the spawner's channel handed it the relay. */
+export const NO_RELAY = `this audit has no relay to the spawner (no ${PROBE_FD_VARIABLE})`;
 
 const HEX = /^0x[0-9a-f]{16}$/;
 const ids4 = (value: unknown): boolean => Array.isArray(value) && value.every((n) => Number.isInteger(n) && n >= 0);
@@ -207,7 +207,7 @@ function runProbeThroughService(fd: number, servicePid: number): ProbeRun {
  * The socket the probe tries to reach: an abstract unix socket (no file, so
  * nothing to clean up; the name is random). listen() binds and listens before
  * it returns, so the kernel completes a connect into the backlog while this
- * process waits for the probe in spawnSync; nothing is ever accepted or read.
+ * process waits for the service's answer (askLine); nothing is ever accepted or read.
  */
 function listenAbstract(): { name: string; server: Server } | undefined {
   const name = `clankie-probe-${process.pid}-${randomBytes(8).toString("hex")}`;

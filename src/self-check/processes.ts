@@ -136,8 +136,8 @@ export function judgeSpawner(table: readonly ProcessEntry[], serviceUid: number,
  * this body goes further, docs/security.md). Any other process of that uid
  * holding one in its permitted, effective or ambient set can use it:
  * setresuid(0) makes it uid 0. Left out: the service and the processes above
- * it (tini), and the audit and the processes that started it, which
- * process.capabilities judges.
+ * it (tini), which process.capabilities judges, and the audit and the
+ * processes that started it.
  */
 export function judgeCapabilityHolders(table: readonly ProcessEntry[], serviceUid: number, judgedPid: number, selfPid: number, exes: ReadonlyMap<number, Readable<string>>, cmdlines: ReadonlyMap<number, readonly string[]> = new Map()): Verdict {
   // The service and what is above it are judged by process.capabilities (none held); the audit and what started it.

@@ -317,8 +317,8 @@ async function deliverWithRetries(pgid: number, signal: NodeJS.Signals, route: S
  * in kill(2) as the service, which fails with EPERM for a process of another
  * uid (the service holds no CAP_KILL): a job with a 3 s timeout ran its full
  * 25 s and reported exit 0. So the subprocess's kill() is replaced by one that
- * runs `clankie-agent-exec --signal SIG --pgid PID`, which signals the job's
- * whole process group as the agent.
+ * asks the spawner, whose signal stage signals the job's whole process group
+ * as the agent.
  *
  * execa's own timeout and cancelSignal handlers call `subprocess.kill()`
  * (execa 9.6.0, lib/terminate/timeout.js and cancel.js), so they take this

@@ -254,7 +254,7 @@ sub end_lease {
     }
     select undef, undef, undef, 0.01;
   }
-  refuse(EXIT_OS_ERROR, "processes holding group $group keep appearing", "stop the private job (clankie-agent-exec --signal KILL --pgid PGID) and try again");
+  refuse(EXIT_OS_ERROR, "processes holding group $group keep appearing", "stop the private job from the service (signalAgent(PGID, 'SIGKILL')) and try again");
 }
 
 # The lease's mark (guard_job): none when the stage refused the job early; made, it

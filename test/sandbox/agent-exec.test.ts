@@ -197,8 +197,8 @@ rootTest(test, "a fork bomb under --nproc leaves the service able to start proce
 });
 
 const refusals: [string, Partial<LaunchOptions>, string][] = [
-  ["root", { as: "root", direct: true, command: ["/usr/local/sbin/clankie-agent-exec", "--", "/bin/true"] }, "clankie-agent-exec: started by root; clankie-agent-exec runs under the spawner, which the root phase starts as node; start agent work from the service (spawnAgent)"],
-  ["a single-uid body", { as: "node", direct: true, command: ["/usr/local/sbin/clankie-agent-exec", "--", "/bin/true"] }, "clankie-agent-exec: the caller holds no SETGID, SETUID: only the spawner runs clankie-agent-exec, and only a body started as root with the flags of ADR 0272 has one; start agent work from the service (spawnAgent), which asks the spawner; a single-uid body configures no agent uid (clankie-agent): start the container as root with the flags of ADR 0272 (docs/launch.md)"],
+  ["root", { as: "root", direct: true, command: ["/usr/local/sbin/clankie-agent-exec", "--", "/bin/true"] }, "clankie-agent-exec: started by root: only the spawner, as node, runs clankie-agent-exec; start agent work from the service (spawnAgent)"],
+  ["a single-uid body", { as: "node", direct: true, command: ["/usr/local/sbin/clankie-agent-exec", "--", "/bin/true"] }, "clankie-agent-exec: the caller holds no SETGID, SETUID: only the spawner runs clankie-agent-exec, and only a body started as root with the flags of ADR 0272 has one; start agent work from the service (spawnAgent), in a body started as root with the flags of ADR 0272 (docs/launch.md), which configures the agent uid clankie-agent"],
 ];
 for (const [who, launch, message] of refusals) {
   rootTest(test, `refused when called by ${who} (exit 77, one line)`, () => {
@@ -289,7 +289,7 @@ rootTest(test, "refused when the agent calls it, and when the agent cannot enter
   inBody(seededBody(), (body) => {
     const nested = agent(body, {}, ["/usr/local/sbin/clankie-agent-exec", "--", "/bin/true"]);
     assert.is(nested.exitCode, 77);
-    assert.is(nested.stderr, "clankie-agent-exec: started by the agent uid 1001; agent work cannot start agent work through the shim; run the program directly");
+    assert.is(nested.stderr, "clankie-agent-exec: started by the agent uid 1001: agent work cannot start agent work through clankie-agent-exec; run the program directly");
     const cwd = agent(body, { cwd: "/state/.clankie-separate" }, ["/bin/true"]);
     assert.is(cwd.exitCode, 77);
     assert.is(cwd.stderr, "clankie-agent-exec: the agent cannot enter /state/.clankie-separate (EACCES); pass a --cwd under /workspace that group clankie-workspace can search");

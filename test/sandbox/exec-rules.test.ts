@@ -120,7 +120,7 @@ rootTest(test, "no child of the service holds a capability or becomes root, by s
   judgeChildren(childrenOfService());
 });
 
-rootTest(test, "systemExec and spawnAgent refuse execa's uid and gid options (the service's CAP_SETUID would honour uid: 0)", () => {
+rootTest(test, "systemExec and spawnAgent refuse execa's uid and gid options (under ADR 0272's shape the service's CAP_SETUID honoured uid: 0)", () => {
   const body = seededBody();
   try {
     const script = `import { systemExec, spawnAgent } from "/opt/clankie/dist/lib/system-exec.js";
@@ -132,9 +132,9 @@ process.stdout.write(JSON.stringify(out) + "\\n");`;
     const run = body.run({ as: "root", command: [SANDBOX_NODE, "--input-type=module", "-e", script], timeoutMs: 60_000 });
     assert.is(run.status, 0, run.stderr);
     const out = JSON.parse(run.stdout) as string[];
-    assert.is(out[0], "systemExec: the uid option is not accepted: this package never starts a child as another user");
-    assert.is(out[1], "systemExec: the gid option is not accepted: this package never starts a child as another group");
-    assert.is(out[2], "spawnAgent: the uid option is not accepted: this package never starts a child as another user");
+    assert.is(out[0], "systemExec: the uid option is not accepted: this package sets no child's user from execa's options");
+    assert.is(out[1], "systemExec: the gid option is not accepted: this package sets no child's group from execa's options");
+    assert.is(out[2], "spawnAgent: the uid option is not accepted: this package sets no child's user from execa's options");
   } finally {
     body.cleanup();
   }

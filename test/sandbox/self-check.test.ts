@@ -815,8 +815,8 @@ rootTest(SelfCheck, "docker exec as root and as node judge the service, not them
     assert.is(check(root, "processes.workspace-exe").status, "warn");
     assert.is(check(root, "processes.root").status, "pass");
     assertFailing(root, ["probe"]);
-    assert.is(check(root, "probe").summary, "cannot start the probe: this audit was not started by the service through runSelfCheck (no CLANKIE_PROBE_FD)");
-    assert.match(check(root, "probe").fix!, /^run the probe from the service with runSelfCheck/);
+    assert.is(check(root, "probe").summary, "cannot start the probe: this audit has no relay to the spawner (no CLANKIE_PROBE_FD)");
+    assert.match(check(root, "probe").fix!, /^run the probe with runSelfCheck\(\["--probe"\]\) in the service process itself/);
 
     const node = parse(execInto(running, "node", [AUDIT, "--self-check", "--json", "--probe"]));
     assert.is(node.doc.mode, "separated");

@@ -125,7 +125,7 @@ shim("spawnAgent refuses the shim option (64) before anything starts: every spaw
 
 shim("systemExec, runSelfCheck and spawnAgent refuse execa's uid and gid options (64) before anything starts", () => {
   const fix = (name: string) => `remove ${name}; agent work runs as the agent through spawnAgent`;
-  const what = (where: string, name: string) => `${where}: the ${name} option is not accepted: this package never starts a child as another ${name === "uid" ? "user" : "group"}`;
+  const what = (where: string, name: string) => `${where}: the ${name} option is not accepted: this package sets no child's ${name === "uid" ? "user" : "group"} from execa's options`;
   const asAny = (o: object) => o as never;
   assertRefusal(() => systemExec("/bin/true", [], asAny({ uid: 0 })), { exitCode: EXIT.usage, what: what("systemExec", "uid"), fix: fix("uid") });
   assertRefusal(() => systemExec("/bin/true", [], asAny({ gid: 0 })), { exitCode: EXIT.usage, what: what("systemExec", "gid"), fix: fix("gid") });

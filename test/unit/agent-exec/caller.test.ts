@@ -16,17 +16,16 @@ test("node holding SETUID and SETGID with NoNewPrivs (the spawner) may run clank
 });
 
 test("refusals, each with its exit code and fix", () => {
-  const singleUid =
-    "start agent work from the service (spawnAgent), which asks the spawner; a single-uid body configures no agent uid (clankie-agent): start the container as root with the flags of ADR 0272 (docs/launch.md)";
-  const root = "clankie-agent-exec runs under the spawner, which the root phase starts as node; start agent work from the service (spawnAgent)";
+  const singleUid = "start agent work from the service (spawnAgent), in a body started as root with the flags of ADR 0272 (docs/launch.md), which configures the agent uid clankie-agent";
+  const fromTheService = "start agent work from the service (spawnAgent)";
   const noSpawner = "only the spawner runs clankie-agent-exec, and only a body started as root with the flags of ADR 0272 has one";
   const cases: ReadonlyArray<readonly [Partial<ProcessCredentials>, string, string]> = [
-    [{ uids: [0, 0, 0, 0] }, "started by root", root],
-    [{ uids: [1000, 1000, 0, 1000] }, "started by root", root],
-    [{ uids: [1001, 1001, 1001, 1001] }, "started by the agent uid 1001", "agent work cannot start agent work through the shim; run the program directly"],
-    [{ uids: [1000, 1000, 1001, 1000] }, "started by the agent uid 1001", "agent work cannot start agent work through the shim; run the program directly"],
-    [{ uids: [2000, 2000, 2000, 2000] }, "started by uid 2000, not the service uid 1000 (node)", "it runs only under the spawner; start agent work from the service (spawnAgent)"],
-    [{ uids: [1000, 2000, 1000, 1000] }, "started by uid 2000, not the service uid 1000 (node)", "it runs only under the spawner; start agent work from the service (spawnAgent)"],
+    [{ uids: [0, 0, 0, 0] }, "started by root: only the spawner, as node, runs clankie-agent-exec", fromTheService],
+    [{ uids: [1000, 1000, 0, 1000] }, "started by root: only the spawner, as node, runs clankie-agent-exec", fromTheService],
+    [{ uids: [1001, 1001, 1001, 1001] }, "started by the agent uid 1001: agent work cannot start agent work through clankie-agent-exec", "run the program directly"],
+    [{ uids: [1000, 1000, 1001, 1000] }, "started by the agent uid 1001: agent work cannot start agent work through clankie-agent-exec", "run the program directly"],
+    [{ uids: [2000, 2000, 2000, 2000] }, "started by uid 2000, not the service uid 1000 (node): only the spawner runs clankie-agent-exec", fromTheService],
+    [{ uids: [1000, 2000, 1000, 1000] }, "started by uid 2000, not the service uid 1000 (node): only the spawner runs clankie-agent-exec", fromTheService],
     [{ capEff: 0n, capPrm: 0n, capAmb: 0n }, `the caller holds no SETGID, SETUID: ${noSpawner}`, singleUid],
     [{ capEff: 0x80n }, `the caller holds no SETGID: ${noSpawner}`, singleUid],
     [{ capPrm: 0x40n, capEff: 0xc0n }, `the caller holds no SETUID: ${noSpawner}`, singleUid],

@@ -45,16 +45,16 @@ const agentReport: ProbeReport = {
 };
 const SERVICE_SECCOMP = { mode: "2", filters: 1 };
 
-Probe("only an audit the service started through runSelfCheck can start it: without the relay's fd it is blocked, and doctor's fix names runSelfCheck", () => {
+Probe("only an audit runSelfCheck started in the service can start it: without the relay's fd it is blocked, and doctor's fix names runSelfCheck", () => {
   const service: ProcessCredentials = { uids: [1000, 1000, 1000, 1000], gids: [1000, 1000, 1000, 1000], groups: [1000, 1002], capInh: 0n, capPrm: 0n, capEff: 0n, capAmb: 0n, capBnd: 0n, noNewPrivs: true };
   assert.is(process.env.CLANKIE_PROBE_FD, undefined);
   for (const self of [service, { ...service, uids: [0, 0, 0, 0] } satisfies ProcessCredentials]) {
     const run = runProbe({ mode: "separated", self, ids, servicePid: 14 });
-    assert.equal(run, { kind: "blocked", blocker: "this audit was not started by the service through runSelfCheck (no CLANKIE_PROBE_FD)", self });
+    assert.equal(run, { kind: "blocked", blocker: "this audit has no relay to the spawner (no CLANKIE_PROBE_FD)", self });
     const verdict = judgeProbeRun(run);
     assert.is(verdict.status, "fail");
-    assert.is(verdict.summary, "cannot start the probe: this audit was not started by the service through runSelfCheck (no CLANKIE_PROBE_FD)");
-    assert.match(verdict.fix!, /^run the probe from the service with runSelfCheck\(\["--probe"\]\) \(doctor does\)/);
+    assert.is(verdict.summary, "cannot start the probe: this audit has no relay to the spawner (no CLANKIE_PROBE_FD)");
+    assert.match(verdict.fix!, /^run the probe with runSelfCheck\(\["--probe"\]\) in the service process itself, which holds the channel to the spawner \(doctor does\)/);
   }
   assert.equal(runProbe({ mode: "single-uid", self: service, ids, servicePid: 14 }), { kind: "single-uid" });
 });

@@ -798,7 +798,7 @@ rootTest(test, "the cleanup stage: a holder of the group it cannot end is refuse
   const foreign = f.holder(65534);
   try {
     await new Promise((resolve) => setTimeout(resolve, 200));
-    refused(stage(f.request, { wrap: f.as, cwd: f.empty }), 71, agentLine(`processes holding group ${f.group} keep appearing; stop the private job (clankie-agent-exec --signal KILL --pgid PGID) and try again`));
+    refused(stage(f.request, { wrap: f.as, cwd: f.empty }), 71, agentLine(`processes holding group ${f.group} keep appearing; stop the private job from the service (signalAgent(PGID, 'SIGKILL')) and try again`));
     assert.is(foreign.exitCode, null, "it lives on");
   } finally {
     foreign.kill("SIGKILL");
