@@ -32,10 +32,13 @@ import { buildEmptySea, buildOneBundleShim } from "./lib/sea-variants.mjs";
 import { brokenLine, writeScript } from "./lib/tree.mjs";
 import { stageArgv, stageProgram } from "../src/stage/stage.ts";
 import { confinementKeys, NO_EXTRA_CONFINEMENT } from "../src/confinement.ts";
+import { TOOLS } from "../src/constants.ts";
+import { setprivToSpawnerArgs } from "../src/entrypoint/drop.ts";
+import { imageIdentities } from "../test/helpers/identities.ts";
 
 const SHIM = "/usr/local/sbin/clankie-agent-exec";
-/** What the shim's caller holds in a body: node with SETUID and SETGID in every set (the root phase's drop to the spawner, src/entrypoint/drop.ts). */
-const AS_SHIM_CALLER = ["/usr/bin/setpriv", `--reuid=${IDS.service}`, `--regid=${IDS.service}`, `--groups=${IDS.service},${IDS.workspace}`, "--inh-caps=-all,+setuid,+setgid", "--ambient-caps=-all,+setuid,+setgid", "--bounding-set=-all,+setuid,+setgid", "--"];
+/** What the shim's caller holds in a body: node with SETUID and SETGID in every set, by the root phase's own drop to the spawner (ending in "--"). */
+const AS_SHIM_CALLER = [TOOLS.setpriv, ...setprivToSpawnerArgs(imageIdentities(), [])];
 const AGENT_IDS = [`--reuid=${IDS.agent}`, `--regid=${IDS.agent}`, `--groups=${IDS.agent},${IDS.workspace}`];
 /** What the shim execs (plan.ts agentChainArgv, default --nproc 512 and --cwd /workspace). */
 const TOOLS_CHAIN = ["/usr/bin/setpriv", ...AGENT_IDS, "--inh-caps=-all", "--ambient-caps=-all", "--"];

@@ -107,6 +107,10 @@ export const SPAWNER_FLAG = "--spawner";
  * capability to start it), and reads back how it ended.
  */
 export const PROBE_FD_VARIABLE = "CLANKIE_PROBE_FD";
+/** The service's pid, which the service hands the probe in its environment (runSelfCheck's relay), never argv. */
+export const PROBE_SERVICE_PID_VARIABLE = "CLANKIE_PROBE_SERVICE_PID";
+/** The name (without its leading NUL) of the abstract unix socket the audit listens on, handed to the probe likewise. */
+export const PROBE_SOCKET_VARIABLE = "CLANKIE_PROBE_SOCKET";
 
 /** Variables the entrypoint sets for the service (ADR 0272; src/entrypoint/service-env.ts). */
 export const SERVICE_ENV = {

@@ -6,7 +6,7 @@
  */
 import type { Readable } from "node:stream";
 import { execa, ExecaError, type Options as ExecaOptions, type Result, type ResultPromise, type Subprocess } from "execa";
-import { AGENT_EXEC_PATH, ENTRYPOINT_NAME, EXIT, INSTALL_DIR, PROBE_AGENT_FLAG, PROBE_FD_VARIABLE, SPAWNER_FD_VARIABLE, STARTED_FD_VARIABLE, TOOLS } from "./constants.ts";
+import { AGENT_EXEC_PATH, ENTRYPOINT_NAME, EXIT, INSTALL_DIR, PROBE_AGENT_FLAG, PROBE_FD_VARIABLE, PROBE_SERVICE_PID_VARIABLE, PROBE_SOCKET_VARIABLE, SPAWNER_FD_VARIABLE, STARTED_FD_VARIABLE, TOOLS } from "./constants.ts";
 import { isCodeLoadingVariable } from "./exec/environment.ts";
 import { buildEnvironment, carried, type Environment } from "./exec/environment.ts";
 import { gateExec } from "./exec/rules.ts";
@@ -155,15 +155,11 @@ async function startProbe(request: string): Promise<{ status: number | null; sig
   } catch {
     return { status: null, signal: null, stdout: "", stderr: "", error: "the audit's request is unreadable" };
   }
-  const set: Record<string, string> = { [PROBE_SERVICE_PID]: String(process.pid) };
-  if (typeof asked.socket === "string" && /^clankie-probe-\d+-[0-9a-f]{16}$/.test(asked.socket)) set[PROBE_SOCKET] = asked.socket;
+  const set: Record<string, string> = { [PROBE_SERVICE_PID_VARIABLE]: String(process.pid) };
+  if (typeof asked.socket === "string" && /^clankie-probe-\d+-[0-9a-f]{16}$/.test(asked.socket)) set[PROBE_SOCKET_VARIABLE] = asked.socket;
   const ran = await spawnAgent(`${INSTALL_DIR}/${ENTRYPOINT_NAME}`, [PROBE_AGENT_FLAG], { env: set, reject: false, timeout: PROBE_TIMEOUT_MS, stdin: "ignore" });
   return { status: ran.exitCode ?? null, signal: ran.signal ?? null, stdout: String(ran.stdout ?? ""), stderr: String(ran.stderr ?? ""), ...(ran.timedOut ? { error: "ETIMEDOUT" } : {}) };
 }
-
-/** The probe's variables (src/self-check/probe-agent.ts): the service's pid, and the audit's socket. */
-const PROBE_SERVICE_PID = "CLANKIE_PROBE_SERVICE_PID";
-const PROBE_SOCKET = "CLANKIE_PROBE_SOCKET";
 
 export interface SpawnAgentOptions extends Omit<SystemExecOptions, "cwd" | "detached" | "trustedUids" | "pass" | "killSignal"> {
   /** Working directory of the agent command (default /workspace). */

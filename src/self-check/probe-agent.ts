@@ -29,7 +29,7 @@
 import PROBE_CONFINEMENT_TEMPLATE from "../perl/probe-confinement.pl";
 import { closeSync, constants, openSync, readdirSync, readFileSync } from "node:fs";
 import { readIdentities } from "../accounts.ts";
-import { EXIT, PROBE_AGENT_FLAG, STATE_DIR, TOOLS } from "../constants.ts";
+import { EXIT, PROBE_AGENT_FLAG, PROBE_SERVICE_PID_VARIABLE, PROBE_SOCKET_VARIABLE, STATE_DIR, TOOLS } from "../constants.ts";
 import { errnoName } from "../os/errno.ts";
 import { parseStatus } from "../os/proc-status.ts";
 import { parseSeccompStatus, type SeccompStatus } from "./process-table.ts";
@@ -38,12 +38,8 @@ import { runCapture } from "../exec/capture.ts";
 import { howItEnded, saying } from "./check.ts";
 import { capabilitySets, formatMask } from "./service-process.ts";
 
-/** The service's pid reaches the probe through the shim's --env, never argv. */
-export const PROBE_SERVICE_PID_VARIABLE = "CLANKIE_PROBE_SERVICE_PID";
 export const PROBE_CREDENTIALS = `${STATE_DIR}/credentials.json`;
 export const PROBE_TRUE = "/usr/bin/true";
-/** The name (without its leading NUL) of the abstract unix socket the audit listens on, through the shim's --env. */
-export const PROBE_SOCKET_VARIABLE = "CLANKIE_PROBE_SOCKET";
 
 /** open(2) O_TMPFILE (__O_TMPFILE | O_DIRECTORY) on x86_64 and arm64; Node does not export it. */
 const O_TMPFILE = 0o20200000;

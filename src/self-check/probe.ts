@@ -37,7 +37,7 @@ export type ProbeRun =
 const DOCTOR_FIX = "run the probe with runSelfCheck([\"--probe\"]) in the service process itself, which holds the channel to the spawner (doctor does): an audit started by docker exec, as root or as node, cannot start agent work";
 
 /** Why this audit cannot start the probe: no runSelfCheck in a process holding the spawner's channel handed it the relay. */
-export const NO_RELAY = `this audit has no relay to the spawner (no ${PROBE_FD_VARIABLE})`;
+const NO_RELAY = `this audit has no relay to the spawner (no ${PROBE_FD_VARIABLE})`;
 
 const HEX = /^0x[0-9a-f]{16}$/;
 const ids4 = (value: unknown): boolean => Array.isArray(value) && value.every((n) => Number.isInteger(n) && n >= 0);
