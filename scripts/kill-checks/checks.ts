@@ -326,7 +326,7 @@ CHECKS.push(
   cut("exec.interpreter-relative", "src/exec/rules.ts", "throw new Refusal(EXIT.notExecutable, `${path}: #! line names no absolute interpreter`", RULES_TEST),
   cut("exec.script-depth", "src/exec/rules.ts", "throw new Refusal(EXIT.notExecutable, `${chain[0]}: more than ${MAX_SCRIPT_DEPTH} #! scripts in a row", RULES_TEST),
   cut("exec.not-program", "src/exec/rules.ts", "throw new Refusal(EXIT.notExecutable, `${path}: not an ELF binary or #! script", RULES_TEST),
-  cut("exec.argument-nul", "src/exec/rules.ts", 'throw new Refusal(EXIT.usage, "an argument contains a NUL byte"', RULES_TEST),
+  cut("exec.argument-nul", "src/exec/rules.ts", 'throw new Refusal(EXIT.usage, "an argument or environment entry contains a NUL byte"', RULES_TEST),
   cut("exec.environment-name", "src/exec/environment.ts", "throw new Refusal(EXIT.usage, `${JSON.stringify(name)} is not a variable name", { "test/unit/exec/environment.test.ts": [] }),
   cut("exec.environment-code", "src/exec/environment.ts", "throw new Refusal(EXIT.usage, `${name}: variables that load code are never passed to a child`", { "test/unit/exec/environment.test.ts": [] }),
   cut("exec.prepare-gate", "src/exec/replace.ts", "const path = gateExec(request);", RULES_TEST, null, "const path = request.command;"),
@@ -410,7 +410,7 @@ const CLONE_PLAIN: Record<string, string[]> = { "test/sandbox/private-guard.test
 const SPAWNER_RAW: Record<string, string[]> = { "test/sandbox/spawner.test.ts": ["another node process that holds the channel gets no more than the service could ask: no command but agent work, no holder but a capless one of the service's, no socket but that holder's, no stop or release of a job the spawner did not start; control: a request the service could send runs as the agent"] };
 CHECKS.push(
   cut("spawner.fd-variable", SPAWNER, "throw new Refusal(EXIT.usage, `${SPAWNER_FD_VARIABLE} is not an fd of 3 or more`", { "test/sandbox/spawner.test.ts": ['the spawner started without its channel (CLANKIE_SPAWNER_FD unset or below 3): refused in one line (64) before it reads anything'] }),
-  cut("spawner.chain-rules", SPAWNER, "gateExec({ command: plan.chain[0]!, args: plan.chain, trustedUids: [0] });", { "test/sandbox/spawner.test.ts": ["a program of the spawner's chain made writable after the launch (setpriv 0757) is refused before each start (126, one line): a node-uid process that plants a program there gets nothing started; control: the same spawn before the change runs as the agent"] }, null, ""),
+  cut("spawner.chain-rules", SPAWNER, "gateExec({ command: plan.chain[0]!, args: plan.chain, env, trustedUids: [0] });", { "test/sandbox/spawner.test.ts": ["a program of the spawner's chain made writable after the launch (setpriv 0757) is refused before each start (126, one line): a node-uid process that plants a program there gets nothing started; control: the same spawn before the change runs as the agent"] }, null, ""),
   cut("spawner.refusal-line", SPAWNER, "formatRefusal(error.message, error.fix)", SPAWNER_RAW, null, "error.message"),
   cut("spawner.signal-not-started", SPAWNER, "pgid !== undefined && jobs.has(pgid) ? undefined :", SPAWNER_RAW, "spawnAgent started`", "undefined"),
   cut("spawner.release-not-ended", SPAWNER, "endedPrivate.delete(request.pid) ? undefined :", SPAWNER_RAW, "once`", "undefined"),

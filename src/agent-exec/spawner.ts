@@ -9,8 +9,11 @@
  * A spawn: the service starts a capless holder (src/service/spawner-client.ts)
  * with the job's stdio, kept fds and started marker, and names its pid. The
  * spawner parses the request as a command's options (run-args.ts), plans the
- * chain (plan.ts), and starts the grab, which forks the job in a session of
- * its own and stays its parent (reaping what clone(CLONE_PARENT) gives it):
+ * chain (plan.ts), and writes it to a grab, which forks the job in a session
+ * of its own and stays its parent (reaping what clone(CLONE_PARENT) gives it).
+ * The grab was started before the request came (one waits, idle, for the
+ * next job; the next is started once this job's answer has gone), so that a
+ * spawn does not wait for a fork of the spawner and perl's start:
  *
  *   perl spawn-grab.pl, forked -> setpriv (to the agent) -> perl, the stage -> COMMAND
  *
@@ -29,7 +32,7 @@ import { createInterface } from "node:readline";
 import { Socket } from "node:net";
 import { setFlagsFromString } from "node:v8";
 import { type Identities, readIdentities } from "../accounts.ts";
-import { AGENT_EXEC_PATH, EXIT, SPAWNER_FD_VARIABLE, STARTED_FD_VARIABLE, TOOLS } from "../constants.ts";
+import { AGENT_EXEC_PATH, EXIT, SPAWNER_FD_VARIABLE, STARTED_FD_VARIABLE, SYSTEM_PATH, TOOLS } from "../constants.ts";
 import { uncarried } from "../exec/environment.ts";
 import { gateExec, resolveCommand } from "../exec/rules.ts";
 import { type ChildProcess, startChild } from "../exec/start-child.ts";
@@ -41,6 +44,7 @@ import GRAB from "../perl/spawn-grab.pl";
 import { checkCaller } from "./caller.ts";
 import { parseRunArgs, parseStartedFd } from "./run-args.ts";
 import { agentExec } from "./plan.ts";
+import type { SpawnerReply, SpawnerRequest } from "../spawner-protocol.ts";
 
 /** This architecture's numbers, defined by build.mjs (scripts/text-modules.mjs under plain Node): the table's module stays out of the spawner. */
 declare const __CLANKIE_SYSCALLS__: SyscallNumbers;
@@ -59,18 +63,6 @@ declare const __CLANKIE_SYSCALLS__: SyscallNumbers;
  * (docs/benchmarks.md has what the first two save, and the last two together).
  */
 const V8_MEMORY_FLAGS = "--semi-space-growth-factor=1 --optimize-for-size --no-maglev --no-opt";
-
-/** What the service sends (one JSON object a line). */
-export type SpawnerRequest =
-  | { t: "spawn"; id: number; holder: number; socket: string; argv: string[]; env: Record<string, string> }
-  | { t: "signal"; seq: number; signal: string; job?: number; pgid?: number }
-  | { t: "release"; seq: number; pid: number };
-
-/** What the spawner answers. */
-export type SpawnerReply =
-  | { t: "started"; id: number; pid: number }
-  | { t: "exit"; id: number; code: number | null; signal: string | null; line: string }
-  | { t: "done"; seq: number; code: number | null; signal: string | null; stderr: string };
 
 /** A refusal or failure as the shim's one line and exit code. */
 function asLine(error: unknown): { code: number; line: string } {
@@ -92,10 +84,10 @@ export function planSpawn(ids: Identities, argv: readonly string[], env: Record<
   return { chain: planned.argv, env: planned.env, fds, oom: String(request.oomScoreAdj), privateJob: false };
 }
 
-/** perl's argv for the grab (src/perl/spawn-grab.pl), then the chain. */
-export function grabArgs(holder: readonly [number | "-", string], serviceUid: number, plan: { chain: readonly string[]; fds: readonly number[]; oom: string }): string[] {
-  const n = __CLANKIE_SYSCALLS__;
-  return ["-e", GRAB, String(n.recvmsg), String(n.dup3), String(n.fcntl), String(n.close), String(n.setsid), String(n.exitGroup), String(holder[0]), holder[1], String(serviceUid), plan.oom, plan.fds.join(","), "--", ...plan.chain];
+/** A grab's job, as it reads it on its stdin: each field ended by a NUL (gateExec refuses one in a field). */
+export function grabJob(holder: readonly [number | "-", string], plan: { chain: readonly string[]; env: Record<string, string>; fds: readonly number[]; oom: string }): string {
+  const env = Object.entries(plan.env).map(([name, value]) => `${name}=${value}`);
+  return [String(holder[0]), holder[1], plan.oom, plan.fds.join(","), String(env.length), ...env, ...plan.chain].map((field) => `${field}\0`).join("");
 }
 
 function collect(child: ChildProcess): () => string {
@@ -117,18 +109,39 @@ export function runSpawner(): Promise<number> {
   const byId = new Map<number, number>();
   const endedPrivate = new Set<number>();
 
-  /** Starts `chain` through the grab, which takes the job's fds from `holder` (its pid and socket; "-": keeps its own 0-2) and closes every other fd the spawner holds before the chain. */
-  const throughGrab = (holder: readonly [number | "-", string], plan: { chain: string[]; env: Record<string, string>; fds: readonly number[]; oom: string }): ChildProcess => {
-    gateExec({ command: plan.chain[0]!, args: plan.chain, trustedUids: [0] });
-    return startChild({ command: TOOLS.perl, args: grabArgs(holder, ids.service.uid, plan), env: plan.env, trustedUids: [0], stdout: holder[0] === "-" ? "ignore" : "pipe", stderr: "pipe" });
+  /** The next job's grab, started before the job comes so that a spawn need not wait for perl's start (each job takes it, and the next is started behind it). */
+  let warm: ChildProcess | undefined;
+  const n = __CLANKIE_SYSCALLS__;
+  const startGrab = (): ChildProcess => {
+    const grab = startChild({ command: TOOLS.perl, args: ["-e", GRAB, ...[n.recvmsg, n.dup3, n.fcntl, n.close, n.setsid, n.exitGroup, ids.service.uid].map(String)], env: {}, trustedUids: [0] });
+    grab.stdin?.on("error", () => {}); // a grab that has died: its close reports it
+    return grab;
   };
+  const refill = (): void => {
+    try {
+      if (!channel.destroyed) warm ??= startGrab();
+    } catch {
+      // The next job starts its own grab; its failure is that job's answer.
+    }
+  };
+  /** Starts `chain` through a grab, which takes the job's fds from `holder` (its pid and socket; "-": keeps its own 0-2) and closes every other fd the spawner holds before the chain. */
+  const throughGrab = (holder: readonly [number | "-", string], plan: { chain: string[]; env: Record<string, string>; fds: readonly number[]; oom: string }): ChildProcess => {
+    const env = { ...plan.env, PATH: SYSTEM_PATH };
+    gateExec({ command: plan.chain[0]!, args: plan.chain, env, trustedUids: [0] });
+    // A warm grab that has died (killed: any process of node's may) is left to end; the job starts its own.
+    const grab = warm?.pid !== undefined && warm.exitCode === null && warm.signalCode === null ? warm : startGrab();
+    warm = undefined;
+    grab.stdin?.end(grabJob(holder, { ...plan, env }));
+    if (holder[0] === "-") grab.stdout?.resume();
+    grab.once("close", () => setImmediate(refill)); // after the job's answer: a start would hold it back
+    return grab;
+  };
+  refill();
 
   const start = (request: Extract<SpawnerRequest, { t: "spawn" }>): void => {
-    let child: ChildProcess;
-    let privateJob: boolean;
+    let plan: ReturnType<typeof planSpawn>, child: ChildProcess;
     try {
-      const plan = planSpawn(ids, request.argv, request.env);
-      privateJob = plan.privateJob;
+      plan = planSpawn(ids, request.argv, request.env);
       child = throughGrab([request.holder, String(request.socket)], plan);
     } catch (error) {
       send({ t: "exit", id: request.id, ...asLine(error), signal: null });
@@ -154,7 +167,7 @@ export function runSpawner(): Promise<number> {
     child.once("close", (code, signal) => {
       announce(); // a grab that ended without a pid (refused before its fork)
       if (pid !== undefined) jobs.delete(pid);
-      if (pid !== undefined && privateJob) endedPrivate.add(pid);
+      if (pid !== undefined && plan.privateJob) endedPrivate.add(pid);
       byId.delete(request.id);
       send({ t: "exit", id: request.id, code, signal, line: said() });
     });
@@ -201,6 +214,7 @@ export function runSpawner(): Promise<number> {
   // The service has exited: no one will read a job's outcome or stop it. Once every grab has said its job's pid, end every job's group, as the agent, then exit.
   return new Promise((done) => {
     channel.once("close", async () => {
+      warm?.stdin?.end();
       await Promise.all(unannounced);
       const ending = [...jobs].map((pgid) => new Promise<void>((ended) => {
         try {

@@ -166,6 +166,8 @@ export interface ExecGate {
   /** Command name (looked up in SYSTEM_PATH) or absolute path. */
   command: string;
   args: readonly string[];
+  /** The program's environment, when the caller builds it. */
+  env?: Readonly<Record<string, string>> | undefined;
   /** Owners allowed for the program, its directories and its #! interpreters. */
   trustedUids: readonly number[];
 }
@@ -174,13 +176,13 @@ export interface ExecGate {
  * The one pre-exec gate of every exec, capture and service call: the
  * command resolved in SYSTEM_PATH, the trust rule for it and every #!
  * interpreter on the way, what execve(2) would refuse, and no NUL byte in
- * an argument. Returns the absolute path to execute.
+ * an argument or an environment entry. Returns the absolute path to execute.
  */
 export function gateExec(request: ExecGate): string {
   const path = resolveCommand(request.command);
   checkRunnable(path, request.trustedUids, checkTrustedExecutable(path, request.trustedUids));
-  for (const arg of request.args) {
-    if (arg.includes("\0")) throw new Refusal(EXIT.usage, "an argument contains a NUL byte", "pass arguments without NUL bytes");
+  for (const arg of [...request.args, ...Object.entries(request.env ?? {}).flat()]) {
+    if (arg.includes("\0")) throw new Refusal(EXIT.usage, "an argument or environment entry contains a NUL byte", "pass arguments and environment values without NUL bytes");
   }
   return path;
 }

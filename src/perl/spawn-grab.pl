@@ -27,10 +27,16 @@
 # node's uid holding fewer capabilities cannot ptrace it to forge either
 # (ptrace(2)).
 #
-# argv: recvmsg dup3 fcntl close setsid exit_group (this architecture's numbers), holder pid
-# ("-": none, the grab's own fds are the chain's, as for a stop's signal
-# stage), the holder's socket name, node's uid, oom_score_adj ("" keeps it),
-# the fds to take ("0,1,2,17"), then "--" and the chain's argv.
+# The spawner starts each grab before it has a job for it (so that the next
+# spawn need not wait for a process start), and writes the job on its stdin,
+# then closes it. argv: recvmsg dup3 fcntl close setsid exit_group (this
+# architecture's numbers) and node's uid. stdin: fields each ended by a NUL
+# (no field can hold one: the spawner refuses it): the holder's pid ("-":
+# none, the grab's own fds are the chain's, as for a stop's signal stage),
+# the holder's socket name, oom_score_adj ("" keeps it), the fds to take
+# ("0,1,2,17"), the number of environment entries, those entries (NAME=value:
+# the chain's whole environment), then the chain's argv. An empty stdin (the
+# spawner has ended) starts nothing.
 #
 # It loads no module, as the stage loads none (loading Socket.pm costs more
 # than perl's own start, on every spawn: docs/benchmarks.md): the constants
@@ -42,8 +48,12 @@ sub WNOHANG () { 1 } sub HOLDER_WAIT_S () { 20 } sub CONNECT_RETRY_S () { 0.002 
 
 my $program = "clankie-agent-exec";
 sub refuse { my ($code, $text) = @_; syswrite STDERR, "$program: $text\n"; exit $code }
-my ($recvmsg, $dup3, $fcntl, $close, $setsid, $exit_group, $holder, $name, $uid, $oom, $fds, $dash, @chain) = @ARGV;
-$dash eq "--" && @chain or refuse(64, "spawner's grab: bad arguments; report this");
+my ($recvmsg, $dup3, $fcntl, $close, $setsid, $exit_group, $uid) = @ARGV;
+my $message = do { local $/; <STDIN> } // "";
+exit 0 if $message eq "";
+my ($holder, $name, $oom, $fds, $count, @chain) = split /\0/, substr($message, 0, -1), -1;
+%ENV = map { /\A([^=]+)=(.*)\z/s ? ($1, $2) : () } splice @chain, 0, $count // 0;
+$message =~ /\0\z/ && @chain or refuse(64, "spawner's grab: bad job; report this");
 unless ($holder eq "-") {
   my $job = fork // refuse(71, "fork failed: errno " . ($! + 0) . "; raise the container's process limit");
   parent($job) if $job;

@@ -19,6 +19,7 @@ import { createInterface } from "node:readline";
 import type { Readable, Writable } from "node:stream";
 import { AGENT_USER, EXIT, SPAWNER_FD_VARIABLE } from "../constants.ts";
 import { syscallNumbers } from "../os/syscalls.ts";
+import type { SpawnerReply, SpawnerRequest } from "../spawner-protocol.ts";
 
 /**
  * The holder: argv is its control fd, its socket's abstract name and
@@ -101,10 +102,6 @@ interface PendingJob {
   timer: NodeJS.Timeout;
 }
 
-type Reply =
-  | { t: "started"; id: number; pid: number }
-  | { t: "exit"; id: number; code: number | null; signal: string | null; line: string }
-  | { t: "done"; seq: number; code: number | null; signal: string | null; stderr: string };
 
 const NO_SPAWNER = `clankie-agent-exec: no spawner: this body runs single-uid and no agent uid (${AGENT_USER}) is configured; start the container as root with the flags of ADR 0272 (docs/launch.md), which start the spawner beside the service`;
 
@@ -125,7 +122,7 @@ export class SpawnerChannel {
     socket.unref();
     socket.on("error", () => socket.destroy());
     socket.once("close", () => this.#lose(`clankie-agent-exec: the spawner has ended (its channel closed): no agent work can start or be stopped; restart the body (the launcher's restart policy does, as the service exits now)`));
-    createInterface({ input: socket, crlfDelay: Infinity }).on("line", (text) => this.#reply(JSON.parse(text) as Reply));
+    createInterface({ input: socket, crlfDelay: Infinity }).on("line", (text) => this.#reply(JSON.parse(text) as SpawnerReply));
     this.#socket = socket;
   }
 
@@ -134,7 +131,7 @@ export class SpawnerChannel {
     return this.#lost?.line;
   }
 
-  #send(request: object): void {
+  #send(request: SpawnerRequest): void {
     this.#socket!.write(`${JSON.stringify(request)}\n`);
     this.#hold();
   }
@@ -178,7 +175,7 @@ export class SpawnerChannel {
     this.#hold();
   }
 
-  #reply(reply: Reply): void {
+  #reply(reply: SpawnerReply): void {
     if (reply.t === "done") {
       const done = this.#waits.get(reply.seq);
       this.#waits.delete(reply.seq);
@@ -215,12 +212,12 @@ export class SpawnerChannel {
     return record;
   }
 
-  #wait(request: Record<string, unknown>): Promise<StageOutcome> {
+  #wait(request: Omit<Extract<SpawnerRequest, { t: "signal" }>, "seq"> | Omit<Extract<SpawnerRequest, { t: "release" }>, "seq">): Promise<StageOutcome> {
     if (this.#lost !== undefined) return Promise.resolve({ exitCode: this.#lost.code, stderr: this.#lost.line });
     const seq = this.#next++;
     return new Promise((done) => {
       this.#waits.set(seq, done);
-      this.#send({ ...request, seq });
+      this.#send({ ...request, seq } as SpawnerRequest);
     });
   }
 

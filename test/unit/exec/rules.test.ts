@@ -6,7 +6,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { EXIT, SYSTEM_PATH } from "../../../src/constants.ts";
 import { systemExec } from "../../../src/system-exec.ts";
-import { checkTrustedExecutable, MAX_SCRIPT_DEPTH, resolveCommand } from "../../../src/exec/rules.ts";
+import { checkTrustedExecutable, gateExec, MAX_SCRIPT_DEPTH, resolveCommand } from "../../../src/exec/rules.ts";
 import { prepareExec } from "../../../src/exec/replace.ts";
 import { runCapture } from "../../../src/exec/capture.ts";
 import { REPO } from "../../helpers/paths.ts";
@@ -43,9 +43,11 @@ function assertNotTrusted(program: string, why: string, trusted: readonly number
 
 const resolve = suite("resolveCommand");
 
-resolve("one gate for every audience: an argument with a NUL byte is refused before anything starts (exec, capture, the service's systemExec)", () => {
-  const nul = { exitCode: EXIT.usage, what: "an argument contains a NUL byte", fix: "pass arguments without NUL bytes" };
+resolve("one gate for every audience: an argument or environment entry with a NUL byte is refused before anything starts (exec, capture, the service's systemExec, the spawner's grab, whose job is NUL-separated)", () => {
+  const nul = { exitCode: EXIT.usage, what: "an argument or environment entry contains a NUL byte", fix: "pass arguments and environment values without NUL bytes" };
   assertRefusal(() => prepareExec({ command: "/bin/true", args: ["a\0b"], env: {}, trustedUids: [0] }), nul);
+  assertRefusal(() => prepareExec({ command: "/bin/true", args: [], env: { A: "x\0y" }, trustedUids: [0] }), nul);
+  assertRefusal(() => gateExec({ command: "/bin/true", args: [], env: { "A\0B": "x" }, trustedUids: [0] }), nul);
   assertRefusal(() => runCapture({ command: "/bin/true", args: ["a\0b"] }), nul);
   assertRefusal(() => systemExec("/bin/true", ["a\0b"]), nul);
 });
