@@ -8,11 +8,11 @@
  * job). Each side reports medians (bench/spawner/driver.mjs), each measure
  * beside a `node -e 0` run before each of its rounds; this prints one
  * markdown table (each side's ratio to its paired node -e 0; medians over
- * the pairs) and the spawner's RSS every 250 spawns over 1,000. A benchmark,
- * not a test.
+ * the pairs) and the spawner's RSS every 250 spawns over 1,000 (or
+ * RSS_SPAWNS, after the rounds). A benchmark, not a test.
  *
- *   node --import ./scripts/text-modules.mjs bench/spawner.mjs [ROUNDS] [PAIRS]
- *                                                default 7 rounds, 2 pairs
+ *   node --import ./scripts/text-modules.mjs bench/spawner.mjs [ROUNDS] [PAIRS] [RSS_SPAWNS]
+ *                                                default 7 rounds, 2 pairs, 1,000 spawns
  */
 import { chownSync } from "node:fs";
 import { loadAverage } from "./lib/machine.mjs";
@@ -22,6 +22,7 @@ import { Body, IDS, SANDBOX_NODE, SANDBOX_REPO } from "../test/helpers/sandbox.t
 
 const rounds = Number(process.argv[2] ?? 7);
 const pairs = Number(process.argv[3] ?? 2);
+const rssSpawns = Number(process.argv[4] ?? 1000);
 const body = new Body();
 try {
   chownSync(body.state, IDS.service, IDS.service);
@@ -31,7 +32,7 @@ try {
   // 39.7 MB once evicted), which the spawner's RSS below would count.
   const evicted = evictFromPageCache([new URL("../dist/clankie-agent-exec", import.meta.url).pathname]);
   const loadBefore = loadAverage();
-  const run = body.run({ as: "root", direct: true, command: ["/usr/bin/perl", `${SANDBOX_REPO}/bench/spawner/pair.pl`, SANDBOX_NODE, `${SANDBOX_REPO}/bench/spawner/driver.mjs`, String(rounds), String(pairs)], timeoutMs: 1_800_000 });
+  const run = body.run({ as: "root", direct: true, command: ["/usr/bin/perl", `${SANDBOX_REPO}/bench/spawner/pair.pl`, SANDBOX_NODE, `${SANDBOX_REPO}/bench/spawner/driver.mjs`, String(rounds), String(pairs), String(rssSpawns)], timeoutMs: 1_800_000 });
   if (run.status !== 0) throw new Error(`the sandbox exited ${run.status}: ${run.stderr}`);
   const sides = run.stdout.split("\n").filter((line) => line.startsWith("{")).map((line) => JSON.parse(line));
   const med = (mode, key, field) => {
@@ -58,7 +59,7 @@ try {
       return `| ${what} | ${f(a)} (${f(med("spawner", key, "e0"))}) | ${f(b)} (${f(med("shim", key, "e0"))}) | ${ratio("spawner", key).toFixed(2)}x | ${ratio("shim", key).toFixed(2)}x | ${(a / b).toFixed(2)}x |`;
     }),
     "",
-    `spawner VmRSS (RssAnon) in MB at 0, 250, 500, 750 and 1,000 spawns of /bin/true: ${sides.filter((s) => s.mode === "spawner").map((s) => s.rss.map((r) => `${f(r.rss)} (${f(r.anon)})`).join(", ")).join("; ")}`,
+    `spawner VmRSS (RssAnon) in MB every 250 spawns of /bin/true from 0 to ${rssSpawns}: ${sides.filter((s) => s.mode === "spawner").map((s) => s.rss.map((r) => `${f(r.rss)} (${f(r.anon)})`).join(", ")).join("; ")}`,
     "",
     evictionNote(evicted),
   ];

@@ -10,7 +10,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { execa } from "execa";
 import { signalAgent, spawnAgent } from "../../dist/lib/system-exec.js";
 
-const [mode, roundsText] = process.argv.slice(2);
+const [mode, roundsText, rssText] = process.argv.slice(2);
 const rounds = Number(roundsText);
 const SHIM = "/usr/local/sbin/clankie-agent-exec";
 const MB = 1 << 20;
@@ -40,16 +40,20 @@ async function series(fn) {
   }
   return { ms: median(out), e0: median(e0) };
 }
+let spawnerPid;
+/** The spawner's VmRSS and RssAnon: the process found at the first call (its forked children bear its command line until they exec, and pids wrap). */
 function spawnerRss() {
-  for (const name of readdirSync("/proc").filter((n) => /^\d+$/.test(n))) {
+  const cmdline = (name) => {
     try {
-      if (!/clankie-agent-exec\0--spawner\0$/.test(readFileSync(`/proc/${name}/cmdline`, "latin1"))) continue;
-      const status = readFileSync(`/proc/${name}/status`, "latin1");
-      const mb = (field) => Number(new RegExp(`^${field}:\\s+(\\d+)`, "m").exec(status)[1]) / 1024;
-      return { rss: mb("VmRSS"), anon: mb("RssAnon") };
-    } catch {}
-  }
-  return null;
+      return readFileSync(`/proc/${name}/cmdline`, "latin1");
+    } catch {
+      return ""; // gone since the readdir
+    }
+  };
+  spawnerPid ??= readdirSync("/proc").find((name) => /^\d+$/.test(name) && /clankie-agent-exec\0--spawner\0$/.test(cmdline(name)));
+  const status = readFileSync(`/proc/${spawnerPid}/status`, "latin1");
+  const mb = (field) => Number(new RegExp(`^${field}:\\s+(\\d+)`, "m").exec(status)[1]) / 1024;
+  return { rss: mb("VmRSS"), anon: mb("RssAnon") };
 }
 
 const out = { mode };
@@ -92,7 +96,7 @@ for (let i = 0; i < rounds; i++) {
 out.stop = { ms: median(stops), e0: median(stopE0) };
 if (mode === "spawner") {
   out.rss = [spawnerRss()];
-  for (let i = 1; i <= 1000; i++) {
+  for (let i = 1; i <= Number(rssText ?? 1000); i++) {
     await job("/bin/true", []);
     if (i % 250 === 0) out.rss.push(spawnerRss());
   }

@@ -2,14 +2,14 @@
 # spawner and the capless service as the root phase does (src/perl/spawner-pair.pl), runs the
 # driver as that service, then runs the driver as a service holding SETUID+SETGID (ADR 0272's
 # shape, the per-spawn shim's caller): the two sides alternate in one run.
-#   pair.pl NODE DRIVER ROUNDS PAIRS
+#   pair.pl NODE DRIVER ROUNDS PAIRS RSS_SPAWNS
 use strict;
 use warnings;
 use Socket qw(AF_UNIX SOCK_STREAM PF_UNSPEC);
 use POSIX ();
 use Fcntl qw(F_SETFD);
 
-my ($node, $driver, $rounds, $pairs) = @ARGV;
+my ($node, $driver, $rounds, $pairs, $rss_spawns) = @ARGV;
 my @ids = ("--reuid=1000", "--regid=1000", "--groups=1000,1002");
 my @caps = ("--inh-caps=-all,+setuid,+setgid", "--ambient-caps=-all,+setuid,+setgid", "--bounding-set=-all,+setuid,+setgid");
 sub on_fd3 { my ($end) = @_; POSIX::dup2(fileno $end, 3) unless fileno $end == 3; open(my $h, "+<&=", 3) or die; fcntl($h, F_SETFD, 0) or die; $ENV{CLANKIE_SPAWNER_FD} = 3 }
@@ -19,7 +19,7 @@ for (1 .. $pairs) {
   my $spawner = fork // die;
   if (!$spawner) { on_fd3($a); exec "/usr/bin/setpriv", @ids, @caps, "--", "/usr/local/sbin/clankie-agent-exec", "--spawner"; die }
   my $service = fork // die;
-  if (!$service) { on_fd3($b); exec "/usr/bin/setpriv", @ids, "--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all", "--", $node, $driver, "spawner", $rounds; die }
+  if (!$service) { on_fd3($b); exec "/usr/bin/setpriv", @ids, "--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all", "--", $node, $driver, "spawner", $rounds, $rss_spawns; die }
   close $a;
   close $b;
   waitpid($service, 0);

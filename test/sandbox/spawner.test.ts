@@ -81,20 +81,21 @@ rootTest(test, "the spawner hung (stopped) before a spawn: the spawn ends with o
   assert.ok(r.stderr.includes(line), r.stderr);
 });
 
-for (const [scenario, how, signal, code] of [["service-killed", "killed (SIGKILL)", 9, 0], ["service-exits", "exits (process.exit(0))", 0, 0]] as const) {
-  rootTest(test, `the service ${how} with two jobs running: the spawner ends every job's group and exits; control: each job still ran a moment after it started`, () => {
+for (const [scenario, how, signal, code, running] of [["service-killed", "killed (SIGKILL)", 9, 0, 2], ["service-exits", "exits (process.exit(0))", 0, 0, 2], ["service-idle", "exits (process.exit(0))", 0, 0, 0]] as const) {
+  rootTest(test, `the service ${how} with ${running} jobs running and a grab waiting idle: the spawner ends every job's group and exits, and no process of its own outlives it; control: each job still ran a moment after it started`, () => {
     const body = new Body();
     try {
       chownSync(body.state, IDS.service, IDS.service);
       chownSync(body.workspace, IDS.service, IDS.service);
       const run = body.run({ as: "root", direct: true, command: ["/usr/bin/perl", `${SANDBOX_FIXTURES}/spawner-harness.pl`, SANDBOX_NODE, FIXTURE, scenario], timeoutMs: 60_000 });
       assert.is(run.status, 0, `${run.stdout}\n${run.stderr}`);
-      const out = JSON.parse(run.stdout) as { serviceSignal: number; serviceCode: number; jobs: number[]; aliveBefore: number; jobsGone: number; spawnerGone: number };
+      const out = JSON.parse(run.stdout) as { serviceSignal: number; serviceCode: number; jobs: number[]; aliveBefore: number; jobsGone: number; spawnerGone: number; privilegedLeft: number };
       assert.equal({ signal: out.serviceSignal, code: out.serviceCode }, { signal, code }, run.stdout);
       assert.is(out.aliveBefore, 1, `control: the jobs ${out.jobs.join(",")} ran before the service ended`);
-      assert.is(out.jobs.length, 2, run.stdout);
-      assert.is(out.jobsGone, 2, `of the jobs ${out.jobs.join(",")}, ${out.jobsGone} ended`);
+      assert.is(out.jobs.length, running, run.stdout);
+      assert.is(out.jobsGone, running, `of the jobs ${out.jobs.join(",")}, ${out.jobsGone} ended`);
       assert.is(out.spawnerGone, 1, "the spawner still runs");
+      assert.is(out.privilegedLeft, 0, "a process of node's uid holding a capability (a grab) outlived the spawner");
     } finally {
       body.cleanup();
     }
