@@ -128,8 +128,8 @@ export function runSpawner(): Promise<number> {
   const throughGrab = (holder: readonly [number | "-", string], plan: { chain: string[]; env: Record<string, string>; fds: readonly number[]; oom: string }): ChildProcess => {
     const env = { ...plan.env, PATH: SYSTEM_PATH };
     gateExec({ command: plan.chain[0]!, args: plan.chain, env, trustedUids: [0] });
-    // A warm grab that has died (killed: any process of node's may) or been sent its empty job is left to end; the job starts its own.
-    const grab = warm?.pid !== undefined && warm.stdin?.writable && warm.exitCode === null && warm.signalCode === null ? warm : startGrab();
+    // A warm grab that has died (killed: any process of node's may; Node then destroys its stdin) or been sent its empty job is left to end; the job starts its own.
+    const grab = warm?.pid !== undefined && warm.stdin?.writable ? warm : startGrab();
     warm = undefined;
     grab.stdin?.end(grabJob(holder, { ...plan, env }));
     if (holder[0] === "-") grab.stdout?.resume();

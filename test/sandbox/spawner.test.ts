@@ -47,6 +47,14 @@ rootTest(test, "the service holds no capability in any set, the bounding set inc
   assert.equal(lines.slice(-4), ["0", "1", "2", "3"], result.stdout);
 });
 
+rootTest(test, "the grab the spawner keeps idle for the next job, killed by the service (a process of node's uid may): the next spawn runs all the same", () => {
+  const r = launch("idle-grab-killed");
+  assert.is(r.status, 0, r.stderr);
+  assert.is(r.out.idle, 1, `control: one idle grab was found and killed (${JSON.stringify(r.out)})`);
+  const result = r.out.result as { exitCode: number; stdout: string; started: boolean };
+  assert.equal({ exitCode: result.exitCode, stdout: result.stdout, started: result.started }, { exitCode: 0, stdout: "ran", started: true }, JSON.stringify(r.out));
+});
+
 rootTest(test, "the spawner killed mid-job: the job's promise and the next spawn end with one line (71), and the body exits 71; control: the same job stopped by kill() with the spawner alive, the next spawn runs and the body lives on", () => {
   const control = launch("spawner-killed", FIXTURE, ["control"]);
   assert.is(control.status, 0, `${JSON.stringify(control.out)}\n${control.stderr}`);
