@@ -1,10 +1,10 @@
 /*
  * The resident spawner's program start (src/agent-exec/spawner.ts): it
- * cannot replace itself for each job as the shim did, so it starts a
- * grab (src/perl/spawn-grab.pl) as a child for each, through the same gate
- * (src/exec/rules.ts) as execReplace. Node opens every fd close-on-exec and marks the fds it
- * inherited so at start-up (the request channel among them): a child gets
- * only its stdio entries.
+ * cannot replace itself for each job as the shim did, so it starts a grab
+ * (src/perl/spawn-grab.pl) as a child for each, through the same gate
+ * (src/exec/rules.ts) as execReplace. Node opens every fd close-on-exec
+ * and marks the fds it inherited so at start-up (the request channel among
+ * them): a child gets only its stdio entries.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { SYSTEM_PATH } from "../constants.ts";
