@@ -36,6 +36,9 @@ export type ProbeRun =
 
 const DOCTOR_FIX = "run the probe with runSelfCheck([\"--probe\"]) in the service process itself, which holds the channel to the spawner (doctor does): an audit started by docker exec, as root or as node, cannot start agent work";
 
+/** The fix when the relay to the service fails or answers what cannot be read. */
+const RELAY_FIX = "run the probe from the service through runSelfCheck (clankie-separate/system-exec)";
+
 /** Why this audit cannot start the probe: no runSelfCheck in a process holding the spawner's channel handed it the relay. */
 const NO_RELAY = `this audit has no relay to the spawner (no ${PROBE_FD_VARIABLE})`;
 
@@ -184,7 +187,7 @@ function runProbeThroughService(fd: number, servicePid: number): ProbeRun {
   try {
     text = askLine(fd, JSON.stringify({ servicePid, socket: socket?.name ?? null }));
   } catch (error) {
-    return { kind: "unstartable", error: reasonOf(error), fix: "run the probe from the service through runSelfCheck (clankie-separate/system-exec)" };
+    return { kind: "unstartable", error: reasonOf(error), fix: RELAY_FIX };
   } finally {
     socket?.server.close();
   }
@@ -192,7 +195,7 @@ function runProbeThroughService(fd: number, servicePid: number): ProbeRun {
   try {
     ended = JSON.parse(text) as typeof ended;
   } catch (error) {
-    return { kind: "unstartable", error: `the service's answer is unreadable: ${reasonOf(error)}`, fix: "run the probe from the service through runSelfCheck (clankie-separate/system-exec)" };
+    return { kind: "unstartable", error: `the service's answer is unreadable: ${reasonOf(error)}`, fix: RELAY_FIX };
   }
   const result: CaptureResult = { path: AGENT_EXEC_PATH, status: ended.status, signal: ended.signal, stdout: Buffer.from(ended.stdout), stderr: Buffer.from(ended.stderr), ...(ended.error === undefined ? {} : { error: ended.error }) };
   if (result.error !== undefined || result.status !== 0) return { kind: "failed", result };

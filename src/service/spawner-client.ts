@@ -102,7 +102,6 @@ interface PendingJob {
   timer: NodeJS.Timeout;
 }
 
-
 const NO_SPAWNER = `clankie-agent-exec: no spawner: this body runs single-uid and no agent uid (${AGENT_USER}) is configured; start the container as root with the flags of ADR 0272 (docs/launch.md), which start the spawner beside the service`;
 
 export class SpawnerChannel {
