@@ -8,8 +8,10 @@
  * job). Each side reports medians (bench/spawner/driver.mjs), each measure
  * beside a `node -e 0` run before each of its rounds; this prints one
  * markdown table (each side's ratio to its paired node -e 0; medians over
- * the pairs) and the spawner's RSS every 250 spawns over 1,000 (or
- * RSS_SPAWNS, after the rounds). A benchmark, not a test.
+ * the pairs), with the CPU time a spawn costs all its processes (the
+ * burst's floor on a machine of few cores), and the spawner's RSS every 250
+ * spawns over 1,000 (or RSS_SPAWNS, after the rounds). A benchmark, not a
+ * test.
  *
  *   node --import ./scripts/text-modules.mjs bench/spawner.mjs [ROUNDS] [PAIRS] [RSS_SPAWNS]
  *                                                default 7 rounds, 2 pairs, 1,000 spawns
@@ -43,6 +45,7 @@ try {
   const f = (x) => (typeof x === "number" ? x.toFixed(1) : String(x));
   const rows = [
     ["spawn of /bin/true", "true"],
+    ["CPU time of a spawn of /bin/true, all its processes (mean of 100; beside node -e 0's)", "cpu"],
     ["1 MB out (head -c)", "out1mb"],
     ["1 MB in (wc -c)", "in1mb"],
     ["50 spawns of echo at once, all settled", "fifty"],
@@ -58,6 +61,8 @@ try {
       const b = med("shim", key, "ms");
       return `| ${what} | ${f(a)} (${f(med("spawner", key, "e0"))}) | ${f(b)} (${f(med("shim", key, "e0"))}) | ${ratio("spawner", key).toFixed(2)}x | ${ratio("shim", key).toFixed(2)}x | ${(a / b).toFixed(2)}x |`;
     }),
+    "",
+    `CPU time of a spawn of /bin/true through the spawner, by process (ms): ${sides.filter((s) => s.mode === "spawner").map((s) => `the service ${f(s.cpu.service.self)} and its holders ${f(s.cpu.service.reaped)}, the spawner ${f(s.cpu.spawner.self)} and its grabs with their chains ${f(s.cpu.spawner.reaped)}`).join("; ")}; through the shim: ${sides.filter((s) => s.mode === "shim").map((s) => `the service ${f(s.cpu.service.self)} and the shim with its chain ${f(s.cpu.service.reaped)}`).join("; ")}`,
     "",
     `spawner VmRSS (RssAnon) in MB every 250 spawns of /bin/true from 0 to ${rssSpawns}: ${sides.filter((s) => s.mode === "spawner").map((s) => s.rss.map((r) => `${f(r.rss)} (${f(r.anon)})`).join(", ")).join("; ")}`,
     "",

@@ -3,7 +3,8 @@
 //   driver.mjs shim ROUNDS      a service holding SETUID+SETGID (ADR 0272 as at ca9f2fb): the
 //                               per-spawn shim, started with execa as spawnAgent started it
 // Prints one JSON line: for each measure the median in ms and the median of a `node -e 0` run
-// just before each round (paired, so that a change of load between measures moves both), and
+// just before each round (paired, so that a change of load between measures moves both); the
+// CPU time a spawn of /bin/true costs every process it runs in, beside a `node -e 0`'s; and
 // the spawner's VmRSS and RssAnon (MB) every 250 spawns over 1,000 more.
 import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
@@ -15,6 +16,7 @@ const rounds = Number(roundsText);
 const SHIM = "/usr/local/sbin/clankie-agent-exec";
 const MB = 1 << 20;
 const NPROC = 8192;
+const CPU_SPAWNS = 100;
 const now = () => Number(process.hrtime.bigint()) / 1e6;
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -41,8 +43,8 @@ async function series(fn) {
   return { ms: median(out), e0: median(e0) };
 }
 let spawnerPid;
-/** The spawner's VmRSS and RssAnon: the process found at the first call (its forked children bear its command line until they exec, and pids wrap). */
-function spawnerRss() {
+/** The spawner: the process found at the first call (its forked children bear its command line until they exec, and pids wrap). */
+function spawner() {
   const cmdline = (name) => {
     try {
       return readFileSync(`/proc/${name}/cmdline`, "latin1");
@@ -51,13 +53,43 @@ function spawnerRss() {
     }
   };
   spawnerPid ??= readdirSync("/proc").find((name) => /^\d+$/.test(name) && /clankie-agent-exec\0--spawner\0$/.test(cmdline(name)));
-  const status = readFileSync(`/proc/${spawnerPid}/status`, "latin1");
+  return spawnerPid;
+}
+/** The spawner's VmRSS and RssAnon. */
+function spawnerRss() {
+  const status = readFileSync(`/proc/${spawner()}/status`, "latin1");
   const mb = (field) => Number(new RegExp(`^${field}:\\s+(\\d+)`, "m").exec(status)[1]) / 1024;
   return { rss: mb("VmRSS"), anon: mb("RssAnon") };
 }
 
+const TICK_MS = 1000 / Number(spawnSync("/usr/bin/getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout);
+/** CPU time (ms) a process has used itself, and that of every child it has reaped (proc(5), /proc/PID/stat: utime + stime, cutime + cstime). */
+function cpuOf(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ").slice(11, 15).map(Number);
+  return { self: (fields[0] + fields[1]) * TICK_MS, reaped: (fields[2] + fields[3]) * TICK_MS };
+}
+/**
+ * The CPU time of a spawn of /bin/true in every process it runs in, over
+ * `n` spawns one after another: the service and what it reaps (the holders;
+ * the shims and their chains), and the spawner and what it reaps (the grabs,
+ * and the chains each grab reaped); beside the CPU time of `n` node -e 0.
+ */
+async function cpuPerSpawn(n) {
+  const pids = mode === "spawner" ? ["self", spawner()] : ["self"];
+  await job("/bin/true", []); // the spawner's next grab started, as before every later spawn
+  const before = pids.map(cpuOf);
+  for (let i = 0; i < n; i++) await job("/bin/true", []);
+  const [service, spawnerSide] = pids.map(cpuOf).map((after, i) => ({ self: (after.self - before[i].self) / n, reaped: (after.reaped - before[i].reaped) / n }));
+  const e0Before = cpuOf("self").reaped;
+  for (let i = 0; i < n; i++) spawnSync(process.execPath, ["-e", "0"]);
+  const ms = service.self + service.reaped + (spawnerSide ? spawnerSide.self + spawnerSide.reaped : 0);
+  return { ms, e0: (cpuOf("self").reaped - e0Before) / n, service, spawner: spawnerSide };
+}
+
 const out = { mode };
 out.true = await series(() => job("/bin/true", []));
+out.cpu = await cpuPerSpawn(CPU_SPAWNS);
 out.out1mb = await series(async () => {
   const r = await job("/usr/bin/head", ["-c", String(MB), "/dev/zero"], { encoding: "buffer" });
   if (r.stdout.length !== MB) throw new Error(`1 MB out: got ${r.stdout.length}`);
