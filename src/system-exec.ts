@@ -7,8 +7,7 @@
 import type { Readable } from "node:stream";
 import { execa, ExecaError, type Options as ExecaOptions, type Result, type ResultPromise, type Subprocess } from "execa";
 import { AGENT_EXEC_PATH, ENTRYPOINT_NAME, EXIT, INSTALL_DIR, PROBE_AGENT_FLAG, PROBE_FD_VARIABLE, PROBE_SERVICE_PID_VARIABLE, PROBE_SOCKET_VARIABLE, SPAWNER_FD_VARIABLE, STARTED_FD_VARIABLE, TOOLS } from "./constants.ts";
-import { isCodeLoadingVariable } from "./exec/environment.ts";
-import { buildEnvironment, carried, type Environment } from "./exec/environment.ts";
+import { buildEnvironment, carried, type Environment, isCodeLoadingVariable } from "./exec/environment.ts";
 import { gateExec } from "./exec/rules.ts";
 import { Refusal } from "./report.ts";
 import { agentStopPlan, routeKillsThroughShim } from "./service/agent-stop.ts";
@@ -17,6 +16,7 @@ import { withoutCapabilities } from "./exec/drop-capabilities.ts";
 import { WRITABLE_PATH_FIX, writablePathProblem } from "./confinement.ts";
 import { type PrivateRelease, releaseWhenEnded } from "./service/private-release.ts";
 import { type AgentStart, readMarker, reportStart, stdioWithMarker } from "./service/agent-start.ts";
+import { isProbeSocketName } from "./probe-socket.ts";
 
 export { buildEnvironment, type Environment } from "./exec/environment.ts";
 export { AgentSignalAbortError, AgentSignalError, AgentStopError, signalAgent, type SignalAgentError, type SignalAgentOptions } from "./service/agent-stop.ts";
@@ -156,7 +156,7 @@ async function startProbe(request: string): Promise<{ status: number | null; sig
     return { status: null, signal: null, stdout: "", stderr: "", error: "the audit's request is unreadable" };
   }
   const set: Record<string, string> = { [PROBE_SERVICE_PID_VARIABLE]: String(process.pid) };
-  if (typeof asked.socket === "string" && /^clankie-probe-\d+-[0-9a-f]{16}$/.test(asked.socket)) set[PROBE_SOCKET_VARIABLE] = asked.socket;
+  if (isProbeSocketName(asked.socket)) set[PROBE_SOCKET_VARIABLE] = asked.socket;
   const ran = await spawnAgent(`${INSTALL_DIR}/${ENTRYPOINT_NAME}`, [PROBE_AGENT_FLAG], { env: set, reject: false, timeout: PROBE_TIMEOUT_MS, stdin: "ignore" });
   return { status: ran.exitCode ?? null, signal: ran.signal ?? null, stdout: String(ran.stdout ?? ""), stderr: String(ran.stderr ?? ""), ...(ran.timedOut ? { error: "ETIMEDOUT" } : {}) };
 }

@@ -10,7 +10,6 @@
  * runs when the audit is the service's child (doctor); from `docker exec`
  * it cannot, and says so.
  */
-import { randomBytes } from "node:crypto";
 import { createServer, type Server } from "node:net";
 import { agentGroups, type Identities } from "../accounts.ts";
 import { namesOf } from "../os/capabilities.ts";
@@ -23,6 +22,7 @@ import type { Mode } from "./fact-types.ts";
 import type { SeccompStatus } from "./process-table.ts";
 import { sameSet } from "./service-process.ts";
 import { type Attempt, type ProbeReport } from "./probe-agent.ts";
+import { drawProbeSocketName } from "../probe-socket.ts";
 
 /** What became of the probe: the reader's outcome, judged by the checks below. */
 export type ProbeRun =
@@ -213,7 +213,7 @@ function runProbeThroughService(fd: number, servicePid: number): ProbeRun {
  * process waits for the service's answer (askLine); nothing is ever accepted or read.
  */
 function listenAbstract(): { name: string; server: Server } | undefined {
-  const name = `clankie-probe-${process.pid}-${randomBytes(8).toString("hex")}`;
+  const name = drawProbeSocketName();
   const server = createServer((connection) => connection.destroy());
   server.on("error", () => undefined); // the probe then reports ECONNREFUSED: inconclusive, never a pass
   try {
