@@ -26,7 +26,7 @@
  * from Debian and what package.json installs; runs on the pinned Node 24
  * (npm run puts it first on PATH), which loads the TypeScript it imports.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { benchStartup } from "./startup.mjs";
@@ -34,7 +34,7 @@ import { benchTreeWalk } from "./tree-walk.mjs";
 import { benchAgentExec } from "./agent-exec.mjs";
 import { benchSelfCheck } from "./self-check.mjs";
 import { machineFacts } from "./lib/machine.mjs";
-import { table, verdict } from "./lib/markdown.mjs";
+import { keptPart, table, verdict } from "./lib/markdown.mjs";
 import { run } from "./lib/process.mjs";
 import { LAUNCH_ENV } from "../test/helpers/bwrap-sandbox.ts";
 
@@ -161,7 +161,7 @@ const argv = process.argv.slice(2);
 const report = [
   "# Benchmarks",
   "",
-  `Written by \`npm run bench${argv.length ? ` -- ${argv.join(" ")}` : ""}\` (bench/run.mjs) on ${facts.date}; do not edit by hand, run it again. ` +
+  `Written by \`npm run bench${argv.length ? ` -- ${argv.join(" ")}` : ""}\` (bench/run.mjs) on ${facts.date}; do not edit it by hand above the marked line (a run keeps the measurements written by hand below it): run it again. ` +
     `${options.quick ? "**Quick run**: fewer runs and a smaller /workspace; not for judging goals." : "Full run."} ` +
     `It took ${(seconds / 60).toFixed(1)} minutes${options.build ? ", build included" : " (the build was skipped)"}.`,
   "",
@@ -201,6 +201,8 @@ const report = [
   "",
   ...sections.flatMap((s) => [s, ""]),
   ...imageSection(),
+  // What was written by hand below the marker stays (bench/lib/markdown.mjs, keptPart).
+  keptPart(existsSync(options.out) ? readFileSync(options.out, "utf8") : ""),
 ].join("\n");
 mkdirSync(dirname(options.out), { recursive: true });
 writeFileSync(options.out, report);

@@ -51,3 +51,16 @@ export function resultsTable(results, references = []) {
 }
 
 export { shellQuote };
+
+/**
+ * The line in docs/benchmarks.md below which measurements were written by
+ * hand (partial runs, changes tried and not kept): a new run writes
+ * everything above it and keeps everything from it on (keptPart).
+ */
+export const KEPT_MARKER = "<!-- Below: measurements written by hand (partial runs, changes tried and not kept). npm run bench writes everything above this line and keeps this line and everything below it as they are. -->";
+
+/** Pure: what a new report keeps of the `previous` one: KEPT_MARKER and everything after it, or "" without the marker. */
+export function keptPart(previous) {
+  const at = previous.indexOf(KEPT_MARKER);
+  return at < 0 ? "" : previous.slice(at);
+}
