@@ -37,6 +37,11 @@ try {
   const run = body.run({ as: "root", direct: true, command: ["/usr/bin/perl", `${SANDBOX_REPO}/bench/spawner/pair.pl`, SANDBOX_NODE, `${SANDBOX_REPO}/bench/spawner/driver.mjs`, String(rounds), String(pairs), String(rssSpawns)], timeoutMs: 1_800_000 });
   if (run.status !== 0) throw new Error(`the sandbox exited ${run.status}: ${run.stderr}`);
   const sides = run.stdout.split("\n").filter((line) => line.startsWith("{")).map((line) => JSON.parse(line));
+  // pair.pl does not judge its sides' exits: a side that failed printed no result.
+  for (const mode of ["spawner", "shim"]) {
+    const got = sides.filter((side) => side.mode === mode).length;
+    if (got !== pairs) throw new Error(`the ${mode} side gave ${got} results of ${pairs}: ${run.stderr.trim() || "(no stderr)"}`);
+  }
   const med = (mode, key, field) => {
     const xs = sides.filter((s) => s.mode === mode).map((s) => s[key][field]).sort((a, b) => a - b);
     return xs[Math.floor(xs.length / 2)];
@@ -62,7 +67,7 @@ try {
       return `| ${what} | ${f(a)} (${f(med("spawner", key, "e0"))}) | ${f(b)} (${f(med("shim", key, "e0"))}) | ${ratio("spawner", key).toFixed(2)}x | ${ratio("shim", key).toFixed(2)}x | ${(a / b).toFixed(2)}x |`;
     }),
     "",
-    `CPU time of a spawn of /bin/true through the spawner, by process (ms): ${sides.filter((s) => s.mode === "spawner").map((s) => `the service ${f(s.cpu.service.self)} and its holders ${f(s.cpu.service.reaped)}, the spawner ${f(s.cpu.spawner.self)} and its grabs with their chains ${f(s.cpu.spawner.reaped)}`).join("; ")}; through the shim: ${sides.filter((s) => s.mode === "shim").map((s) => `the service ${f(s.cpu.service.self)} and the shim with its chain ${f(s.cpu.service.reaped)}`).join("; ")}`,
+    `CPU time of a spawn of /bin/true through the spawner, by process (ms): ${sides.filter((s) => s.mode === "spawner").map((s) => `the service ${f(s.cpu.service.self)} and its holders ${f(s.cpu.service.below)}, the spawner ${f(s.cpu.spawner.self)} and its grabs with their chains ${f(s.cpu.spawner.below)}`).join("; ")}; through the shim: ${sides.filter((s) => s.mode === "shim").map((s) => `the service ${f(s.cpu.service.self)} and the shim with its chain ${f(s.cpu.service.below)}`).join("; ")}`,
     "",
     `spawner VmRSS (RssAnon) in MB every 250 spawns of /bin/true from 0 to ${rssSpawns}: ${sides.filter((s) => s.mode === "spawner").map((s) => s.rss.map((r) => `${f(r.rss)} (${f(r.anon)})`).join(", ")).join("; ")}`,
     "",

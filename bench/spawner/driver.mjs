@@ -43,16 +43,25 @@ async function series(fn) {
   return { ms: median(out), e0: median(e0) };
 }
 let spawnerPid;
-/** The spawner: the process found at the first call (its forked children bear its command line until they exec, and pids wrap). */
+/**
+ * The spawner: pair.pl's other child, beside this driver (its forked
+ * children bear its command line until they exec, and pids wrap: the
+ * parent tells it apart).
+ */
 function spawner() {
-  const cmdline = (name) => {
+  const read = (name, file) => {
     try {
-      return readFileSync(`/proc/${name}/cmdline`, "latin1");
+      return readFileSync(`/proc/${name}/${file}`, "latin1");
     } catch {
       return ""; // gone since the readdir
     }
   };
-  spawnerPid ??= readdirSync("/proc").find((name) => /^\d+$/.test(name) && /clankie-agent-exec\0--spawner\0$/.test(cmdline(name)));
+  const parentOf = (name) => {
+    const stat = read(name, "stat");
+    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+  };
+  spawnerPid ??= readdirSync("/proc").find((name) => /^\d+$/.test(name) && /clankie-agent-exec\0--spawner\0$/.test(read(name, "cmdline")) && parentOf(name) === process.ppid);
+  if (spawnerPid === undefined) throw new Error(`no spawner runs beside this driver (a child of process ${process.ppid} running clankie-agent-exec --spawner)`);
   return spawnerPid;
 }
 /** The spawner's VmRSS and RssAnon. */
@@ -63,28 +72,59 @@ function spawnerRss() {
 }
 
 const TICK_MS = 1000 / Number(spawnSync("/usr/bin/getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout);
-/** CPU time (ms) a process has used itself, and that of every child it has reaped (proc(5), /proc/PID/stat: utime + stime, cutime + cstime). */
-function cpuOf(pid) {
-  const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ").slice(11, 15).map(Number);
-  return { self: (fields[0] + fields[1]) * TICK_MS, reaped: (fields[2] + fields[3]) * TICK_MS };
+/** Every process's parent, its own CPU time, and the CPU time of the children it has reaped, in ms (proc(5), /proc/PID/stat: ppid; utime + stime; cutime + cstime). */
+function processTable() {
+  const table = new Map();
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    let stat;
+    try {
+      stat = readFileSync(`/proc/${name}/stat`, "latin1");
+    } catch {
+      continue; // gone since the readdir
+    }
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ").map(Number);
+    table.set(Number(name), { ppid: fields[1], self: (fields[11] + fields[12]) * TICK_MS, reaped: (fields[13] + fields[14]) * TICK_MS });
+  }
+  return table;
+}
+/** The CPU time of `pid` itself, and of everything below it: the children it has reaped (with theirs), and every descendant still running (a resident grab, an idle one) with what each has reaped. */
+function treeCpu(table, pid) {
+  const root = table.get(pid);
+  const tree = new Set([pid]);
+  let below = root.reaped;
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const [child, entry] of table) {
+      if (tree.has(child) || !tree.has(entry.ppid)) continue;
+      tree.add(child);
+      below += entry.self + entry.reaped;
+      grew = true;
+    }
+  }
+  return { self: root.self, below };
 }
 /**
  * The CPU time of a spawn of /bin/true in every process it runs in, over
- * `n` spawns one after another: the service and what it reaps (the holders;
- * the shims and their chains), and the spawner and what it reaps (the grabs,
- * and the chains each grab reaped); beside the CPU time of `n` node -e 0.
+ * `n` spawns one after another: the service and what runs below it (the
+ * holders; the shims and their chains), and the spawner and what runs below
+ * it (the grabs and the chains they start); beside the CPU time of `n` node
+ * -e 0.
  */
 async function cpuPerSpawn(n) {
-  const pids = mode === "spawner" ? ["self", spawner()] : ["self"];
+  const pids = mode === "spawner" ? [process.pid, Number(spawner())] : [process.pid];
+  const sample = () => {
+    const table = processTable();
+    return pids.map((pid) => treeCpu(table, pid));
+  };
   await job("/bin/true", []); // the spawner's next grab started, as before every later spawn
-  const before = pids.map(cpuOf);
+  const before = sample();
   for (let i = 0; i < n; i++) await job("/bin/true", []);
-  const [service, spawnerSide] = pids.map(cpuOf).map((after, i) => ({ self: (after.self - before[i].self) / n, reaped: (after.reaped - before[i].reaped) / n }));
-  const e0Before = cpuOf("self").reaped;
+  const [service, spawnerSide] = sample().map((after, i) => ({ self: (after.self - before[i].self) / n, below: (after.below - before[i].below) / n }));
+  const e0Before = sample()[0].below;
   for (let i = 0; i < n; i++) spawnSync(process.execPath, ["-e", "0"]);
-  const ms = service.self + service.reaped + (spawnerSide ? spawnerSide.self + spawnerSide.reaped : 0);
-  return { ms, e0: (cpuOf("self").reaped - e0Before) / n, service, spawner: spawnerSide };
+  const ms = service.self + service.below + (spawnerSide ? spawnerSide.self + spawnerSide.below : 0);
+  return { ms, e0: (sample()[0].below - e0Before) / n, service, spawner: spawnerSide };
 }
 
 const out = { mode };
