@@ -42,35 +42,6 @@ async function series(fn) {
   }
   return { ms: median(out), e0: median(e0) };
 }
-let spawnerPid;
-/**
- * The spawner: pair.pl's other child, beside this driver (its forked
- * children bear its command line until they exec, and pids wrap: the
- * parent tells it apart).
- */
-function spawner() {
-  const read = (name, file) => {
-    try {
-      return readFileSync(`/proc/${name}/${file}`, "latin1");
-    } catch {
-      return ""; // gone since the readdir
-    }
-  };
-  const parentOf = (name) => {
-    const stat = read(name, "stat");
-    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-  };
-  spawnerPid ??= readdirSync("/proc").find((name) => /^\d+$/.test(name) && /clankie-agent-exec\0--spawner\0$/.test(read(name, "cmdline")) && parentOf(name) === process.ppid);
-  if (spawnerPid === undefined) throw new Error(`no spawner runs beside this driver (a child of process ${process.ppid} running clankie-agent-exec --spawner)`);
-  return spawnerPid;
-}
-/** The spawner's VmRSS and RssAnon. */
-function spawnerRss() {
-  const status = readFileSync(`/proc/${spawner()}/status`, "latin1");
-  const mb = (field) => Number(new RegExp(`^${field}:\\s+(\\d+)`, "m").exec(status)[1]) / 1024;
-  return { rss: mb("VmRSS"), anon: mb("RssAnon") };
-}
-
 const TICK_MS = 1000 / Number(spawnSync("/usr/bin/getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout);
 /** Every process's parent, its own CPU time, and the CPU time of the children it has reaped, in ms (proc(5), /proc/PID/stat: ppid; utime + stime; cutime + cstime). */
 function processTable() {
@@ -104,6 +75,31 @@ function treeCpu(table, pid) {
   }
   return { self: root.self, below };
 }
+let spawnerPid;
+/**
+ * The spawner: pair.pl's other child, beside this driver (its forked
+ * children bear its command line until they exec, and pids wrap: the
+ * parent tells it apart).
+ */
+function spawner() {
+  const cmdline = (pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, "latin1");
+    } catch {
+      return ""; // gone since the table was read
+    }
+  };
+  spawnerPid ??= [...processTable()].find(([pid, entry]) => entry.ppid === process.ppid && /clankie-agent-exec\0--spawner\0$/.test(cmdline(pid)))?.[0];
+  if (spawnerPid === undefined) throw new Error(`no spawner runs beside this driver (a child of process ${process.ppid} running clankie-agent-exec --spawner)`);
+  return spawnerPid;
+}
+/** The spawner's VmRSS and RssAnon. */
+function spawnerRss() {
+  const status = readFileSync(`/proc/${spawner()}/status`, "latin1");
+  const mb = (field) => Number(new RegExp(`^${field}:\\s+(\\d+)`, "m").exec(status)[1]) / 1024;
+  return { rss: mb("VmRSS"), anon: mb("RssAnon") };
+}
+
 /**
  * The CPU time of a spawn of /bin/true in every process it runs in, over
  * `n` spawns one after another: the service and what runs below it (the
@@ -112,7 +108,7 @@ function treeCpu(table, pid) {
  * -e 0.
  */
 async function cpuPerSpawn(n) {
-  const pids = mode === "spawner" ? [process.pid, Number(spawner())] : [process.pid];
+  const pids = mode === "spawner" ? [process.pid, spawner()] : [process.pid];
   const sample = () => {
     const table = processTable();
     return pids.map((pid) => treeCpu(table, pid));
