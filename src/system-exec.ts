@@ -17,6 +17,8 @@ import { WRITABLE_PATH_FIX, writablePathProblem } from "./confinement.ts";
 import { type PrivateRelease, releaseWhenEnded } from "./service/private-release.ts";
 import { type AgentStart, readMarker, reportStart, stdioWithMarker } from "./service/agent-start.ts";
 import { isProbeSocketName } from "./probe-socket.ts";
+import { startWithoutHolder } from "./service/job-process.ts";
+import { syscallNumbers } from "./os/syscalls.ts";
 
 export { buildEnvironment, type Environment } from "./exec/environment.ts";
 export { AgentSignalAbortError, AgentSignalError, AgentStopError, signalAgent, type SignalAgentError, type SignalAgentOptions } from "./service/agent-stop.ts";
@@ -268,8 +270,11 @@ export function spawnAgent<OptionsType extends SpawnAgentOptions = {}>(command: 
   for (const name of ["stdin", "stdout", "stderr"]) delete execaOptions[name];
   const held = holderArgs(ctl);
   gateExec({ command: TOOLS.perl, args: [], trustedUids: [0] });
-  const holder = execa(TOOLS.perl, ["-e", HOLDER_PROGRAM, ...held.args], { ...execaOptions, stdio, killSignal: stop.killSignal, env: buildEnvironment({ from: process.env }), extendEnv: false, shell: false, preferLocal: false, detached: true } as unknown as ExecaOptions);
+  const holderEnv = buildEnvironment({ from: process.env });
   const channel = spawnerChannel();
+  const startHolder = (): ResultPromise => execa(TOOLS.perl, ["-e", HOLDER_PROGRAM, ...held.args], { ...execaOptions, stdio, killSignal: stop.killSignal, env: holderEnv, extendEnv: false, shell: false, preferLocal: false, detached: true } as unknown as ExecaOptions);
+  // No holder process when the job's stdio is pipes or nothing and the spawner answers: the acceptor makes it (src/service/job-process.ts).
+  const holder = channel.lost === undefined ? startWithoutHolder(ctl, held.socket, { perl: TOOLS.perl, sendmsg: syscallNumbers().sendmsg, env: holderEnv }, startHolder) : startHolder();
   const job = channel.spawn(holder, ctl, held.socket, argv, { ...env, [STARTED_FD_VARIABLE]: String(markerFd) });
   // The subprocess's pid is the job's (its session and process group), once the spawner has started it.
   Object.defineProperty(holder, "pid", { get: () => job.pid, configurable: true });

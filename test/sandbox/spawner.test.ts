@@ -67,6 +67,7 @@ rootTest(test, "the spawner killed mid-job: the job's promise and the next spawn
   const line = "clankie-agent-exec: the spawner has ended (its channel closed): no agent work can start or be stopped; restart the body (the launcher's restart policy does, as the service exits now)";
   const running = r.out.running as { exitCode: number; stderr: string; started: boolean };
   const next = r.out.next as { exitCode: number; stderr: string; refused: boolean; refusal: { code: number; line: string } };
+  assert.ok(running, `${JSON.stringify(r.out)}\n${r.stderr}`);
   assert.is(running.exitCode, 71, JSON.stringify(running));
   assert.is(running.stderr, line);
   assert.is(next.exitCode, 71);

@@ -19,6 +19,8 @@ import { STATE_ACL_SCRIPT } from "../../../src/layout/state-acl.ts";
 import { READ_ONLY_WALK } from "../../../src/self-check/state.ts";
 import SPAWN_GRAB from "../../../src/perl/spawn-grab.pl";
 import SPAWNER_PAIR from "../../../src/perl/spawner-pair.pl";
+import { ACCEPTOR_PROGRAM } from "../../../src/service/stream-acceptor.ts";
+import { HOLDER_PROGRAM } from "../../../src/service/spawner-client.ts";
 
 const test = suite("perl programs");
 
@@ -32,6 +34,8 @@ const PROGRAMS: Record<string, { source: string; flags: string[] }> = {
   "perl/probe-confinement.pl": { source: CONFINEMENT_ATTEMPTS_SCRIPT, flags: [] },
   "perl/spawn-grab.pl": { source: SPAWN_GRAB, flags: [] },
   "perl/spawner-pair.pl": { source: SPAWNER_PAIR, flags: [] },
+  "the service's holder (src/service/spawner-client.ts)": { source: HOLDER_PROGRAM, flags: [] },
+  "the service's acceptor (src/service/stream-acceptor.ts)": { source: ACCEPTOR_PROGRAM, flags: [] },
 };
 
 test("every .pl file under src is one of the programs checked here", () => {
