@@ -60,7 +60,7 @@ export const SCOPE = ["src/stage/stage.pl", "src/agent-exec/caller.ts", "src/age
   "src/exec/capture.ts", "src/exec/drop-capabilities.ts", "src/exec/environment.ts", "src/exec/replace.ts", "src/exec/rules.ts",
   "src/accounts.ts", "src/service/agent-start.ts", "src/service/agent-stop.ts", "src/system-exec.ts",
   // The resident spawner (issue 35): its requests and its grab of the holder's fds.
-  "src/agent-exec/spawner.ts", "src/perl/spawn-grab.pl", "src/service/spawner-client.ts",
+  "src/agent-exec/spawner.ts", "src/perl/spawn-grab.pl", "src/service/spawner-client.ts", "src/service/stream-acceptor.ts",
   // The audit's dry run of the start's /state walk: what it finds is what the start would change or refuse.
   "src/perl/state-audit.pl"];
 /** The spawner's grab, whose sites are its policy refusals only (SITES.grab). */
@@ -407,6 +407,7 @@ CHECKS.push(
 /* ---- the resident spawner (issue 35): what a request may ask, and its grab of the holder's fds ---- */
 const SPAWNER = "src/agent-exec/spawner.ts";
 const CLONE_PLAIN: Record<string, string[]> = { "test/sandbox/private-guard.test.ts": ["clone(CLONE_PARENT) from a plain job on a kernel without seccomp filters: the clones are made, and their parent, the job's grab, reaps them while the job runs; no zombie of the agent's anywhere, then or after"] };
+const ACCEPTOR_TEST: Record<string, string[]> = { "test/unit/service/stream-acceptor.test.ts": ["a connection that is not the service's is closed unread, and the job's fd stays the service's; control: the service's own reaches the grab", "a grab of another uid gets no fd; control: a grab of the acceptor's uid takes the job's fd 1"] };
 const SPAWNER_RAW: Record<string, string[]> = { "test/sandbox/spawner.test.ts": ["another node process that holds the channel gets no more than the service could ask: no command but agent work, no holder but a capless one of the service's, no socket but that holder's, no stop or release of a job the spawner did not start; control: a request the service could send runs as the agent"] };
 CHECKS.push(
   cut("spawner.fd-variable", SPAWNER, "throw new Refusal(EXIT.usage, `${SPAWNER_FD_VARIABLE} is not an fd of 3 or more`", { "test/sandbox/spawner.test.ts": ['the spawner started without its channel (CLANKIE_SPAWNER_FD unset or below 3): refused in one line (64) before it reads anything'] }),
@@ -420,5 +421,8 @@ CHECKS.push(
   // Not refusals: the job's parent is the grab, which reaps what clone(CLONE_PARENT) gives it (the chain exec'd in place, or only the job waited for, leaves them as zombies).
   { ...cut("client.stop-awaits-pid", "src/service/spawner-client.ts", "if (job !== undefined && !job.answered) return new Promise(", { "test/sandbox/agent-stop.test.ts": ["kill() right after the spawn stops the command"] }, ");"), guard: true },
   { ...cut("grab.job-parent", GRAB, "unless ($holder eq \"-\") {", CLONE_PLAIN, "  take();\n}", "take() unless $holder eq \"-\";"), guard: true },
+  // Not refusals: the acceptor answers only the service's connections and a grab of its own uid, and drops any other unread.
+  { ...cut("acceptor.service-streams", "src/service/stream-acceptor.ts", "  (peer($s))[0] == $service or return;\n", ACCEPTOR_TEST, null, ""), guard: true },
+  { ...cut("acceptor.grab-uid", "src/service/stream-acceptor.ts", "  (peer($g))[1] == $< or return;\n", ACCEPTOR_TEST, null, ""), guard: true },
   { ...cut("grab.reaps", GRAB, "my $gone = waitpid(-1, 0);", CLONE_PLAIN, null, "my $gone = waitpid($job, 0);"), guard: true },
 );

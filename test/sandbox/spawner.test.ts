@@ -55,6 +55,23 @@ rootTest(test, "the grab the spawner keeps idle for the next job, killed by the 
   assert.equal({ exitCode: result.exitCode, stdout: result.stdout, started: result.started }, { exitCode: 0, stdout: "ran", started: true }, JSON.stringify(r.out));
 });
 
+rootTest(test, "a spawn with piped stdio starts no process of the service's: its only child is the acceptor; control: a spawn with an inherited stdout starts its holder beside it, and both run", () => {
+  const r = launch("acceptor-route");
+  assert.is(r.status, 0, r.stderr);
+  const acceptor = { program: "/usr/bin/perl", args: 1, holder: false };
+  assert.equal(r.out.whilePiped, [acceptor], JSON.stringify(r.out));
+  assert.equal(r.out.whileInherited, [acceptor, { program: "/usr/bin/perl", args: 3, holder: true }], JSON.stringify(r.out));
+  assert.equal((r.out.results as { exitCode: number; started: boolean }[]).map((x) => [x.exitCode, x.started]), [[0, true], [0, true]], JSON.stringify(r.out));
+});
+
+rootTest(test, "the acceptor killed by the service (a process of node's uid may): the next spawn starts another and runs", () => {
+  const r = launch("acceptor-killed");
+  assert.is(r.status, 0, r.stderr);
+  assert.is(r.out.killed, 1, `control: the acceptor was found and killed (${JSON.stringify(r.out)})`);
+  const result = r.out.result as { exitCode: number; stdout: string; started: boolean };
+  assert.equal({ exitCode: result.exitCode, stdout: result.stdout, started: result.started }, { exitCode: 0, stdout: "ran", started: true }, JSON.stringify(r.out));
+});
+
 rootTest(test, "the spawner killed mid-job: the job's promise and the next spawn end with one line (71), and the body exits 71; control: the same job stopped by kill() with the spawner alive, the next spawn runs and the body lives on", () => {
   const control = launch("spawner-killed", FIXTURE, ["control"]);
   assert.is(control.status, 0, `${JSON.stringify(control.out)}\n${control.stderr}`);
@@ -67,7 +84,6 @@ rootTest(test, "the spawner killed mid-job: the job's promise and the next spawn
   const line = "clankie-agent-exec: the spawner has ended (its channel closed): no agent work can start or be stopped; restart the body (the launcher's restart policy does, as the service exits now)";
   const running = r.out.running as { exitCode: number; stderr: string; started: boolean };
   const next = r.out.next as { exitCode: number; stderr: string; refused: boolean; refusal: { code: number; line: string } };
-  assert.ok(running, `${JSON.stringify(r.out)}\n${r.stderr}`);
   assert.is(running.exitCode, 71, JSON.stringify(running));
   assert.is(running.stderr, line);
   assert.is(next.exitCode, 71);
