@@ -67,7 +67,7 @@ try {
       return `| ${what} | ${f(a)} (${f(med("spawner", key, "e0"))}) | ${f(b)} (${f(med("shim", key, "e0"))}) | ${ratio("spawner", key).toFixed(2)}x | ${ratio("shim", key).toFixed(2)}x | ${(a / b).toFixed(2)}x |`;
     }),
     "",
-    `CPU time of a spawn of /bin/true through the spawner, by process (ms): ${sides.filter((s) => s.mode === "spawner").map((s) => `the service ${f(s.cpu.service.self)} and its holders ${f(s.cpu.service.below)}, the spawner ${f(s.cpu.spawner.self)} and its grabs with their chains ${f(s.cpu.spawner.below)}`).join("; ")}; through the shim: ${sides.filter((s) => s.mode === "shim").map((s) => `the service ${f(s.cpu.service.self)} and the shim with its chain ${f(s.cpu.service.below)}`).join("; ")}`,
+    `CPU time of a spawn of /bin/true through the spawner, by process (ms): ${sides.filter((s) => s.mode === "spawner").map((s) => `the service ${f(s.cpu.service.self)} and its acceptor and holders ${f(s.cpu.service.below)}, the spawner ${f(s.cpu.spawner.self)} and its grabs with their chains ${f(s.cpu.spawner.below)}`).join("; ")}; through the shim: ${sides.filter((s) => s.mode === "shim").map((s) => `the service ${f(s.cpu.service.self)} and the shim with its chain ${f(s.cpu.service.below)}`).join("; ")}`,
     "",
     `spawner VmRSS (RssAnon) in MB every 250 spawns of /bin/true from 0 to ${rssSpawns}: ${sides.filter((s) => s.mode === "spawner").map((s) => s.rss.map((r) => `${f(r.rss)} (${f(r.anon)})`).join(", ")).join("; ")}`,
     "",

@@ -103,7 +103,7 @@ function spawnerRss() {
 /**
  * The CPU time of a spawn of /bin/true in every process it runs in, over
  * `n` spawns one after another: the service and what runs below it (the
- * holders; the shims and their chains), and the spawner and what runs below
+ * acceptor and any holders; the shims and their chains), and the spawner and what runs below
  * it (the grabs and the chains they start); beside the CPU time of `n` node
  * -e 0.
  */

@@ -35,6 +35,7 @@ const { recvmsg, sendmsg } = syscallNumbers();
 /** A grab as spawn-grab.pl asks: connects to NAME, names fd 1, takes what comes by SCM_RIGHTS and writes WORD into it; prints what happened. */
 const GRAB = String.raw`
 my ($name, $word, $recvmsg) = @ARGV;
+$SIG{PIPE} = "IGNORE"; # the acceptor may close it before the line is written
 socket(my $s, 1, 1, 0) or die "socket: $!";
 connect($s, pack("S", 1) . "\0$name") or do { print "refused"; exit };
 syswrite($s, "1\n");
@@ -50,11 +51,13 @@ syswrite($h, $word); print "took";
 /** Another process (not the acceptor's parent) that connects to the stream listener and says "NAME 1"; prints whether the acceptor closed it within 2 s. */
 const STRANGER = String.raw`
 my ($listener, $name) = @ARGV;
+$SIG{PIPE} = "IGNORE"; # the acceptor may close it before the line is written
 socket(my $s, 1, 1, 0) or die "socket: $!";
 connect($s, pack("S", 1) . "\0$listener") or do { print "refused"; exit };
 syswrite($s, "$name 1\n");
 my $r = ""; vec($r, fileno $s, 1) = 1;
-print select($r, undef, undef, 2) > 0 && sysread($s, my $b, 1) == 0 ? "closed" : "open";
+select($r, undef, undef, 2) > 0 or do { print "open"; exit };
+print sysread($s, my $b, 1) ? "data" : "closed"; # an end (0) or a reset (undef)
 `;
 
 function startAcceptor(): { child: ChildProcess; name: string } {
