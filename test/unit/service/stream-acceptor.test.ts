@@ -84,35 +84,35 @@ const perlAs = (uid: number | undefined, program: string, args: string[]): strin
   return spawnSync(command[0]!, [...command.slice(1), "-e", program, ...args], { encoding: "utf8", timeout: 10_000 }).stdout;
 };
 
-rootTest(test, "a connection that is not the service's is closed unread, and the job's fd stays the service's; control: the service's own reaches the grab", async () => {
+/**
+ * A job with fd 1 piped, the service's connection made; then `attempt` (another process, told the acceptor's
+ * listener) and the grab of the acceptor's uid, which writes `word` into what it takes. What each printed,
+ * and what the service's connection read.
+ */
+async function race(job: string, attempt: (listener: string) => string, word: string): Promise<{ attempt: string; grab: string; own: string }> {
   const { child, name } = startAcceptor();
   try {
-    child.stdin!.write("J job-a 1:s\n");
-    const own = ownStream(name, "job-a");
+    child.stdin!.write(`J ${job} 1:s\n`);
+    const own = ownStream(name, job);
     await sleep(200);
-    // Another process of the same uid, after the service's connection: it would take the job's fd 1 in its place.
-    const stranger = perlAs(undefined, STRANGER, [name, "job-a"]);
-    const grab = perlAs(undefined, GRAB, ["job-a", "via-grab", String(recvmsg)]);
-    child.stdin!.write("E job-a \n");
-    assert.equal({ stranger, grab, own: await own.read }, { stranger: "closed", grab: "took", own: "via-grab" });
+    const tried = attempt(name);
+    const grab = perlAs(undefined, GRAB, [job, word, String(recvmsg)]);
+    child.stdin!.write(`E ${job} \n`);
+    return { attempt: tried, grab, own: await own.read };
   } finally {
     child.kill("SIGKILL");
   }
+}
+
+rootTest(test, "a connection that is not the service's is closed unread, and the job's fd stays the service's; control: the service's own reaches the grab", async () => {
+  // Another process of the same uid, after the service's connection: it would take the job's fd 1 in its place.
+  const outcome = await race("job-a", (listener) => perlAs(undefined, STRANGER, [listener, "job-a"]), "via-grab");
+  assert.equal(outcome, { attempt: "closed", grab: "took", own: "via-grab" });
 });
 
 rootTest(test, "a grab of another uid gets no fd; control: a grab of the acceptor's uid takes the job's fd 1", async () => {
-  const { child, name } = startAcceptor();
-  try {
-    child.stdin!.write("J job-b 1:s\n");
-    const own = ownStream(name, "job-b");
-    await sleep(200);
-    const foreign = perlAs(65534, GRAB, ["job-b", "stolen", String(recvmsg)]);
-    const grab = perlAs(undefined, GRAB, ["job-b", "granted", String(recvmsg)]);
-    child.stdin!.write("E job-b \n");
-    assert.equal({ foreign, grab, own: await own.read }, { foreign: "closed", grab: "took", own: "granted" });
-  } finally {
-    child.kill("SIGKILL");
-  }
+  const outcome = await race("job-b", () => perlAs(65534, GRAB, ["job-b", "stolen", String(recvmsg)]), "granted");
+  assert.equal(outcome, { attempt: "closed", grab: "took", own: "granted" });
 });
 
 rootTest(test, "the end of a job writes the spawner's line on the job's stderr and closes it; a job declared with a closed fd answers the grab with its number", async () => {
