@@ -422,7 +422,7 @@ CHECKS.push(
   { ...cut("client.stop-awaits-pid", "src/service/spawner-client.ts", "if (job !== undefined && !job.answered) return new Promise(", { "test/sandbox/agent-stop.test.ts": ["kill() right after the spawn stops the command"] }, ");"), guard: true },
   { ...cut("grab.job-parent", GRAB, "unless ($holder eq \"-\") {", CLONE_PLAIN, "  take();\n}", "take() unless $holder eq \"-\";"), guard: true },
   // Not refusals: the acceptor answers only the service's connections and a grab of its own uid, and drops any other unread.
-  { ...cut("acceptor.service-streams", "src/service/stream-acceptor.ts", "  (peer($s))[0] == $service or return;\n", ACCEPTOR_TEST, null, ""), guard: true },
+  { ...cut("acceptor.service-streams", "src/service/stream-acceptor.ts", "    (peer($s))[0] == $service or next;\n", ACCEPTOR_TEST, null, ""), guard: true },
   { ...cut("acceptor.grab-uid", "src/service/stream-acceptor.ts", "  (peer($g))[1] == $< or return;\n", ACCEPTOR_TEST, null, ""), guard: true },
   { ...cut("grab.reaps", GRAB, "my $gone = waitpid(-1, 0);", CLONE_PLAIN, null, "my $gone = waitpid($job, 0);"), guard: true },
 );

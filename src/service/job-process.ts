@@ -34,12 +34,16 @@ class JobProcess extends EventEmitter {
   readonly killed = false;
   readonly connected = false;
   readonly stdio: (Duplex | null)[];
+  // Own, writable properties, as a child process's are: execa puts a transform's stream in their place.
+  stdin: Duplex | null;
+  stdout: Duplex | null;
+  stderr: Duplex | null;
   readonly spawnfile: string;
   readonly spawnargs: string[];
   #open = 0;
   #exited = false;
 
-  constructor(file: string, args: readonly string[], job: AcceptedJob & { stdinNamed: Promise<void> }) {
+  constructor(file: string, args: readonly string[], job: AcceptedJob) {
     super();
     this.spawnfile = file;
     this.spawnargs = [file, ...args];
@@ -60,17 +64,8 @@ class JobProcess extends EventEmitter {
       },
     });
     this.stdio.push(this.#track(control));
+    [this.stdin, this.stdout, this.stderr] = [this.stdio[0] ?? null, this.stdio[1] ?? null, this.stdio[2] ?? null];
     process.nextTick(() => this.emit("spawn"));
-  }
-
-  get stdin(): Duplex | null {
-    return this.stdio[0] ?? null;
-  }
-  get stdout(): Duplex | null {
-    return this.stdio[1] ?? null;
-  }
-  get stderr(): Duplex | null {
-    return this.stdio[2] ?? null;
   }
 
   #track(stream: Duplex): Duplex {
@@ -87,14 +82,14 @@ class JobProcess extends EventEmitter {
     if (this.#exited && this.#open === 0) this.emit("close", this.exitCode, this.signalCode);
   }
 
-  #end(end: ReturnType<typeof parseEnd>, job: AcceptedJob & { stdinNamed: Promise<void> }): void {
+  #end(end: ReturnType<typeof parseEnd>, job: AcceptedJob): void {
     job.end(end.line);
     this.exitCode = end.exitCode;
     this.signalCode = end.signal;
     this.#exited = true;
     this.emit("exit", this.exitCode, this.signalCode);
     // Node destroys a child's stdin at its exit; once its connection has named its job, so that the acceptor learns whose it was.
-    const stdin = this.stdin;
+    const stdin = this.stdio[0];
     if (stdin) void job.stdinNamed.then(() => stdin.destroy());
     this.#closeWhenDone();
   }
@@ -128,13 +123,20 @@ syncBuiltinESMExports();
  * answers the grab.
  */
 export function startWithoutHolder<T>(count: number, job: string, acceptor: { perl: string; sendmsg: number; env: NodeJS.ProcessEnv }, start: () => T): T {
+  let accepted: AcceptedJob | undefined;
   nextSpawn = (file, args, options) => {
     const kinds = acceptorKinds(options.stdio ?? [], count);
-    const accepted = kinds === undefined ? undefined : acceptJob(job, kinds, { ...acceptor, spawn: nodeSpawn });
+    accepted = kinds === undefined ? undefined : acceptJob(job, kinds, { ...acceptor, spawn: nodeSpawn });
     return accepted === undefined ? undefined : (new JobProcess(file, args, accepted) as unknown as ChildProcess);
   };
   try {
     return start();
+  } catch (error) {
+    // execa threw after its spawn: no request follows, so nothing else would end the job at the acceptor.
+    accepted?.abort();
+    accepted?.end("");
+    for (const stream of accepted?.streams ?? []) stream?.destroy();
+    throw error;
   } finally {
     nextSpawn = undefined;
   }

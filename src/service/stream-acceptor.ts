@@ -26,6 +26,9 @@ import { connect, createServer, type Socket } from "node:net";
  *   J NAME FD:KIND,...   a job: KIND s, a connection of the service's comes
  *                        for FD; n, /dev/null; c, not open (the grab refuses
  *                        a --keep-fd of it, 64)
+ *   A NAME               the service's side failed (a connection it could not
+ *                        make or name): every fd closed, and its grab, when it
+ *                        asks, gets none (it refuses 71: the spawn ended first)
  *   E NAME LINE          its end: LINE (a refusal the spawner said) to its
  *                        fd 2 when the acceptor holds one, then every fd closed
  * A connection on fd 3 counts only when it is the service's (SO_PEERCRED: the
@@ -36,11 +39,13 @@ import { connect, createServer, type Socket } from "node:net";
  * and cmsghdr as LP64 lays them out (cmsg(3)).
  */
 export const ACCEPTOR_PROGRAM = String.raw`
-sub AF_UNIX () { 1 } sub SOCK_STREAM () { 1 } sub SOL_SOCKET () { 1 } sub SO_PEERCRED () { 17 } sub SCM_RIGHTS () { 1 } sub LINE_MAX () { 200 }
+sub AF_UNIX () { 1 } sub SOCK_STREAM () { 1 } sub SOL_SOCKET () { 1 } sub SO_PEERCRED () { 17 } sub SCM_RIGHTS () { 1 } sub LINE_MAX () { 4096 }
+sub F_SETFL () { 4 } sub O_NONBLOCK () { 2048 } sub MSG_DONTWAIT () { 64 }
 my ($sendmsg) = @ARGV;
 my $service = getppid;
 $SIG{PIPE} = "IGNORE";
 open(my $listener, "+<&=", 3) or exit 71;
+fcntl($listener, F_SETFL, O_NONBLOCK) or exit 71; # every waiting connection is taken at each wake-up
 open(my $null, "+<", "/dev/null") or exit 71;
 my (%job, %wait, $control);
 sub peer { my ($pid, $uid) = unpack "i I", getsockopt($_[0], SOL_SOCKET, SO_PEERCRED) // ""; ($pid // 0, $uid // -1) }
@@ -60,16 +65,18 @@ sub accept_grab {
   $j->{grab} = $g;
   $wait{fileno $g} = sub { delete $wait{fileno $g}; $j->{fds} = line($g) // ""; settle($name) };
 }
-sub accept_stream {
-  accept(my $s, $listener) or return;
-  (peer($s))[0] == $service or return;
-  $wait{fileno $s} = sub { delete $wait{fileno $s}; my ($name, $fd) = (line($s) // "") =~ /\A(\S+) (\d+)\z/ or return; my $j = $job{$name} or return; $j->{have}{$fd} = $s; settle($name) };
+sub accept_streams {
+  while (accept(my $s, $listener)) {
+    (peer($s))[0] == $service or next;
+    $wait{fileno $s} = sub { delete $wait{fileno $s}; my ($name, $fd) = (line($s) // "") =~ /\A(\S+) (\d+)\z/ or return; my $j = $job{$name} or return; $j->{have}{$fd} = $s unless $j->{aborted}; settle($name) };
+  }
 }
 # Once every connection of the job has come: the fds to its grab when it has asked, and its end when the service has said it.
 sub settle {
   my $name = shift; my $j = $job{$name} or return;
-  return if grep { $j->{want}{$_} eq "s" && !$j->{have}{$_} } keys %{$j->{want}};
-  if (defined $j->{fds}) {
+  if ($j->{aborted}) { delete $j->{have}; delete $j->{grab} if defined $j->{fds} }
+  elsif (grep { $j->{want}{$_} eq "s" && !$j->{have}{$_} } keys %{$j->{want}}) { return }
+  elsif (defined $j->{fds}) {
     my @fds = split /,/, delete $j->{fds};
     my ($closed) = grep { ($j->{want}{$_} // "c") eq "c" } @fds;
     my @h = defined $closed ? () : map { $j->{want}{$_} eq "n" ? fileno $null : fileno $j->{have}{$_} } @fds;
@@ -79,7 +86,7 @@ sub settle {
     delete $j->{grab}; delete $j->{l};
   }
   return unless defined $j->{end};
-  syswrite($j->{have}{2}, "$j->{end}\n") if length $j->{end} && $j->{have}{2};
+  send($j->{have}{2}, "$j->{end}\n", MSG_DONTWAIT) if length $j->{end} && $j->{have}{2};
   delete $wait{fileno $j->{l}} if $j->{l};
   delete $wait{fileno $j->{grab}} if $j->{grab};
   delete $job{$name};
@@ -95,9 +102,10 @@ while (1) {
       my $c = $1;
       if ($c =~ /\AJ (\S+) (\S+)\z/) { declare($1, $2) }
       elsif ($c =~ /\AE (\S+) ?(.*)\z/ && $job{$1}) { $job{$1}{end} = $2; settle($1) }
+      elsif ($c =~ /\AA (\S+)\z/ && $job{$1}) { $job{$1}{aborted} = 1; settle($1) }
     }
   }
-  accept_stream() if vec($r, fileno $listener, 1);
+  accept_streams() if vec($r, fileno $listener, 1);
   for (@ready) { my ($f, $handler) = @$_; $handler->() if ($wait{$f} // 0) == $handler }
 }
 `;
@@ -105,8 +113,14 @@ while (1) {
 /** What each fd becomes on the acceptor's route: a connection of the service's, /dev/null, or not open. */
 export type StreamKind = "s" | "n" | "c";
 
-/** Pure: the kinds of fds 0 to count-1 for Node's stdio array (as execa hands it to spawn), or undefined when one of them needs the holder. */
+/**
+ * Pure: the kinds of fds 0 to count-1 for Node's stdio array (as execa hands
+ * it to spawn, the holder's control fd at `count`), or undefined when one of
+ * them needs the holder, or when execa added an fd after the control fd (its
+ * IPC channel, for `ipc` or `gracefulCancel`).
+ */
 export function acceptorKinds(stdio: readonly unknown[], count: number): StreamKind[] | undefined {
+  if (stdio.length > count + 1) return undefined;
   const kinds: StreamKind[] = [];
   for (let fd = 0; fd < count; fd++) {
     // Node's own default for an entry left out: a pipe for 0-2, nothing above.
@@ -128,13 +142,20 @@ let running: Running | undefined;
 function theAcceptor(perl: string, sendmsg: number, env: NodeJS.ProcessEnv, spawn: typeof childProcess.spawn): Running | undefined {
   if (running !== undefined && running.child.exitCode === null && running.child.signalCode === null) return running;
   const name = `clankie-streams-${randomBytes(16).toString("hex")}`;
-  const server = createServer().listen({ path: `\0${name}`, backlog: 256 });
+  const server = createServer();
+  server.on("error", () => undefined); // a listen that failed (EMFILE): no fd below, the holder's route
+  server.listen({ path: `\0${name}`, backlog: 256 });
   try {
     // libuv's handle holds the bound fd (Linux); without it the holder's route stays.
     const fd = (server as unknown as { _handle?: { fd?: unknown } })._handle?.fd;
     if (typeof fd !== "number" || fd < 0) return undefined;
     const child = spawn(perl, ["-e", ACCEPTOR_PROGRAM, String(sendmsg)], { stdio: ["pipe", "ignore", "inherit", fd], env });
-    child.on("error", () => undefined); // a failed start: the spawn at hand loses its connections, the next starts another
+    child.on("error", () => undefined); // a failed start: no pid, the holder's route (below)
+    if (child.pid === undefined) return undefined;
+    // Its name is never used again once it has ended: a process that binds it then would get the next spawn's streams.
+    child.once("exit", () => {
+      if (running?.child === child) running = undefined;
+    });
     child.unref();
     (child.stdin as Socket).unref();
     child.stdin!.on("error", () => undefined);
@@ -149,21 +170,32 @@ function theAcceptor(perl: string, sendmsg: number, env: NodeJS.ProcessEnv, spaw
 export interface AcceptedJob {
   acceptorPid: number | undefined;
   streams: (Socket | null)[];
+  /** When the stdin's connection has named its job, or failed to (Node destroys a child's stdin at its exit). */
+  stdinNamed: Promise<boolean>;
   /** Says how the job ended: the acceptor writes `line` to the job's stderr (when piped), then closes its copies. */
   end(line: string): void;
+  /** The service's side failed: the acceptor closes the job's fds and gives its grab none. */
+  abort(): void;
 }
 
 /** Declares a job to the acceptor and connects its streams: each says its job and fd first (the stdin's write callback tells when it has). */
-export function acceptJob(job: string, kinds: readonly StreamKind[], start: { perl: string; sendmsg: number; env: NodeJS.ProcessEnv; spawn: typeof childProcess.spawn }): (AcceptedJob & { stdinNamed: Promise<void> }) | undefined {
+export function acceptJob(job: string, kinds: readonly StreamKind[], start: { perl: string; sendmsg: number; env: NodeJS.ProcessEnv; spawn: typeof childProcess.spawn }): AcceptedJob | undefined {
   const acceptor = theAcceptor(start.perl, start.sendmsg, start.env, start.spawn);
   if (acceptor === undefined) return undefined;
   const control = acceptor.child.stdin!;
   control.write(`J ${job} ${kinds.map((kind, fd) => `${fd}:${kind}`).join(",")}\n`);
-  let stdinNamed = Promise.resolve();
+  let aborted = false;
+  const abort = (): void => {
+    if (!aborted) control.write(`A ${job}\n`);
+    aborted = true;
+  };
+  let stdinNamed = Promise.resolve(true);
   const streams = kinds.map((kind, fd) => {
     if (kind !== "s") return null;
     const socket = connect({ path: `\0${acceptor.name}` });
-    const named = new Promise<void>((done) => socket.write(`${job} ${fd}\n`, () => done()));
+    // A connection that fails before it has named its job (refused, destroyed at once) would leave the job waiting for it.
+    const named = new Promise<boolean>((done) => socket.write(`${job} ${fd}\n`, (error) => done(error == null)));
+    void named.then((ok) => ok || abort());
     if (fd === 0) {
       stdinNamed = named;
       socket.resume(); // the job's stdin is written, not read: what the job writes on it is dropped, so that its end comes
@@ -172,5 +204,5 @@ export function acceptJob(job: string, kinds: readonly StreamKind[], start: { pe
     }
     return socket;
   });
-  return { acceptorPid: acceptor.child.pid, streams, stdinNamed, end: (line) => void control.write(`E ${job} ${line.replace(/\s+/g, " ").trim()}\n`) };
+  return { acceptorPid: acceptor.child.pid, streams, stdinNamed, abort, end: (line) => void control.write(`E ${job} ${line.replace(/\s+/g, " ").trim()}\n`) };
 }

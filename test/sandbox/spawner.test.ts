@@ -72,6 +72,29 @@ rootTest(test, "the acceptor killed by the service (a process of node's uid may)
   assert.equal({ exitCode: result.exitCode, stdout: result.stdout, started: result.started }, { exitCode: 0, stdout: "ran", started: true }, JSON.stringify(r.out));
 });
 
+rootTest(test, "execa's options on the acceptor's route: a transform, all, lines, maxBuffer, bytes, input, iteration and pipe() give what execa gives", () => {
+  const r = launch("execa-options");
+  assert.is(r.status, 0, r.stderr);
+  assert.equal({ ...r.out, upper: (r.out.upper as { stdout: string }).stdout }, {
+    upper: "ABC",
+    all: ["err", "out"],
+    lines: ["a", "b"],
+    max: { isMaxBuffer: true, stdout: "123" },
+    bytes: [104, 105],
+    input: "5",
+    iterated: ["x", "y"],
+    piped: "q",
+  }, JSON.stringify(r.out));
+});
+
+rootTest(test, "a spawn whose stdout is destroyed at once settles, and the next runs (the acceptor drops the job rather than wait for a connection that never comes)", () => {
+  const r = launch("stream-destroyed");
+  assert.is(r.status, 0, r.stderr);
+  assert.not.equal(r.out.outcome, "hung", JSON.stringify(r.out));
+  const next = r.out.next as { exitCode: number; stdout: string };
+  assert.equal([next.exitCode, next.stdout], [0, "next"], JSON.stringify(r.out));
+});
+
 rootTest(test, "the spawner killed mid-job: the job's promise and the next spawn end with one line (71), and the body exits 71; control: the same job stopped by kill() with the spawner alive, the next spawn runs and the body lives on", () => {
   const control = launch("spawner-killed", FIXTURE, ["control"]);
   assert.is(control.status, 0, `${JSON.stringify(control.out)}\n${control.stderr}`);

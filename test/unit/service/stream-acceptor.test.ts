@@ -23,11 +23,13 @@ test("a piped fd is a connection, an ignored one /dev/null at 0-2 and not open a
   assert.equal(acceptorKinds(["ignore", "ignore", "ignore", "ignore", "pipe"], 4), ["n", "n", "n", "c"]);
 });
 
-test("any other stdio keeps the holder: an inherited fd, a number, a stream, ipc", () => {
+test("any other stdio keeps the holder: an inherited fd, a number, a stream, ipc; so does any fd after the control fd (execa's IPC channel)", () => {
   for (const other of ["inherit", 1, { fd: 5 }, "ipc"]) {
     assert.is(acceptorKinds(["pipe", other, "pipe", "pipe"], 3), undefined, JSON.stringify(other));
     assert.is(acceptorKinds(["pipe", "pipe", "pipe", other, "pipe"], 4), undefined, `above 2: ${JSON.stringify(other)}`);
   }
+  assert.is(acceptorKinds(["pipe", "pipe", "pipe", "pipe", "ipc"], 3), undefined, "ipc: true puts the channel after the control fd");
+  assert.equal(acceptorKinds(["pipe", "pipe", "pipe", "pipe"], 3), ["s", "s", "s"], "control: the same without it");
 });
 
 const { recvmsg, sendmsg } = syscallNumbers();
@@ -113,6 +115,23 @@ rootTest(test, "a connection that is not the service's is closed unread, and the
 rootTest(test, "a grab of another uid gets no fd; control: a grab of the acceptor's uid takes the job's fd 1", async () => {
   const outcome = await race("job-b", () => perlAs(65534, GRAB, ["job-b", "stolen", String(recvmsg)]), "granted");
   assert.equal(outcome, { attempt: "closed", grab: "took", own: "granted" });
+});
+
+rootTest(test, "a job the service aborts (a connection it could not make): its fds are closed and its grab gets none; control: unaborted, the grab takes fd 1", async () => {
+  const { child, name } = startAcceptor();
+  try {
+    child.stdin!.write("J job-d 1:s\nJ job-e 1:s\n");
+    const aborted = ownStream(name, "job-d");
+    const control = ownStream(name, "job-e");
+    await sleep(200);
+    child.stdin!.write("A job-d\n");
+    const grab = perlAs(undefined, GRAB, ["job-d", "late", String(recvmsg)]);
+    const controlGrab = perlAs(undefined, GRAB, ["job-e", "taken", String(recvmsg)]);
+    child.stdin!.write("E job-d \nE job-e \n");
+    assert.equal({ grab, own: await aborted.read, controlGrab, controlOwn: await control.read }, { grab: "closed", own: "", controlGrab: "took", controlOwn: "taken" });
+  } finally {
+    child.kill("SIGKILL");
+  }
 });
 
 rootTest(test, "the end of a job writes the spawner's line on the job's stderr and closes it; a job declared with a closed fd answers the grab with its number", async () => {
