@@ -41,7 +41,6 @@ class JobProcess extends EventEmitter {
   readonly spawnfile: string;
   readonly spawnargs: string[];
   #open = 0;
-  #exited = false;
 
   constructor(file: string, args: readonly string[], job: AcceptedJob) {
     super();
@@ -77,16 +76,20 @@ class JobProcess extends EventEmitter {
     return stream;
   }
 
+  /** Whether the channel has said how the job ended (parseEnd gives a code or a signal, never neither). */
+  #ended(): boolean {
+    return this.exitCode !== null || this.signalCode !== null;
+  }
+
   /** As a child process: "close" after "exit" and every stdio stream's close. */
   #closeWhenDone(): void {
-    if (this.#exited && this.#open === 0) this.emit("close", this.exitCode, this.signalCode);
+    if (this.#ended() && this.#open === 0) this.emit("close", this.exitCode, this.signalCode);
   }
 
   #end(end: ReturnType<typeof parseEnd>, job: AcceptedJob): void {
     job.end(end.line);
     this.exitCode = end.exitCode;
     this.signalCode = end.signal;
-    this.#exited = true;
     this.emit("exit", this.exitCode, this.signalCode);
     // Node destroys a child's stdin at its exit; once its connection has named its job, so that the acceptor learns whose it was.
     const stdin = this.stdio[0];
@@ -96,7 +99,7 @@ class JobProcess extends EventEmitter {
 
   /** Every stop goes through the spawner (routeKillsThroughShim replaces the subprocess's kill); execa itself sends only 0, which asks whether the job runs. */
   kill(): boolean {
-    return this.exitCode === null && this.signalCode === null;
+    return !this.#ended();
   }
   ref(): void {}
   unref(): void {}

@@ -22,21 +22,38 @@ import { syscallNumbers } from "../os/syscalls.ts";
 import type { SpawnerReply, SpawnerRequest } from "../spawner-protocol.ts";
 
 /**
+ * What the holder and the acceptor (src/service/stream-acceptor.ts) share of
+ * the answer to a grab, in perl: Linux's constants (linux/net.h,
+ * linux/socket.h, asm-generic/socket.h) written out; peer, a connection's
+ * pid and uid (SO_PEERCRED, socket(7); 0 and -1 when unknown); and
+ * answer_grab, which sends "f" with the fds the grab named by SCM_RIGHTS
+ * (unix(7); struct msghdr, iovec and cmsghdr as LP64 lays them out, cmsg(3)),
+ * or, when one of them is not open here, that fd's number and no fd; true
+ * when it went.
+ */
+export const GRAB_ANSWER = String.raw`
+sub AF_UNIX () { 1 } sub SOCK_STREAM () { 1 } sub SOL_SOCKET () { 1 } sub SO_PEERCRED () { 17 } sub SCM_RIGHTS () { 1 }
+sub peer { my ($pid, $uid) = unpack "i I", getsockopt($_[0], SOL_SOCKET, SO_PEERCRED) // ""; ($pid // 0, $uid // -1) }
+sub answer_grab {
+  my ($g, $sendmsg, $closed, @fds) = @_;
+  my $cmsg = defined $closed ? "" : pack "Q i i i*", 16 + 4 * @fds, SOL_SOCKET, SCM_RIGHTS, @fds;
+  my $said = $closed // "f"; my $iov = pack "p Q", $said, length $said;
+  syscall($sendmsg, fileno $g, pack("p L x4 p Q p Q i x4", undef, 0, $iov, 1, $cmsg, length $cmsg, 0), 0) == length $said;
+}`;
+
+/**
  * The holder: argv is its control fd, its socket's abstract name and
  * sendmsg(2)'s number. It listens on that name until the spawner's grab
  * (node's uid: SO_PEERCRED, socket(7)) connects and names the fds it takes,
- * sends them by SCM_RIGHTS (unix(7); struct msghdr, iovec and cmsghdr as LP64
- * lays them out, cmsg(3)), or, when one is not open here (a keepFds entry
- * without its stdio), that fd's number and no fd; then it reads one line on its control fd and ends as
- * it says. A line that comes first (a refused request) ends the wait. Inherits
- * nothing else of the service's. It loads no module, as the grab loads none
- * (loading Socket.pm costs more than perl's own start, on every spawn): Linux's
- * constants (linux/net.h, linux/socket.h, asm-generic/socket.h) written out,
- * and the abstract address as unix(7) lays it out (sun_family, then the name
- * with its leading NUL, unpadded), as the grab connects to it.
+ * and answers it (GRAB_ANSWER: the fds, or the number of one not open here,
+ * a keepFds entry without its stdio); then it reads one line on its control
+ * fd and ends as it says. A line that comes first (a refused request) ends
+ * the wait. Inherits nothing else of the service's. It loads no module, as
+ * the grab loads none (loading Socket.pm costs more than perl's own start,
+ * on every spawn): the abstract address as unix(7) lays it out (sun_family,
+ * then the name with its leading NUL, unpadded), as the grab connects to it.
  */
-export const HOLDER_PROGRAM = String.raw`
-sub AF_UNIX () { 1 } sub SOCK_STREAM () { 1 } sub SOL_SOCKET () { 1 } sub SO_PEERCRED () { 17 } sub SCM_RIGHTS () { 1 }
+export const HOLDER_PROGRAM = String.raw`${GRAB_ANSWER}
 my ($ctl, $name, $sendmsg) = @ARGV;
 open(my $c, "<&=", $ctl) or exit 71;
 socket(my $l, AF_UNIX, SOCK_STREAM, 0) or exit 71;
@@ -46,13 +63,10 @@ while (1) {
   select($r, undef, undef, undef) > 0 or next;
   last if vec($r, $ctl, 1);
   accept(my $g, $l) or next;
-  my (undef, $uid) = unpack "i I", getsockopt($g, SOL_SOCKET, SO_PEERCRED) // "";
-  next unless defined $uid && $uid == $<;
+  (peer($g))[1] == $< or next;
   my @fds = grep { $_ != $ctl && $_ != fileno $l && $_ != fileno $g } (<$g> // "") =~ /(\d+)/g;
   my ($closed) = grep { !-e "/proc/self/fd/$_" } @fds;
-  my $cmsg = defined $closed ? "" : pack "Q i i i*", 16 + 4 * @fds, SOL_SOCKET, SCM_RIGHTS, @fds;
-  my $said = $closed // "f"; my $iov = pack "p Q", $said, length $said;
-  syscall($sendmsg, fileno $g, pack("p L x4 p Q p Q i x4", undef, 0, $iov, 1, $cmsg, length $cmsg, 0), 0) == length $said or exit 71;
+  answer_grab($g, $sendmsg, $closed, @fds) or exit 71;
   last;
 }
 close $l;

@@ -18,6 +18,7 @@
 import childProcess, { type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { connect, createServer, type Socket } from "node:net";
+import { GRAB_ANSWER } from "./spawner-client.ts";
 
 /**
  * The acceptor's program. argv: sendmsg(2)'s number; fd 3: its listener,
@@ -33,13 +34,12 @@ import { connect, createServer, type Socket } from "node:net";
  *                        fd 2 when the acceptor holds one, then every fd closed
  * A connection on fd 3 counts only when it is the service's (SO_PEERCRED: the
  * parent's pid, socket(7)) and says "NAME FD" first. A job listens under NAME
- * for its grab (the service's uid), and takes one. It loads no module, as the
- * holder and the grab load none: Linux's constants (linux/net.h,
- * linux/socket.h, asm-generic/socket.h) written out; struct msghdr, iovec
- * and cmsghdr as LP64 lays them out (cmsg(3)).
+ * for its grab (the service's uid), and takes one, answered as the holder
+ * answers (GRAB_ANSWER). It loads no module, as the holder and the grab load
+ * none.
  */
-export const ACCEPTOR_PROGRAM = String.raw`
-sub AF_UNIX () { 1 } sub SOCK_STREAM () { 1 } sub SOL_SOCKET () { 1 } sub SO_PEERCRED () { 17 } sub SCM_RIGHTS () { 1 } sub LINE_MAX () { 4096 }
+export const ACCEPTOR_PROGRAM = String.raw`${GRAB_ANSWER}
+sub LINE_MAX () { 4096 }
 sub F_SETFL () { 4 } sub O_NONBLOCK () { 2048 } sub MSG_DONTWAIT () { 64 }
 my ($sendmsg) = @ARGV;
 my $service = getppid;
@@ -48,7 +48,6 @@ open(my $listener, "+<&=", 3) or exit 71;
 fcntl($listener, F_SETFL, O_NONBLOCK) or exit 71; # every waiting connection is taken at each wake-up
 open(my $null, "+<", "/dev/null") or exit 71;
 my (%job, %wait, $control);
-sub peer { my ($pid, $uid) = unpack "i I", getsockopt($_[0], SOL_SOCKET, SO_PEERCRED) // ""; ($pid // 0, $uid // -1) }
 # One line, read a byte at a time: what follows it on a job's stdin is the job's.
 sub line { my ($h, $text, $b) = ($_[0], ""); while (sysread($h, $b, 1)) { return $text if $b eq "\n"; $text .= $b; return undef if length $text > LINE_MAX } undef }
 sub declare {
@@ -79,10 +78,7 @@ sub settle {
   elsif (defined $j->{fds}) {
     my @fds = split /,/, delete $j->{fds};
     my ($closed) = grep { ($j->{want}{$_} // "c") eq "c" } @fds;
-    my @h = defined $closed ? () : map { $j->{want}{$_} eq "n" ? fileno $null : fileno $j->{have}{$_} } @fds;
-    my $cmsg = @h ? pack("Q i i i*", 16 + 4 * @h, SOL_SOCKET, SCM_RIGHTS, @h) : "";
-    my $said = $closed // "f"; my $iov = pack "p Q", $said, length $said;
-    syscall($sendmsg, fileno $j->{grab}, pack("p L x4 p Q p Q i x4", undef, 0, $iov, 1, $cmsg, length $cmsg, 0), 0);
+    answer_grab($j->{grab}, $sendmsg, $closed, defined $closed ? () : map { $j->{want}{$_} eq "n" ? fileno $null : fileno $j->{have}{$_} } @fds);
     delete $j->{grab}; delete $j->{l};
   }
   return unless defined $j->{end};
