@@ -136,7 +136,7 @@ let running: Running | undefined;
 
 /** The acceptor, started at first use and again once it has ended (killed: any process of node's uid may); undefined when it cannot start. */
 function theAcceptor(perl: string, sendmsg: number, env: NodeJS.ProcessEnv, spawn: typeof childProcess.spawn): Running | undefined {
-  if (running !== undefined && running.child.exitCode === null && running.child.signalCode === null) return running;
+  if (running !== undefined) return running; // until its exit, below
   const name = `clankie-streams-${randomBytes(16).toString("hex")}`;
   const server = createServer();
   server.on("error", () => undefined); // a listen that failed (EMFILE): no fd below, the holder's route
