@@ -27,9 +27,9 @@
  *    -> COMMAND
  */
 import { agentGroups, type Identities } from "../accounts.ts";
-import { AGENT_EXEC_NAME, AGENT_HOME, AGENT_UMASK, TOOLS } from "../constants.ts";
+import { AGENT_EXEC_NAME, AGENT_HOME, AGENT_UMASK } from "../constants.ts";
 import { buildEnvironment, type Environment } from "../exec/environment.ts";
-import { type AgentStageRequest, stageArgv, stageEnvironment } from "../stage/stage.ts";
+import { type AgentStageRequest, type StageRequest, stageEnvironment, stageRequest } from "../stage/stage.ts";
 import { type ConfinementRequest, confinementKeys } from "../confinement.ts";
 
 /** A private job's lease: its group and directory (src/agent-exec/private-job.ts). */
@@ -89,46 +89,34 @@ export function agentIdentity(ids: Identities, keepFds: readonly number[], lease
   return { program: AGENT_EXEC_NAME, uid: ids.agent.uid, gid: ids.agent.gid, groups, caps: { inh: 0n, prm: 0n, eff: 0n, amb: 0n }, keepFds };
 }
 
-/** argv (with argv[0]) of the drop to `identity` by setpriv, then its `stage` (stageArgv). */
-export function agentDropArgv(identity: { uid: number; gid: number; groups: readonly number[] }, stage: readonly string[]): string[] {
-  return [TOOLS.setpriv, `--reuid=${identity.uid}`, `--regid=${identity.gid}`, `--groups=${identity.groups.join(",")}`, "--inh-caps=-all", "--ambient-caps=-all", "--", ...stage];
-}
-
 function isExecChain(chain: AgentChain): chain is AgentExecChain {
   return "path" in chain.action;
 }
 
-/** argv (with argv[0]) of the whole chain, starting at setpriv. (A private job's cleanup chain is private-job.ts's.) */
-export function agentChainArgv(ids: Identities, chain: AgentChain): string[] {
-  if (!isExecChain(chain)) {
-    const identity = agentIdentity(ids, chain.keepFds);
-    return agentDropArgv(identity, stageArgv({ ...identity, role: "signal", action: chain.action }));
-  }
-  const identity = agentIdentity(ids, chain.keepFds, chain.lease);
-  return agentDropArgv(
-    identity,
-    stageArgv({
-      ...identity,
-      role: "agent",
-      options: chain.stageOptions,
-      // Agent code gets a session of its own (setsid(2) in the stage unless the shim already leads one).
-      session: chain.needSetsid ? "new" : "own",
-      umask: AGENT_UMASK,
-      cwd: chain.cwd,
-      confinement: chain.lease === undefined ? confinementKeys(chain.confinement) : confinementKeys({ ...chain.confinement, privateDir: chain.lease.dir }, { topLevel: chain.lease.tree }),
-      privateDir: chain.lease?.dir,
-      startedFd: chain.startedFd,
-      action: chain.action,
-    }),
-  );
+/** The stage's request for `chain`: the agent's identity (a private job's lease adds its group), then its role's keys. */
+export function agentStageRequest(ids: Identities, chain: AgentChain): StageRequest {
+  if (!isExecChain(chain)) return { ...agentIdentity(ids, chain.keepFds), role: "signal", action: chain.action };
+  return {
+    ...agentIdentity(ids, chain.keepFds, chain.lease),
+    role: "agent",
+    options: chain.stageOptions,
+    // Agent code gets a session of its own (setsid(2) in the stage unless the shim already leads one).
+    session: chain.needSetsid ? "new" : "own",
+    umask: AGENT_UMASK,
+    cwd: chain.cwd,
+    confinement: chain.lease === undefined ? confinementKeys(chain.confinement) : confinementKeys({ ...chain.confinement, privateDir: chain.lease.dir }, { topLevel: chain.lease.tree }),
+    privateDir: chain.lease?.dir,
+    startedFd: chain.startedFd,
+    action: chain.action,
+  };
 }
 
 /**
- * The exec the shim makes: the chain's argv from setpriv on, and the
- * environment setpriv starts with, the agent's (`names` taken from
- * `shimEnv`), carried past setpriv and perl (stageEnvironment). A private
- * job's `lease` joins both.
+ * An ordinary job as the spawner's grab makes it itself (src/perl/spawn-grab.pl):
+ * argv "-stage", the drop's uid, gid and groups, then the stage's request; and
+ * the environment, as agentExec's.
  */
-export function agentExec(ids: Identities, chain: AgentChain, shimEnv: NodeJS.ProcessEnv, names: readonly string[], lease?: PrivateJobLease): { argv: string[]; env: Environment } {
-  return { argv: agentChainArgv(ids, lease === undefined ? chain : { ...chain, lease }), env: stageEnvironment(agentEnvironment(shimEnv, names, ids, lease)) };
+export function agentGrabJob(ids: Identities, chain: AgentChain, shimEnv: NodeJS.ProcessEnv, names: readonly string[]): { argv: string[]; env: Environment } {
+  const request = agentStageRequest(ids, chain);
+  return { argv: ["-stage", String(request.uid), String(request.gid), request.groups.join(","), ...stageRequest(request)], env: stageEnvironment(agentEnvironment(shimEnv, names, ids)) };
 }

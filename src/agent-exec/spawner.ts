@@ -39,11 +39,11 @@ import { type ChildProcess, startChild } from "../exec/start-child.ts";
 import type { SyscallNumbers } from "../os/syscalls.ts";
 import { readStatus } from "../os/proc-status.ts";
 import { formatRefusal, OsFailure, Refusal } from "../report.ts";
-import { stageEnvironment } from "../stage/stage.ts";
+import { stageEnvironment, stageProgram } from "../stage/stage.ts";
 import GRAB from "../perl/spawn-grab.pl";
 import { checkCaller } from "./caller.ts";
 import { parseRunArgs, parseStartedFd } from "./run-args.ts";
-import { agentExec } from "./plan.ts";
+import { agentGrabJob } from "./plan.ts";
 import type { SpawnerReply, SpawnerRequest } from "../spawner-protocol.ts";
 
 /** This architecture's numbers, defined by build.mjs (scripts/text-modules.mjs under plain Node): the table's module stays out of the spawner. */
@@ -80,7 +80,7 @@ export function planSpawn(ids: Identities, argv: readonly string[], env: Record<
   // A private job's lease changes groups: the per-job private shim does that, in a child, never here.
   if (request.privateJob) return { chain: [AGENT_EXEC_PATH, ...argv], env: { ...env }, fds, oom: "", privateJob: true };
   const path = resolveCommand(request.command[0]!, request.cwd);
-  const planned = agentExec(ids, { needSetsid: false, stageOptions: request.stageOptions, cwd: request.cwd, keepFds: request.keepFds, startedFd, confinement: request.confinement, action: { path, argv: request.command } }, uncarried(env), request.env);
+  const planned = agentGrabJob(ids, { needSetsid: false, stageOptions: request.stageOptions, cwd: request.cwd, keepFds: request.keepFds, startedFd, confinement: request.confinement, action: { path, argv: request.command } }, uncarried(env), request.env);
   return { chain: planned.argv, env: planned.env, fds, oom: String(request.oomScoreAdj), privateJob: false };
 }
 
@@ -88,6 +88,14 @@ export function planSpawn(ids: Identities, argv: readonly string[], env: Record<
 export function grabJob(holder: readonly [number | "-", string], plan: { chain: readonly string[]; env: Record<string, string>; fds: readonly number[]; oom: string }): string {
   const env = Object.entries(plan.env).map(([name, value]) => `${name}=${value}`);
   return [String(holder[0]), holder[1], plan.oom, plan.fds.join(","), String(env.length), ...env, ...plan.chain].map((field) => `${field}\0`).join("");
+}
+
+/** The grab's program: the agent's stage (its own package, compiled before the job comes; the grab calls its steps after the drop), then the grab. */
+export function grabProgram(): string {
+  const stage = stageProgram(["agent", "signal"]);
+  const call = stage.lastIndexOf("\nstage();\n");
+  if (call < 0) throw new Error("grab: the stage has no call of its steps");
+  return `{ package Stage;\n${stage.slice(0, call)}${stage.slice(call + "\nstage();".length)}\n}\n${GRAB}`;
 }
 
 function collect(child: ChildProcess): () => string {
@@ -112,8 +120,9 @@ export function runSpawner(): Promise<number> {
   /** The next job's grab, started before the job comes so that a spawn need not wait for perl's start (each job takes it, and the next is started behind it). */
   let warm: ChildProcess | undefined;
   const n = __CLANKIE_SYSCALLS__;
+  const program = grabProgram();
   const startGrab = (): ChildProcess => {
-    const grab = startChild({ command: TOOLS.perl, args: ["-e", GRAB, ...[n.recvmsg, n.dup3, n.fcntl, n.close, n.setsid, n.exitGroup, ids.service.uid].map(String)], env: {}, trustedUids: [0] });
+    const grab = startChild({ command: TOOLS.perl, args: ["-T", "-C0", "-e", program, ...[n.recvmsg, n.dup3, n.fcntl, n.close, n.setsid, n.exitGroup, n.setgroups, n.setresgid, n.setresuid, n.capset, ids.service.uid].map(String)], env: {}, trustedUids: [0] });
     grab.stdin?.on("error", () => {}); // a grab that has died: its close reports it
     return grab;
   };
@@ -127,7 +136,7 @@ export function runSpawner(): Promise<number> {
   /** Starts `chain` through a grab, which takes the job's fds from `holder` (its pid and socket; "-": keeps its own 0-2) and closes every other fd the spawner holds before the chain. */
   const throughGrab = (holder: readonly [number | "-", string], plan: { chain: string[]; env: Record<string, string>; fds: readonly number[]; oom: string }): ChildProcess => {
     const env = { ...plan.env, PATH: SYSTEM_PATH };
-    gateExec({ command: plan.chain[0]!, args: plan.chain, env, trustedUids: [0] });
+    gateExec({ command: plan.chain[0] === "-stage" ? TOOLS.perl : plan.chain[0]!, args: plan.chain, env, trustedUids: [0] });
     // A warm grab that has died (killed: any process of node's may; Node then destroys its stdin) or been sent its empty job is left to end; the job starts its own.
     const grab = warm?.pid !== undefined && warm.stdin?.writable ? warm : startGrab();
     warm = undefined;
@@ -175,7 +184,7 @@ export function runSpawner(): Promise<number> {
 
   const OWN_STDIO = { fds: [0, 1, 2], oom: "" };
   const signalStage = (pgid: number, signal: string): ChildProcess => {
-    const planned = agentExec(ids, { keepFds: [], action: { signal, pgid } }, {}, []);
+    const planned = agentGrabJob(ids, { keepFds: [], action: { signal, pgid } }, {}, []);
     return throughGrab(["-", ""], { chain: planned.argv, env: planned.env, ...OWN_STDIO });
   };
 

@@ -48,12 +48,13 @@ sub WNOHANG () { 1 } sub HOLDER_WAIT_S () { 20 } sub CONNECT_RETRY_S () { 0.002 
 
 my $program = "clankie-agent-exec";
 sub refuse { my ($code, $text) = @_; syswrite STDERR, "$program: $text\n"; exit $code }
-my ($recvmsg, $dup3, $fcntl, $close, $setsid, $exit_group, $uid) = @ARGV;
+my ($recvmsg, $dup3, $fcntl, $close, $setsid, $exit_group, $setgroups, $setresgid, $setresuid, $capset, $uid) = map { /\A(\d{1,10})\z/ ? $1 : refuse(64, "spawner's grab: bad argument; report this") } @ARGV;
 my $message = do { local $/; <STDIN> } // "";
 exit 0 if $message eq "";
 my ($holder, $name, $oom, $fds, $count, @chain) = split /\0/, substr($message, 0, -1), -1;
 %ENV = map { /\A([^=]+)=(.*)\z/s ? ($1, $2) : () } splice @chain, 0, $count // 0;
-$message =~ /\0\z/ && @chain or refuse(64, "spawner's grab: bad job; report this");
+# Under -T: the fields the grab itself acts on are taken by their form (the stage's request is the stage's to check).
+$message =~ /\0\z/ && @chain && $fds =~ /\A(\d{1,10}(?:,\d{1,10})*)\z/ && ($fds = $1) && $name =~ /\A([\w-]{0,100})\z/ && ($name = $1, 1) or refuse(64, "spawner's grab: bad job; report this");
 unless ($holder eq "-") {
   my $job = fork // refuse(71, "fork failed: errno " . ($! + 0) . "; raise the container's process limit");
   parent($job) if $job;
@@ -62,13 +63,30 @@ unless ($holder eq "-") {
 }
 my %job = map { $_ => 1 } split /,/, $fds;
 opendir(my $dir, "/proc/self/fd") or refuse(71, "opendir /proc/self/fd failed: errno " . ($! + 0) . "; mount /proc in the container");
-syscall($close, $_ + 0) for grep { /\A\d+\z/ && !$job{$_} } readdir $dir;
+syscall($close, $_ + 0) for grep { !$job{$_} } map { /\A(\d+)\z/ ? $1 : () } readdir $dir;
 if ($oom ne "") {
   open my $adj, ">", "/proc/self/oom_score_adj" or refuse(71, "open /proc/self/oom_score_adj failed: errno " . ($! + 0) . "; mount /proc in the container");
   print $adj "$oom\n";
   close $adj or refuse(71, "write /proc/self/oom_score_adj failed: errno " . ($! + 0) . "; pass an --oom-score-adj the kernel accepts");
 }
+if ($chain[0] eq "-stage") {
+  my ($to_uid, $to_gid, $groups, @stage) = @chain[1 .. $#chain];
+  drop($to_uid, $to_gid, $groups);
+  @ARGV = @stage;
+  Stage::stage();
+}
+@chain = map { /\A(.*)\z/s } @chain; # the spawner's own plan
 exec { $chain[0] } @chain or refuse(126, "exec $chain[0] failed: errno " . ($! + 0) . "; report this");
+
+# The drop to the agent: groups, then gid, then uid, then every capability (capset(2), version 3, this process).
+sub drop {
+  my ($u, $g, @groups) = map { /\A(\d{1,10})\z/ ? $1 + 0 : refuse(64, "spawner's grab: bad identity; report this") } $_[0], $_[1], split /,/, $_[2];
+  syscall($setgroups, scalar(@groups), pack("L*", @groups)) == 0 or refuse(71, "setgroups failed: errno " . ($! + 0) . "; report this");
+  syscall($setresgid, $g, $g, $g) == 0 or refuse(71, "setresgid failed: errno " . ($! + 0) . "; report this");
+  syscall($setresuid, $u, $u, $u) == 0 or refuse(71, "setresuid failed: errno " . ($! + 0) . "; report this");
+  my ($header, $data) = (pack("L i", 0x20080522, 0), pack("L6", (0) x 6));
+  syscall($capset, $header, $data) == 0 or refuse(71, "capset failed: errno " . ($! + 0) . "; report this");
+}
 
 # The job's parent: reaps every child until the job has ended, then ends as
 # it did (Node's spawn left every signal's disposition at its default).

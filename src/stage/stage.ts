@@ -121,21 +121,22 @@ export type StageRole = StageRequest["role"];
  * expression; splitting the source at every section took 0.25 ms on a first
  * call, this 0.16 ms, under plain Node, which also compiles it).
  */
-export function stageProgram(role: StageRole, source: string = STAGE_SOURCE, privateJob = false): string {
+export function stageProgram(role: StageRole | readonly StageRole[], source: string = STAGE_SOURCE, privateJob = false): string {
   if (source === "") throw new Error("stage: no program was built in (build.mjs defines __CLANKIE_STAGE__, scripts/text-modules.mjs for src/)");
+  const roles = typeof role === "string" ? [role] : role;
   let program = "";
   let from = 0;
   for (let at = source.indexOf(ROLE_SECTION); at >= 0; at = source.indexOf(ROLE_SECTION, at + 1)) {
-    if (source.startsWith(`${ROLE_SECTION}${role}] `, at) || (privateJob && role === "agent" && source.startsWith(`${ROLE_SECTION}${PRIVATE_SECTION}] `, at))) continue;
+    if (roles.some((kept) => source.startsWith(`${ROLE_SECTION}${kept}] `, at)) || (privateJob && roles.includes("agent") && source.startsWith(`${ROLE_SECTION}${PRIVATE_SECTION}] `, at))) continue;
     program += source.slice(from, at);
     const end = source.indexOf(SECTION, at + 1);
     from = end < 0 ? source.length : end;
   }
   program += source.slice(from);
   // stageSource checked that the list appears once; it is in a section every role keeps (tested).
-  const roles = program.indexOf(STAGE_ROLES);
-  if (roles < 0) throw new Error(`stage: the program does not list the roles ${STAGE_ROLES}`);
-  return `${program.slice(0, roles)}(${role})${program.slice(roles + STAGE_ROLES.length)}`;
+  const list = program.indexOf(STAGE_ROLES);
+  if (list < 0) throw new Error(`stage: the program does not list the roles ${STAGE_ROLES}`);
+  return `${program.slice(0, list)}(${roles.join("|")})${program.slice(list + STAGE_ROLES.length)}`;
 }
 
 const hex = (mask: bigint) => mask.toString(16);
@@ -157,6 +158,12 @@ const octal = (mask: number) => mask.toString(8).padStart(4, "0");
 
 /** argv (with argv[0]) of the verification stage. */
 export function stageArgv(request: StageRequest): string[] {
+  const privateJob = request.role === "agent" && request.privateDir !== undefined;
+  return [TOOLS.perl, "-T", "-C0", "-e", stageProgram(request.role, STAGE_SOURCE, privateJob), "--", ...stageRequest(request)];
+}
+
+/** The stage's own arguments (its @ARGV): the program's name, the role, the keys, "--", then the command. */
+export function stageRequest(request: StageRequest): string[] {
   const keys = [
     `uid=${request.uid}`,
     `gid=${request.gid}`,
@@ -169,8 +176,7 @@ export function stageArgv(request: StageRequest): string[] {
     ...roleKeys(request),
   ];
   const command = "path" in request.action ? [request.action.path, ...request.action.argv] : [];
-  const privateJob = request.role === "agent" && request.privateDir !== undefined;
-  return [TOOLS.perl, "-T", "-C0", "-e", stageProgram(request.role, STAGE_SOURCE, privateJob), "--", request.program, request.role, ...keys, "--", ...command];
+  return [request.program, request.role, ...keys, "--", ...command];
 }
 
 /** The environment to exec setpriv with: the command's, carried (CLANKIE_ENV_NAME), and nothing else. */

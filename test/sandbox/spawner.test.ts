@@ -219,7 +219,7 @@ rootTest(test, "the spawner started without its channel (CLANKIE_SPAWNER_FD unse
   }
 });
 
-rootTest(test, "a program of the spawner's chain made writable after the launch (setpriv 0757) is refused before each start (126, one line): a node-uid process that plants a program there gets nothing started; control: the same spawn before the change runs as the agent", async () => {
+rootTest(test, "a program of a private job's chain made writable after the launch (setpriv 0757, which the per-job shim runs with SETUID and SETGID) is refused before each start (126, one line): a node-uid process that plants a program there gets nothing started; control: the same spawn before the change runs as the agent", async () => {
   const body = new Body();
   try {
     chownSync(body.state, IDS.service, IDS.service);
