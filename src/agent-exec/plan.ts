@@ -112,11 +112,11 @@ export function agentStageRequest(ids: Identities, chain: AgentChain): StageRequ
 }
 
 /**
- * An ordinary job as the spawner's grab makes it itself (src/perl/spawn-grab.pl):
- * argv "-stage", the drop's uid, gid and groups, then the stage's request; and
- * the environment, as agentExec's.
+ * A job or a stop as the spawner's grab makes it itself (src/perl/spawn-grab.pl),
+ * with no lease: "-stage", then the stage's request, which the grab runs
+ * after its drop to the agent's identity (agentIdentity, given it at its
+ * start); and the environment, as the shim's.
  */
 export function agentGrabJob(ids: Identities, chain: AgentChain, shimEnv: NodeJS.ProcessEnv, names: readonly string[]): { argv: string[]; env: Environment } {
-  const request = agentStageRequest(ids, chain);
-  return { argv: ["-stage", String(request.uid), String(request.gid), request.groups.join(","), ...stageRequest(request)], env: stageEnvironment(agentEnvironment(shimEnv, names, ids)) };
+  return { argv: ["-stage", ...stageRequest(agentStageRequest(ids, chain))], env: stageEnvironment(agentEnvironment(shimEnv, names, ids)) };
 }

@@ -31,7 +31,7 @@ import { formatRefusal, osCall, osFailure, Refusal, writeLine } from "../report.
 import { prepareExec } from "../exec/replace.ts";
 import { runCapture } from "../exec/capture.ts";
 import { imageTopLevel } from "../confinement.ts";
-import { stageArgv } from "../stage/stage.ts";
+import { stageArgv } from "../stage/stage-argv.ts";
 import { agentIdentity, type PrivateJobLease, type PrivateLease } from "./plan.ts";
 import { agentDropArgv } from "./setpriv-chain.ts";
 

@@ -16,7 +16,8 @@
 import type { Identities } from "../accounts.ts";
 import { TOOLS } from "../constants.ts";
 import type { Environment } from "../exec/environment.ts";
-import { stageArgv, stageEnvironment } from "../stage/stage.ts";
+import { stageArgv } from "../stage/stage-argv.ts";
+import { stageEnvironment } from "../stage/stage.ts";
 import { type AgentChain, agentEnvironment, agentStageRequest, type PrivateJobLease } from "./plan.ts";
 
 /** argv (with argv[0]) of the drop to `identity` by setpriv, then its `stage` (stageArgv). */

@@ -31,7 +31,7 @@
 import { createInterface } from "node:readline";
 import { Socket } from "node:net";
 import { setFlagsFromString } from "node:v8";
-import { type Identities, readIdentities } from "../accounts.ts";
+import { agentGroups, type Identities, readIdentities } from "../accounts.ts";
 import { AGENT_EXEC_PATH, EXIT, SPAWNER_FD_VARIABLE, STARTED_FD_VARIABLE, SYSTEM_PATH, TOOLS } from "../constants.ts";
 import { uncarried } from "../exec/environment.ts";
 import { gateExec, resolveCommand } from "../exec/rules.ts";
@@ -90,13 +90,8 @@ export function grabJob(holder: readonly [number | "-", string], plan: { chain: 
   return [String(holder[0]), holder[1], plan.oom, plan.fds.join(","), String(env.length), ...env, ...plan.chain].map((field) => `${field}\0`).join("");
 }
 
-/** The grab's program: the agent's stage (its own package, compiled before the job comes; the grab calls its steps after the drop), then the grab. */
-export function grabProgram(): string {
-  const stage = stageProgram(["agent", "signal"]);
-  const call = stage.lastIndexOf("\nstage();\n");
-  if (call < 0) throw new Error("grab: the stage has no call of its steps");
-  return `{ package Stage;\n${stage.slice(0, call)}${stage.slice(call + "\nstage();".length)}\n}\n${GRAB}`;
-}
+/** The grab's program: the grab, then the stage of the agent and its stops (package Stage), which the grab runs on into after its drop (src/perl/spawn-grab.pl): compiled with it before the job comes. */
+export const GRAB_PROGRAM = `${GRAB}\npackage Stage;\n${stageProgram(["agent", "signal"])}`;
 
 function collect(child: ChildProcess): () => string {
   let text = "";
@@ -120,9 +115,8 @@ export function runSpawner(): Promise<number> {
   /** The next job's grab, started before the job comes so that a spawn need not wait for perl's start (each job takes it, and the next is started behind it). */
   let warm: ChildProcess | undefined;
   const n = __CLANKIE_SYSCALLS__;
-  const program = grabProgram();
   const startGrab = (): ChildProcess => {
-    const grab = startChild({ command: TOOLS.perl, args: ["-T", "-C0", "-e", program, ...[n.recvmsg, n.dup3, n.fcntl, n.close, n.setsid, n.exitGroup, n.setgroups, n.setresgid, n.setresuid, n.capset, ids.service.uid].map(String)], env: {}, trustedUids: [0] });
+    const grab = startChild({ command: TOOLS.perl, args: ["-T", "-C0", "-e", GRAB_PROGRAM, ...[n.recvmsg, n.dup3, n.fcntl, n.close, n.setsid, n.exitGroup, n.setgroups, n.setresgid, n.setresuid, n.capset, ids.service.uid, ids.agent.uid, ids.agent.gid, ...agentGroups(ids)].map(String)], env: {}, trustedUids: [0] });
     grab.stdin?.on("error", () => {}); // a grab that has died: its close reports it
     return grab;
   };

@@ -48,7 +48,7 @@ sub WNOHANG () { 1 } sub HOLDER_WAIT_S () { 20 } sub CONNECT_RETRY_S () { 0.002 
 
 my $program = "clankie-agent-exec";
 sub refuse { my ($code, $text) = @_; syswrite STDERR, "$program: $text\n"; exit $code }
-my ($recvmsg, $dup3, $fcntl, $close, $setsid, $exit_group, $setgroups, $setresgid, $setresuid, $capset, $uid) = map { /\A(\d{1,10})\z/ ? $1 : refuse(64, "spawner's grab: bad argument; report this") } @ARGV;
+my ($recvmsg, $dup3, $fcntl, $close, $setsid, $exit_group, $setgroups, $setresgid, $setresuid, $capset, $uid, $agent_uid, $agent_gid, @agent_groups) = map { /\A(\d{1,10})\z/ ? $1 + 0 : refuse(64, "spawner's grab: bad argument; report this") } @ARGV;
 my $message = do { local $/; <STDIN> } // "";
 exit 0 if $message eq "";
 my ($holder, $name, $oom, $fds, $count, @chain) = split /\0/, substr($message, 0, -1), -1;
@@ -69,21 +69,18 @@ if ($oom ne "") {
   print $adj "$oom\n";
   close $adj or refuse(71, "write /proc/self/oom_score_adj failed: errno " . ($! + 0) . "; pass an --oom-score-adj the kernel accepts");
 }
-if ($chain[0] eq "-stage") {
-  my ($to_uid, $to_gid, $groups, @stage) = @chain[1 .. $#chain];
-  drop($to_uid, $to_gid, $groups);
-  @ARGV = @stage;
-  Stage::stage();
+unless ($chain[0] eq "-stage") {
+  @chain = map { /\A(.*)\z/s } @chain; # the spawner's own plan
+  exec { $chain[0] } @chain or refuse(126, "exec $chain[0] failed: errno " . ($! + 0) . "; report this");
 }
-@chain = map { /\A(.*)\z/s } @chain; # the spawner's own plan
-exec { $chain[0] } @chain or refuse(126, "exec $chain[0] failed: errno " . ($! + 0) . "; report this");
+drop();
+@ARGV = @chain[1 .. $#chain];
 
 # The drop to the agent: groups, then gid, then uid, then every capability (capset(2), version 3, this process).
 sub drop {
-  my ($u, $g, @groups) = map { /\A(\d{1,10})\z/ ? $1 + 0 : refuse(64, "spawner's grab: bad identity; report this") } $_[0], $_[1], split /,/, $_[2];
-  syscall($setgroups, scalar(@groups), pack("L*", @groups)) == 0 or refuse(71, "setgroups failed: errno " . ($! + 0) . "; report this");
-  syscall($setresgid, $g, $g, $g) == 0 or refuse(71, "setresgid failed: errno " . ($! + 0) . "; report this");
-  syscall($setresuid, $u, $u, $u) == 0 or refuse(71, "setresuid failed: errno " . ($! + 0) . "; report this");
+  syscall($setgroups, scalar(@agent_groups), pack("L*", @agent_groups)) == 0 or refuse(71, "setgroups failed: errno " . ($! + 0) . "; report this");
+  syscall($setresgid, $agent_gid, $agent_gid, $agent_gid) == 0 or refuse(71, "setresgid failed: errno " . ($! + 0) . "; report this");
+  syscall($setresuid, $agent_uid, $agent_uid, $agent_uid) == 0 or refuse(71, "setresuid failed: errno " . ($! + 0) . "; report this");
   my ($header, $data) = (pack("L i", 0x20080522, 0), pack("L6", (0) x 6));
   syscall($capset, $header, $data) == 0 or refuse(71, "capset failed: errno " . ($! + 0) . "; report this");
 }

@@ -57,22 +57,19 @@ my %ERRNO = (1, "EPERM", 2, "ENOENT", 3, "ESRCH", 5, "EIO", 7, "E2BIG", 8, "ENOE
 sub errname { my $n = $! + 0; $ERRNO{$n} // "errno $n" }
 sub proc_failed { refuse(EXIT_OS_ERROR, "open $_[0] failed: " . errname(), 'mount /proc in the container' . ($_[1] // "")) }
 
-sub stage {
-  read_request();
-  limit_processes() if $role eq "agent";
-  start_session() if $role eq "agent";
-  read_status();
-  my @differences = (check_ids(), check_capabilities(), check_session(), check_descriptors());
-  refuse(EXIT_VERIFY_FAILED, ($role eq "service" ? "$SERVICE_WHAT " : "$AGENT_WHAT ") . join("; ", @differences), $role eq "service" ? $SERVICE_FIX : $AGENT_FIX) if @differences;
-  deliver_signal() if $role eq "signal";
-  end_lease() if $role eq "cleanup";
-  reset_signals();
-  enter_directory();
-  make_private() if $role eq "agent" && $want{private} ne "";
-  confine() if $role eq "agent";
-  exec_command();
-}
-stage();
+read_request();
+limit_processes() if $role eq "agent";
+start_session() if $role eq "agent";
+read_status();
+my @differences = (check_ids(), check_capabilities(), check_session(), check_descriptors());
+refuse(EXIT_VERIFY_FAILED, ($role eq "service" ? "$SERVICE_WHAT " : "$AGENT_WHAT ") . join("; ", @differences), $role eq "service" ? $SERVICE_FIX : $AGENT_FIX) if @differences;
+deliver_signal() if $role eq "signal";
+end_lease() if $role eq "cleanup";
+reset_signals();
+enter_directory();
+make_private() if $role eq "agent" && $want{private} ne "";
+confine() if $role eq "agent";
+exec_command();
 
 # ---- request: the closed protocol ----
 # Every value is untainted by the form it must have (perl -T), and only then.

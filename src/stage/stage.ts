@@ -41,7 +41,6 @@
  * roleKeys below writes them; test/unit/stage/protocol.test.ts holds what it
  * writes, for every role, to that declaration.
  */
-import { TOOLS } from "../constants.ts";
 import { carried } from "../exec/environment.ts";
 import type { AgentStageOptions } from "./protocol.ts";
 import { PRIVATE_SECTION, ROLE_SECTION, SECTION, STAGE_ROLES } from "./sections.ts";
@@ -113,17 +112,17 @@ export { STAGE_ROLES };
 export type StageRole = StageRequest["role"];
 
 /**
- * The program for one role: `source` (stage.pl as passed to perl) without
- * the sections of the other roles (and the [private] ones unless `privateJob`:
- * an ordinary spawn compiles none of a private job's steps), and accepting only `role` (any other is
- * "unknown role", exit 64). It runs on every spawn: the slices of the source
- * between the sections it leaves out, found with indexOf (no regular
- * expression; splitting the source at every section took 0.25 ms on a first
- * call, this 0.16 ms, under plain Node, which also compiles it).
+ * The program for `roles` (one, or the spawner's grab's two: the agent's and
+ * its stops'): `source` (stage.pl as passed to perl) without the sections of
+ * the other roles (and the [private] ones unless `privateJob`: an ordinary
+ * spawn compiles none of a private job's steps), and accepting only `roles`
+ * (any other is "unknown role", exit 64). The slices of the source between
+ * the sections it leaves out are found with indexOf (no regular expression;
+ * splitting the source at every section took 0.25 ms on a first call, this
+ * 0.16 ms, under plain Node, which also compiles it).
  */
-export function stageProgram(role: StageRole | readonly StageRole[], source: string = STAGE_SOURCE, privateJob = false): string {
+export function stageProgram(roles: readonly StageRole[], source: string = STAGE_SOURCE, privateJob = false): string {
   if (source === "") throw new Error("stage: no program was built in (build.mjs defines __CLANKIE_STAGE__, scripts/text-modules.mjs for src/)");
-  const roles = typeof role === "string" ? [role] : role;
   let program = "";
   let from = 0;
   for (let at = source.indexOf(ROLE_SECTION); at >= 0; at = source.indexOf(ROLE_SECTION, at + 1)) {
@@ -155,12 +154,6 @@ function roleKeys(request: StageRequest): string[] {
 }
 
 const octal = (mask: number) => mask.toString(8).padStart(4, "0");
-
-/** argv (with argv[0]) of the verification stage. */
-export function stageArgv(request: StageRequest): string[] {
-  const privateJob = request.role === "agent" && request.privateDir !== undefined;
-  return [TOOLS.perl, "-T", "-C0", "-e", stageProgram(request.role, STAGE_SOURCE, privateJob), "--", ...stageRequest(request)];
-}
 
 /** The stage's own arguments (its @ARGV): the program's name, the role, the keys, "--", then the command. */
 export function stageRequest(request: StageRequest): string[] {
