@@ -11,6 +11,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { rootTest } from "../helpers/privilege.ts";
 import { Body, IDS, SANDBOX_FIXTURES, SANDBOX_NODE } from "../helpers/sandbox.ts";
+import { REPO } from "../helpers/paths.ts";
 
 const test = suite("spawner");
 const FIXTURE = `${SANDBOX_FIXTURES}/spawner-service.mjs`;
@@ -248,6 +249,39 @@ rootTest(test, "a program of a private job's chain made writable after the launc
     assert.equal(
       { exitCode: out.planted.exitCode, started: out.planted.started, refused: out.planted.refused, stdout: out.planted.stdout, stderr: out.planted.stderr },
       { exitCode: 126, started: false, refused: true, stdout: "", stderr: "clankie-agent-exec: refusing to execute /usr/bin/setpriv: /usr/bin/setpriv is writable by group or other (mode 757); install programs that root or the service run in a root-owned directory that only root can write (for example /usr/local/bin)" },
+    );
+  } finally {
+    body.cleanup();
+  }
+});
+
+rootTest(test, "the executable the spawner's grab starts for a private job, made writable after the launch (clankie-agent-exec 0757), is refused by the spawner before each start (126, one line); control: the same private job before the change runs as the agent", async () => {
+  const body = new Body();
+  try {
+    chownSync(body.state, IDS.service, IDS.service);
+    chownSync(body.workspace, IDS.service, IDS.service);
+    // A copy of the executable, root's, bound over /usr/local/sbin/clankie-agent-exec: 0755 when the launch starts the spawner from it, 0757 once the control has run.
+    const copy = join(body.dir, "clankie-agent-exec");
+    writeFileSync(copy, readFileSync(join(REPO, "dist/clankie-agent-exec")), { mode: 0o755 });
+    const child = body.start({ as: "root", command: [SANDBOX_NODE, FIXTURE, "exec-rules"], binds: [[copy, "/usr/local/sbin/clankie-agent-exec", "rw"]] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout!.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+    child.stderr!.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+    const ended = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+    const deadline = Date.now() + 60_000;
+    while (!existsSync(join(body.workspace, "ready")) && Date.now() < deadline && child.exitCode === null) await new Promise((r) => setTimeout(r, 25));
+    chmodSync(copy, 0o757);
+    writeFileSync(join(body.workspace, "go"), "");
+    const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
+    const status = await ended;
+    clearTimeout(timer);
+    assert.is(status, 0, `${stdout}\n${stderr}`);
+    const out = JSON.parse(stdout.split("\n").find((text) => text.startsWith("{")) ?? "{}") as { control: { exitCode: number; stdout: string }; after: { exitCode: number; stdout: string; stderr: string; started: boolean; refused: boolean } };
+    assert.equal({ exitCode: out.control.exitCode, stdout: out.control.stdout }, { exitCode: 0, stdout: String(IDS.agent) }, "control: before the change the private job runs as the agent");
+    assert.equal(
+      { exitCode: out.after.exitCode, started: out.after.started, refused: out.after.refused, stdout: out.after.stdout, stderr: out.after.stderr },
+      { exitCode: 126, started: false, refused: true, stdout: "", stderr: "clankie-agent-exec: refusing to execute /usr/local/sbin/clankie-agent-exec: /usr/local/sbin/clankie-agent-exec is writable by group or other (mode 757); install programs that root or the service run in a root-owned directory that only root can write (for example /usr/local/bin)" },
     );
   } finally {
     body.cleanup();
