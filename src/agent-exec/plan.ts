@@ -1,20 +1,17 @@
 /*
- * Pure builders for the agent's exec chain and environment, so that the exact
- * argv is unit-tested without privileges:
+ * Pure builders for the agent's job, so that the exact request is
+ * unit-tested without privileges:
  *
- *   the spawner's grab (node, SETUID+SETGID)
- *    -> setpriv --reuid --regid --groups --inh-caps=-all --ambient-caps=-all
- *                                   capabilities(7): lowering the inheritable
- *                                   set lowers the ambient set; with both
- *                                   empty, execve(2) of a file without file
- *                                   capabilities leaves a non-root process
- *                                   with empty permitted and effective sets
- *    -> perl -T -e STAGE            the verification stage (src/stage/),
- *                                   as the agent: RLIMIT_NPROC (nproc=N,
+ *   the spawner's grab (node, SETUID+SETGID; src/perl/spawn-grab.pl)
+ *    -> setgroups, setresgid, setresuid to the agent, capset(2) to nothing,
+ *       in the grab's own process (the per-job shim: setpriv, setpriv-chain.ts)
+ *    -> the verification stage (src/stage/), compiled into the grab (the
+ *                                   shim's: perl -T -e STAGE), as the agent:
+ *                                   RLIMIT_NPROC (nproc=N,
  *                                   per real uid: the agent's fork bomb
  *                                   cannot take the service's process
  *                                   slots; refused with 75 when the uid is
- *                                   over it), setsid(2) unless the shim
+ *                                   over it), setsid(2) unless the job
  *                                   leads a session already (a new session
  *                                   has no controlling terminal, and TIOCSTI
  *                                   needs the target to be the caller's
@@ -117,6 +114,6 @@ export function agentStageRequest(ids: Identities, chain: AgentChain): StageRequ
  * after its drop to the agent's identity (agentIdentity, given it at its
  * start); and the environment, as the shim's.
  */
-export function agentGrabJob(ids: Identities, chain: AgentChain, shimEnv: NodeJS.ProcessEnv, names: readonly string[]): { argv: string[]; env: Environment } {
-  return { argv: ["-stage", ...stageRequest(agentStageRequest(ids, chain))], env: stageEnvironment(agentEnvironment(shimEnv, names, ids)) };
+export function agentGrabJob(ids: Identities, chain: AgentChain, shimEnv: NodeJS.ProcessEnv, names: readonly string[]): { chain: string[]; env: Environment } {
+  return { chain: ["-stage", ...stageRequest(agentStageRequest(ids, chain))], env: stageEnvironment(agentEnvironment(shimEnv, names, ids)) };
 }

@@ -1,7 +1,11 @@
 /*
  * The verification stage: the last step of both privilege changes, in the
  * process that is about to become the service or the agent's command. This
- * module builds its argv; the program is src/stage/stage.pl.
+ * module builds its request and its program (src/stage/stage.pl); its argv
+ * as a perl of its own, which setpriv execs, is stage-argv.ts's. The
+ * spawner's grab runs it instead in its own process, compiled before the job
+ * came, after making the drop to the agent itself (src/perl/spawn-grab.pl):
+ * the same checks of the same request, with no perl start per job.
  *
  * setpriv exits 0 even when an ambient raise failed (docs/security.md, "Why
  * each step verifies"), so the process setpriv became must read its own
