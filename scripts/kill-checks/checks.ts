@@ -406,12 +406,13 @@ CHECKS.push(
 
 /* ---- the resident spawner (issue 35): what a request may ask, and its grab of the holder's fds ---- */
 const SPAWNER = "src/agent-exec/spawner.ts";
+const AS_THE_AGENT: Record<string, string[]> = { "test/sandbox/spawner.test.ts": ["the service holds no capability in any set, the bounding set included; the job runs as the agent with fds 0-2 only"] };
 const CLONE_PLAIN: Record<string, string[]> = { "test/sandbox/private-guard.test.ts": ["clone(CLONE_PARENT) from a plain job on a kernel without seccomp filters: the clones are made, and their parent, the job's grab, reaps them while the job runs; no zombie of the agent's anywhere, then or after"] };
 const ACCEPTOR_TEST: Record<string, string[]> = { "test/unit/service/stream-acceptor.test.ts": ["a connection that is not the service's is closed unread, and the job's fd stays the service's; control: the service's own reaches the grab", "a grab of another uid gets no fd; control: a grab of the acceptor's uid takes the job's fd 1"] };
 const SPAWNER_RAW: Record<string, string[]> = { "test/sandbox/spawner.test.ts": ["another node process that holds the channel gets no more than the service could ask: no command but agent work, no holder but a capless one of the service's, no socket but that holder's, no stop or release of a job the spawner did not start; control: a request the service could send runs as the agent"] };
 CHECKS.push(
   cut("spawner.fd-variable", SPAWNER, "throw new Refusal(EXIT.usage, `${SPAWNER_FD_VARIABLE} is not an fd of 3 or more`", { "test/sandbox/spawner.test.ts": ['the spawner started without its channel (CLANKIE_SPAWNER_FD unset or below 3): refused in one line (64) before it reads anything'] }),
-  cut("spawner.chain-rules", SPAWNER, "gateExec({ command: plan.chain[0]!, args: plan.chain, env, trustedUids: [0] });", { "test/sandbox/spawner.test.ts": ["a program of the spawner's chain made writable after the launch (setpriv 0757) is refused before each start (126, one line): a node-uid process that plants a program there gets nothing started; control: the same spawn before the change runs as the agent"] }, null, ""),
+  cut("spawner.chain-rules", SPAWNER, "gateExec({ command: plan.chain[0] === \"-stage\" ? TOOLS.perl : plan.chain[0]!, args: plan.chain, env, trustedUids: [0] });", { "test/sandbox/spawner.test.ts": ["the executable the spawner's grab starts for a private job, made writable after the launch (clankie-agent-exec 0757), is refused by the spawner before each start (126, one line); control: the same private job before the change runs as the agent"] }, null, ""),
   cut("spawner.refusal-line", SPAWNER, "formatRefusal(error.message, error.fix)", SPAWNER_RAW, null, "error.message"),
   cut("spawner.signal-not-started", SPAWNER, "pgid !== undefined && jobs.has(pgid) ? undefined :", SPAWNER_RAW, "spawnAgent started`", "undefined"),
   cut("spawner.release-not-ended", SPAWNER, "endedPrivate.delete(request.pid) ? undefined :", SPAWNER_RAW, "once`", "undefined"),
@@ -425,4 +426,10 @@ CHECKS.push(
   { ...cut("acceptor.service-streams", "src/service/stream-acceptor.ts", "    (peer($s))[0] == $service or next;\n", ACCEPTOR_TEST, null, ""), guard: true },
   { ...cut("acceptor.grab-uid", "src/service/stream-acceptor.ts", "  (peer($g))[1] == $< or return;\n", ACCEPTOR_TEST, null, ""), guard: true },
   { ...cut("grab.reaps", GRAB, "my $gone = waitpid(-1, 0);", CLONE_PLAIN, null, "my $gone = waitpid($job, 0);"), guard: true },
+  // Not refusals: the grab's drop to the agent, each step of which the stage it runs into verifies from /proc/self/status (70) before the command.
+  { ...cut("grab.drop", GRAB, "drop();\n", AS_THE_AGENT, null, ""), guard: true },
+  { ...cut("grab.drop-groups", GRAB, "  syscall($setgroups,", AS_THE_AGENT, "\n", ""), guard: true },
+  { ...cut("grab.drop-capabilities", GRAB, "  syscall($capset,", AS_THE_AGENT, "\n", ""), guard: true },
+  // Not dumpable after its change of ids, the process's /proc files are root's, and the stage's check of its Landlock domain passes with none.
+  { ...cut("grab.dumpable", GRAB, "  syscall($prctl, PR_SET_DUMPABLE,", { "test/sandbox/confinement.test.ts": ["a kernel whose landlock_restrict_self answers 0 and does nothing: the stage's check refuses the spawn (70, one line)"] }, "\n", ""), guard: true },
 );

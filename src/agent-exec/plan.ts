@@ -1,20 +1,17 @@
 /*
- * Pure builders for the agent's exec chain and environment, so that the exact
- * argv is unit-tested without privileges:
+ * Pure builders for the agent's job, so that the exact request is
+ * unit-tested without privileges:
  *
- *   the spawner's grab (node, SETUID+SETGID)
- *    -> setpriv --reuid --regid --groups --inh-caps=-all --ambient-caps=-all
- *                                   capabilities(7): lowering the inheritable
- *                                   set lowers the ambient set; with both
- *                                   empty, execve(2) of a file without file
- *                                   capabilities leaves a non-root process
- *                                   with empty permitted and effective sets
- *    -> perl -T -e STAGE            the verification stage (src/stage/),
- *                                   as the agent: RLIMIT_NPROC (nproc=N,
+ *   the spawner's grab (node, SETUID+SETGID; src/perl/spawn-grab.pl)
+ *    -> setgroups, setresgid, setresuid to the agent, capset(2) to nothing,
+ *       in the grab's own process (the per-job shim: setpriv, setpriv-chain.ts)
+ *    -> the verification stage (src/stage/), compiled into the grab (the
+ *                                   shim's: perl -T -e STAGE), as the agent:
+ *                                   RLIMIT_NPROC (nproc=N,
  *                                   per real uid: the agent's fork bomb
  *                                   cannot take the service's process
  *                                   slots; refused with 75 when the uid is
- *                                   over it), setsid(2) unless the shim
+ *                                   over it), setsid(2) unless the job
  *                                   leads a session already (a new session
  *                                   has no controlling terminal, and TIOCSTI
  *                                   needs the target to be the caller's
@@ -27,9 +24,9 @@
  *    -> COMMAND
  */
 import { agentGroups, type Identities } from "../accounts.ts";
-import { AGENT_EXEC_NAME, AGENT_HOME, AGENT_UMASK, TOOLS } from "../constants.ts";
+import { AGENT_EXEC_NAME, AGENT_HOME, AGENT_UMASK } from "../constants.ts";
 import { buildEnvironment, type Environment } from "../exec/environment.ts";
-import { type AgentStageRequest, stageArgv, stageEnvironment } from "../stage/stage.ts";
+import { type AgentStageRequest, type StageRequest, stageEnvironment, stageRequest } from "../stage/stage.ts";
 import { type ConfinementRequest, confinementKeys } from "../confinement.ts";
 
 /** A private job's lease: its group and directory (src/agent-exec/private-job.ts). */
@@ -89,46 +86,34 @@ export function agentIdentity(ids: Identities, keepFds: readonly number[], lease
   return { program: AGENT_EXEC_NAME, uid: ids.agent.uid, gid: ids.agent.gid, groups, caps: { inh: 0n, prm: 0n, eff: 0n, amb: 0n }, keepFds };
 }
 
-/** argv (with argv[0]) of the drop to `identity` by setpriv, then its `stage` (stageArgv). */
-export function agentDropArgv(identity: { uid: number; gid: number; groups: readonly number[] }, stage: readonly string[]): string[] {
-  return [TOOLS.setpriv, `--reuid=${identity.uid}`, `--regid=${identity.gid}`, `--groups=${identity.groups.join(",")}`, "--inh-caps=-all", "--ambient-caps=-all", "--", ...stage];
-}
-
 function isExecChain(chain: AgentChain): chain is AgentExecChain {
   return "path" in chain.action;
 }
 
-/** argv (with argv[0]) of the whole chain, starting at setpriv. (A private job's cleanup chain is private-job.ts's.) */
-export function agentChainArgv(ids: Identities, chain: AgentChain): string[] {
-  if (!isExecChain(chain)) {
-    const identity = agentIdentity(ids, chain.keepFds);
-    return agentDropArgv(identity, stageArgv({ ...identity, role: "signal", action: chain.action }));
-  }
-  const identity = agentIdentity(ids, chain.keepFds, chain.lease);
-  return agentDropArgv(
-    identity,
-    stageArgv({
-      ...identity,
-      role: "agent",
-      options: chain.stageOptions,
-      // Agent code gets a session of its own (setsid(2) in the stage unless the shim already leads one).
-      session: chain.needSetsid ? "new" : "own",
-      umask: AGENT_UMASK,
-      cwd: chain.cwd,
-      confinement: chain.lease === undefined ? confinementKeys(chain.confinement) : confinementKeys({ ...chain.confinement, privateDir: chain.lease.dir }, { topLevel: chain.lease.tree }),
-      privateDir: chain.lease?.dir,
-      startedFd: chain.startedFd,
-      action: chain.action,
-    }),
-  );
+/** The stage's request for `chain`: the agent's identity (a private job's lease adds its group), then its role's keys. */
+export function agentStageRequest(ids: Identities, chain: AgentChain): StageRequest {
+  if (!isExecChain(chain)) return { ...agentIdentity(ids, chain.keepFds), role: "signal", action: chain.action };
+  return {
+    ...agentIdentity(ids, chain.keepFds, chain.lease),
+    role: "agent",
+    options: chain.stageOptions,
+    // Agent code gets a session of its own (setsid(2) in the stage unless the shim already leads one).
+    session: chain.needSetsid ? "new" : "own",
+    umask: AGENT_UMASK,
+    cwd: chain.cwd,
+    confinement: chain.lease === undefined ? confinementKeys(chain.confinement) : confinementKeys({ ...chain.confinement, privateDir: chain.lease.dir }, { topLevel: chain.lease.tree }),
+    privateDir: chain.lease?.dir,
+    startedFd: chain.startedFd,
+    action: chain.action,
+  };
 }
 
 /**
- * The exec the shim makes: the chain's argv from setpriv on, and the
- * environment setpriv starts with, the agent's (`names` taken from
- * `shimEnv`), carried past setpriv and perl (stageEnvironment). A private
- * job's `lease` joins both.
+ * A job or a stop as the spawner's grab makes it itself (src/perl/spawn-grab.pl),
+ * with no lease: "-stage", then the stage's request, which the grab runs
+ * after its drop to the agent's identity (agentIdentity, given it at its
+ * start); and the environment, as the shim's.
  */
-export function agentExec(ids: Identities, chain: AgentChain, shimEnv: NodeJS.ProcessEnv, names: readonly string[], lease?: PrivateJobLease): { argv: string[]; env: Environment } {
-  return { argv: agentChainArgv(ids, lease === undefined ? chain : { ...chain, lease }), env: stageEnvironment(agentEnvironment(shimEnv, names, ids, lease)) };
+export function agentGrabJob(ids: Identities, chain: AgentChain, shimEnv: NodeJS.ProcessEnv, names: readonly string[]): { chain: string[]; env: Environment } {
+  return { chain: ["-stage", ...stageRequest(agentStageRequest(ids, chain))], env: stageEnvironment(agentEnvironment(shimEnv, names, ids)) };
 }

@@ -31,8 +31,9 @@ import { formatRefusal, osCall, osFailure, Refusal, writeLine } from "../report.
 import { prepareExec } from "../exec/replace.ts";
 import { runCapture } from "../exec/capture.ts";
 import { imageTopLevel } from "../confinement.ts";
-import { stageArgv } from "../stage/stage.ts";
-import { agentDropArgv, agentIdentity, type PrivateJobLease, type PrivateLease } from "./plan.ts";
+import { stageArgv } from "../stage/stage-argv.ts";
+import { agentIdentity, type PrivateJobLease, type PrivateLease } from "./plan.ts";
+import { agentDropArgv } from "./setpriv-chain.ts";
 
 /** The lease directory's mode: setgid (what is made in it gets group N), group rwx, owner and others nothing. */
 export const LEASE_MODE = 0o2070;

@@ -18,7 +18,8 @@ import { checkCaller } from "./caller.ts";
 import type { AgentExecRequest } from "./cli.ts";
 import { parseStartedFd } from "./run-args.ts";
 import { closeStrayDescriptors } from "./descriptors.ts";
-import { agentExec, type AgentChain, type PrivateJobLease } from "./plan.ts";
+import type { AgentChain, PrivateJobLease } from "./plan.ts";
+import { agentExec } from "./setpriv-chain.ts";
 
 /**
  * Whether the verification stage must call setsid(2), from the shim's own

@@ -6,32 +6,36 @@
  * piece of agent work, and every stop of it, is a request on that channel:
  * there is no other way to start a process as the agent.
  *
- * A spawn: the service starts a capless holder (src/service/spawner-client.ts)
- * with the job's stdio, kept fds and started marker, and names its pid. The
+ * A spawn: the service hands the job's stdio, kept fds and started marker to
+ * its acceptor or a capless holder (src/service/), and names its pid. The
  * spawner parses the request as a command's options (run-args.ts), plans the
- * chain (plan.ts), and writes it to a grab, which forks the job in a session
- * of its own and stays its parent (reaping what clone(CLONE_PARENT) gives it).
- * The grab was started before the request came (one waits, idle, for the
- * next job; the next is started once this job's answer has gone), so that a
- * spawn does not wait for a fork of the spawner and perl's start:
+ * job (plan.ts, agentGrabJob: the stage's request), and writes it to a grab,
+ * which forks the job in a session of its own and stays its parent (reaping
+ * what clone(CLONE_PARENT) gives it). The grab was started before the
+ * request came (one waits, idle, for the next job; the next is started once
+ * this job's answer has gone), with the verification stage compiled into it
+ * (GRAB_PROGRAM), so that a spawn waits for neither a fork of the spawner nor
+ * a perl's start:
  *
- *   perl spawn-grab.pl, forked -> setpriv (to the agent) -> perl, the stage -> COMMAND
+ *   perl spawn-grab.pl + the stage, forked: the job's fds, the drop to the agent,
+ *   the stage in the same process -> COMMAND
  *
- * where the grab takes the holder's fds by SCM_RIGHTS on the holder's socket: the job's
- * streams go from the service to the job, never through the spawner. A
- * private job's lease changes groups (setegid(2)), which the resident process
- * never does: its chain is the grab, then the per-job private shim
- * (private-start.ts) as a child, which leases, drops and execs as before.
+ * where the grab takes the fds by SCM_RIGHTS on the holder's or acceptor's
+ * socket: the job's streams go from the service to the job, never through
+ * the spawner. A private job's lease changes groups (setegid(2)), which the
+ * resident process never does: its chain is the grab, then the per-job
+ * private shim (private-start.ts) as a child, which leases, drops through
+ * setpriv and execs as before.
  *
- * A stop names a job the spawner started; the signal stage (plan.ts,
- * AgentSignalChain) delivers it as the agent. When the channel ends (the
+ * A stop names a job the spawner started; the grab delivers it the same way,
+ * with the stage's signal role, as the agent. When the channel ends (the
  * service has exited), every running job's group is killed and the spawner
  * exits.
  */
 import { createInterface } from "node:readline";
 import { Socket } from "node:net";
 import { setFlagsFromString } from "node:v8";
-import { type Identities, readIdentities } from "../accounts.ts";
+import { agentGroups, type Identities, readIdentities } from "../accounts.ts";
 import { AGENT_EXEC_PATH, EXIT, SPAWNER_FD_VARIABLE, STARTED_FD_VARIABLE, SYSTEM_PATH, TOOLS } from "../constants.ts";
 import { uncarried } from "../exec/environment.ts";
 import { gateExec, resolveCommand } from "../exec/rules.ts";
@@ -39,11 +43,11 @@ import { type ChildProcess, startChild } from "../exec/start-child.ts";
 import type { SyscallNumbers } from "../os/syscalls.ts";
 import { readStatus } from "../os/proc-status.ts";
 import { formatRefusal, OsFailure, Refusal } from "../report.ts";
-import { stageEnvironment } from "../stage/stage.ts";
+import { stageEnvironment, stageProgram } from "../stage/stage.ts";
 import GRAB from "../perl/spawn-grab.pl";
 import { checkCaller } from "./caller.ts";
 import { parseRunArgs, parseStartedFd } from "./run-args.ts";
-import { agentExec } from "./plan.ts";
+import { agentGrabJob } from "./plan.ts";
 import type { SpawnerReply, SpawnerRequest } from "../spawner-protocol.ts";
 
 /** This architecture's numbers, defined by build.mjs (scripts/text-modules.mjs under plain Node): the table's module stays out of the spawner. */
@@ -80,8 +84,7 @@ export function planSpawn(ids: Identities, argv: readonly string[], env: Record<
   // A private job's lease changes groups: the per-job private shim does that, in a child, never here.
   if (request.privateJob) return { chain: [AGENT_EXEC_PATH, ...argv], env: { ...env }, fds, oom: "", privateJob: true };
   const path = resolveCommand(request.command[0]!, request.cwd);
-  const planned = agentExec(ids, { needSetsid: false, stageOptions: request.stageOptions, cwd: request.cwd, keepFds: request.keepFds, startedFd, confinement: request.confinement, action: { path, argv: request.command } }, uncarried(env), request.env);
-  return { chain: planned.argv, env: planned.env, fds, oom: String(request.oomScoreAdj), privateJob: false };
+  return { ...agentGrabJob(ids, { needSetsid: false, stageOptions: request.stageOptions, cwd: request.cwd, keepFds: request.keepFds, startedFd, confinement: request.confinement, action: { path, argv: request.command } }, uncarried(env), request.env), fds, oom: String(request.oomScoreAdj), privateJob: false };
 }
 
 /** A grab's job, as it reads it on its stdin: each field ended by a NUL (gateExec refuses one in a field). */
@@ -89,6 +92,9 @@ export function grabJob(holder: readonly [number | "-", string], plan: { chain: 
   const env = Object.entries(plan.env).map(([name, value]) => `${name}=${value}`);
   return [String(holder[0]), holder[1], plan.oom, plan.fds.join(","), String(env.length), ...env, ...plan.chain].map((field) => `${field}\0`).join("");
 }
+
+/** The grab's program: the grab, then the stage of the agent and its stops (package Stage), which the grab runs on into after its drop (src/perl/spawn-grab.pl), compiled with it before the job comes. */
+export const GRAB_PROGRAM = `${GRAB}\npackage Stage;\n${stageProgram(["agent", "signal"])}`;
 
 function collect(child: ChildProcess): () => string {
   let text = "";
@@ -113,8 +119,9 @@ export function runSpawner(): Promise<number> {
   let warm: ChildProcess | undefined;
   const n = __CLANKIE_SYSCALLS__;
   const startGrab = (): ChildProcess => {
-    const grab = startChild({ command: TOOLS.perl, args: ["-e", GRAB, ...[n.recvmsg, n.dup3, n.fcntl, n.close, n.setsid, n.exitGroup, ids.service.uid].map(String)], env: {}, trustedUids: [0] });
-    grab.stdin?.on("error", () => {}); // a grab that has died: its close reports it
+    const grab = startChild({ command: TOOLS.perl, args: ["-T", "-C0", "-e", GRAB_PROGRAM, ...[n.recvmsg, n.dup3, n.fcntl, n.close, n.setsid, n.exitGroup, n.setgroups, n.setresgid, n.setresuid, n.capset, n.prctl, ids.service.uid, ids.agent.uid, ids.agent.gid, ...agentGroups(ids)].map(String)], env: {}, trustedUids: [0] });
+    // A grab that has died (its stdin's error) or could not start (fork(2) refused at node's process limit, EAGAIN): its close or its job's own listener answers it, and an idle one is never used.
+    for (const emitter of [grab, grab.stdin]) emitter?.on("error", () => {});
     return grab;
   };
   const refill = (): void => {
@@ -127,7 +134,7 @@ export function runSpawner(): Promise<number> {
   /** Starts `chain` through a grab, which takes the job's fds from `holder` (its pid and socket; "-": keeps its own 0-2) and closes every other fd the spawner holds before the chain. */
   const throughGrab = (holder: readonly [number | "-", string], plan: { chain: string[]; env: Record<string, string>; fds: readonly number[]; oom: string }): ChildProcess => {
     const env = { ...plan.env, PATH: SYSTEM_PATH };
-    gateExec({ command: plan.chain[0]!, args: plan.chain, env, trustedUids: [0] });
+    gateExec({ command: plan.chain[0] === "-stage" ? TOOLS.perl : plan.chain[0]!, args: plan.chain, env, trustedUids: [0] });
     // A warm grab that has died (killed: any process of node's may; Node then destroys its stdin) or been sent its empty job is left to end; the job starts its own.
     const grab = warm?.pid !== undefined && warm.stdin?.writable ? warm : startGrab();
     warm = undefined;
@@ -175,8 +182,7 @@ export function runSpawner(): Promise<number> {
 
   const OWN_STDIO = { fds: [0, 1, 2], oom: "" };
   const signalStage = (pgid: number, signal: string): ChildProcess => {
-    const planned = agentExec(ids, { keepFds: [], action: { signal, pgid } }, {}, []);
-    return throughGrab(["-", ""], { chain: planned.argv, env: planned.env, ...OWN_STDIO });
+    return throughGrab(["-", ""], { ...agentGrabJob(ids, { keepFds: [], action: { signal, pgid } }, {}, []), ...OWN_STDIO });
   };
 
   /** A stop or a release: refused (`refusal`), or the child `begin` starts, whose exit status and stderr are the answer. */

@@ -16,7 +16,7 @@ import type { Identities } from "../accounts.ts";
 import { maskOf, setprivCapList } from "../os/capabilities.ts";
 import { AGENT_EXEC_NAME, AGENT_EXEC_PATH, ENTRYPOINT_NAME, SPAWNER_CAPABILITIES, SERVICE_UMASK, SPAWNER_FLAG, TOOLS } from "../constants.ts";
 import SPAWNER_PAIR from "../perl/spawner-pair.pl";
-import { stageArgv } from "../stage/stage.ts";
+import { stageArgv } from "../stage/stage-argv.ts";
 
 /** setpriv argv (without argv[0]) that becomes the spawner (node, SETUID and SETGID in every set: what ADR 0272 gave the service) and runs `next`. */
 export function setprivToSpawnerArgs(ids: Identities, next: readonly string[]): string[] {

@@ -1,9 +1,27 @@
-# The spawner's first step of each job (src/agent-exec/spawner.ts), as node
-# with the spawner's SETUID and SETGID, before the chain's setpriv: it takes
-# the job's stdio, kept fds and started marker from the holder, the service's
-# capless child that execa spawned with them (src/service/spawner-client.ts),
-# so that no byte of the job's streams passes through the spawner, and no fd
-# but these reaches the job.
+# The spawner's grab (src/agent-exec/spawner.ts): the process that becomes
+# each job, as node with the spawner's SETUID and SETGID until its drop. It
+# takes the job's stdio, kept fds and started marker from the holder, the
+# service's capless child that execa spawned with them, or from the
+# acceptor (src/service/spawner-client.ts, stream-acceptor.ts), so that no
+# byte of the job's streams passes through the spawner, and no fd but these
+# reaches the job.
+#
+# Then, for every ordinary job and every stop ("-stage"), it makes the drop
+# to the agent itself: setgroups(2), setresgid(2), setresuid(2) to the
+# identity the spawner gave it at its start (the agent's uid, gid and
+# groups, read from /etc/passwd and /etc/group, never from a request), then
+# capset(2) with every set empty (the ambient set follows: a capability is
+# ambient only while permitted and inheritable, capabilities(7)). And it runs
+# on into the verification stage, which the spawner appended to this
+# program (package Stage, the agent's and the signal's roles): perl compiled
+# it with the grab, before the job came, and it reads the job's own request
+# from @ARGV as it does after setpriv, checks every part of the drop from
+# /proc/self/status, and refuses (70) on any difference before the command
+# runs. What it saves and why it is beyond ADR 0272: docs/security.md, "The
+# grab makes the drop". Anything else (a private job's shim, a lease's
+# release) it execs with the spawner's capabilities, as the spawner planned
+# it. perl runs with -T and -C0, as the stage always has: the grab takes the
+# fields it acts on by their form.
 #
 # The holder listens on an abstract Unix socket whose name the service drew
 # at random and sent with the request; it sends the fds the grab names by
@@ -28,32 +46,36 @@
 # (ptrace(2)).
 #
 # The spawner starts each grab before it has a job for it (so that the next
-# spawn need not wait for a process start), and writes the job on its stdin,
-# then closes it. argv: recvmsg dup3 fcntl close setsid exit_group (this
-# architecture's numbers) and node's uid. stdin: fields each ended by a NUL
-# (no field can hold one: the spawner refuses it): the holder's pid ("-":
-# none, the grab's own fds are the chain's, as for a stop's signal stage),
-# the holder's socket name, oom_score_adj ("" keeps it), the fds to take
-# ("0,1,2,17"), the number of environment entries, those entries (NAME=value:
-# the chain's whole environment), then the chain's argv. An empty stdin (the
-# spawner has ended) starts nothing.
+# spawn need not wait for a process start, nor for perl to compile the
+# stage), and writes the job on its stdin, then closes it. argv: recvmsg
+# dup3 fcntl close setsid exit_group setgroups setresgid setresuid capset
+# prctl (this architecture's numbers), node's uid, then the agent's uid, gid and
+# groups. stdin: fields each ended by a NUL (no field can hold one: the
+# spawner refuses it): the holder's pid ("-": none, the grab's own fds are
+# the job's, as for a stop's signal stage), the holder's socket name,
+# oom_score_adj ("" keeps it), the fds to take ("0,1,2,17"), the number of
+# environment entries, those entries (NAME=value: the job's whole
+# environment), then "-stage" and the stage's request, or the argv of what
+# to exec. An empty stdin (the spawner has ended) starts nothing.
 #
 # It loads no module, as the stage loads none (loading Socket.pm costs more
 # than perl's own start, on every spawn: docs/benchmarks.md): the constants
 # are Linux's, written out.
 # WNOHANG (linux/wait.h); AF_UNIX, SOCK_STREAM (linux/net.h), SOL_SOCKET, SO_PEERCRED, SCM_RIGHTS, MSG_CMSG_CLOEXEC: linux/socket.h,
-# asm-generic/socket.h; F_DUPFD_CLOEXEC: F_LINUX_SPECIFIC_BASE + 6, linux/fcntl.h; a cmsghdr's header on LP64: cmsg(3).
+# asm-generic/socket.h; F_DUPFD_CLOEXEC: F_LINUX_SPECIFIC_BASE + 6, linux/fcntl.h; a cmsghdr's header on LP64: cmsg(3);
+# _LINUX_CAPABILITY_VERSION_3: linux/capability.h; PR_SET_DUMPABLE: linux/prctl.h; SUID_DUMP_USER: linux/sched/coredump.h.
 sub AF_UNIX () { 1 } sub SOCK_STREAM () { 1 } sub SOL_SOCKET () { 1 } sub SO_PEERCRED () { 17 } sub SCM_RIGHTS () { 1 }
-sub WNOHANG () { 1 } sub HOLDER_WAIT_S () { 20 } sub CONNECT_RETRY_S () { 0.002 } sub CMSG_HEADER () { 16 } sub SAID_MAX () { 16 } sub MSG_CMSG_CLOEXEC () { 0x40000000 } sub F_DUPFD_CLOEXEC () { 1030 }
+sub WNOHANG () { 1 } sub HOLDER_WAIT_S () { 20 } sub CONNECT_RETRY_S () { 0.002 } sub CMSG_HEADER () { 16 } sub SAID_MAX () { 16 } sub MSG_CMSG_CLOEXEC () { 0x40000000 } sub F_DUPFD_CLOEXEC () { 1030 } sub LINUX_CAPABILITY_VERSION_3 () { 0x20080522 } sub PR_SET_DUMPABLE () { 4 } sub SUID_DUMP_USER () { 1 }
 
 my $program = "clankie-agent-exec";
 sub refuse { my ($code, $text) = @_; syswrite STDERR, "$program: $text\n"; exit $code }
-my ($recvmsg, $dup3, $fcntl, $close, $setsid, $exit_group, $uid) = @ARGV;
+my ($recvmsg, $dup3, $fcntl, $close, $setsid, $exit_group, $setgroups, $setresgid, $setresuid, $capset, $prctl, $uid, $agent_uid, $agent_gid, @agent_groups) = map { /\A(\d{1,10})\z/ ? $1 + 0 : refuse(64, "spawner's grab: bad argument; report this") } @ARGV;
 my $message = do { local $/; <STDIN> } // "";
 exit 0 if $message eq "";
 my ($holder, $name, $oom, $fds, $count, @chain) = split /\0/, substr($message, 0, -1), -1;
 %ENV = map { /\A([^=]+)=(.*)\z/s ? ($1, $2) : () } splice @chain, 0, $count // 0;
-$message =~ /\0\z/ && @chain or refuse(64, "spawner's grab: bad job; report this");
+# Under -T: the fields the grab itself acts on are taken by their form (the stage's request is the stage's to check).
+$message =~ /\0\z/ && @chain && $fds =~ /\A(\d{1,10}(?:,\d{1,10})*)\z/ && ($fds = $1) && $name =~ /\A([\w-]{0,100})\z/ && ($name = $1, 1) or refuse(64, "spawner's grab: bad job; report this");
 unless ($holder eq "-") {
   my $job = fork // refuse(71, "fork failed: errno " . ($! + 0) . "; raise the container's process limit");
   parent($job) if $job;
@@ -62,13 +84,36 @@ unless ($holder eq "-") {
 }
 my %job = map { $_ => 1 } split /,/, $fds;
 opendir(my $dir, "/proc/self/fd") or refuse(71, "opendir /proc/self/fd failed: errno " . ($! + 0) . "; mount /proc in the container");
-syscall($close, $_ + 0) for grep { /\A\d+\z/ && !$job{$_} } readdir $dir;
+syscall($close, $_ + 0) for grep { !$job{$_} } map { /\A(\d+)\z/ ? $1 : () } readdir $dir;
 if ($oom ne "") {
   open my $adj, ">", "/proc/self/oom_score_adj" or refuse(71, "open /proc/self/oom_score_adj failed: errno " . ($! + 0) . "; mount /proc in the container");
   print $adj "$oom\n";
   close $adj or refuse(71, "write /proc/self/oom_score_adj failed: errno " . ($! + 0) . "; pass an --oom-score-adj the kernel accepts");
 }
-exec { $chain[0] } @chain or refuse(126, "exec $chain[0] failed: errno " . ($! + 0) . "; report this");
+unless ($chain[0] eq "-stage") {
+  @chain = map { /\A(.*)\z/s } @chain; # the spawner's own plan
+  exec { $chain[0] } @chain or refuse(126, "exec $chain[0] failed: errno " . ($! + 0) . "; report this");
+}
+drop();
+# The stage's request; the stage, compiled below this program, runs on from here.
+@ARGV = @chain[1 .. $#chain];
+
+# The drop to the agent: groups, then gid, then uid, then every capability
+# (capset(2): _LINUX_CAPABILITY_VERSION_3, this process, two empty sets of
+# effective, permitted and inheritable, linux/capability.h). Last, the
+# process is made dumpable again, as setpriv's execve(2) of the stage's perl
+# left it: the change of ids cleared the flag (prctl(2), PR_SET_DUMPABLE),
+# which makes the kernel give /proc/self's files to root, and the stage's
+# check that its Landlock domain is in force (it may not open its own
+# oom_score_adj for writing) would then pass with no domain at all.
+sub drop {
+  syscall($setgroups, scalar(@agent_groups), pack("L*", @agent_groups)) == 0 or refuse(71, "setgroups failed: errno " . ($! + 0) . "; report this");
+  syscall($setresgid, $agent_gid, $agent_gid, $agent_gid) == 0 or refuse(71, "setresgid failed: errno " . ($! + 0) . "; report this");
+  syscall($setresuid, $agent_uid, $agent_uid, $agent_uid) == 0 or refuse(71, "setresuid failed: errno " . ($! + 0) . "; report this");
+  my ($header, $data) = (pack("L i", LINUX_CAPABILITY_VERSION_3, 0), pack("L6", (0) x 6));
+  syscall($capset, $header, $data) == 0 or refuse(71, "capset failed: errno " . ($! + 0) . "; report this");
+  syscall($prctl, PR_SET_DUMPABLE, SUID_DUMP_USER, 0, 0, 0) == 0 or refuse(71, "prctl PR_SET_DUMPABLE failed: errno " . ($! + 0) . "; report this");
+}
 
 # The job's parent: reaps every child until the job has ended, then ends as
 # it did (Node's spawn left every signal's disposition at its default).

@@ -1,6 +1,9 @@
 # The verification stage, the last step of both privilege changes, run by
-# `perl -T -C0 -e` in the process setpriv became (src/stage/stage.ts builds
-# its argv and says why it is perl; nothing of it is on disk). Filled in at
+# `perl -T -C0 -e` in the process setpriv became (src/stage/stage.ts says why
+# it is perl; nothing of it is on disk), or, for the spawner's jobs and stops,
+# in its grab's process after the grab's own drop: the grab (perl -T -C0 too)
+# carries this program after its own as package Stage and runs on into it
+# with the request in @ARGV (src/perl/spawn-grab.pl). Filled in at
 # build time (names between at signs): the protocol's tables, from
 # src/stage/protocol.ts, and the system call numbers of the architecture;
 # exit codes and messages are literals (test/unit/project/perl-programs.test.ts

@@ -1,7 +1,11 @@
 /*
  * The verification stage: the last step of both privilege changes, in the
  * process that is about to become the service or the agent's command. This
- * module builds its argv; the program is src/stage/stage.pl.
+ * module builds its request and its program (src/stage/stage.pl); its argv
+ * as a perl of its own, which setpriv execs, is stage-argv.ts's. The
+ * spawner's grab runs it instead in its own process, compiled before the job
+ * came, after making the drop to the agent itself (src/perl/spawn-grab.pl):
+ * the same checks of the same request, with no perl start per job.
  *
  * setpriv exits 0 even when an ambient raise failed (docs/security.md, "Why
  * each step verifies"), so the process setpriv became must read its own
@@ -41,7 +45,6 @@
  * roleKeys below writes them; test/unit/stage/protocol.test.ts holds what it
  * writes, for every role, to that declaration.
  */
-import { TOOLS } from "../constants.ts";
 import { carried } from "../exec/environment.ts";
 import type { AgentStageOptions } from "./protocol.ts";
 import { PRIVATE_SECTION, ROLE_SECTION, SECTION, STAGE_ROLES } from "./sections.ts";
@@ -113,29 +116,30 @@ export { STAGE_ROLES };
 export type StageRole = StageRequest["role"];
 
 /**
- * The program for one role: `source` (stage.pl as passed to perl) without
- * the sections of the other roles (and the [private] ones unless `privateJob`:
- * an ordinary spawn compiles none of a private job's steps), and accepting only `role` (any other is
- * "unknown role", exit 64). It runs on every spawn: the slices of the source
- * between the sections it leaves out, found with indexOf (no regular
- * expression; splitting the source at every section took 0.25 ms on a first
- * call, this 0.16 ms, under plain Node, which also compiles it).
+ * The program for `roles` (one, or the spawner's grab's two: the agent's and
+ * its stops'): `source` (stage.pl as passed to perl) without the sections of
+ * the other roles (and the [private] ones unless `privateJob`: an ordinary
+ * spawn compiles none of a private job's steps), and accepting only `roles`
+ * (any other is "unknown role", exit 64). The slices of the source between
+ * the sections it leaves out are found with indexOf (no regular expression;
+ * splitting the source at every section took 0.25 ms on a first call, this
+ * 0.16 ms, under plain Node, which also compiles it).
  */
-export function stageProgram(role: StageRole, source: string = STAGE_SOURCE, privateJob = false): string {
+export function stageProgram(roles: readonly StageRole[], source: string = STAGE_SOURCE, privateJob = false): string {
   if (source === "") throw new Error("stage: no program was built in (build.mjs defines __CLANKIE_STAGE__, scripts/text-modules.mjs for src/)");
   let program = "";
   let from = 0;
   for (let at = source.indexOf(ROLE_SECTION); at >= 0; at = source.indexOf(ROLE_SECTION, at + 1)) {
-    if (source.startsWith(`${ROLE_SECTION}${role}] `, at) || (privateJob && role === "agent" && source.startsWith(`${ROLE_SECTION}${PRIVATE_SECTION}] `, at))) continue;
+    if (roles.some((kept) => source.startsWith(`${ROLE_SECTION}${kept}] `, at)) || (privateJob && roles.includes("agent") && source.startsWith(`${ROLE_SECTION}${PRIVATE_SECTION}] `, at))) continue;
     program += source.slice(from, at);
     const end = source.indexOf(SECTION, at + 1);
     from = end < 0 ? source.length : end;
   }
   program += source.slice(from);
   // stageSource checked that the list appears once; it is in a section every role keeps (tested).
-  const roles = program.indexOf(STAGE_ROLES);
-  if (roles < 0) throw new Error(`stage: the program does not list the roles ${STAGE_ROLES}`);
-  return `${program.slice(0, roles)}(${role})${program.slice(roles + STAGE_ROLES.length)}`;
+  const list = program.indexOf(STAGE_ROLES);
+  if (list < 0) throw new Error(`stage: the program does not list the roles ${STAGE_ROLES}`);
+  return `${program.slice(0, list)}(${roles.join("|")})${program.slice(list + STAGE_ROLES.length)}`;
 }
 
 const hex = (mask: bigint) => mask.toString(16);
@@ -155,8 +159,8 @@ function roleKeys(request: StageRequest): string[] {
 
 const octal = (mask: number) => mask.toString(8).padStart(4, "0");
 
-/** argv (with argv[0]) of the verification stage. */
-export function stageArgv(request: StageRequest): string[] {
+/** The stage's own arguments (its @ARGV): the program's name, the role, the keys, "--", then the command. */
+export function stageRequest(request: StageRequest): string[] {
   const keys = [
     `uid=${request.uid}`,
     `gid=${request.gid}`,
@@ -169,8 +173,7 @@ export function stageArgv(request: StageRequest): string[] {
     ...roleKeys(request),
   ];
   const command = "path" in request.action ? [request.action.path, ...request.action.argv] : [];
-  const privateJob = request.role === "agent" && request.privateDir !== undefined;
-  return [TOOLS.perl, "-T", "-C0", "-e", stageProgram(request.role, STAGE_SOURCE, privateJob), "--", request.program, request.role, ...keys, "--", ...command];
+  return [request.program, request.role, ...keys, "--", ...command];
 }
 
 /** The environment to exec setpriv with: the command's, carried (CLANKIE_ENV_NAME), and nothing else. */

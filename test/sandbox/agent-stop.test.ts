@@ -215,13 +215,16 @@ rootTest(test, "signalAgent given the service's own process group: refused by th
 });
 
 /*
- * The stop's retries. Agent work outside every job (started by the launch's
- * control runner as root, as agent work with no guard could run) fills the
- * agent uid's process count up to the launch's RLIMIT_NPROC, lowered for
- * these runs, and holds it: a signal stage's setpriv then cannot exec its
- * perl (EAGAIN after the uid change), so no stage delivers until the filler
- * lets go. The control is every stop scenario above: the same stops,
- * unfilled, are delivered by the first stage.
+ * The stop's retries. A process of node's uid (started by the launch's
+ * control runner as root, as any process of the service's could run) fills
+ * node's process count up to the launch's RLIMIT_NPROC, lowered for these
+ * runs, and holds it: the spawner (node) then cannot fork the grab a signal
+ * stage runs in (EAGAIN), so no stage delivers until the filler lets go. The
+ * control is every stop scenario above: the same stops, unfilled, are
+ * delivered by the first stage. The same filler as the agent's uid (agent
+ * work past its limit, a fork bomb's end) stops no stop: the grab drops to
+ * the agent in its own process and execs nothing (docs/security.md, "The
+ * grab makes the drop").
  */
 interface Filled {
   filler: string;
@@ -274,6 +277,14 @@ rootTest(test, "kill() while no signal stage can run: retried until one delivers
   assertFilled(o);
   assertStopped(o, "SIGTERM");
   assert.is(o.isForcefullyTerminated, false, "SIGTERM arrived before the force-kill (due 5000 ms after the stop) was needed");
+});
+
+rootTest(test, "agent work that holds the agent uid's process count over its limit stops no stop: kill() delivers SIGTERM at once, while the filler still holds it", () => {
+  const [node, agent] = [tasksOf(IDS.service), tasksOf(IDS.agent)];
+  const o = scenario("agent-full", true, { limit: Math.max(node + 200, agent + 300), job: agent + 100 }) as unknown as Outcome & Filled;
+  assert.match(o.filler, FULL, JSON.stringify(o));
+  assertStopped(o, "SIGTERM");
+  assert.is(o.aliveAtRelease, false, `the job still ran when the filler let go, 5 s after the stop: ${JSON.stringify(o)}`);
 });
 
 rootTest(test, "kill() whose SIGTERM no stage delivers in 12 tries: the force-kill ends the job when it is due", () => {

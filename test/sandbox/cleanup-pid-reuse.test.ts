@@ -21,7 +21,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { stageArgv, stageProgram } from "../../src/stage/stage.ts";
+import { stageProgram } from "../../src/stage/stage.ts";
+import { stageArgv } from "../../src/stage/stage-argv.ts";
 import { rootTest } from "../helpers/privilege.ts";
 
 const test = suite("cleanup stage and pid reuse");
@@ -98,7 +99,7 @@ function race(program: string): Outcome {
 }
 
 rootTest(test, "a job's pid given to another agent process while the stage signals: the pidfd signal misses it, a kill by pid (the control) kills it", () => {
-  const program = stageProgram("cleanup");
+  const program = stageProgram(["cleanup"]);
   assert.match(program, PIDFD_SIGNAL, "the stage signals through a pidfd");
   const guarded = race(program);
   assert.ok(guarded.reused, `the pid was not reused: ${guarded.log}`);

@@ -11,6 +11,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { rootTest } from "../helpers/privilege.ts";
 import { Body, IDS, SANDBOX_FIXTURES, SANDBOX_NODE } from "../helpers/sandbox.ts";
+import { REPO } from "../helpers/paths.ts";
 
 const test = suite("spawner");
 const FIXTURE = `${SANDBOX_FIXTURES}/spawner-service.mjs`;
@@ -219,15 +220,19 @@ rootTest(test, "the spawner started without its channel (CLANKIE_SPAWNER_FD unse
   }
 });
 
-rootTest(test, "a program of the spawner's chain made writable after the launch (setpriv 0757) is refused before each start (126, one line): a node-uid process that plants a program there gets nothing started; control: the same spawn before the change runs as the agent", async () => {
+/**
+ * A service scenario (test/fixtures/spawner-service.mjs) that runs its control, writes /workspace/ready and waits for
+ * /workspace/go, with a root-owned copy of `program` bound over it: 0755 when the launch checks it, 0757 once the
+ * control has run. Its one JSON line.
+ */
+async function writableAfterControl<T>(scenario: string, program: string, original: string): Promise<T> {
   const body = new Body();
   try {
     chownSync(body.state, IDS.service, IDS.service);
     chownSync(body.workspace, IDS.service, IDS.service);
-    // A copy of setpriv, root's, bound over /usr/bin/setpriv: 0755 when the launch checks it, 0757 once the control has run.
-    const setpriv = join(body.dir, "setpriv");
-    writeFileSync(setpriv, readFileSync("/usr/bin/setpriv"), { mode: 0o755 });
-    const child = body.start({ as: "root", command: [SANDBOX_NODE, FIXTURE, "chain-rules"], binds: [[setpriv, "/usr/bin/setpriv", "rw"]] });
+    const copy = join(body.dir, "copy");
+    writeFileSync(copy, readFileSync(original), { mode: 0o755 });
+    const child = body.start({ as: "root", command: [SANDBOX_NODE, FIXTURE, scenario], binds: [[copy, program, "rw"]] });
     let stdout = "";
     let stderr = "";
     child.stdout!.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
@@ -235,23 +240,38 @@ rootTest(test, "a program of the spawner's chain made writable after the launch 
     const ended = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
     const deadline = Date.now() + 60_000;
     while (!existsSync(join(body.workspace, "ready")) && Date.now() < deadline && child.exitCode === null) await new Promise((r) => setTimeout(r, 25));
-    chmodSync(setpriv, 0o757);
+    chmodSync(copy, 0o757);
     writeFileSync(join(body.workspace, "go"), "");
     const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
     const status = await ended;
     clearTimeout(timer);
     assert.is(status, 0, `${stdout}\n${stderr}`);
-    const out = JSON.parse(stdout.split("\n").find((text) => text.startsWith("{")) ?? "{}") as { control: { exitCode: number; stdout: string }; planted: { exitCode: number; stdout: string; stderr: string; started: boolean; refused: boolean }; ran: string };
-    assert.equal({ exitCode: out.control.exitCode, stdout: out.control.stdout }, { exitCode: 0, stdout: String(IDS.agent) }, "control: before the change the spawn runs as the agent");
-    // Without the spawner's gate the planted program ran as node with CapEff 00000000000000c0, and its setuid(0) succeeded.
-    assert.is(out.ran, "ENOENT", `the planted program ran: ${out.ran}`);
-    assert.equal(
-      { exitCode: out.planted.exitCode, started: out.planted.started, refused: out.planted.refused, stdout: out.planted.stdout, stderr: out.planted.stderr },
-      { exitCode: 126, started: false, refused: true, stdout: "", stderr: "clankie-agent-exec: refusing to execute /usr/bin/setpriv: /usr/bin/setpriv is writable by group or other (mode 757); install programs that root or the service run in a root-owned directory that only root can write (for example /usr/local/bin)" },
-    );
+    return JSON.parse(stdout.split("\n").find((text) => text.startsWith("{")) ?? "{}") as T;
   } finally {
     body.cleanup();
   }
+}
+
+const writableLine = (program: string) => `clankie-agent-exec: refusing to execute ${program}: ${program} is writable by group or other (mode 757); install programs that root or the service run in a root-owned directory that only root can write (for example /usr/local/bin)`;
+
+rootTest(test, "a program of a private job's chain made writable after the launch (setpriv 0757, which the per-job shim runs with SETUID and SETGID) is refused before each start (126, one line): a node-uid process that plants a program there gets nothing started; control: the same spawn before the change runs as the agent", async () => {
+  const out = await writableAfterControl<{ control: { exitCode: number; stdout: string }; planted: { exitCode: number; stdout: string; stderr: string; started: boolean; refused: boolean }; ran: string }>("chain-rules", "/usr/bin/setpriv", "/usr/bin/setpriv");
+  assert.equal({ exitCode: out.control.exitCode, stdout: out.control.stdout }, { exitCode: 0, stdout: String(IDS.agent) }, "control: before the change the spawn runs as the agent");
+  // The per-job shim runs setpriv with SETUID and SETGID: when the spawner itself ran it, without its gate the planted program ran as node with CapEff 00000000000000c0, and its setuid(0) succeeded.
+  assert.is(out.ran, "ENOENT", `the planted program ran: ${out.ran}`);
+  assert.equal(
+    { exitCode: out.planted.exitCode, started: out.planted.started, refused: out.planted.refused, stdout: out.planted.stdout, stderr: out.planted.stderr },
+    { exitCode: 126, started: false, refused: true, stdout: "", stderr: writableLine("/usr/bin/setpriv") },
+  );
+});
+
+rootTest(test, "the executable the spawner's grab starts for a private job, made writable after the launch (clankie-agent-exec 0757), is refused by the spawner before each start (126, one line); control: the same private job before the change runs as the agent", async () => {
+  const out = await writableAfterControl<{ control: { exitCode: number; stdout: string }; after: { exitCode: number; stdout: string; stderr: string; started: boolean; refused: boolean } }>("exec-rules", "/usr/local/sbin/clankie-agent-exec", join(REPO, "dist/clankie-agent-exec"));
+  assert.equal({ exitCode: out.control.exitCode, stdout: out.control.stdout }, { exitCode: 0, stdout: String(IDS.agent) }, "control: before the change the private job runs as the agent");
+  assert.equal(
+    { exitCode: out.after.exitCode, started: out.after.started, refused: out.after.refused, stdout: out.after.stdout, stderr: out.after.stderr },
+    { exitCode: 126, started: false, refused: true, stdout: "", stderr: writableLine("/usr/local/sbin/clankie-agent-exec") },
+  );
 });
 
 rootTest(test, "doctor reports a dead spawner: processes.spawner fails (no spawner runs, no agent work can start) with the fix to restart the body; control: the same doctor beside a live spawner passes it", () => {

@@ -18,7 +18,7 @@ import { GROUP, PASSWD } from "../../helpers/identities.ts";
 import { assertRefusal } from "../../helpers/refusal.ts";
 
 const ids = resolveIdentities(PASSWD, GROUP);
-const PERL = ["/usr/bin/perl", "-T", "-C0", "-e", stageProgram("cleanup"), "--", "clankie-agent-exec"];
+const PERL = ["/usr/bin/perl", "-T", "-C0", "-e", stageProgram(["cleanup"]), "--", "clankie-agent-exec"];
 const AGENT = ["uid=1001", "gid=1001", "groups=1001,1002", "inh=0", "prm=0", "eff=0", "amb=0", "nnp=1"];
 
 test("privateImageTree: the top level but /state and /tmp; /var and /dev child by child without /var/tmp and /dev/shm", () => {

@@ -15,7 +15,7 @@ import { grabJob } from "../../../src/agent-exec/spawner.ts";
 const test = suite("the spawner's grab");
 
 const n = syscallNumbers();
-const GRAB_ARGV = ["-e", GRAB, ...[n.recvmsg, n.dup3, n.fcntl, n.close, n.setsid, n.exitGroup, process.getuid!()].map(String)];
+const GRAB_ARGV = ["-T", "-C0", "-e", GRAB, ...[n.recvmsg, n.dup3, n.fcntl, n.close, n.setsid, n.exitGroup, n.setgroups, n.setresgid, n.setresuid, n.capset, n.prctl, process.getuid!(), process.getuid!(), process.getgid!(), process.getgid!()].map(String)];
 /** A chain that prints its argv, one bracketed word a line, then its whole environment. */
 const PRINT = ["/usr/bin/perl", "-e", 'print map({ "[$_]\\n" } @ARGV), map({ "$_=$ENV{$_}\\n" } sort keys %ENV)'];
 

@@ -5,7 +5,7 @@ import { stageProgram } from "../../../src/stage/stage.ts";
 import { imageIdentities } from "../../helpers/identities.ts";
 
 const ids = imageIdentities();
-const PERL = ["/usr/bin/perl", "-T", "-C0", "-e", stageProgram("service"), "--"];
+const PERL = ["/usr/bin/perl", "-T", "-C0", "-e", stageProgram(["service"]), "--"];
 /** setpriv's options of the drop: node, its groups, SETUID and SETGID as inheritable, ambient and the whole bounding set. */
 const TO_SERVICE = ["--reuid=1000", "--regid=1000", "--groups=1000,1002", "--inh-caps=-all,+setuid,+setgid", "--ambient-caps=-all,+setuid,+setgid", "--bounding-set=-all,+setuid,+setgid"];
 

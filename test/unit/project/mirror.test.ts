@@ -25,6 +25,8 @@ export const UNTESTED_ALONE: Record<string, string> = {
   "agent-exec/main.ts": BLACK_BOX,
   "agent-exec/start.ts": BLACK_BOX,
   "service/spawner-client.ts": "the service's channel to the spawner and the job's holder: run against the real spawner by test/sandbox/spawner.test.ts, agent-exec, agent-stop and private-jobs",
+  "agent-exec/setpriv-chain.ts": "the per-job shim's chain through setpriv, apart from plan.ts so that the spawner, whose grab makes the drop itself, does not carry it: tested in test/unit/agent-exec/plan.test.ts (agentChainArgv)",
+  "stage/stage-argv.ts": "the stage's argv as a perl of its own, apart from stage.ts so that the spawner does not carry it: tested in test/unit/stage/stage.test.ts and protocol.test.ts (stageArgv)",
   "agent-exec/run-args.ts": "a command's options, apart from cli.ts so that the spawner does not carry the shim's other actions: tested in test/unit/agent-exec/cli.test.ts, through parseAgentExecArgs, and its parseStartedFd there too",
   "os/proc-stat.ts": "parseStat and readSession, apart from proc-status.ts so that the spawner does not load them: tested in test/unit/os/proc-status.test.ts",
   "exec/start-child.ts": "the spawner's child start (one spawn call behind the exec gate): exercised by every spawn in test/sandbox",

@@ -21,6 +21,7 @@ import SPAWN_GRAB from "../../../src/perl/spawn-grab.pl";
 import SPAWNER_PAIR from "../../../src/perl/spawner-pair.pl";
 import { ACCEPTOR_PROGRAM } from "../../../src/service/stream-acceptor.ts";
 import { HOLDER_PROGRAM } from "../../../src/service/spawner-client.ts";
+import { GRAB_PROGRAM } from "../../../src/agent-exec/spawner.ts";
 
 const test = suite("perl programs");
 
@@ -32,7 +33,8 @@ const PROGRAMS: Record<string, { source: string; flags: string[] }> = {
   "perl/state-acl.pl": { source: STATE_ACL_SCRIPT, flags: [] },
   "perl/state-audit.pl": { source: `${STATE_ACL_SCRIPT}\n${READ_ONLY_WALK.part}`, flags: [] },
   "perl/probe-confinement.pl": { source: CONFINEMENT_ATTEMPTS_SCRIPT, flags: [] },
-  "perl/spawn-grab.pl": { source: SPAWN_GRAB, flags: [] },
+  "perl/spawn-grab.pl": { source: SPAWN_GRAB, flags: ["-T", "-C0"] },
+  "the spawner's grab with its stage (GRAB_PROGRAM, src/agent-exec/spawner.ts)": { source: GRAB_PROGRAM, flags: ["-T", "-C0"] },
   "perl/spawner-pair.pl": { source: SPAWNER_PAIR, flags: [] },
   "the service's holder (src/service/spawner-client.ts)": { source: HOLDER_PROGRAM, flags: [] },
   "the service's acceptor (src/service/stream-acceptor.ts)": { source: ACCEPTOR_PROGRAM, flags: [] },

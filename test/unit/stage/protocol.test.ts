@@ -11,7 +11,8 @@ import * as assert from "uvu/assert";
 import { confinementKeys, NO_EXTRA_CONFINEMENT } from "../../../src/confinement.ts";
 import { AGENT_OPTION_KEYS, REPEATED_STAGE_KEYS, STAGE_KEY_FORMS, STAGE_ROLE_KEYS, type StageKey } from "../../../src/stage/protocol.ts";
 import { parseAgentExecArgs } from "../../../src/agent-exec/cli.ts";
-import { STAGE_SOURCE, stageArgv, type StageRequest } from "../../../src/stage/stage.ts";
+import { STAGE_SOURCE, type StageRequest } from "../../../src/stage/stage.ts";
+import { stageArgv } from "../../../src/stage/stage-argv.ts";
 import { keysOf } from "../../helpers/stage-keys.ts";
 
 const test = suite("stage protocol");

@@ -14,10 +14,10 @@ const ROLES: StageRole[] = ["service", "agent", "signal", "cleanup"];
 test("a bundle's cut gives each of its roles the program the whole source gives (a private job's too)", () => {
   const whole = stageSource();
   for (const role of ROLES) {
-    assert.is(stageProgram(role, forRoles(whole, [role])), stageProgram(role, whole), role);
-    assert.is(stageProgram(role, stageSource(process.arch, [role, "signal"])), stageProgram(role, whole), `${role} with signal`);
+    assert.is(stageProgram([role], forRoles(whole, [role])), stageProgram([role], whole), role);
+    assert.is(stageProgram([role], stageSource(process.arch, [role, "signal"])), stageProgram([role], whole), `${role} with signal`);
   }
-  assert.is(stageProgram("agent", forRoles(whole, ["agent"]), true), stageProgram("agent", whole, true), "private job");
+  assert.is(stageProgram(["agent"], forRoles(whole, ["agent"]), true), stageProgram(["agent"], whole, true), "private job");
 });
 
 test("the service's cut holds no section of another role, and is about half the whole (at most 51%)", () => {
@@ -31,7 +31,7 @@ test("the service's cut holds no section of another role, and is about half the 
   // 50.1% since the started marker's steps joined the exec every role shares (its size on the root path is held by code-lines.test.ts).
   assert.ok(service.length * 100 <= whole.length * 51, `${service.length} of ${whole.length} bytes`);
   // Control: from the service's cut an agent's program lacks the agent's own steps.
-  assert.is.not(stageProgram("agent", service), stageProgram("agent", whole));
+  assert.is.not(stageProgram(["agent"], service), stageProgram(["agent"], whole));
 });
 
 test.run();

@@ -13,7 +13,8 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { NO_EXTRA_CONFINEMENT, confinementKeys } from "../../../src/confinement.ts";
 import { privateImageTree } from "../../../src/agent-exec/private-job.ts";
-import { type AgentStageRequest, STAGE_ROLES, STAGE_SOURCE, stageArgv, stageEnvironment, stageProgram, type StageRequest, type StageRole } from "../../../src/stage/stage.ts";
+import { type AgentStageRequest, STAGE_ROLES, STAGE_SOURCE, stageEnvironment, stageProgram, type StageRequest, type StageRole } from "../../../src/stage/stage.ts";
+import { stageArgv } from "../../../src/stage/stage-argv.ts";
 import { stageText, withoutComments } from "../../../src/stage/stage-source.ts";
 import { IS_ROOT, rootTest } from "../../helpers/privilege.ts";
 import { landlockAbi, type Lie, lyingKernel, NR } from "../../helpers/seccomp-wrap.ts";
@@ -400,7 +401,7 @@ const definesSub = (program: string, name: string) => program.includes(`\nsub ${
 test("each role's program holds the shared steps and its own, none of another role's, and names only its role", () => {
   const roles = Object.keys(OWN_STEPS) as StageRole[];
   for (const role of roles) {
-    const program = stageProgram(role);
+    const program = stageProgram([role]);
     for (const name of [...SHARED_STEPS, ...OWN_STEPS[role]]) assert.ok(definesSub(program, name), `${role}: no sub ${name}`);
     for (const other of roles.filter((r) => r !== role)) {
       for (const name of OWN_STEPS[other]) assert.not.ok(definesSub(program, name), `${role}'s program holds ${other}'s ${name}`);
@@ -413,13 +414,13 @@ test("each role's program holds the shared steps and its own, none of another ro
   // The full program holds every step: the cut is what leaves them out.
   for (const name of Object.values(OWN_STEPS).flat()) assert.ok(definesSub(STAGE_SOURCE, name), `stage.pl has no sub ${name}`);
   // A private job's steps are compiled for a private job alone.
-  const privateProgram = stageProgram("agent", STAGE_SOURCE, true);
+  const privateProgram = stageProgram(["agent"], STAGE_SOURCE, true);
   for (const name of [...SHARED_STEPS, ...OWN_STEPS.agent, ...PRIVATE_STEPS]) assert.ok(definesSub(privateProgram, name), `private job: no sub ${name}`);
-  for (const name of PRIVATE_STEPS) assert.not.ok(definesSub(stageProgram("agent"), name), `the agent's program for an ordinary spawn holds ${name}`);
+  for (const name of PRIVATE_STEPS) assert.not.ok(definesSub(stageProgram(["agent"]), name), `the agent's program for an ordinary spawn holds ${name}`);
   assert.is(spawnSync("/usr/bin/perl", ["-T", "-C0", "-c", "-e", privateProgram], { encoding: "utf8" }).stderr, "-e syntax OK\n", "private job");
-  for (const role of ["service", "signal", "cleanup"] as const) assert.is(stageProgram(role, STAGE_SOURCE, true), stageProgram(role), `${role}: no private steps`);
+  for (const role of ["service", "signal", "cleanup"] as const) assert.is(stageProgram([role], STAGE_SOURCE, true), stageProgram([role]), `${role}: no private steps`);
   // The agent's, compiled for every piece of agent work, is the smaller by the signal and cleanup roles' steps.
-  assert.ok(stageProgram("agent").length < STAGE_SOURCE.length - 1500, `${stageProgram("agent").length} of ${STAGE_SOURCE.length} bytes`);
+  assert.ok(stageProgram(["agent"]).length < STAGE_SOURCE.length - 1500, `${stageProgram(["agent"]).length} of ${STAGE_SOURCE.length} bytes`);
 });
 
 /** What perl compiled, as B::Deparse prints it back (the hash seed fixed: it prints constant subs in hash order). */
@@ -431,16 +432,16 @@ function deparsed(program: string): string {
 
 test("each role's program is the program of stage.pl as written, comments and all: B::Deparse prints both alike", () => {
   const commented = stageText();
-  assert.is(stageProgram("agent"), stageProgram("agent", withoutComments(commented)), "STAGE_SOURCE is stage.pl without its comments");
+  assert.is(stageProgram(["agent"]), stageProgram(["agent"], withoutComments(commented)), "STAGE_SOURCE is stage.pl without its comments");
   assert.ok(STAGE_SOURCE.length < commented.length * 0.75, `${STAGE_SOURCE.length} of ${commented.length} bytes`);
   for (const role of Object.keys(OWN_STEPS) as StageRole[]) {
-    const full = stageProgram(role, commented);
+    const full = stageProgram([role], commented);
     assert.ok(full.includes("\n# "), `${role}: the control keeps its comments`);
-    assert.is(deparsed(stageProgram(role)), deparsed(full), role);
+    assert.is(deparsed(stageProgram([role])), deparsed(full), role);
   }
-  assert.is(deparsed(stageProgram("agent", STAGE_SOURCE, true)), deparsed(stageProgram("agent", commented, true)), "private job");
+  assert.is(deparsed(stageProgram(["agent"], STAGE_SOURCE, true)), deparsed(stageProgram(["agent"], commented, true)), "private job");
   // Control: a string over several lines, one of which starts with #, is not the same program without that line.
-  const planted = stageProgram("agent", commented).replace("\nread_request();", "\nmy $planted = q{a\n# b\nc};\nread_request();");
+  const planted = stageProgram(["agent"], commented).replace("\nread_request();", "\nmy $planted = q{a\n# b\nc};\nread_request();");
   assert.is.not(deparsed(withoutComments(planted)), deparsed(planted));
 });
 
@@ -448,16 +449,16 @@ test("a role's program refuses every other role (exit 64): the full program is t
   const request = asSignal(base, 999999);
   const argv = stageArgv(request);
   const program = argv.indexOf("-e") + 1;
-  assert.is(argv[program], stageProgram("signal"));
+  assert.is(argv[program], stageProgram(["signal"]));
   const run = (text: string) => spawnSync(NNP[0]!, [...NNP.slice(1), ...argv.slice(0, program), text, ...argv.slice(program + 1)], { encoding: "utf8" });
   // Control: with every role's steps the signal role runs its step (here: no such group, exit 65).
   refused(run(STAGE_SOURCE), 65, "clankie-agent-exec: no agent process group 999999; it has already exited");
-  refused(run(stageProgram("agent")), 64, usage("clankie-agent-exec", "unknown role signal"));
+  refused(run(stageProgram(["agent"])), 64, usage("clankie-agent-exec", "unknown role signal"));
 });
 
 test("stage.pl lists the roles once, and a program without the list is refused", () => {
   assert.is(STAGE_SOURCE.split(STAGE_ROLES).length, 2);
-  assert.throws(() => stageProgram("agent", STAGE_SOURCE.replace(STAGE_ROLES, "(agent)")), /does not list the roles/);
+  assert.throws(() => stageProgram(["agent"], STAGE_SOURCE.replace(STAGE_ROLES, "(agent)")), /does not list the roles/);
 });
 
 /*
