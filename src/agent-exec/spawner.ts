@@ -72,6 +72,7 @@ const V8_MEMORY_FLAGS = "--semi-space-growth-factor=1 --optimize-for-size --no-m
 function asLine(error: unknown): { code: number; line: string } {
   if (error instanceof Refusal) return { code: error.exitCode, line: formatRefusal(error.message, error.fix) };
   if (error instanceof OsFailure) return { code: error.exitCode, line: `clankie-agent-exec: ${error.message}` };
+  if ((error as NodeJS.ErrnoException).code === "EAGAIN") return { code: EXIT.osError, line: `clankie-agent-exec: ${(error as Error).message}: node's uid is at its process limit; try again once processes of node's have ended, or raise the container's process limit` };
   return { code: EXIT.osError, line: `clankie-agent-exec: the spawner failed: ${(error as Error).message}; report this` };
 }
 
