@@ -73,6 +73,16 @@ rootTest(test, "the acceptor killed by the service (a process of node's uid may)
   assert.equal({ exitCode: result.exitCode, stdout: result.stdout, started: result.started }, { exitCode: 0, stdout: "ran", started: true }, JSON.stringify(r.out));
 });
 
+rootTest(test, "the acceptor killed while a job it made the stdio of runs: the job's output before and after, and its exit, reach the service; the next spawn starts another acceptor and runs", () => {
+  const r = launch("acceptor-killed-mid-job");
+  assert.is(r.status, 0, r.stderr);
+  assert.is(r.out.killed, 1, `control: the acceptor was found and killed (${JSON.stringify(r.out)})`);
+  const result = r.out.result as { exitCode: number; stdout: string; started: boolean };
+  assert.equal({ exitCode: result.exitCode, stdout: result.stdout, started: result.started }, { exitCode: 3, stdout: "before\nafter", started: true }, JSON.stringify(r.out));
+  const next = r.out.next as { exitCode: number; stdout: string };
+  assert.equal({ exitCode: next.exitCode, stdout: next.stdout }, { exitCode: 0, stdout: "ran" }, JSON.stringify(r.out));
+});
+
 rootTest(test, "execa's options on the acceptor's route: a transform, all, lines, maxBuffer, bytes, input, iteration and pipe() give what execa gives", () => {
   const r = launch("execa-options");
   assert.is(r.status, 0, r.stderr);
