@@ -75,7 +75,7 @@ exit 0 if $message eq "";
 my ($holder, $name, $oom, $fds, $count, @chain) = split /\0/, substr($message, 0, -1), -1;
 %ENV = map { /\A([^=]+)=(.*)\z/s ? ($1, $2) : () } splice @chain, 0, $count // 0;
 # Under -T: the fields the grab itself acts on are taken by their form (the stage's request is the stage's to check).
-$message =~ /\0\z/ && @chain && $fds =~ /\A(\d{1,10}(?:,\d{1,10})*)\z/ && ($fds = $1) && $name =~ /\A([\w-]{0,100})\z/ && ($name = $1, 1) or refuse(64, "spawner's grab: bad job; report this");
+$message =~ /\0\z/ && @chain && $fds =~ /\A(\d{1,10}(?:,\d{1,10})*)\z/ && ($fds = $1, 1) && $name =~ /\A([\w-]{0,100})\z/ && ($name = $1, 1) or refuse(64, "spawner's grab: bad job; report this");
 unless ($holder eq "-") {
   my $job = fork // refuse(71, "fork failed: errno " . ($! + 0) . "; raise the container's process limit");
   parent($job) if $job;

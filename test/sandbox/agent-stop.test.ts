@@ -257,11 +257,15 @@ function tasksOf(uid: number): number {
 function filled(name: string): Outcome & Filled {
   let o: Outcome & Filled;
   for (let run = 1; ; run++) {
-    const [node, agent] = [tasksOf(IDS.service), tasksOf(IDS.agent)];
-    const limit = Math.max(node + 200, agent + 300);
-    o = scenario(name, true, { limit, job: agent + 100 }) as unknown as Outcome & Filled;
+    o = fillScenario(name);
     if (o.aliveAtRelease || run === 3) return o;
   }
+}
+
+/** One run of a filled scenario: the launch's limit and the job's --nproc from what node's and the agent's uids run now. */
+function fillScenario(name: string): Outcome & Filled {
+  const [node, agent] = [tasksOf(IDS.service), tasksOf(IDS.agent)];
+  return scenario(name, true, { limit: Math.max(node + 200, agent + 300), job: agent + 100 }) as unknown as Outcome & Filled;
 }
 
 /** How each stage failed while node's count was full: the spawner could not fork its grab. */
@@ -282,8 +286,7 @@ rootTest(test, "kill() while no signal stage can run: retried until one delivers
 });
 
 rootTest(test, "agent work that holds the agent uid's process count over its limit stops no stop: kill() delivers SIGTERM at once, while the filler still holds it", () => {
-  const [node, agent] = [tasksOf(IDS.service), tasksOf(IDS.agent)];
-  const o = scenario("agent-full", true, { limit: Math.max(node + 200, agent + 300), job: agent + 100 }) as unknown as Outcome & Filled;
+  const o = fillScenario("agent-full");
   assert.match(o.filler, FULL, JSON.stringify(o));
   assertStopped(o, "SIGTERM");
   assert.is(o.aliveAtRelease, false, `the job still ran when the filler let go, 5 s after the stop: ${JSON.stringify(o)}`);
