@@ -121,6 +121,29 @@ export function readIdentities(): Identities {
   return resolveIdentities(readDatabase(PASSWD_FILE), readDatabase(GROUP_FILE));
 }
 
+/**
+ * What starting agent work needs of the identities: node's uid (the only
+ * caller), the agent's uid and gid, and its groups (agentGroups). The
+ * spawner knows no more of them: the root phase resolves them here and hands
+ * them to it in CLANKIE_SPAWNER_IDS (formatAgentIds), so that no parser of
+ * /etc/passwd or /etc/group runs with its capabilities.
+ */
+export interface AgentIds {
+  service: number;
+  uid: number;
+  gid: number;
+  groups: readonly number[];
+}
+
+export function agentIds(ids: Identities): AgentIds {
+  return { service: ids.service.uid, uid: ids.agent.uid, gid: ids.agent.gid, groups: agentGroups(ids) };
+}
+
+/** CLANKIE_SPAWNER_IDS's value: "SERVICE:UID:GID:GROUP,GROUP" (the spawner's parseAgentIds reads it). */
+export function formatAgentIds(ids: AgentIds): string {
+  return `${ids.service}:${ids.uid}:${ids.gid}:${ids.groups.join(",")}`;
+}
+
 /** The agent's groups: its own and clankie-workspace (ADR 0272), as the shim sets them and the audit expects them. */
 export function agentGroups(ids: Identities): number[] {
   return [...new Set([ids.agent.gid, ids.workspaceGroup.gid])].sort((a, b) => a - b);

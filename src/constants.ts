@@ -99,6 +99,8 @@ export const STARTED_FD_VARIABLE = "CLANKIE_STARTED_FD";
  */
 export const SPAWNER_FD = 3;
 export const SPAWNER_FD_VARIABLE = "CLANKIE_SPAWNER_FD";
+/** Set by the root phase in the spawner's environment alone: node's uid and the agent's uid, gid and groups (accounts.ts, formatAgentIds). */
+export const SPAWNER_IDS_VARIABLE = "CLANKIE_SPAWNER_IDS";
 /** The spawner's first argument: clankie-agent-exec --spawner, started by the root phase alone. */
 export const SPAWNER_FLAG = "--spawner";
 /**

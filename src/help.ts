@@ -5,11 +5,11 @@ import { ADR_LAUNCH_FLAGS, AGENT_DEFAULT_NPROC, AGENT_DEFAULT_OOM_SCORE_ADJ, EXI
 export const EXIT_DESCRIPTIONS: ReadonlyArray<readonly [number, string]> = [
   [EXIT.ok, "success (--version, --help, a passing --self-check); otherwise the exec'd command's own status"],
   [EXIT.checkFailed, "--self-check: at least one check failed"],
-  [EXIT.usage, "bad command line: unknown option, missing --, empty command, an --allow-write (allowWrite) under /state outside /state/agent, a --pgid that is the shim's own process group or its caller's, a CLANKIE_STARTED_FD that is no open inheritable fd or is also a --keep-fd, a NUL byte in an argument or an environment value; the spawner: a spawn request that names no command, or a CLANKIE_SPAWNER_FD that is not an fd of 3 or more (started by hand)"],
+  [EXIT.usage, "bad command line: unknown option, missing --, empty command, an --allow-write (allowWrite) under /state outside /state/agent, a --pgid that is the shim's own process group or its caller's, a CLANKIE_STARTED_FD that is no open inheritable fd or is also a --keep-fd, a NUL byte in an argument or an environment value; the spawner: a spawn request that names no command or holds a NUL byte in any field (its holder, its socket's name), a CLANKIE_SPAWNER_FD that is not an fd of 3 or more, or a CLANKIE_SPAWNER_IDS that is not node's uid and the agent's uid, gid and groups (started by hand)"],
   [EXIT.dataRefused, "a file under /state or /workspace breaks the rules and was left alone (planted link, device, foreign hard link); or a path named for the agent's confinement leads through a symbolic link; or --signal or --private-cleanup names what does not exist (no such agent process group, no recorded lease); the spawner: a stop of a process group it did not start, or a release of what is not an ended private job of its own"],
   [EXIT.noUser, "node, clankie-agent or clankie-workspace missing or wrong in /etc/passwd or /etc/group (or a clankie-private-N group wrong; none at all refuses --private-job only)"],
   [EXIT.verifyFailed, "after a privilege change the kernel reports other ids, groups, capabilities or NoNewPrivs than asked (for the agent also: a terminal, no session of its own, a stray fd, a Landlock domain or seccomp filter not in force)"],
-  [EXIT.osError, "an operating-system call failed; the message names the call, the path and the errno code; spawnAgent, signalAgent: the spawner has ended or did not answer a spawn within 30 s (the service then exits 71 for the launcher's restart policy)"],
+  [EXIT.osError, "an operating-system call failed; the message names the call, the path and the errno code; spawnAgent, signalAgent: the spawner has ended or did not answer a spawn within 30 s (the service then exits 71 for the launcher's restart policy), or its zygote could not fork a grab (EAGAIN: node's uid at its process limit)"],
   [EXIT.busy, "clankie-agent-exec: the agent uid already runs more tasks than --nproc allows (RLIMIT_NPROC), or every private-job group is leased (--private-job), or --private-cleanup names a pid that a process holding the lease runs under, or a lease whose guard ended before its job (kept until a restart); try again when agent work has ended"],
   [EXIT.launchRefused, "the launch lacks what the mode needs: NoNewPrivs, a capability, the caller is the wrong uid, or the kernel cannot confine agent work as --strict-confinement, --no-network or --private-job asks; for the agent also: a --cwd it cannot enter, a --pgid that is not the agent's, no session of its own, a private job's HOME it cannot make; the spawner: a spawn whose holder (or acceptor) is not a capless process of the service's uid, or whose socket another process holds; spawnAgent: no spawner (a body launched single-uid)"],
   [EXIT.notExecutable, "the command is refused by the exec rules (writable by others, foreign owner) or cannot be executed (execve(2) fails with any error but ENOENT, as in a shell)"],
@@ -93,8 +93,10 @@ clankie-agent-exec [--cwd DIR] [--env NAME]... [--keep-fd N]...
 clankie-agent-exec --spawner
   The resident spawner, started by the root phase alone (node, SETUID and
   SETGID only), beside the service (no capability), with the request
-  channel at fd CLANKIE_SPAWNER_FD. The one path to agent work: it starts
-  only what the service asks, and stops and releases only jobs it started.
+  channel at fd CLANKIE_SPAWNER_FD and node's and the agent's ids in
+  CLANKIE_SPAWNER_IDS (SERVICE:UID:GID:GROUPS). The one path to agent
+  work: it starts only what the service asks (its one perl zygote forks a
+  grab per job), and stops and releases only jobs it started.
   Run by the service or by docker exec --user node, every form is refused
   (77: the caller holds no SETGID, SETUID).
 

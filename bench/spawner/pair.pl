@@ -17,7 +17,7 @@ sub run_wait { my $pid = fork // die; if (!$pid) { exec @_ or die "exec: $!" } w
 for (1 .. $pairs) {
   socketpair(my $a, my $b, AF_UNIX, SOCK_STREAM, PF_UNSPEC) or die;
   my $spawner = fork // die;
-  if (!$spawner) { on_fd3($a); exec "/usr/bin/setpriv", @ids, @caps, "--", "/usr/local/sbin/clankie-agent-exec", "--spawner"; die }
+  if (!$spawner) { on_fd3($a); $ENV{CLANKIE_SPAWNER_IDS} = "1000:1001:1001:1001,1002"; exec "/usr/bin/setpriv", @ids, @caps, "--", "/usr/local/sbin/clankie-agent-exec", "--spawner"; die }
   my $service = fork // die;
   if (!$service) { on_fd3($b); exec "/usr/bin/setpriv", @ids, "--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all", "--", $node, $driver, "spawner", $rounds, $rss_spawns; die }
   close $a;

@@ -409,10 +409,15 @@ const SPAWNER = "src/agent-exec/spawner.ts";
 const AS_THE_AGENT: Record<string, string[]> = { "test/sandbox/spawner.test.ts": ["the service holds no capability in any set, the bounding set included; the job runs as the agent with fds 0-2 only"] };
 const CLONE_PLAIN: Record<string, string[]> = { "test/sandbox/private-guard.test.ts": ["clone(CLONE_PARENT) from a plain job on a kernel without seccomp filters: the clones are made, and their parent, the job's grab, reaps them while the job runs; no zombie of the agent's anywhere, then or after"] };
 const ACCEPTOR_TEST: Record<string, string[]> = { "test/unit/service/stream-acceptor.test.ts": ["a connection that is not the service's is closed unread, and the job's fd stays the service's; control: the service's own reaches the grab", "a grab of another uid gets no fd; control: a grab of the acceptor's uid takes the job's fd 1"] };
-const SPAWNER_RAW: Record<string, string[]> = { "test/sandbox/spawner.test.ts": ["another node process that holds the channel gets no more than the service could ask: no command but agent work, no holder but a capless one of the service's, no socket but that holder's, no stop or release of a job the spawner did not start; control: a request the service could send runs as the agent"] };
+const SPAWNER_LAUNCH: Record<string, string[]> = { "test/sandbox/spawner.test.ts": ["the spawner started without its channel (CLANKIE_SPAWNER_FD unset or below 3) or without the identities the root phase hands it (CLANKIE_SPAWNER_IDS unset or malformed): refused in one line (64) before it reads anything; control: with both, it starts and waits on its channel"] };
+const ZYGOTE_TEST: Record<string, string[]> = { "test/unit/agent-exec/spawner.test.ts": [] };
+const KEPT_LOW: Record<string, string[]> = { "test/sandbox/spawner.test.ts": ["keepFds 3, 4 and 5 reach the job as the service's own pipes (3 and 4 are the numbers the grab's own files take while it takes the job's fds)"] };
+const SPAWNER_RAW: Record<string, string[]> = { "test/sandbox/spawner.test.ts": ["another node process that holds the channel gets no more than the service could ask: no command but agent work, no holder but a capless one of the service's, no socket but that holder's, no field that hides a chain of its own behind a NUL, no stop or release of a job the spawner did not start; control: a request the service could send runs as the agent"] };
 CHECKS.push(
-  cut("spawner.fd-variable", SPAWNER, "throw new Refusal(EXIT.usage, `${SPAWNER_FD_VARIABLE} is not an fd of 3 or more`", { "test/sandbox/spawner.test.ts": ['the spawner started without its channel (CLANKIE_SPAWNER_FD unset or below 3): refused in one line (64) before it reads anything'] }),
+  cut("spawner.fd-variable", SPAWNER, "throw new Refusal(EXIT.usage, `${SPAWNER_FD_VARIABLE} is not an fd of 3 or more`", SPAWNER_LAUNCH),
+  cut("spawner.ids-variable", SPAWNER, "throw new Refusal(EXIT.usage, `${SPAWNER_IDS_VARIABLE} is not node's uid", SPAWNER_LAUNCH),
   cut("spawner.chain-rules", SPAWNER, "gateExec({ command: plan.chain[0] === \"-stage\" ? TOOLS.perl : plan.chain[0]!, args: plan.chain, env, trustedUids: [0] });", { "test/sandbox/spawner.test.ts": ["the executable the spawner's grab starts for a private job, made writable after the launch (clankie-agent-exec 0757), is refused by the spawner before each start (126, one line); control: the same private job before the change runs as the agent"] }, null, ""),
+  cut("spawner.field-nul", SPAWNER, "throw new Refusal(EXIT.usage, \"a field of the job holds a NUL byte\"", SPAWNER_RAW),
   cut("spawner.refusal-line", SPAWNER, "formatRefusal(error.message, error.fix)", SPAWNER_RAW, null, "error.message"),
   cut("spawner.signal-not-started", SPAWNER, "pgid !== undefined && jobs.has(pgid) ? undefined :", SPAWNER_RAW, "spawnAgent started`", "undefined"),
   cut("spawner.release-not-ended", SPAWNER, "endedPrivate.delete(request.pid) ? undefined :", SPAWNER_RAW, "once`", "undefined"),
@@ -421,7 +426,7 @@ CHECKS.push(
   cut("grab.holder-socket", GRAB, "($pid // 0) == $holder && ($peer // -1) == $uid or refuse(77,", SPAWNER_RAW, "agent work\");", ""),
   // Not refusals: the job's parent is the grab, which reaps what clone(CLONE_PARENT) gives it (the chain exec'd in place, or only the job waited for, leaves them as zombies).
   { ...cut("client.stop-awaits-pid", "src/service/spawner-client.ts", "if (job !== undefined && !job.answered) return new Promise(", { "test/sandbox/agent-stop.test.ts": ["kill() right after the spawn stops the command"] }, ");"), guard: true },
-  { ...cut("grab.job-parent", GRAB, "unless ($holder eq \"-\") {", CLONE_PLAIN, "  take();\n}", "take() unless $holder eq \"-\";"), guard: true },
+  { ...cut("grab.job-parent", GRAB, "} else {\n  my $job = fork", CLONE_PLAIN, "  take();\n}", "} else {\n  take();\n}"), guard: true },
   // Not refusals: the acceptor answers only the service's connections and a grab of its own uid, and drops any other unread.
   { ...cut("acceptor.service-streams", "src/service/stream-acceptor.ts", "    (peer($s))[0] == $service or next;\n", ACCEPTOR_TEST, null, ""), guard: true },
   { ...cut("acceptor.grab-uid", "src/service/stream-acceptor.ts", "  (peer($g))[1] == $< or return;\n", ACCEPTOR_TEST, null, ""), guard: true },
@@ -430,6 +435,13 @@ CHECKS.push(
   { ...cut("grab.drop", GRAB, "drop();\n", AS_THE_AGENT, null, ""), guard: true },
   { ...cut("grab.drop-groups", GRAB, "  syscall($setgroups,", AS_THE_AGENT, "\n", ""), guard: true },
   { ...cut("grab.drop-capabilities", GRAB, "  syscall($capset,", AS_THE_AGENT, "\n", ""), guard: true },
+  // Not refusals: the zygote (src/perl/spawn-grab.pl) reports every grab once, under its id, and nothing else reaches its report.
+  { ...cut("zygote.early-end", GRAB, "return $early{$g} = $status", ZYGOTE_TEST, null, "return"), guard: true },
+  { ...cut("zygote.report-not-held", GRAB, "  syscall($dup3, 0, 1, 0) == 1 or refuse(71,", ZYGOTE_TEST, "\n", ""), guard: true },
+  { ...cut("zygote.grab-reaps-its-own", GRAB, "    $SIG{CHLD} = \"DEFAULT\";", AS_THE_AGENT, "\n", ""), guard: true },
+  // Not refusals: the grab's own handles are closed before the job's fds take their numbers (perl would close a handle's number at the sub's end).
+  { ...cut("grab.close-status", GRAB, "  close $st;", KEPT_LOW, "\n", ""), guard: true },
+  { ...cut("grab.close-socket", GRAB, "  close $s;\n", KEPT_LOW, null, ""), guard: true },
   // Not dumpable after its change of ids, the process's /proc files are root's, and the stage's check of its Landlock domain passes with none.
   { ...cut("grab.dumpable", GRAB, "  syscall($prctl, PR_SET_DUMPABLE,", { "test/sandbox/confinement.test.ts": ["a kernel whose landlock_restrict_self answers 0 and does nothing: the stage's check refuses the spawn (70, one line)"] }, "\n", ""), guard: true },
 );

@@ -23,8 +23,8 @@
  *                                   filter of confinement.ts, execve
  *    -> COMMAND
  */
-import { agentGroups, type Identities } from "../accounts.ts";
-import { AGENT_EXEC_NAME, AGENT_HOME, AGENT_UMASK } from "../constants.ts";
+import type { AgentIds } from "../accounts.ts";
+import { AGENT_EXEC_NAME, AGENT_HOME, AGENT_UMASK, AGENT_USER } from "../constants.ts";
 import { buildEnvironment, type Environment } from "../exec/environment.ts";
 import { type AgentStageRequest, type StageRequest, stageEnvironment, stageRequest } from "../stage/stage.ts";
 import { type ConfinementRequest, confinementKeys } from "../confinement.ts";
@@ -46,11 +46,11 @@ export function privateEnvironment(lease: PrivateLease): Environment {
 }
 
 /** The agent's environment: the allowlist and the named variables of the shim's own environment, plus ours (which win over a named one). */
-export function agentEnvironment(shimEnv: NodeJS.ProcessEnv, names: readonly string[], ids: Identities, lease?: PrivateLease): Environment {
+export function agentEnvironment(shimEnv: NodeJS.ProcessEnv, names: readonly string[], lease?: PrivateLease): Environment {
   return buildEnvironment({
     from: shimEnv,
     pass: names,
-    set: { HOME: AGENT_HOME, USER: ids.agent.name, LOGNAME: ids.agent.name, ...(lease === undefined ? {} : privateEnvironment(lease)) },
+    set: { HOME: AGENT_HOME, USER: AGENT_USER, LOGNAME: AGENT_USER, ...(lease === undefined ? {} : privateEnvironment(lease)) },
   });
 }
 
@@ -81,9 +81,9 @@ export interface AgentSignalChain extends ChainBase {
 export type AgentChain = AgentExecChain | AgentSignalChain;
 
 /** The agent's identity as the stage checks it (a private job's `lease` adds its group), with the fds it keeps. */
-export function agentIdentity(ids: Identities, keepFds: readonly number[], lease?: PrivateLease) {
-  const groups = [...agentGroups(ids), ...(lease === undefined ? [] : [lease.group])];
-  return { program: AGENT_EXEC_NAME, uid: ids.agent.uid, gid: ids.agent.gid, groups, caps: { inh: 0n, prm: 0n, eff: 0n, amb: 0n }, keepFds };
+export function agentIdentity(ids: AgentIds, keepFds: readonly number[], lease?: PrivateLease) {
+  const groups = [...ids.groups, ...(lease === undefined ? [] : [lease.group])];
+  return { program: AGENT_EXEC_NAME, uid: ids.uid, gid: ids.gid, groups, caps: { inh: 0n, prm: 0n, eff: 0n, amb: 0n }, keepFds };
 }
 
 function isExecChain(chain: AgentChain): chain is AgentExecChain {
@@ -91,7 +91,7 @@ function isExecChain(chain: AgentChain): chain is AgentExecChain {
 }
 
 /** The stage's request for `chain`: the agent's identity (a private job's lease adds its group), then its role's keys. */
-export function agentStageRequest(ids: Identities, chain: AgentChain): StageRequest {
+export function agentStageRequest(ids: AgentIds, chain: AgentChain): StageRequest {
   if (!isExecChain(chain)) return { ...agentIdentity(ids, chain.keepFds), role: "signal", action: chain.action };
   return {
     ...agentIdentity(ids, chain.keepFds, chain.lease),
@@ -114,6 +114,6 @@ export function agentStageRequest(ids: Identities, chain: AgentChain): StageRequ
  * after its drop to the agent's identity (agentIdentity, given it at its
  * start); and the environment, as the shim's.
  */
-export function agentGrabJob(ids: Identities, chain: AgentChain, shimEnv: NodeJS.ProcessEnv, names: readonly string[]): { chain: string[]; env: Environment } {
-  return { chain: ["-stage", ...stageRequest(agentStageRequest(ids, chain))], env: stageEnvironment(agentEnvironment(shimEnv, names, ids)) };
+export function agentGrabJob(ids: AgentIds, chain: AgentChain, shimEnv: NodeJS.ProcessEnv, names: readonly string[]): { chain: string[]; env: Environment } {
+  return { chain: ["-stage", ...stageRequest(agentStageRequest(ids, chain))], env: stageEnvironment(agentEnvironment(shimEnv, names)) };
 }

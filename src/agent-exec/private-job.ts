@@ -23,7 +23,7 @@
  * its confinement) and the cleanup chain that ends a lease (cleanupArgv).
  */
 import { existsSync, lstatSync, mkdirSync, chmodSync, readdirSync, readlinkSync, rmdirSync, symlinkSync, unlinkSync } from "node:fs";
-import type { Identities } from "../accounts.ts";
+import { agentIds, type Identities } from "../accounts.ts";
 import { type PrivateGroup, privateGroupsOf } from "../private-groups.ts";
 import { EXIT, PRIVATE_DIR, PRIVATE_GROUP_PREFIX, TOOLS } from "../constants.ts";
 import { readStatus } from "../os/proc-status.ts";
@@ -256,7 +256,7 @@ export function leaseRemovalArgv(dir: string): string[] {
  * closes at its exec (Node cannot keep it from the child).
  */
 export function cleanupArgv(ids: Identities, lease: PrivateLease, startedFd?: number): string[] {
-  const identity = agentIdentity(ids, [], lease);
+  const identity = agentIdentity(agentIds(ids), [], lease);
   return agentDropArgv(identity, stageArgv({ ...identity, role: "cleanup", lease: lease.dir, group: lease.group, startedFd, action: { path: TOOLS.find, argv: leaseRemovalArgv(lease.dir) } }));
 }
 

@@ -6,7 +6,7 @@
  * agent's command, with its pid, exit status and signals.
  */
 import { writeFileSync } from "node:fs";
-import { type Identities, readIdentities } from "../accounts.ts";
+import { agentIds, type Identities, readIdentities } from "../accounts.ts";
 import { EXIT, STARTED_FD_VARIABLE, TOOLS } from "../constants.ts";
 import { type ProcessSession, readSession } from "../os/proc-stat.ts";
 import { readStatus } from "../os/proc-status.ts";
@@ -46,7 +46,7 @@ function raiseOomScore(value: number): void {
 
 function checkedIdentities(): Identities {
   const ids = readIdentities();
-  checkCaller(readStatus(), ids);
+  checkCaller(readStatus(), agentIds(ids));
   return ids;
 }
 
@@ -77,7 +77,7 @@ function execChain(ids: Identities, chain: AgentChain, oomScoreAdj: number | und
   // The started marker crosses to the stage, which closes it at the exec (stage.pl, "exec").
   const startedFd = "startedFd" in chain ? chain.startedFd : undefined;
   closeStrayDescriptors(chain.keepFds, startedFd);
-  const { argv, env } = agentExec(ids, chain, uncarried(process.env), envNames, takeLease?.());
+  const { argv, env } = agentExec(agentIds(ids), chain, uncarried(process.env), envNames, takeLease?.());
   execReplace({ command: argv[0]!, args: argv.slice(1), argv0: argv[0], env, trustedUids: [0] });
 }
 

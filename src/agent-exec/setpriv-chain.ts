@@ -13,7 +13,7 @@
  *                                   with empty permitted and effective sets
  *    -> perl -T -e STAGE -> COMMAND
  */
-import type { Identities } from "../accounts.ts";
+import type { AgentIds } from "../accounts.ts";
 import { TOOLS } from "../constants.ts";
 import type { Environment } from "../exec/environment.ts";
 import { stageArgv } from "../stage/stage-argv.ts";
@@ -26,7 +26,7 @@ export function agentDropArgv(identity: { uid: number; gid: number; groups: read
 }
 
 /** argv (with argv[0]) of the whole chain, starting at setpriv. (A private job's cleanup chain is private-job.ts's.) */
-export function agentChainArgv(ids: Identities, chain: AgentChain): string[] {
+export function agentChainArgv(ids: AgentIds, chain: AgentChain): string[] {
   const request = agentStageRequest(ids, chain);
   return agentDropArgv(request, stageArgv(request));
 }
@@ -37,6 +37,6 @@ export function agentChainArgv(ids: Identities, chain: AgentChain): string[] {
  * `shimEnv`), carried past setpriv and perl (stageEnvironment). A private
  * job's `lease` joins both.
  */
-export function agentExec(ids: Identities, chain: AgentChain, shimEnv: NodeJS.ProcessEnv, names: readonly string[], lease?: PrivateJobLease): { argv: string[]; env: Environment } {
-  return { argv: agentChainArgv(ids, lease === undefined ? chain : { ...chain, lease }), env: stageEnvironment(agentEnvironment(shimEnv, names, ids, lease)) };
+export function agentExec(ids: AgentIds, chain: AgentChain, shimEnv: NodeJS.ProcessEnv, names: readonly string[], lease?: PrivateJobLease): { argv: string[]; env: Environment } {
+  return { argv: agentChainArgv(ids, lease === undefined ? chain : { ...chain, lease }), env: stageEnvironment(agentEnvironment(shimEnv, names, lease)) };
 }

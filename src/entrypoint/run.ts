@@ -15,9 +15,9 @@
  * that reads and fixes owners, modes and ACLs.
  */
 import { existsSync, lstatSync } from "node:fs";
-import { type Identities, readIdentities } from "../accounts.ts";
+import { agentIds, formatAgentIds, type Identities, readIdentities } from "../accounts.ts";
 import { privateGroupsOf } from "../private-groups.ts";
-import { ENTRYPOINT_NAME, SPAWNER_FD, SPAWNER_FD_VARIABLE, STATE_DIR, SYSTEM_PATH, TOOLS } from "../constants.ts";
+import { ENTRYPOINT_NAME, SPAWNER_FD, SPAWNER_FD_VARIABLE, SPAWNER_IDS_VARIABLE, STATE_DIR, SYSTEM_PATH, TOOLS } from "../constants.ts";
 import { execReplace, prepareExec } from "../exec/replace.ts";
 import { readStatus } from "../os/proc-status.ts";
 import { oneLine, osCall, writeLine } from "../report.ts";
@@ -82,7 +82,7 @@ function dropToServiceAndSpawner(ids: Identities, command: readonly string[], ve
   const channel = { [SPAWNER_FD_VARIABLE]: String(SPAWNER_FD) };
   return execReplace({
     command: TOOLS.perl,
-    args: spawnerPairArgs(SPAWNER_FD, stageEnvironment({ PATH: SYSTEM_PATH, ...channel }), spawner, service),
+    args: spawnerPairArgs(SPAWNER_FD, stageEnvironment({ PATH: SYSTEM_PATH, ...channel, [SPAWNER_IDS_VARIABLE]: formatAgentIds(agentIds(ids)) }), spawner, service),
     argv0: "perl",
     env: stageEnvironment({ ...env, ...channel }),
     trustedUids: [0],

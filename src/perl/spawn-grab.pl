@@ -1,27 +1,32 @@
-# The spawner's grab (src/agent-exec/spawner.ts): the process that becomes
-# each job, as node with the spawner's SETUID and SETGID until its drop. It
-# takes the job's stdio, kept fds and started marker from the holder, the
-# service's capless child that execa spawned with them, or from the
-# acceptor (src/service/spawner-client.ts, stream-acceptor.ts), so that no
-# byte of the job's streams passes through the spawner, and no fd but these
-# reaches the job.
+# The spawner's zygote and its grabs (src/agent-exec/spawner.ts). The
+# spawner starts this program once, as node with its SETUID and SETGID: the
+# zygote. perl compiles it, and the verification stage the spawner appended
+# to it (package Stage, the agent's and the signal's roles), once; then the
+# zygote forks one grab per job, so that no spawn waits for, or pays for, a
+# process start or a compile.
+#
+# A grab is the process that becomes its job, as node with the spawner's
+# SETUID and SETGID until its drop. It takes the job's stdio, kept fds and
+# started marker from the holder, the service's capless child that execa
+# spawned with them, or from the acceptor (src/service/spawner-client.ts,
+# stream-acceptor.ts), so that no byte of the job's streams passes through
+# the spawner, and no fd but these reaches the job.
 #
 # Then, for every ordinary job and every stop ("-stage"), it makes the drop
 # to the agent itself: setgroups(2), setresgid(2), setresuid(2) to the
-# identity the spawner gave it at its start (the agent's uid, gid and
-# groups, read from /etc/passwd and /etc/group, never from a request), then
-# capset(2) with every set empty (the ambient set follows: a capability is
-# ambient only while permitted and inheritable, capabilities(7)). And it runs
-# on into the verification stage, which the spawner appended to this
-# program (package Stage, the agent's and the signal's roles): perl compiled
-# it with the grab, before the job came, and it reads the job's own request
-# from @ARGV as it does after setpriv, checks every part of the drop from
-# /proc/self/status, and refuses (70) on any difference before the command
-# runs. What it saves and why it is beyond ADR 0272: docs/security.md, "The
-# grab makes the drop". Anything else (a private job's shim, a lease's
-# release) it execs with the spawner's capabilities, as the spawner planned
-# it. perl runs with -T and -C0, as the stage always has: the grab takes the
-# fields it acts on by their form.
+# identity the spawner gave the zygote at its start (the agent's uid, gid
+# and groups, which the root phase read from /etc/passwd and /etc/group,
+# never from a request), then capset(2) with every set empty (the ambient
+# set follows: a capability is ambient only while permitted and
+# inheritable, capabilities(7)). And it runs on into the verification
+# stage, which reads the job's own request from @ARGV as it does after
+# setpriv, checks every part of the drop from /proc/self/status, and
+# refuses (70) on any difference before the command runs. What it saves and
+# why it is beyond ADR 0272: docs/security.md, "The grab makes the drop".
+# Anything else (a private job's shim, a lease's release) it execs with the
+# spawner's capabilities, as the spawner planned it. perl runs with -T and
+# -C0, as the stage always has: the grab takes the fields it acts on by
+# their form.
 #
 # The holder listens on an abstract Unix socket whose name the service drew
 # at random and sent with the request; it sends the fds the grab names by
@@ -40,43 +45,79 @@
 # job gives it with clone(CLONE_PARENT), which only the seccomp filter
 # refuses and Node, reaping only what it spawned, would leave as zombies.
 # It tells the spawner the job's pid (which leads its process group) on
-# stdout, "P PID", and ends as the job ended: with its exit code, or killed
+# the report, and ends as the job ended: with its exit code, or killed
 # by its signal. It keeps SETUID and SETGID while it waits: a process of
 # node's uid holding fewer capabilities cannot ptrace it to forge either
 # (ptrace(2)).
 #
-# The spawner starts each grab before it has a job for it (so that the next
-# spawn need not wait for a process start, nor for perl to compile the
-# stage), and writes the job on its stdin, then closes it. argv: recvmsg
-# dup3 fcntl close setsid exit_group setgroups setresgid setresuid capset
-# prctl (this architecture's numbers), node's uid, then the agent's uid, gid and
-# groups. stdin: fields each ended by a NUL (no field can hold one: the
-# spawner refuses it): the holder's pid ("-": none, the grab's own fds are
-# the job's, as for a stop's signal stage), the holder's socket name,
-# oom_score_adj ("" keeps it), the fds to take ("0,1,2,17"), the number of
-# environment entries, those entries (NAME=value: the job's whole
+# The zygote reads its jobs on stdin: "ID LENGTH\n", then the job. argv:
+# recvmsg dup3 fcntl close setsid exit_group setgroups setresgid setresuid
+# capset prctl (this architecture's numbers), node's uid, then the agent's
+# uid, gid and groups. A job: fields each ended by a NUL (no field can hold
+# one: the spawner refuses it): the holder's pid ("-": none, the grab's own
+# fds are the job's, as for a stop's signal stage), the holder's socket
+# name, oom_score_adj ("" keeps it), the fds to take ("0,1,2,17"), the
+# number of environment entries, those entries (NAME=value: the job's whole
 # environment), then "-stage" and the stage's request, or the argv of what
-# to exec. An empty stdin (the spawner has ended) starts nothing.
+# to exec. The end of its stdin (the spawner has ended) ends it.
 #
-# It loads no module, as the stage loads none (loading Socket.pm costs more
-# than perl's own start, on every spawn: docs/benchmarks.md): the constants
-# are Linux's, written out.
-# WNOHANG (linux/wait.h); AF_UNIX, SOCK_STREAM (linux/net.h), SOL_SOCKET, SO_PEERCRED, SCM_RIGHTS, MSG_CMSG_CLOEXEC: linux/socket.h,
+# Its stdout is the report to the spawner, one write(2) per line: "P ID PID"
+# from a grab once it has forked the job, "E ID CODE SIGNAL TEXT" from the
+# zygote once it has reaped the grab (SIGCHLD), TEXT what the grab said on
+# its stderr (a pipe of its own, which the zygote reads then), on one line.
+# A grab holds the report only until its job has taken its fds; a stop's
+# stage or a release (their own fds: "-") never holds it.
+#
+# It loads no module, as the stage loads none: the constants are Linux's,
+# written out.
+# WNOHANG (linux/wait.h); EAGAIN (asm-generic/errno-base.h); AF_UNIX, SOCK_STREAM (linux/net.h), SOL_SOCKET, SO_PEERCRED, SCM_RIGHTS, MSG_CMSG_CLOEXEC: linux/socket.h,
 # asm-generic/socket.h; F_DUPFD_CLOEXEC: F_LINUX_SPECIFIC_BASE + 6, linux/fcntl.h; a cmsghdr's header on LP64: cmsg(3);
 # _LINUX_CAPABILITY_VERSION_3: linux/capability.h; PR_SET_DUMPABLE: linux/prctl.h; SUID_DUMP_USER: linux/sched/coredump.h.
 sub AF_UNIX () { 1 } sub SOCK_STREAM () { 1 } sub SOL_SOCKET () { 1 } sub SO_PEERCRED () { 17 } sub SCM_RIGHTS () { 1 }
-sub WNOHANG () { 1 } sub HOLDER_WAIT_S () { 20 } sub CONNECT_RETRY_S () { 0.002 } sub CMSG_HEADER () { 16 } sub SAID_MAX () { 16 } sub MSG_CMSG_CLOEXEC () { 0x40000000 } sub F_DUPFD_CLOEXEC () { 1030 } sub LINUX_CAPABILITY_VERSION_3 () { 0x20080522 } sub PR_SET_DUMPABLE () { 4 } sub SUID_DUMP_USER () { 1 }
+sub WNOHANG () { 1 } sub EAGAIN () { 11 } sub HOLDER_WAIT_S () { 20 } sub CONNECT_RETRY_S () { 0.002 } sub CMSG_HEADER () { 16 } sub SAID_MAX () { 16 } sub MSG_CMSG_CLOEXEC () { 0x40000000 } sub F_DUPFD_CLOEXEC () { 1030 } sub LINUX_CAPABILITY_VERSION_3 () { 0x20080522 } sub PR_SET_DUMPABLE () { 4 } sub SUID_DUMP_USER () { 1 } sub F_SETFL () { 4 } sub O_NONBLOCK () { 2048 } sub SAID_TEXT_MAX () { 4096 }
 
 my $program = "clankie-agent-exec";
 sub refuse { my ($code, $text) = @_; syswrite STDERR, "$program: $text\n"; exit $code }
 my ($recvmsg, $dup3, $fcntl, $close, $setsid, $exit_group, $setgroups, $setresgid, $setresuid, $capset, $prctl, $uid, $agent_uid, $agent_gid, @agent_groups) = map { /\A(\d{1,10})\z/ ? $1 + 0 : refuse(64, "spawner's grab: bad argument; report this") } @ARGV;
-my $message = do { local $/; <STDIN> } // "";
-exit 0 if $message eq "";
+my (%grab, %early, $id, $message);
+# How a grab ended, once the zygote has reaped it: "E ID CODE SIGNAL TEXT" (TEXT: what it said on its stderr, on one line).
+# perl runs the SIGCHLD handler between its own operations, so a grab may be reaped before the zygote has recorded it
+# (%grab): its status waits in %early until it is.
+sub reaped {
+  my ($g, $status) = @_;
+  my ($job, $text) = (delete $grab{$g} // return $early{$g} = $status, "");
+  sysread($job->[1], $text, SAID_TEXT_MAX);
+  syswrite STDOUT, "E $job->[0] " . ($status >> 8) . " " . ($status & 127) . " " . ($text =~ s/\s+/ /gr) . "\n";
+}
+$SIG{CHLD} = sub { while ((my $g = waitpid(-1, WNOHANG)) > 0) { reaped($g, $?) } };
+while (1) {
+  my $head = <STDIN>;
+  exit 0 unless defined $head; # the spawner has ended
+  $head =~ /\A(\d{1,10}) (\d{1,9})\n\z/ && read(STDIN, $message, $2) == $2 or refuse(64, "spawner's grab: bad job header; report this");
+  $id = $1;
+  my ($said, $err);
+  # A job the zygote cannot fork a grab for is answered so, and the zygote goes on.
+  my $g = pipe($said, $err) && fcntl($said, F_SETFL, O_NONBLOCK) ? fork : undef;
+  if (!defined $g) { syswrite STDOUT, "E $id 71 0 $program: a grab's pipe or fork(2) failed: " . ($! == EAGAIN ? "EAGAIN: node's uid is at its process limit; try again once processes of node's have ended, or raise the container's process limit" : "errno " . ($! + 0) . "; report this") . "\n"; next }
+  if ($g == 0) {
+    $SIG{CHLD} = "DEFAULT"; # the grab reaps its own job (parent), not the zygote's handler
+    %grab = (); # closes the other jobs' stderr pipes: this grab holds none of them
+    # Its stdio: /dev/null, the report to the spawner, and the pipe the zygote reads at its end.
+    open(STDIN, "+<", "/dev/null") && syscall($dup3, fileno $err, 2, 0) == 2 or refuse(71, "/dev/null or dup3 onto the grab's stdio failed: errno " . ($! + 0) . "; report this");
+    last;
+  }
+  close $err;
+  $grab{$g} = [$id, $said];
+  reaped($g, delete $early{$g}) if exists $early{$g};
+}
 my ($holder, $name, $oom, $fds, $count, @chain) = split /\0/, substr($message, 0, -1), -1;
 %ENV = map { /\A([^=]+)=(.*)\z/s ? ($1, $2) : () } splice @chain, 0, $count // 0;
 # Under -T: the fields the grab itself acts on are taken by their form (the stage's request is the stage's to check).
-$message =~ /\0\z/ && @chain && $fds =~ /\A(\d{1,10}(?:,\d{1,10})*)\z/ && ($fds = $1, 1) && $name =~ /\A([\w-]{0,100})\z/ && ($name = $1, 1) or refuse(64, "spawner's grab: bad job; report this");
-unless ($holder eq "-") {
+$message =~ /\0\z/ && @chain && $holder =~ /\A(-|[1-9]\d{0,9})\z/ && ($holder = $1, 1) && $fds =~ /\A(\d{1,10}(?:,\d{1,10})*)\z/ && ($fds = $1, 1) && $name =~ /\A([\w-]{0,100})\z/ && ($name = $1, 1) or refuse(64, "spawner's grab: bad job; report this");
+if ($holder eq "-") {
+  # The report is never what a stop's stage (as the agent) or a release holds: /dev/null, as fd 0 is.
+  syscall($dup3, 0, 1, 0) == 1 or refuse(71, "dup3 onto fd 1 failed: errno " . ($! + 0) . "; report this");
+} else {
   my $job = fork // refuse(71, "fork failed: errno " . ($! + 0) . "; raise the container's process limit");
   parent($job) if $job;
   syscall($setsid) > 0 or refuse(71, "setsid failed: errno " . ($! + 0) . "; report this");
@@ -119,7 +160,7 @@ sub drop {
 # it did (Node's spawn left every signal's disposition at its default).
 sub parent {
   my ($job, $status) = @_;
-  syswrite STDOUT, "P $job\n";
+  syswrite STDOUT, "P $id $job\n";
   until (defined $status) { my $gone = waitpid(-1, 0); $gone > 0 or refuse(71, "waitpid failed: errno " . ($! + 0) . "; report this"); $status = $? if $gone == $job }
   1 while waitpid(-1, WNOHANG) > 0;
   # exit_group(2) itself: perl's own exit would first tear its interpreter down, on the path from the job's end to its report.
@@ -133,6 +174,7 @@ sub take {
   my $gone = "the service's spawn ended before the spawner started it";
   open my $st, "<", "/proc/$holder/status" or refuse(71, "open /proc/$holder/status failed: errno " . ($! + 0) . "; $gone");
   my %f = map { /\A(\w+):\s*(.*)\z/ ? ($1, $2) : () } map { chomp; $_ } <$st>;
+  close $st; # and $s below, before the job's fds are placed: perl would close a handle's fd number at the sub's end, the job's by then
   my @ids = split /\s+/, $f{Uid} // "";
   (@ids == 4 && !grep { $_ != $uid } @ids) or refuse(77, "the job's holder $holder is not the service's uid $uid; only the service's own children hand stdio to agent work");
   for my $set (qw(CapInh CapPrm CapEff CapAmb)) {
@@ -158,6 +200,7 @@ sub take {
   my $msg = pack "p L x4 p Q p Q i x4", undef, 0, $iov, 1, $control, length $control, 0;
   my $n = syscall($recvmsg, fileno $s, $msg, MSG_CMSG_CLOEXEC);
   $n > 0 or refuse(71, "recvmsg from the job's holder $holder failed: errno " . ($! + 0) . "; $gone");
+  close $s;
   substr($said, 0, $n) =~ /\A(\d+)\z/ and refuse(64, "--keep-fd $1: fd $1 is not open; open it in the service's spawn (spawnAgent's stdio at index $1) before the spawn");
   my ($len, $level, $type, @got) = unpack "Q i i i" . @want, $control;
   $level == SOL_SOCKET && $type == SCM_RIGHTS && $len == CMSG_HEADER + 4 * @want or refuse(71, "the job's holder $holder sent no " . @want . " fds; $gone");

@@ -86,7 +86,7 @@ export function usableCapabilities(creds: ProcessEntry["creds"]): CapabilityMask
   return creds.capPrm | creds.capEff | creds.capAmb;
 }
 
-/** The spawners and every process below them (the grabs, each running job's parent, and the chains they start). */
+/** The spawners and every process below them (the zygote, the grabs, each running job's parent, and the chains they start). */
 export function spawnedTree(table: readonly ProcessEntry[], serviceUid: number, cmdlines: ReadonlyMap<number, readonly string[]>): Set<number> {
   return new Set(spawnersOf(table, serviceUid, cmdlines).flatMap((spawner) => [...descendants(table, spawner.pid)]));
 }
@@ -142,7 +142,7 @@ export function judgeSpawner(table: readonly ProcessEntry[], serviceUid: number,
 export function judgeCapabilityHolders(table: readonly ProcessEntry[], serviceUid: number, judgedPid: number, selfPid: number, exes: ReadonlyMap<number, Readable<string>>, cmdlines: ReadonlyMap<number, readonly string[]> = new Map()): Verdict {
   // The service and what is above it are judged by process.capabilities (none held); the audit and what started it.
   const expected = new Set([...lineage(table, judgedPid), ...lineage(table, selfPid)]);
-  // The spawner and the chains it starts (the grab, setpriv, a private job's shim) hold at most SETUID and SETGID.
+  // The spawner and what it starts (its zygote, the grabs, setpriv, a private job's shim) hold at most SETUID and SETGID.
   const spawned = spawnedTree(table, serviceUid, cmdlines);
   const holders = ofUid(table, serviceUid, [...expected])
     .map((entry) => ({ entry, held: usableCapabilities(entry.creds), exe: exes.get(entry.pid) }))

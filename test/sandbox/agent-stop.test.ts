@@ -218,7 +218,7 @@ rootTest(test, "signalAgent given the service's own process group: refused by th
  * The stop's retries. A process of node's uid (started by the launch's
  * control runner as root, as any process of the service's could run) fills
  * node's process count up to the launch's RLIMIT_NPROC, lowered for these
- * runs, and holds it: the spawner (node) then cannot fork the grab a signal
+ * runs, and holds it: the spawner's zygote (node) then cannot fork the grab a signal
  * stage runs in (EAGAIN), so no stage delivers until the filler lets go. The
  * control is every stop scenario above: the same stops, unfilled, are
  * delivered by the first stage. The same filler as the agent's uid (agent
@@ -268,8 +268,8 @@ function fillScenario(name: string): Outcome & Filled {
   return scenario(name, true, { limit: Math.max(node + 200, agent + 300), job: agent + 100 }) as unknown as Outcome & Filled;
 }
 
-/** How each stage failed while node's count was full: the spawner could not fork its grab. */
-const NODE_FULL = "the signal stage exited 71: clankie-agent-exec: spawn /usr/bin/perl EAGAIN: node's uid is at its process limit; try again once processes of node's have ended, or raise the container's process limit";
+/** How each stage failed while node's count was full: the spawner's zygote could not fork its grab. */
+const NODE_FULL = "the signal stage exited 71: clankie-agent-exec: a grab's pipe or fork(2) failed: EAGAIN: node's uid is at its process limit; try again once processes of node's have ended, or raise the container's process limit";
 const FULL = /^\d+ 11$/; // the filler's children, then EAGAIN: fork(2) refused at the limit
 
 /** Every stage failed while the filler held the count, and the job ran on until it let go. */

@@ -48,12 +48,23 @@ rootTest(test, "the service holds no capability in any set, the bounding set inc
   assert.equal(lines.slice(-4), ["0", "1", "2", "3"], result.stdout);
 });
 
-rootTest(test, "the grab the spawner keeps idle for the next job, killed by the service (a process of node's uid may): the next spawn runs all the same", () => {
-  const r = launch("idle-grab-killed");
+rootTest(test, "the spawner's zygote killed mid-job by the service (a process of node's uid may, as it may kill the spawner): the spawner ends with it, the job's promise and the next spawn end with one line (71), and the body exits 71", () => {
+  const r = launch("zygote-killed");
+  assert.is(r.out.zygotes, 1, `control: the one zygote was found and killed (${JSON.stringify(r.out)})`);
+  assert.is(r.status, 71, `${JSON.stringify(r.out)}\n${r.stderr}`);
+  const line = "clankie-agent-exec: the spawner has ended (its channel closed): no agent work can start or be stopped; restart the body (the launcher's restart policy does, as the service exits now)";
+  const running = r.out.running as { exitCode: number; stderr: string };
+  const next = r.out.next as { exitCode: number; refused: boolean; refusal: { code: number; line: string } };
+  assert.equal([running.exitCode, running.stderr], [71, line], JSON.stringify(running));
+  assert.equal([next.exitCode, next.refused, next.refusal], [71, true, { code: 71, line }], JSON.stringify(next));
+  assert.ok(r.stderr.includes("clankie-agent-exec: the spawner's zygote ended (SIGKILL): no agent work can start or be stopped; restart the body (the launcher's restart policy does, as the service exits now)"), r.stderr);
+});
+
+rootTest(test, "keepFds 3, 4 and 5 reach the job as the service's own pipes (3 and 4 are the numbers the grab's own files take while it takes the job's fds)", () => {
+  const r = launch("kept-low-fds");
   assert.is(r.status, 0, r.stderr);
-  assert.is(r.out.idle, 1, `control: one idle grab was found and killed (${JSON.stringify(r.out)})`);
-  const result = r.out.result as { exitCode: number; stdout: string; started: boolean };
-  assert.equal({ exitCode: result.exitCode, stdout: result.stdout, started: result.started }, { exitCode: 0, stdout: "ran", started: true }, JSON.stringify(r.out));
+  assert.equal(r.out.kept, ["three", "four", "five"], JSON.stringify(r.out));
+  assert.is((r.out.result as { exitCode: number }).exitCode, 0, JSON.stringify(r.out));
 });
 
 rootTest(test, "a spawn with piped stdio starts no process of the service's: its only child is the acceptor; control: a spawn with an inherited stdout starts its holder beside it, and both run", () => {
@@ -184,17 +195,19 @@ rootTest(test, "another node process of the service uid: no copy of the channel,
   assert.equal(r.out.other, { holdsChannel: false, serviceLink: true, reopen: "ENXIO", spawnerLink: "EACCES", spawnerEnviron: "EACCES" });
 });
 
-rootTest(test, "another node process that holds the channel gets no more than the service could ask: no command but agent work, no holder but a capless one of the service's, no socket but that holder's, no stop or release of a job the spawner did not start; control: a request the service could send runs as the agent", () => {
+rootTest(test, "another node process that holds the channel gets no more than the service could ask: no command but agent work, no holder but a capless one of the service's, no socket but that holder's, no field that hides a chain of its own behind a NUL, no stop or release of a job the spawner did not start; control: a request the service could send runs as the agent", () => {
   const r = launch("", `${SANDBOX_FIXTURES}/spawner-raw.mjs`);
   assert.is(r.status, 0, `${r.stdout}\n${r.stderr}`);
   type Answer = { code: number | null; signal: null; line: string };
-  const o = r.out as { [name in "notCommand" | "holderAgent" | "holderSpawner" | "otherSocket" | "signalOwnGroup" | "signalSpawner" | "releaseUnknown" | "control"]: Answer } & { self: number; spawner: number; named: number; other: number; agentJob: number | null; spawnerAlive: boolean };
+  const o = r.out as { [name in "notCommand" | "holderAgent" | "holderSpawner" | "otherSocket" | "nulHolder" | "nulSocket" | "signalOwnGroup" | "signalSpawner" | "releaseUnknown" | "control"]: Answer } & { self: number; spawner: number; named: number; other: number; agentJob: number | null; nulRan: string | null; spawnerAlive: boolean };
   assert.equal(o.notCommand, { code: 64, signal: null, line: 'clankie-agent-exec: unknown option "--signal"; put the command after --: clankie-agent-exec [OPTIONS] -- COMMAND [ARG...] (see clankie-agent-exec --help)' }, JSON.stringify(o));
   assert.ok(o.agentJob !== null, "the agent's job ran");
   assert.equal(o.holderAgent, { code: 77, signal: null, line: `clankie-agent-exec: the job's holder ${o.agentJob} is not the service's uid ${IDS.service}; only the service's own children hand stdio to agent work` });
   assert.is(o.holderSpawner.code, 77);
   assert.match(o.holderSpawner.line, new RegExp(`^clankie-agent-exec: the job's holder ${o.spawner} holds capabilities \\(Cap\\w+ 0+c0\\); only a capless child of the service hands stdio to agent work$`));
   assert.equal(o.otherSocket, { code: 77, signal: null, line: `clankie-agent-exec: the socket the job's holder ${o.named} named is held by process ${o.other}; only the service's own holder hands stdio to agent work` });
+  const nul = { code: 64, signal: null, line: "clankie-agent-exec: a field of the job holds a NUL byte; send the holder's pid, its socket's name, the command and its environment without NUL bytes" };
+  assert.equal([o.nulHolder, o.nulSocket, o.nulRan], [nul, nul, null], JSON.stringify(o));
   for (const [name, pgid] of [["signalOwnGroup", o.self], ["signalSpawner", o.spawner]] as const) {
     assert.equal(o[name], { code: 65, signal: null, line: `clankie-agent-exec: no running job of the spawner's leads process group ${pgid}; pass the pid of a job spawnAgent started` }, name);
   }
@@ -214,17 +227,29 @@ rootTest(test, "a job that reaches for the channel: no fd of it, no /proc path t
   assert.equal(rest, ["service-fd3=1", "spawner-fds=2", "spawner-signal=1", "control-fd=0", "control-fds=0", "control-signal=0"], result.stdout);
 });
 
-rootTest(test, "the spawner started without its channel (CLANKIE_SPAWNER_FD unset or below 3): refused in one line (64) before it reads anything", () => {
+rootTest(test, "the spawner started without its channel (CLANKIE_SPAWNER_FD unset or below 3) or without the identities the root phase hands it (CLANKIE_SPAWNER_IDS unset or malformed): refused in one line (64) before it reads anything; control: with both, it starts and waits on its channel", () => {
   const body = new Body();
   try {
-    // As the root phase leaves it (node, SETUID+SETGID, NoNewPrivs), but started by hand: no channel.
+    // As the root phase leaves it (node, SETUID+SETGID, NoNewPrivs), but started by hand.
     const asSpawner = ["/usr/bin/setpriv", `--reuid=${IDS.service}`, `--regid=${IDS.service}`, "--init-groups", "--inh-caps=-all,+setuid,+setgid", "--ambient-caps=-all,+setuid,+setgid", "--no-new-privs", "--"];
-    const line = "clankie-agent-exec: CLANKIE_SPAWNER_FD is not an fd of 3 or more; start the spawner from the root phase (clankie-separate as root), which hands it the channel\n";
-    for (const fd of [undefined, "1"]) {
-      const run = body.run({ as: "root", direct: true, command: [...asSpawner, "/usr/bin/env", ...(fd === undefined ? [] : [`CLANKIE_SPAWNER_FD=${fd}`]), "/usr/local/sbin/clankie-agent-exec", "--spawner"], timeoutMs: 30_000 });
-      assert.is(run.stderr, line, `CLANKIE_SPAWNER_FD=${fd}`);
+    const IDS_VALUE = "1000:1001:1001:1001,1002";
+    const noChannel = "clankie-agent-exec: CLANKIE_SPAWNER_FD is not an fd of 3 or more; start the spawner from the root phase (clankie-separate as root), which hands it the channel\n";
+    const noIds = "clankie-agent-exec: CLANKIE_SPAWNER_IDS is not node's uid and the agent's uid, gid and groups; start the spawner from the root phase (clankie-separate as root), which hands them to it\n";
+    const cases: [string[], string][] = [
+      [[`CLANKIE_SPAWNER_IDS=${IDS_VALUE}`], noChannel],
+      [[`CLANKIE_SPAWNER_IDS=${IDS_VALUE}`, "CLANKIE_SPAWNER_FD=1"], noChannel],
+      [["CLANKIE_SPAWNER_FD=0"], noIds],
+      [["CLANKIE_SPAWNER_IDS=1000:1001:1001", "CLANKIE_SPAWNER_FD=0"], noIds],
+      [["CLANKIE_SPAWNER_IDS=1000:1001:1001:1001,x", "CLANKIE_SPAWNER_FD=0"], noIds],
+    ];
+    for (const [env, line] of cases) {
+      const run = body.run({ as: "root", direct: true, command: [...asSpawner, "/usr/bin/env", ...env, "/usr/local/sbin/clankie-agent-exec", "--spawner"], timeoutMs: 30_000 });
+      assert.is(run.stderr, line, env.join(" "));
       assert.is(run.status, 64);
     }
+    // Control: both given (fd 3, a pipe whose writer has ended: the channel ends at once), the spawner runs, and exits 0 when its channel ends.
+    const control = body.run({ as: "root", direct: true, command: [...asSpawner, "/usr/bin/env", `CLANKIE_SPAWNER_IDS=${IDS_VALUE}`, "CLANKIE_SPAWNER_FD=3", "/bin/sh", "-c", "true | /usr/local/sbin/clankie-agent-exec --spawner 3<&0"], timeoutMs: 30_000 });
+    assert.equal([control.status, control.stderr], [0, ""]);
   } finally {
     body.cleanup();
   }

@@ -4,9 +4,10 @@ import { EXIT } from "../../../src/constants.ts";
 import type { ProcessCredentials } from "../../../src/os/proc-status.ts";
 import { assertRefusal } from "../../helpers/refusal.ts";
 import { imageIdentities } from "../../helpers/identities.ts";
+import { agentIds } from "../../../src/accounts.ts";
 import { SERVICE_CREDENTIALS } from "../../helpers/credentials.ts";
 
-const ids = imageIdentities();
+const ids = agentIds(imageIdentities());
 const SERVICE = SERVICE_CREDENTIALS;
 const caller = (change: Partial<ProcessCredentials>): ProcessCredentials => ({ ...SERVICE, ...change });
 

@@ -4,14 +4,15 @@ import { AGENT_HOME, SYSTEM_PATH } from "../../../src/constants.ts";
 import { stageProgram } from "../../../src/stage/stage.ts";
 import { agentEnvironment, type AgentExecChain } from "../../../src/agent-exec/plan.ts";
 import { agentChainArgv } from "../../../src/agent-exec/setpriv-chain.ts";
-import { agentGroups } from "../../../src/accounts.ts";
+import { agentGroups, agentIds } from "../../../src/accounts.ts";
 import { TERMINAL_ENV } from "../../helpers/environments.ts";
 import { imageIdentities } from "../../helpers/identities.ts";
 import { confinementKeys, NO_EXTRA_CONFINEMENT } from "../../../src/confinement.ts";
 import { privateImageTree } from "../../../src/agent-exec/private-job.ts";
 import { signalPlan } from "../../../src/agent-exec/run.ts";
 
-const ids = imageIdentities();
+const identities = imageIdentities();
+const ids = agentIds(identities);
 const perl = (role: "agent" | "signal" | "cleanup") => ["/usr/bin/perl", "-T", "-C0", "-e", stageProgram([role]), "--", "clankie-agent-exec"];
 const PERL = perl("agent");
 const AGENT = ["uid=1001", "gid=1001", "groups=1001,1002", "inh=0", "prm=0", "eff=0", "amb=0", "nnp=1"];
@@ -34,10 +35,10 @@ const RUN: AgentExecChain = { needSetsid: true, stageOptions: { nproc: "512" }, 
 const TAIL = ["umask=0002", "cwd=/workspace/project", ...CONFINED, "private=", "started=", "--", "/usr/bin/git", "git", "status"];
 
 test("agentGroups: the agent's own group and clankie-workspace, nothing else", () => {
-  assert.equal(agentGroups(ids), [1001, 1002]);
-  const sameGid = { ...ids, workspaceGroup: { ...ids.workspaceGroup, gid: 1001 } };
+  assert.equal(agentGroups(identities), [1001, 1002]);
+  const sameGid = { ...identities, workspaceGroup: { ...identities.workspaceGroup, gid: 1001 } };
   assert.equal(agentGroups(sameGid), [1001]);
-  const lower = { ...ids, workspaceGroup: { ...ids.workspaceGroup, gid: 900 } };
+  const lower = { ...identities, workspaceGroup: { ...identities.workspaceGroup, gid: 900 } };
   assert.equal(agentGroups(lower), [900, 1001]);
 });
 
@@ -90,7 +91,7 @@ test("a private job: its group joins the agent's, the stage gets private=DIR, an
 });
 
 test("agentEnvironment of a private job: HOME, TMPDIR and TMUX_TMPDIR in its lease, over any named one", () => {
-  const env = agentEnvironment({ TMPDIR: "/tmp/planted", HOME: "/x" }, ["TMPDIR", "TMUX_TMPDIR"], ids, { group: 1100, dir: "/run/clankie-private/0" });
+  const env = agentEnvironment({ TMPDIR: "/tmp/planted", HOME: "/x" }, ["TMPDIR", "TMUX_TMPDIR"], { group: 1100, dir: "/run/clankie-private/0" });
   assert.is(env.HOME, "/run/clankie-private/0/home");
   assert.is(env.TMPDIR, "/run/clankie-private/0/tmp");
   assert.is(env.TMUX_TMPDIR, "/run/clankie-private/0/tmp");
@@ -124,7 +125,7 @@ test("agentEnvironment: the allowlist and the named variables, then the agent's 
     GITHUB_TOKEN: "for-the-agent",
     EMPTY: "",
   };
-  assert.equal(agentEnvironment(shimEnv, ["GITHUB_TOKEN", "EMPTY", "NOT_SET"], ids), {
+  assert.equal(agentEnvironment(shimEnv, ["GITHUB_TOKEN", "EMPTY", "NOT_SET"]), {
     ...TERMINAL_ENV,
     GITHUB_TOKEN: "for-the-agent",
     EMPTY: "",
@@ -137,7 +138,7 @@ test("agentEnvironment: the allowlist and the named variables, then the agent's 
 
 test("agentEnvironment: a named HOME, USER, LOGNAME or PATH cannot override ours", () => {
   const shimEnv = { HOME: "/home/node", USER: "node", LOGNAME: "node", PATH: "/tmp" };
-  assert.equal(agentEnvironment(shimEnv, ["HOME", "USER", "LOGNAME", "PATH"], ids), {
+  assert.equal(agentEnvironment(shimEnv, ["HOME", "USER", "LOGNAME", "PATH"]), {
     HOME: AGENT_HOME,
     USER: "clankie-agent",
     LOGNAME: "clankie-agent",
@@ -146,7 +147,7 @@ test("agentEnvironment: a named HOME, USER, LOGNAME or PATH cannot override ours
 });
 
 test("agentEnvironment: nothing of the service's own environment reaches the agent unnamed", () => {
-  const env = agentEnvironment({ DISCORD_TOKEN: "x", CLANKIE_AGENT_UID: "1001", SSH_AUTH_SOCK: "/tmp/s", HOSTNAME: "body" }, [], ids);
+  const env = agentEnvironment({ DISCORD_TOKEN: "x", CLANKIE_AGENT_UID: "1001", SSH_AUTH_SOCK: "/tmp/s", HOSTNAME: "body" }, []);
   assert.equal(Object.keys(env).sort(), ["HOME", "LOGNAME", "PATH", "USER"]);
 });
 
