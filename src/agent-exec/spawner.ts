@@ -117,7 +117,7 @@ export function parseAgentIds(text: string | undefined): AgentIds {
   return { service: Number(ids[1]), uid: Number(ids[2]), gid: Number(ids[3]), groups: ids[4]!.split(",").map(Number) };
 }
 
-/** The grab's program: the grab, then the stage of the agent and its stops (package Stage), which the grab runs on into after its drop (src/perl/spawn-grab.pl), compiled with it before the job comes. */
+/** The zygote's program: the zygote and its grabs, then the stage of the agent and its stops (package Stage), which a grab runs on into after its drop (src/perl/spawn-grab.pl), all compiled once when the spawner starts the zygote. */
 export const GRAB_PROGRAM = `${GRAB}\npackage Stage;\n${stageProgram(["agent", "signal"])}`;
 
 export function runSpawner(): Promise<number> {
@@ -146,6 +146,7 @@ export function runSpawner(): Promise<number> {
     process.exit(EXIT.osError);
   };
   zygote.once("error", (error) => lost(error.message)).once("exit", (code, signal) => lost(signal ?? code));
+  zygote.stdin!.on("error", () => {}); // a write after the zygote's end (EPIPE): its exit answers it
   createInterface({ input: zygote.stdout!, crlfDelay: Infinity }).on("line", (line) => {
     const [, kind, id, value, signo, text] = /^([PE]) (\d+) (\d+)(?: (\d+) (.*))?$/s.exec(line) ?? [];
     const grab = grabs.get(Number(id));
