@@ -417,7 +417,7 @@ CHECKS.push(
   cut("spawner.fd-variable", SPAWNER, "throw new Refusal(EXIT.usage, `${SPAWNER_FD_VARIABLE} is not an fd of 3 or more`", SPAWNER_LAUNCH),
   cut("spawner.ids-variable", SPAWNER, "throw new Refusal(EXIT.usage, `${SPAWNER_IDS_VARIABLE} is not node's uid", SPAWNER_LAUNCH),
   cut("spawner.chain-rules", SPAWNER, "gateExec({ command: plan.chain[0] === \"-stage\" ? TOOLS.perl : plan.chain[0]!, args: plan.chain, env, trustedUids: [0] });", { "test/sandbox/spawner.test.ts": ["the executable the spawner's grab starts for a private job, made writable after the launch (clankie-agent-exec 0757), is refused by the spawner before each start (126, one line); control: the same private job before the change runs as the agent"] }, null, ""),
-  cut("spawner.field-nul", SPAWNER, "throw new Refusal(EXIT.usage, \"a field of the job holds a NUL byte\"", SPAWNER_RAW),
+  cut("spawner.field-nul", SPAWNER, "throw new Refusal(EXIT.usage, \"a field of the job holds a NUL byte\"", { ...SPAWNER_RAW, "test/sandbox/exec-rules.test.ts": ["no child of the service holds a capability or becomes root, by systemExec, child_process or plain execa; setuid(0)/setuid(1001) fail in the service; execa's node with a planted nodePath is refused; a raw request that hides a chain behind NUL-ended fields runs nothing; control: the spawner beside it holds SETUID+SETGID"] }),
   cut("spawner.refusal-line", SPAWNER, "formatRefusal(error.message, error.fix)", SPAWNER_RAW, null, "error.message"),
   cut("spawner.signal-not-started", SPAWNER, "pgid !== undefined && jobs.has(pgid) ? undefined :", SPAWNER_RAW, "spawnAgent started`", "undefined"),
   cut("spawner.release-not-ended", SPAWNER, "endedPrivate.delete(request.pid) ? undefined :", SPAWNER_RAW, "once`", "undefined"),

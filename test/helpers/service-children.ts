@@ -6,8 +6,9 @@
  * NoNewPrivs; the resident spawner beside it holds SETUID and SETGID. So no
  * child of the service holds a capability, by whatever route it starts
  * (systemExec, child_process, plain execa), setpriv cannot make one root,
- * setuid(2) fails inside the service itself, and execa's node/nodePath are
- * refused before anything starts.
+ * setuid(2) fails inside the service itself, execa's node/nodePath are
+ * refused before anything starts, and a raw request on the service's channel
+ * cannot hide a chain of its own behind NUL-ended fields.
  */
 import * as assert from "uvu/assert";
 
@@ -21,6 +22,7 @@ export interface Children {
   service: string;
   setids: Record<string, string>;
   nodePath: { systemExec: string; runSelfCheck: string; plantedRan: string | null };
+  plantedFields: { sent: number | null; ran: string | null };
   spawnerSeen: string | null;
   systemExec: ChildView;
   plain: ChildView;
@@ -45,6 +47,8 @@ export function judgeChildren(c: Children): void {
     assert.is(c.nodePath[where], `refused 64: ${where}: the node option is not accepted: this package starts only the program it names, as it names it`, where);
   }
   assert.is(c.nodePath.plantedRan, null, "the planted nodePath ran");
+  // A raw request on the service's channel whose holder hides a chain of its own behind NULs: sent, and the chain never ran (the spawner refuses it, 64).
+  assert.equal(c.plantedFields, { sent: 0, ran: null }, "the chain planted behind NUL-ended fields ran");
   // Every child, by every route: no capability, and setpriv to root fails (util-linux setpriv exits 127 when a credential call fails).
   for (const [how, view] of [["systemExec", c.systemExec], ["child_process", c.plain], ["execa", c.execa]] as const) {
     for (const set of ALL_SETS) assert.is(capLine(view.stdout, set), NONE, `${how} ${set}: ${view.stdout}`);

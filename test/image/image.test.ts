@@ -407,7 +407,7 @@ itemTest(image, "3c. one job against another: limits, priority, scheduling, I/O 
 
 /* ------------------------------------------ 3d. the service's children -- */
 
-itemTest(image, "3d. the service holds no capability in any set; no child of it holds one or becomes root, by systemExec, child_process or plain execa; setuid(0)/setuid(1001) fail in the service (EPERM); execa's node with a planted nodePath is refused in systemExec and runSelfCheck; control: the spawner beside it holds SETUID+SETGID", () => {
+itemTest(image, "3d. the service holds no capability in any set; no child of it holds one or becomes root, by systemExec, child_process or plain execa; setuid(0)/setuid(1001) fail in the service (EPERM); execa's node with a planted nodePath is refused in systemExec and runSelfCheck; a raw request that hides a chain behind NUL-ended fields runs nothing; control: the spawner beside it holds SETUID+SETGID", () => {
   needImage();
   const { state, workspace } = ensureBody();
   const itemStarted = Date.now();

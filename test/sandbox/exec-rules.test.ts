@@ -116,7 +116,7 @@ function childrenOfService(): Children {
   }
 }
 
-rootTest(test, "no child of the service holds a capability or becomes root, by systemExec, child_process or plain execa; setuid(0)/setuid(1001) fail in the service; execa's node with a planted nodePath is refused; control: the spawner beside it holds SETUID+SETGID", () => {
+rootTest(test, "no child of the service holds a capability or becomes root, by systemExec, child_process or plain execa; setuid(0)/setuid(1001) fail in the service; execa's node with a planted nodePath is refused; a raw request that hides a chain behind NUL-ended fields runs nothing; control: the spawner beside it holds SETUID+SETGID", () => {
   judgeChildren(childrenOfService());
 });
 
