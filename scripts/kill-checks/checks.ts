@@ -412,21 +412,23 @@ const ACCEPTOR_TEST: Record<string, string[]> = { "test/unit/service/stream-acce
 const SPAWNER_LAUNCH: Record<string, string[]> = { "test/sandbox/spawner.test.ts": ["the spawner started without its channel (CLANKIE_SPAWNER_FD unset or below 3) or without the identities the root phase hands it (CLANKIE_SPAWNER_IDS unset or malformed): refused in one line (64) before it reads anything; control: with both, it starts and waits on its channel"] };
 const ZYGOTE_TEST: Record<string, string[]> = { "test/unit/agent-exec/spawner.test.ts": [] };
 const KEPT_LOW: Record<string, string[]> = { "test/sandbox/spawner.test.ts": ["keepFds 3, 4 and 5 reach the job as the service's own pipes (3 and 4 are the numbers the grab's own files take while it takes the job's fds)"] };
-const SPAWNER_RAW: Record<string, string[]> = { "test/sandbox/spawner.test.ts": ["another node process that holds the channel gets no more than the service could ask: no command but agent work, no holder but a capless one of the service's, no socket but that holder's, no field that hides a chain of its own behind a NUL, no stop or release of a job the spawner did not start; control: a request the service could send runs as the agent"] };
+const SPAWNER_RAW: Record<string, string[]> = { "test/sandbox/spawner.test.ts": ["another node process that holds the channel gets no more than the service could ask: no command but agent work, no holder but a capless one of the service's, no socket but that holder's, no field that hides a chain of its own behind a NUL, no environment but the agent's carried variables (LD_PRELOAD for a private job's shim), no stop or release of a job the spawner did not start; control: a request the service could send runs as the agent"] };
 CHECKS.push(
   cut("spawner.fd-variable", SPAWNER, "throw new Refusal(EXIT.usage, `${SPAWNER_FD_VARIABLE} is not an fd of 3 or more`", SPAWNER_LAUNCH),
   cut("spawner.ids-variable", SPAWNER, "throw new Refusal(EXIT.usage, `${SPAWNER_IDS_VARIABLE} is not node's uid", SPAWNER_LAUNCH),
   cut("spawner.chain-rules", SPAWNER, "if (plan.chain[0] !== \"-stage\") gateExec({ command: plan.chain[0]!, args: plan.chain, env, trustedUids: [0] });", { "test/sandbox/spawner.test.ts": ["the executable the spawner's grab starts for a private job, made writable after the launch (clankie-agent-exec 0757), is refused by the spawner before each start (126, one line); control: the same private job before the change runs as the agent"] }, null, ""),
   cut("spawner.field-nul", SPAWNER, "throw new Refusal(EXIT.usage, \"a field of the job holds a NUL byte\"", { ...SPAWNER_RAW, "test/sandbox/exec-rules.test.ts": ["no child of the service holds a capability or becomes root, by systemExec, child_process or plain execa; setuid(0)/setuid(1001) fail in the service; execa's node with a planted nodePath is refused; a raw request that hides a chain behind NUL-ended fields runs nothing; control: the spawner beside it holds SETUID+SETGID"] }),
+  cut("spawner.env-names", SPAWNER, "if (foreign !== undefined) throw new Refusal(EXIT.usage, `the spawn's environment names", SPAWNER_RAW),
+  cut("spawner.holder-pid", SPAWNER, "throw new Refusal(EXIT.usage, `the spawn names no holder's pid", SPAWNER_RAW),
   cut("spawner.refusal-line", SPAWNER, "formatRefusal(error.message, error.fix)", SPAWNER_RAW, null, "error.message"),
   cut("spawner.signal-not-started", SPAWNER, "pgid !== undefined && jobs.has(pgid) ? undefined :", SPAWNER_RAW, "spawnAgent started`", "undefined"),
   cut("spawner.release-not-ended", SPAWNER, "endedPrivate.delete(request.pid) ? undefined :", SPAWNER_RAW, "once`", "undefined"),
   cut("grab.holder-uid", GRAB, "(@ids == 4 && !grep { $_ != $uid } @ids) or refuse(77,", SPAWNER_RAW, "agent work\");", ""),
   cut("grab.holder-caps", GRAB, "($f{$set} // \"x\") =~ /\\A0+\\z/ or refuse(77,", SPAWNER_RAW, "agent work\");", ""),
   cut("grab.holder-socket", GRAB, "($pid // 0) == $holder && ($peer // -1) == $uid or refuse(77,", SPAWNER_RAW, "agent work\");", ""),
-  // Not refusals: the job's parent is the grab, which reaps what clone(CLONE_PARENT) gives it (the chain exec'd in place, or only the job waited for, leaves them as zombies).
+  // Not refusals: the job's parent is the grab, which reaps what clone(CLONE_PARENT) gives it while the job runs (only the job waited for leaves them as zombies).
+  // A job exec'd in its grab's place would give them to the zygote, which reaps every child of its own: no test tells that apart, so it is no guard here.
   { ...cut("client.stop-awaits-pid", "src/service/spawner-client.ts", "if (job !== undefined && !job.answered) return new Promise(", { "test/sandbox/agent-stop.test.ts": ["kill() right after the spawn stops the command"] }, ");"), guard: true },
-  { ...cut("grab.job-parent", GRAB, "} else {\n  my $job = fork", CLONE_PLAIN, "  take();\n}", "} else {\n  take();\n}"), guard: true },
   // Not refusals: the acceptor answers only the service's connections and a grab of its own uid, and drops any other unread.
   { ...cut("acceptor.service-streams", "src/service/stream-acceptor.ts", "    (peer($s))[0] == $service or next;\n", ACCEPTOR_TEST, null, ""), guard: true },
   { ...cut("acceptor.grab-uid", "src/service/stream-acceptor.ts", "  (peer($g))[1] == $< or return;\n", ACCEPTOR_TEST, null, ""), guard: true },

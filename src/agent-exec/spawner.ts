@@ -42,7 +42,7 @@ import { setFlagsFromString } from "node:v8";
 import { constants } from "node:os";
 import type { AgentIds } from "../accounts.ts";
 import { AGENT_EXEC_PATH, EXIT, SPAWNER_FD_VARIABLE, SPAWNER_IDS_VARIABLE, STARTED_FD_VARIABLE, SYSTEM_PATH, TOOLS } from "../constants.ts";
-import { uncarried } from "../exec/environment.ts";
+import { CARRIED_PREFIX, uncarried } from "../exec/environment.ts";
 import { gateExec, resolveCommand } from "../exec/rules.ts";
 import { startChild } from "../exec/start-child.ts";
 import type { SyscallNumbers } from "../os/syscalls.ts";
@@ -91,6 +91,9 @@ function asLine(error: unknown): { code: number; line: string } {
 
 /** The chain's argv and environment for one spawn request, and what the grab takes and sets first. Throws the shim's refusals. */
 export function planSpawn(ids: AgentIds, argv: readonly string[], env: Record<string, string>): { chain: string[]; env: Record<string, string>; fds: number[]; oom: string; privateJob: boolean } {
+  // The service carries every variable of the agent's under CLANKIE_ENV_ and names its marker (src/system-exec.ts): any other name (LD_PRELOAD, NODE_OPTIONS) would reach what a grab execs with the spawner's capabilities, a private job's shim.
+  const foreign = Object.keys(env).find((name) => name !== STARTED_FD_VARIABLE && !(name.startsWith(CARRIED_PREFIX) && name.length > CARRIED_PREFIX.length && !/[=\0]/.test(name)));
+  if (foreign !== undefined) throw new Refusal(EXIT.usage, `the spawn's environment names ${JSON.stringify(foreign)}: only the agent's carried variables (CLANKIE_ENV_NAME) and ${STARTED_FD_VARIABLE} reach the spawner`, "spawn through spawnAgent, which carries them");
   // The options of a command and the command: a request for the shim's other actions (--signal, --private-cleanup) names an unknown option.
   const request = parseRunArgs(argv);
   const startedFd = parseStartedFd(env[STARTED_FD_VARIABLE], request.keepFds);
@@ -138,7 +141,7 @@ export function runSpawner(): Promise<number> {
   let nextGrab = 1;
   let closing = false;
   const n = __CLANKIE_SYSCALLS__;
-  const zygote = startChild({ command: TOOLS.perl, args: ["-T", "-C0", "-e", GRAB_PROGRAM, ...[n.recvmsg, n.dup3, n.fcntl, n.close, n.setsid, n.exitGroup, n.setgroups, n.setresgid, n.setresuid, n.capset, n.prctl, ids.service, ids.uid, ids.gid, ...ids.groups].map(String)], env: {}, trustedUids: [0] });
+  const zygote = startChild({ command: TOOLS.perl, args: ["-T", "-C0", "-e", GRAB_PROGRAM, ...[n.recvmsg, n.dup3, n.fcntl, n.close, n.setsid, n.exitGroup, n.setgroups, n.setresgid, n.setresuid, n.capset, n.prctl, n.memfdCreate, ids.service, ids.uid, ids.gid, ...ids.groups].map(String)], env: {}, trustedUids: [0] });
   // Any process of node's may kill the zygote, as it may kill the spawner: the spawner ends with it (the service learns it at once, and the body exits).
   const lost = (how: unknown): void => {
     if (closing) return;
@@ -147,6 +150,7 @@ export function runSpawner(): Promise<number> {
   };
   zygote.once("error", (error) => lost(error.message)).once("exit", (code, signal) => lost(signal ?? code));
   zygote.stdin!.on("error", () => {}); // a write after the zygote's end (EPIPE): its exit answers it
+  zygote.stderr!.pipe(process.stderr); // its own refusal (a bad job header), on the spawner's stderr
   createInterface({ input: zygote.stdout!, crlfDelay: Infinity }).on("line", (line) => {
     const [, kind, id, value, signo, text] = /^([PE]) (\d+) (\d+)(?: (\d+) (.*))?$/s.exec(line) ?? [];
     const grab = grabs.get(Number(id));
@@ -172,6 +176,8 @@ export function runSpawner(): Promise<number> {
     unannounced.add(announced);
     void announced.then(() => unannounced.delete(announced));
     try {
+      // A spawn's stdio comes from a holder of the service's: its pid ("-", a grab's own fds, is a stop's or a release's alone).
+      if (!Number.isSafeInteger(request.holder) || request.holder < 1) throw new Refusal(EXIT.usage, `the spawn names no holder's pid (${JSON.stringify(request.holder)})`, "spawn through spawnAgent, which starts the holder or its acceptor and names it");
       const plan = planSpawn(ids, request.argv, request.env);
       throughGrab([request.holder, String(request.socket)], plan, {
         started: (job) => {

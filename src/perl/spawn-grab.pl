@@ -52,7 +52,7 @@
 #
 # The zygote reads its jobs on stdin: "ID LENGTH\n", then the job. argv:
 # recvmsg dup3 fcntl close setsid exit_group setgroups setresgid setresuid
-# capset prctl (this architecture's numbers), node's uid, then the agent's
+# capset prctl memfd_create (this architecture's numbers), node's uid, then the agent's
 # uid, gid and groups. A job: fields each ended by a NUL (no field can hold
 # one: the spawner refuses it): the holder's pid ("-": none, the grab's own
 # fds are the job's, as for a stop's signal stage), the holder's socket
@@ -63,31 +63,37 @@
 #
 # Its stdout is the report to the spawner, one write(2) per line: "P ID PID"
 # from a grab once it has forked the job, "E ID CODE SIGNAL TEXT" from the
-# zygote once it has reaped the grab (SIGCHLD), TEXT what the grab said on
-# its stderr (a pipe of its own, which the zygote reads then), on one line.
-# A grab holds the report only until its job has taken its fds; a stop's
-# stage or a release (their own fds: "-") never holds it.
+# zygote once it has reaped the grab (SIGCHLD), TEXT the start of what the
+# grab said on its stderr (an anonymous file of its own, which the zygote
+# reads then), on one line; each line shorter than PIPE_BUF. A job's
+# process holds the report only until it has taken its fds (its grab keeps
+# it to say the job's pid); a stop's stage or a release (their own fds:
+# "-") never holds it.
 #
 # It loads no module, as the stage loads none: the constants are Linux's,
 # written out.
-# WNOHANG (linux/wait.h); EAGAIN (asm-generic/errno-base.h); AF_UNIX, SOCK_STREAM (linux/net.h), SOL_SOCKET, SO_PEERCRED, SCM_RIGHTS, MSG_CMSG_CLOEXEC: linux/socket.h,
+# WNOHANG (linux/wait.h); EINTR, EAGAIN (asm-generic/errno-base.h); MFD_CLOEXEC (linux/memfd.h); AF_UNIX, SOCK_STREAM (linux/net.h), SOL_SOCKET, SO_PEERCRED, SCM_RIGHTS, MSG_CMSG_CLOEXEC: linux/socket.h,
 # asm-generic/socket.h; F_DUPFD_CLOEXEC: F_LINUX_SPECIFIC_BASE + 6, linux/fcntl.h; a cmsghdr's header on LP64: cmsg(3);
 # _LINUX_CAPABILITY_VERSION_3: linux/capability.h; PR_SET_DUMPABLE: linux/prctl.h; SUID_DUMP_USER: linux/sched/coredump.h.
 sub AF_UNIX () { 1 } sub SOCK_STREAM () { 1 } sub SOL_SOCKET () { 1 } sub SO_PEERCRED () { 17 } sub SCM_RIGHTS () { 1 }
-sub WNOHANG () { 1 } sub EAGAIN () { 11 } sub HOLDER_WAIT_S () { 20 } sub CONNECT_RETRY_S () { 0.002 } sub CMSG_HEADER () { 16 } sub SAID_MAX () { 16 } sub MSG_CMSG_CLOEXEC () { 0x40000000 } sub F_DUPFD_CLOEXEC () { 1030 } sub LINUX_CAPABILITY_VERSION_3 () { 0x20080522 } sub PR_SET_DUMPABLE () { 4 } sub SUID_DUMP_USER () { 1 } sub F_SETFL () { 4 } sub O_NONBLOCK () { 2048 } sub SAID_TEXT_MAX () { 4096 }
+sub WNOHANG () { 1 } sub EAGAIN () { 11 } sub HOLDER_WAIT_S () { 20 } sub CONNECT_RETRY_S () { 0.002 } sub CMSG_HEADER () { 16 } sub SAID_MAX () { 16 } sub MSG_CMSG_CLOEXEC () { 0x40000000 } sub F_DUPFD_CLOEXEC () { 1030 } sub LINUX_CAPABILITY_VERSION_3 () { 0x20080522 } sub PR_SET_DUMPABLE () { 4 } sub SUID_DUMP_USER () { 1 } sub MFD_CLOEXEC () { 1 } sub EINTR () { 4 } sub SAID_TEXT_MAX () { 4000 }
 
 my $program = "clankie-agent-exec";
 sub refuse { my ($code, $text) = @_; syswrite STDERR, "$program: $text\n"; exit $code }
-my ($recvmsg, $dup3, $fcntl, $close, $setsid, $exit_group, $setgroups, $setresgid, $setresuid, $capset, $prctl, $uid, $agent_uid, $agent_gid, @agent_groups) = map { /\A(\d{1,10})\z/ ? $1 + 0 : refuse(64, "spawner's grab: bad argument; report this") } @ARGV;
+my ($recvmsg, $dup3, $fcntl, $close, $setsid, $exit_group, $setgroups, $setresgid, $setresuid, $capset, $prctl, $memfd_create, $uid, $agent_uid, $agent_gid, @agent_groups) = map { /\A(\d{1,10})\z/ ? $1 + 0 : refuse(64, "spawner's grab: bad argument; report this") } @ARGV;
 my (%grab, %early, $id, $message);
-# How a grab ended, once the zygote has reaped it: "E ID CODE SIGNAL TEXT" (TEXT: what it said on its stderr, on one line).
-# perl runs the SIGCHLD handler between its own operations, so a grab may be reaped before the zygote has recorded it
-# (%grab): its status waits in %early until it is.
+# One line of the report, whole: perl runs its SIGCHLD handler without SA_RESTART, so a write(2) it interrupts
+# (EINTR, nothing written: a line is shorter than PIPE_BUF) is made again.
+sub report { my $line = shift; 1 until defined syswrite(STDOUT, $line) || $! != EINTR }
+# How a grab ended, once the zygote has reaped it: "E ID CODE SIGNAL TEXT" (TEXT: the start of what it said on its
+# stderr, on one line). perl runs the SIGCHLD handler between its own operations, so a grab may be reaped before the
+# zygote has recorded it (%grab): its status waits in %early until it is.
 sub reaped {
   my ($g, $status) = @_;
-  my ($job, $text) = (delete $grab{$g} // return $early{$g} = $status, "");
-  sysread($job->[1], $text, SAID_TEXT_MAX);
-  syswrite STDOUT, "E $job->[0] " . ($status >> 8) . " " . ($status & 127) . " " . ($text =~ s/\s+/ /gr) . "\n";
+  my $job = delete $grab{$g} or return $early{$g} = $status;
+  my $text = "";
+  sysseek($job->[1], 0, 0) && sysread($job->[1], $text, SAID_TEXT_MAX);
+  report("E $job->[0] " . ($status >> 8) . " " . ($status & 127) . " " . ($text =~ s/\s+/ /gr) . "\n");
 }
 $SIG{CHLD} = sub { while ((my $g = waitpid(-1, WNOHANG)) > 0) { reaped($g, $?) } };
 while (1) {
@@ -95,18 +101,22 @@ while (1) {
   exit 0 unless defined $head; # the spawner has ended
   $head =~ /\A(\d{1,10}) (\d{1,9})\n\z/ && read(STDIN, $message, $2) == $2 or refuse(64, "spawner's grab: bad job header; report this");
   $id = $1;
-  my ($said, $err);
+  # Only the grab forked below can have ended early: a child of the zygote's reaped before now was none of its grabs.
+  %early = ();
+  # The grab's stderr: an anonymous file in memory (memfd_create(2), MFD_CLOEXEC), which no writer fills as it would
+  # a pipe that is read only at the end; its start is the report's text.
+  my ($memfd_name, $said) = ("grab-stderr");
+  my $fd = syscall($memfd_create, $memfd_name, MFD_CLOEXEC);
   # A job the zygote cannot fork a grab for is answered so, and the zygote goes on.
-  my $g = pipe($said, $err) && fcntl($said, F_SETFL, O_NONBLOCK) ? fork : undef;
-  if (!defined $g) { syswrite STDOUT, "E $id 71 0 $program: a grab's pipe or fork(2) failed: " . ($! == EAGAIN ? "EAGAIN: node's uid is at its process limit; try again once processes of node's have ended, or raise the container's process limit" : "errno " . ($! + 0) . "; report this") . "\n"; next }
+  my $g = $fd >= 0 && open($said, "+<&=", $fd) ? fork : undef;
+  if (!defined $g) { report("E $id 71 0 $program: a grab's stderr or fork(2) failed: " . ($! == EAGAIN ? "EAGAIN: node's uid is at its process limit; try again once processes of node's have ended, or raise the container's process limit" : "errno " . ($! + 0) . "; report this") . "\n"); next }
   if ($g == 0) {
     $SIG{CHLD} = "DEFAULT"; # the grab reaps its own job (parent), not the zygote's handler
-    %grab = (); # closes the other jobs' stderr pipes: this grab holds none of them
-    # Its stdio: /dev/null, the report to the spawner, and the pipe the zygote reads at its end.
-    open(STDIN, "+<", "/dev/null") && syscall($dup3, fileno $err, 2, 0) == 2 or refuse(71, "/dev/null or dup3 onto the grab's stdio failed: errno " . ($! + 0) . "; report this");
+    %grab = (); # closes the other jobs' stderr files: this grab holds none of them
+    # Its stdio: /dev/null, the report to the spawner, and the file the zygote reads at its end.
+    open(STDIN, "+<", "/dev/null") && syscall($dup3, $fd, 2, 0) == 2 or refuse(71, "/dev/null or dup3 onto the grab's stdio failed: errno " . ($! + 0) . "; report this");
     last;
   }
-  close $err;
   $grab{$g} = [$id, $said];
   reaped($g, delete $early{$g}) if exists $early{$g};
 }
@@ -125,7 +135,9 @@ if ($holder eq "-") {
 }
 my %job = map { $_ => 1 } split /,/, $fds;
 opendir(my $dir, "/proc/self/fd") or refuse(71, "opendir /proc/self/fd failed: errno " . ($! + 0) . "; mount /proc in the container");
-syscall($close, $_ + 0) for grep { !$job{$_} } map { /\A(\d+)\z/ ? $1 : () } readdir $dir;
+my @open = map { /\A(\d+)\z/ ? $1 : () } readdir $dir;
+closedir $dir;
+syscall($close, $_ + 0) for grep { !$job{$_} } @open;
 if ($oom ne "") {
   open my $adj, ">", "/proc/self/oom_score_adj" or refuse(71, "open /proc/self/oom_score_adj failed: errno " . ($! + 0) . "; mount /proc in the container");
   print $adj "$oom\n";
@@ -160,7 +172,7 @@ sub drop {
 # it did (Node's spawn left every signal's disposition at its default).
 sub parent {
   my ($job, $status) = @_;
-  syswrite STDOUT, "P $id $job\n";
+  syswrite STDOUT, "P $id $job\n"; # the grab's CHLD is at its default: no handler interrupts it
   until (defined $status) { my $gone = waitpid(-1, 0); $gone > 0 or refuse(71, "waitpid failed: errno " . ($! + 0) . "; report this"); $status = $? if $gone == $job }
   1 while waitpid(-1, WNOHANG) > 0;
   # exit_group(2) itself: perl's own exit would first tear its interpreter down, on the path from the job's end to its report.

@@ -76,9 +76,15 @@ export function isSpawnerCommand(cmdline: readonly string[] | undefined): boolea
   return cmdline !== undefined && cmdline.length === 2 && (cmdline[0] === AGENT_EXEC_PATH || cmdline[0] === AGENT_EXEC_NAME) && cmdline[1] === SPAWNER_FLAG;
 }
 
-/** The spawners: processes of the service uid running clankie-agent-exec --spawner. */
+/**
+ * The spawners: processes of the service uid running clankie-agent-exec
+ * --spawner, but for a spawner's own child between its fork(2) and its
+ * execve(2) (the spawner starting its zygote), which still shows the
+ * spawner's command line.
+ */
 export function spawnersOf(table: readonly ProcessEntry[], serviceUid: number, cmdlines: ReadonlyMap<number, readonly string[]>): ProcessEntry[] {
-  return ofUid(table, serviceUid, []).filter((entry) => isSpawnerCommand(cmdlines.get(entry.pid)));
+  const runsSpawner = (pid: number): boolean => isSpawnerCommand(cmdlines.get(pid));
+  return ofUid(table, serviceUid, []).filter((entry) => runsSpawner(entry.pid) && !runsSpawner(entry.ppid));
 }
 
 /** The capabilities a process can use now or pass on through exec: its permitted, effective and ambient sets. */

@@ -47,7 +47,7 @@ export function judgeChildren(c: Children): void {
     assert.is(c.nodePath[where], `refused 64: ${where}: the node option is not accepted: this package starts only the program it names, as it names it`, where);
   }
   assert.is(c.nodePath.plantedRan, null, "the planted nodePath ran");
-  // A raw request on the service's channel whose holder hides a chain of its own behind NULs: sent, and the chain never ran (the spawner refuses it, 64).
+  // A raw request on the service's channel whose socket name hides a chain of its own behind NULs: sent, and the chain never ran (the spawner refuses it, 64).
   assert.equal(c.plantedFields, { sent: 0, ran: null }, "the chain planted behind NUL-ended fields ran");
   // Every child, by every route: no capability, and setpriv to root fails (util-linux setpriv exits 127 when a credential call fails).
   for (const [how, view] of [["systemExec", c.systemExec], ["child_process", c.plain], ["execa", c.execa]] as const) {

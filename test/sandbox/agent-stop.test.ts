@@ -269,7 +269,7 @@ function fillScenario(name: string): Outcome & Filled {
 }
 
 /** How each stage failed while node's count was full: the spawner's zygote could not fork its grab. */
-const NODE_FULL = "the signal stage exited 71: clankie-agent-exec: a grab's pipe or fork(2) failed: EAGAIN: node's uid is at its process limit; try again once processes of node's have ended, or raise the container's process limit";
+const NODE_FULL = "the signal stage exited 71: clankie-agent-exec: a grab's stderr or fork(2) failed: EAGAIN: node's uid is at its process limit; try again once processes of node's have ended, or raise the container's process limit";
 const FULL = /^\d+ 11$/; // the filler's children, then EAGAIN: fork(2) refused at the limit
 
 /** Every stage failed while the filler held the count, and the job ran on until it let go. */

@@ -5,23 +5,25 @@
  * killed mid-job, another node process and a job reaching for the channel,
  * and a burst of 50. Judged by /proc and the exit statuses.
  */
-import { chmodSync, chownSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { chmodSync, chownSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { rootTest } from "../helpers/privilege.ts";
-import { Body, IDS, SANDBOX_FIXTURES, SANDBOX_NODE } from "../helpers/sandbox.ts";
+import { Body, IDS, type LaunchOptions, SANDBOX_FIXTURES, SANDBOX_NODE } from "../helpers/sandbox.ts";
 import { REPO } from "../helpers/paths.ts";
 
 const test = suite("spawner");
 const FIXTURE = `${SANDBOX_FIXTURES}/spawner-service.mjs`;
 
-function launch(scenario: string, fixture = FIXTURE, args: readonly string[] = []): { status: number | null; out: Record<string, unknown>; stdout: string; stderr: string } {
+function launch(scenario: string, fixture = FIXTURE, args: readonly string[] = [], binds: NonNullable<LaunchOptions["binds"]> = []): { status: number | null; out: Record<string, unknown>; stdout: string; stderr: string } {
   const body = new Body();
   try {
     chownSync(body.state, IDS.service, IDS.service);
     chownSync(body.workspace, IDS.service, IDS.service);
-    const run = body.run({ as: "root", command: [SANDBOX_NODE, fixture, scenario, ...args], timeoutMs: 120_000 });
+    const run = body.run({ as: "root", command: [SANDBOX_NODE, fixture, scenario, ...args], timeoutMs: 120_000, binds });
     const line = run.stdout.split("\n").find((text) => text.startsWith("{")) ?? "{}";
     return { status: run.status, out: JSON.parse(line) as Record<string, unknown>, stdout: run.stdout, stderr: run.stderr };
   } finally {
@@ -195,19 +197,33 @@ rootTest(test, "another node process of the service uid: no copy of the channel,
   assert.equal(r.out.other, { holdsChannel: false, serviceLink: true, reopen: "ENXIO", spawnerLink: "EACCES", spawnerEnviron: "EACCES" });
 });
 
-rootTest(test, "another node process that holds the channel gets no more than the service could ask: no command but agent work, no holder but a capless one of the service's, no socket but that holder's, no field that hides a chain of its own behind a NUL, no stop or release of a job the spawner did not start; control: a request the service could send runs as the agent", () => {
-  const r = launch("", `${SANDBOX_FIXTURES}/spawner-raw.mjs`);
+rootTest(test, "another node process that holds the channel gets no more than the service could ask: no command but agent work, no holder but a capless one of the service's, no socket but that holder's, no field that hides a chain of its own behind a NUL, no environment but the agent's carried variables (LD_PRELOAD for a private job's shim), no stop or release of a job the spawner did not start; control: a request the service could send runs as the agent", () => {
+  // test/fixtures/preload-root.c, built for the sandbox's /opt/preload (cc, from scripts/setup-debian.sh's gcc).
+  const dir = mkdtempSync(join(tmpdir(), "clankie-preload-"));
+  const cc = spawnSync("cc", ["-shared", "-fPIC", "-O2", "-o", join(dir, "preload-root.so"), join(REPO, "test/fixtures/preload-root.c")], { encoding: "utf8" });
+  assert.is(cc.status, 0, cc.stderr);
+  chmodSync(dir, 0o755);
+  let r: ReturnType<typeof launch>;
+  try {
+    r = launch("", `${SANDBOX_FIXTURES}/spawner-raw.mjs`, ["/opt/preload/preload-root.so"], [[dir, "/opt/preload", "ro"]]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
   assert.is(r.status, 0, `${r.stdout}\n${r.stderr}`);
   type Answer = { code: number | null; signal: null; line: string };
-  const o = r.out as { [name in "notCommand" | "holderAgent" | "holderSpawner" | "otherSocket" | "nulHolder" | "nulSocket" | "signalOwnGroup" | "signalSpawner" | "releaseUnknown" | "control"]: Answer } & { self: number; spawner: number; named: number; other: number; agentJob: number | null; nulRan: string | null; spawnerAlive: boolean };
+  const o = r.out as { [name in "notCommand" | "holderAgent" | "holderSpawner" | "otherSocket" | "nulHolder" | "nulSocket" | "preloadEnv" | "holderDash" | "signalOwnGroup" | "signalSpawner" | "releaseUnknown" | "control"]: Answer } & { self: number; spawner: number; named: number; other: number; agentJob: number | null; nulRan: string | null; preloadRan: string | null; spawnerAlive: boolean };
   assert.equal(o.notCommand, { code: 64, signal: null, line: 'clankie-agent-exec: unknown option "--signal"; put the command after --: clankie-agent-exec [OPTIONS] -- COMMAND [ARG...] (see clankie-agent-exec --help)' }, JSON.stringify(o));
   assert.ok(o.agentJob !== null, "the agent's job ran");
   assert.equal(o.holderAgent, { code: 77, signal: null, line: `clankie-agent-exec: the job's holder ${o.agentJob} is not the service's uid ${IDS.service}; only the service's own children hand stdio to agent work` });
   assert.is(o.holderSpawner.code, 77);
   assert.match(o.holderSpawner.line, new RegExp(`^clankie-agent-exec: the job's holder ${o.spawner} holds capabilities \\(Cap\\w+ 0+c0\\); only a capless child of the service hands stdio to agent work$`));
   assert.equal(o.otherSocket, { code: 77, signal: null, line: `clankie-agent-exec: the socket the job's holder ${o.named} named is held by process ${o.other}; only the service's own holder hands stdio to agent work` });
-  const nul = { code: 64, signal: null, line: "clankie-agent-exec: a field of the job holds a NUL byte; send the holder's pid, its socket's name, the command and its environment without NUL bytes" };
-  assert.equal([o.nulHolder, o.nulSocket, o.nulRan], [nul, nul, null], JSON.stringify(o));
+  // The holder that hides them is no pid (refused first as such); the socket's name that hides them is refused as a field with a NUL, though its holder listens under the name they start with.
+  assert.is(o.nulHolder.code, 64, JSON.stringify(o.nulHolder));
+  assert.match(o.nulHolder.line, /^clankie-agent-exec: the spawn names no holder's pid \("-\\u0000/);
+  assert.equal([o.nulSocket, o.nulRan], [{ code: 64, signal: null, line: "clankie-agent-exec: a field of the job holds a NUL byte; send the holder's pid, its socket's name, the command and its environment without NUL bytes" }, null], JSON.stringify(o));
+  assert.equal([o.preloadEnv, o.preloadRan], [{ code: 64, signal: null, line: `clankie-agent-exec: the spawn's environment names "LD_PRELOAD": only the agent's carried variables (CLANKIE_ENV_NAME) and CLANKIE_STARTED_FD reach the spawner; spawn through spawnAgent, which carries them` }, null], JSON.stringify(o));
+  assert.equal(o.holderDash, { code: 64, signal: null, line: `clankie-agent-exec: the spawn names no holder's pid ("-"); spawn through spawnAgent, which starts the holder or its acceptor and names it` }, JSON.stringify(o));
   for (const [name, pgid] of [["signalOwnGroup", o.self], ["signalSpawner", o.spawner]] as const) {
     assert.equal(o[name], { code: 65, signal: null, line: `clankie-agent-exec: no running job of the spawner's leads process group ${pgid}; pass the pid of a job spawnAgent started` }, name);
   }

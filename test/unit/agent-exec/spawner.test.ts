@@ -16,7 +16,7 @@ import { grabJob } from "../../../src/agent-exec/spawner.ts";
 const test = suite("the spawner's zygote");
 
 const n = syscallNumbers();
-const ZYGOTE_ARGV = ["-T", "-C0", "-e", GRAB, ...[n.recvmsg, n.dup3, n.fcntl, n.close, n.setsid, n.exitGroup, n.setgroups, n.setresgid, n.setresuid, n.capset, n.prctl, process.getuid!(), process.getuid!(), process.getgid!(), process.getgid!()].map(String)];
+const ZYGOTE_ARGV = ["-T", "-C0", "-e", GRAB, ...[n.recvmsg, n.dup3, n.fcntl, n.close, n.setsid, n.exitGroup, n.setgroups, n.setresgid, n.setresuid, n.capset, n.prctl, n.memfdCreate, process.getuid!(), process.getuid!(), process.getgid!(), process.getgid!()].map(String)];
 /** A chain that runs perl `code` with `args`. */
 const perl = (code: string, ...args: string[]): string[] => ["/usr/bin/perl", "-e", code, ...args];
 /** A "-" job: the grab's own fds (/dev/null, /dev/null, its stderr pipe), then the chain. */

@@ -1,7 +1,7 @@
 /* processes.*: processes that should not be there, judged from a process table and the links read of it. Pure. */
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { judgeCapabilityHolders, judgeRootProcesses, judgeWorkspaceExecutables, underWorkspace } from "../../../src/self-check/processes.ts";
+import { judgeCapabilityHolders, judgeRootProcesses, judgeSpawner, judgeWorkspaceExecutables, underWorkspace } from "../../../src/self-check/processes.ts";
 import type { Readable } from "../../../src/self-check/facts.ts";
 import type { ProcessEntry } from "../../../src/self-check/process-table.ts";
 import { lineage, parseEnviron } from "../../../src/self-check/judged.ts";
@@ -85,6 +85,23 @@ Processes("environ parsing", () => {
   assert.equal(parseEnviron(Buffer.from("A=1\0B=x=y\0junk\0")), { A: "1", B: "x=y" });
 });
 
+const Spawner = suite("processes.spawner");
+const SPAWNER_LINE = ["clankie-agent-exec", "--spawner"];
+
+Spawner("one spawner passes; its own child between fork and exec (the spawner's command line still) is no second one; two side by side, or none, fail", () => {
+  const service = [proc(1, 0, 0, "perl"), proc(14, 1, 1000, "node")];
+  const one = judgeSpawner([...service, proc(20, 1, 1000, "clankie-agent-e", C0)], 1000, new Map([[20, SPAWNER_LINE]]), "separated");
+  assert.is(one.status, "pass", one.summary);
+  const forking = judgeSpawner([...service, proc(20, 1, 1000, "clankie-agent-e", C0), proc(21, 20, 1000, "clankie-agent-e", C0)], 1000, new Map([[20, SPAWNER_LINE], [21, SPAWNER_LINE]]), "separated");
+  assert.is(forking.status, "pass", forking.summary);
+  const two = judgeSpawner([...service, proc(20, 1, 1000, "clankie-agent-e", C0), proc(21, 1, 1000, "clankie-agent-e", C0)], 1000, new Map([[20, SPAWNER_LINE], [21, SPAWNER_LINE]]), "separated");
+  assert.equal([two.status, two.summary], ["fail", "2 spawners run: only the root phase starts one (want exactly one)"]);
+  const none = judgeSpawner(service, 1000, new Map(), "separated");
+  assert.equal([none.status, none.summary], ["fail", "no spawner runs: no agent work can start (want exactly one)"]);
+});
+
 Processes.run();
 
 Holders.run();
+
+Spawner.run();
