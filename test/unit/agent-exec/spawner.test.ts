@@ -69,6 +69,12 @@ test("jobs run at once, each reported under its own id as it ends; a grab killed
   assert.equal(run.lines.slice(0, 2).sort(), ["E 8 6 0 ", "E 9 0 9 "], run.stderr);
 });
 
+test("a grab that says more than a pipe holds (200 KiB on its stderr) ends and is reported, with the first 4,000 bytes of it: a line under PIPE_BUF", async () => {
+  const run = await runZygote(framed(1, ownJob(perl('print STDERR "x" x 200_000; exit 3'))), ends(1));
+  assert.equal(run.lines, [`E 1 3 0 ${"x".repeat(4000)}`], run.stderr);
+  assert.ok(run.lines[0]!.length + 1 < 4096);
+});
+
 test("fifty jobs that end at once are each reported once", async () => {
   const input = Array.from({ length: 50 }, (_, i) => framed(i + 1, ownJob(perl(`exit ${i % 7}`)))).join("");
   const run = await runZygote(input, ends(50));
