@@ -174,6 +174,8 @@ export abstract class LaunchBody<O extends LaunchOptions = LaunchOptions> {
       encoding: "utf8",
       env: this.environment(options),
       timeout: options.timeoutMs ?? 60_000,
+      // util-linux unshare --fork ignores SIGTERM while it waits; SIGKILL ends it, and --kill-child the namespace with it.
+      killSignal: "SIGKILL",
       input: options.input,
       maxBuffer: 32 << 20,
     });
