@@ -42,7 +42,7 @@ import { setFlagsFromString } from "node:v8";
 import { constants } from "node:os";
 import type { AgentIds } from "../accounts.ts";
 import { AGENT_EXEC_PATH, EXIT, SPAWNER_FD_VARIABLE, SPAWNER_IDS_VARIABLE, STARTED_FD_VARIABLE, SYSTEM_PATH, TOOLS } from "../constants.ts";
-import { CARRIED_PREFIX, uncarried } from "../exec/environment.ts";
+import { isCarried, uncarried } from "../exec/environment.ts";
 import { gateExec, resolveCommand } from "../exec/rules.ts";
 import { startChild } from "../exec/start-child.ts";
 import type { SyscallNumbers } from "../os/syscalls.ts";
@@ -92,7 +92,7 @@ function asLine(error: unknown): { code: number; line: string } {
 /** The chain's argv and environment for one spawn request, and what the grab takes and sets first. Throws the shim's refusals. */
 export function planSpawn(ids: AgentIds, argv: readonly string[], env: Record<string, string>): { chain: string[]; env: Record<string, string>; fds: number[]; oom: string; privateJob: boolean } {
   // The service carries every variable of the agent's under CLANKIE_ENV_ and names its marker (src/system-exec.ts): any other name (LD_PRELOAD, NODE_OPTIONS) would reach what a grab execs with the spawner's capabilities, a private job's shim.
-  const foreign = Object.keys(env).find((name) => name !== STARTED_FD_VARIABLE && !(name.startsWith(CARRIED_PREFIX) && name.length > CARRIED_PREFIX.length && !/[=\0]/.test(name)));
+  const foreign = Object.keys(env).find((name) => name !== STARTED_FD_VARIABLE && !(isCarried(name) && !/[=\0]/.test(name)));
   if (foreign !== undefined) throw new Refusal(EXIT.usage, `the spawn's environment names ${JSON.stringify(foreign)}: only the agent's carried variables (CLANKIE_ENV_NAME) and ${STARTED_FD_VARIABLE} reach the spawner`, "spawn through spawnAgent, which carries them");
   // The options of a command and the command: a request for the shim's other actions (--signal, --private-cleanup) names an unknown option.
   const request = parseRunArgs(argv);
@@ -211,7 +211,8 @@ export function runSpawner(): Promise<number> {
     try {
       begin((code, signal, stderr) => send({ t: "done", seq, code, signal, stderr }));
     } catch (error) {
-      send({ t: "done", seq, code: asLine(error).code, signal: null, stderr: asLine(error).line });
+      const { code, line } = asLine(error);
+      send({ t: "done", seq, code, signal: null, stderr: line });
     }
   };
 

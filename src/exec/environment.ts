@@ -90,12 +90,17 @@ export function carried(env: Readonly<Record<string, string>>): Environment {
   return out;
 }
 
+/** Whether `name` is a carried variable's: the prefix, then a name of its own. */
+export function isCarried(name: string): boolean {
+  return name.startsWith(CARRIED_PREFIX) && name.length > CARRIED_PREFIX.length;
+}
+
 /** `env` as its programs mean it: every carried variable under its own name, over one of that name set outright. */
 export function uncarried(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   const out: NodeJS.ProcessEnv = {};
   const named: NodeJS.ProcessEnv = {};
   for (const [name, value] of Object.entries(env)) {
-    if (name.startsWith(CARRIED_PREFIX) && name.length > CARRIED_PREFIX.length) named[name.slice(CARRIED_PREFIX.length)] = value;
+    if (isCarried(name)) named[name.slice(CARRIED_PREFIX.length)] = value;
     else out[name] = value;
   }
   return Object.assign(out, named);
